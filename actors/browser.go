@@ -1,0 +1,62 @@
+package actors
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/rs/zerolog"
+
+	"github.com/framebus/framebus/cdpdriver"
+)
+
+// Browser owns one Chromium process and its browser-level connection, and
+// opens page targets in it.
+type Browser struct {
+	proc *cdpdriver.Process
+	conn *cdpdriver.Browser
+	log  zerolog.Logger
+}
+
+// StartBrowser launches Chromium and connects to it.
+func StartBrowser(ctx context.Context, opts cdpdriver.LaunchOptions, log zerolog.Logger) (*Browser, error) {
+	opts.Logger = log
+	proc, err := cdpdriver.Launch(ctx, opts)
+	if err != nil {
+		return nil, err
+	}
+	conn, err := cdpdriver.ConnectBrowser(ctx, proc.BrowserWebSocketURL(), log)
+	if err != nil {
+		proc.Close()
+		return nil, err
+	}
+	return &Browser{proc: proc, conn: conn, log: log}, nil
+}
+
+// OpenPage opens a new tab at url and connects to it.
+func (b *Browser) OpenPage(ctx context.Context, url string) (*cdpdriver.Page, error) {
+	id, err := b.conn.NewTarget(ctx, url)
+	if err != nil {
+		return nil, fmt.Errorf("open tab: %w", err)
+	}
+	p, err := cdpdriver.OpenPage(ctx, b.conn.PageWebSocketURL(id), id, b.log)
+	if err != nil {
+		_ = b.conn.CloseTarget(ctx, id)
+		return nil, err
+	}
+	return p, nil
+}
+
+// ClosePage closes a tab.
+func (b *Browser) ClosePage(ctx context.Context, p *cdpdriver.Page) error {
+	p.Close()
+	return b.conn.CloseTarget(ctx, p.TargetID())
+}
+
+// Process is the Chromium process.
+func (b *Browser) Process() *cdpdriver.Process { return b.proc }
+
+// Close disconnects and stops Chromium, removing a temporary profile.
+func (b *Browser) Close() error {
+	b.conn.Close()
+	return b.proc.Close()
+}

@@ -1,0 +1,70 @@
+package actors
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/framebus/framebus/protocol"
+)
+
+// Acceptance 8: eval returns DR-014's table exactly, and its error forms.
+func TestEvalTable(t *testing.T) {
+	tab := openTab(t)
+	send(t, tab.ID(), one(protocol.Action{Type: "navigate", URL: site("/")}))
+	cases := []struct {
+		expr  string
+		value string // "" means the value field is absent
+	}{
+		{"1 + 1", "2"},
+		{"document.title", `"framebus example shop"`},
+		{"[1, 2, 3]", "[1,2,3]"},
+		{"({a: 1, b: 2})", `{"a":1,"b":2}`},
+		{"null", "null"},
+		{"undefined", ""},
+		{"Promise.resolve(42)", "42"},
+		{"document.querySelector('h1')", ""},
+		{"[1, 2, 3].map(x => x * 2)", "[2,4,6]"},
+		{"new Promise(r => setTimeout(() => r('done'), 100))", `"done"`},
+		{"(function() { const x = 1; const y = 2; return x + y; })()", "3"},
+		{"fetch('/search.html').then(r => r.status)", "200"},
+		{"'quote\" and \\\\ backslash'", `"quote\" and \\ backslash"`},
+		{"[NaN, -Infinity, 10n, -0]", `["NaN","-Infinity","10",0]`},
+		{"(() => { const x = {k: 1}; return [x, x]; })()", `[{"k":1},{"k":1}]`},
+		{"({f() {}, u: undefined, a: [undefined, () => 1], n: document.body})", `{"a":[null,null],"n":{}}`},
+		{"new Map([['a', 1]])", `{"a":1}`},
+		{"window", ""},
+	}
+	for _, tc := range cases {
+		res := send(t, tab.ID(), one(protocol.Action{Type: "eval", Expression: tc.expr}))
+		if !res.OK {
+			t.Errorf("%s: %s", tc.expr, res.Error)
+			continue
+		}
+		if got := string(res.Results[0].Value); got != tc.value {
+			t.Errorf("%s = %q, want %q", tc.expr, got, tc.value)
+		}
+	}
+	errs := []struct {
+		expr    string
+		timeout time.Duration
+		code    protocol.Code
+		message string
+	}{
+		{"1 +)", 0, protocol.CodeJSError, "SyntaxError: Unexpected token ')'"},
+		{"undefinedVar", 0, protocol.CodeJSError, "ReferenceError: undefinedVar is not defined"},
+		{"(() => { const o = {}; o.o = o; return o; })()", 0, protocol.CodeJSError, "failed to serialize result"},
+		{"new Promise(() => {})", 300 * time.Millisecond, protocol.CodeTimeout, "evaluation timed out after 300ms"},
+		{"while (true) {}", 300 * time.Millisecond, protocol.CodeTimeout, "evaluation timed out after 300ms"},
+	}
+	for _, tc := range errs {
+		res := send(t, tab.ID(), one(protocol.Action{Type: "eval", Expression: tc.expr, Timeout: protocol.Duration(tc.timeout)}))
+		if res.OK || res.Code != tc.code || res.Error != tc.message && !strings.HasPrefix(res.Error, tc.message) {
+			t.Errorf("%s: got code %q error %q, want %q %q", tc.expr, res.Code, res.Error, tc.code, tc.message)
+		}
+		// The tab stays usable after every error, timeouts included.
+		if ok := send(t, tab.ID(), one(protocol.Action{Type: "eval", Expression: "'alive'"})); !ok.OK {
+			t.Fatalf("after %s the tab is broken: %+v", tc.expr, ok)
+		}
+	}
+}

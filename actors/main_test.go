@@ -1,0 +1,171 @@
+package actors
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/rs/zerolog"
+
+	"github.com/framebus/framebus/bus"
+	"github.com/framebus/framebus/cdpdriver"
+	"github.com/framebus/framebus/protocol"
+)
+
+// The tests share one bus, one Chromium and one site, as chromedp's do;
+// each test opens its own tab.
+var (
+	testBus     *bus.Bus
+	testConn    *nats.Conn
+	testBrowser *Browser
+	testSite    *httptest.Server
+)
+
+func TestMain(m *testing.M) {
+	os.Exit(runTests(m))
+}
+
+func runTests(m *testing.M) int {
+	var err error
+	testBus, err = bus.Start(bus.Options{})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "start bus:", err)
+		return 1
+	}
+	defer testBus.Close()
+	if testConn, err = testBus.Connect("actors-test"); err != nil {
+		fmt.Fprintln(os.Stderr, "connect:", err)
+		return 1
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	testBrowser, err = StartBrowser(ctx, cdpdriver.LaunchOptions{Headless: true}, zerolog.Nop())
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "launch chromium:", err)
+		return 1
+	}
+	defer testBrowser.Close()
+	testSite = httptest.NewServer(siteHandler())
+	defer testSite.Close()
+	return m.Run()
+}
+
+func siteHandler() http.Handler {
+	mux := http.NewServeMux()
+	mux.Handle("/", http.FileServer(http.Dir("../testdata/site")))
+	mux.HandleFunc("/slow", func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case <-time.After(3 * time.Second):
+		case <-r.Context().Done():
+		}
+		fmt.Fprint(w, "<title>slow</title>slow")
+	})
+	return mux
+}
+
+// openTab opens a fresh tab with its actor, closed when the test ends.
+func openTab(t *testing.T, opts ...func(*TabOptions)) *Tab {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	page, err := testBrowser.OpenPage(ctx, "about:blank")
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := TabOptions{ID: page.TargetID(), Page: page, Conn: testConn, Subjects: protocol.DefaultSubjects}
+	for _, f := range opts {
+		f(&o)
+	}
+	tab, err := StartTab(ctx, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		tab.Stop()
+		_ = testBrowser.ClosePage(context.Background(), page)
+	})
+	return tab
+}
+
+// site returns the URL of a test page.
+func site(path string) string { return testSite.URL + path }
+
+// send submits a plan (any JSON-encodable value or raw bytes) and decodes the reply.
+func send(t *testing.T, tab string, plan any) protocol.PlanResult {
+	t.Helper()
+	data, ok := plan.([]byte)
+	if !ok {
+		var err error
+		if data, err = json.Marshal(plan); err != nil {
+			t.Fatal(err)
+		}
+	}
+	msg, err := testConn.Request(protocol.DefaultSubjects.TabPlan(tab), data, 60*time.Second)
+	if err != nil {
+		t.Fatalf("plan %s: %v", data, err)
+	}
+	res, err := protocol.DecodePlanResult(msg.Data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res
+}
+
+// one is a single-action plan.
+func one(a protocol.Action) protocol.Plan { return protocol.Plan{Action: &a} }
+
+// frameWatch collects a tab's frames from the bus.
+type frameWatch struct {
+	t  *testing.T
+	ch chan *nats.Msg
+}
+
+func watchFrames(t *testing.T, nc *nats.Conn, subject string) *frameWatch {
+	t.Helper()
+	ch := make(chan *nats.Msg, 4096)
+	sub, err := nc.ChanSubscribe(subject, ch)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := nc.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = sub.Unsubscribe() })
+	return &frameWatch{t: t, ch: ch}
+}
+
+// next waits for the next frame.
+func (w *frameWatch) next() protocol.Frame {
+	w.t.Helper()
+	select {
+	case m := <-w.ch:
+		f, err := protocol.DecodeFrame(m.Data)
+		if err != nil {
+			w.t.Fatal(err)
+		}
+		return f
+	case <-time.After(30 * time.Second):
+		w.t.Fatal("no frame within 30s")
+	}
+	return protocol.Frame{}
+}
+
+// until returns the first frame with the given sequence, failing on a gap.
+func (w *frameWatch) until(seq int64) protocol.Frame {
+	w.t.Helper()
+	for {
+		f := w.next()
+		if f.Sequence == seq {
+			return f
+		}
+		if f.Sequence > seq {
+			w.t.Fatalf("frames skipped past %d to %d", seq, f.Sequence)
+		}
+	}
+}

@@ -1,0 +1,98 @@
+package actors
+
+import "github.com/framebus/framebus/cdpdriver"
+
+// pageChange is a change of the page's state seen in its events: a new
+// document, a same-document URL change, or a crash.
+type pageChange struct {
+	kind     string // protocol.FrameNavigation, FrameSameDocument or FrameCrash
+	url      string
+	loaderID string // the new document's loader (FrameNavigation only)
+}
+
+// navState is what the tab actor knows of its page from the events it has
+// drained: the committed document, whether it has loaded, and whether a
+// navigation is under way. Only the tab goroutine touches it.
+type navState struct {
+	url      string
+	title    string
+	loaderID string // the current main-frame document's loader
+	loaded   map[string]bool
+	// navigating: the main frame asked to navigate (or started loading) and
+	// has neither committed nor stopped since.
+	navigating bool
+	changes    []pageChange // changes not yet turned into frames
+	dialogs    []cdpdriver.DialogOpening
+	detached   bool
+}
+
+func newNavState() *navState { return &navState{loaded: map[string]bool{}} }
+
+// observe folds events into the state, in order.
+func (s *navState) observe(evs []cdpdriver.Event) {
+	for _, ev := range evs {
+		switch e := ev.(type) {
+		case cdpdriver.FrameNavigated:
+			if !e.Main {
+				continue
+			}
+			s.navigating = false
+			s.url, s.loaderID = e.URL, e.LoaderID
+			s.changes = append(s.changes, pageChange{kind: frameNavigation, url: e.URL, loaderID: e.LoaderID})
+		case cdpdriver.SameDocumentNavigated:
+			if !e.Main || e.URL == s.url {
+				continue
+			}
+			s.url = e.URL
+			s.changes = append(s.changes, pageChange{kind: frameSameDocument, url: e.URL})
+		case cdpdriver.NavigationRequested:
+			if e.Main {
+				s.navigating = true
+			}
+		case cdpdriver.LoadingStarted:
+			if e.Main {
+				s.navigating = true
+			}
+		case cdpdriver.LoadingStopped:
+			if e.Main {
+				s.navigating = false
+			}
+		case cdpdriver.Lifecycle:
+			if e.Main && e.Name == "load" {
+				s.loaded[e.LoaderID] = true
+			}
+		case cdpdriver.TitleChanged:
+			if e.URL == s.url || s.url == "" {
+				s.title = e.Title
+			}
+		case cdpdriver.Crashed:
+			s.navigating = false
+			s.changes = append(s.changes, pageChange{kind: frameCrash, url: s.url})
+		case cdpdriver.Detached:
+			s.detached = true
+		case cdpdriver.DialogOpening:
+			s.dialogs = append(s.dialogs, e)
+		}
+	}
+	if len(s.loaded) > 64 { // keep only the current document's mark
+		cur := s.loaded[s.loaderID]
+		s.loaded = map[string]bool{s.loaderID: cur}
+	}
+}
+
+// takeChanges returns the changes not yet framed.
+func (s *navState) takeChanges() []pageChange {
+	c := s.changes
+	s.changes = nil
+	return c
+}
+
+// committed reports whether a document from loaderID has been committed.
+func (s *navState) committed(loaderID string) bool {
+	for _, c := range s.changes {
+		if c.kind == frameNavigation && c.loaderID == loaderID {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,212 @@
+package actors
+
+import (
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/framebus/framebus/protocol"
+)
+
+// Acceptance 1: navigate emits frame 2 with the URL and content; a click
+// that changes nothing in the URL emits frame 3 without content; a click on
+// a link emits exactly one frame, the click's, with the new URL and content.
+func TestFramesOfNavigateAndClicks(t *testing.T) {
+	tab := openTab(t)
+	frames := watchFrames(t, testConn, protocol.DefaultSubjects.TabFrames(tab.ID()))
+
+	res := send(t, tab.ID(), one(protocol.Action{Type: "navigate", URL: site("/"), BasedOnSequence: protocol.Based(1)}))
+	if !res.OK || res.Sequence != 2 {
+		t.Fatalf("navigate: %+v", res)
+	}
+	f2 := frames.until(2)
+	if f2.URL != site("/") || f2.Action != "navigate" || f2.Source != protocol.SourceAgent || f2.FullPage == nil {
+		t.Fatalf("frame 2: %+v", f2)
+	}
+	if !strings.Contains(*f2.FullPage, "Example shop") || f2.Title != "framebus example shop" {
+		t.Fatalf("frame 2 content is not the loaded page: title %q, content %.80q", f2.Title, *f2.FullPage)
+	}
+
+	res = send(t, tab.ID(), one(protocol.Action{Type: "click", Selector: "#count", BasedOnSequence: protocol.Based(2)}))
+	if !res.OK || res.Sequence != 3 {
+		t.Fatalf("click button: %+v", res)
+	}
+	f3 := frames.next()
+	if f3.Sequence != 3 || f3.Action != "click" || f3.URL != f2.URL || f3.FullPage != nil {
+		t.Fatalf("frame 3: %+v", f3)
+	}
+
+	res = send(t, tab.ID(), one(protocol.Action{Type: "click", Selector: "#to-product", BasedOnSequence: protocol.Based(3)}))
+	if !res.OK || res.Sequence != 4 || res.Results[0].URL != site("/product.html?id=123") {
+		t.Fatalf("click link: %+v", res)
+	}
+	f4 := frames.next()
+	if f4.Sequence != 4 || f4.Action != "click" || f4.Source != protocol.SourceAgent ||
+		f4.URL != site("/product.html?id=123") || f4.FullPage == nil || !strings.Contains(*f4.FullPage, `id="buy"`) {
+		t.Fatalf("frame 4: %+v", f4)
+	}
+	if f4.Title != "Product 123" {
+		t.Fatalf("frame 4 title %q: content captured before the page ran its scripts", f4.Title)
+	}
+	// No extra "page" frame: the next plan based on 4 still runs, and the
+	// frame after 4 is its own.
+	res = send(t, tab.ID(), one(protocol.Action{Type: "eval", Expression: "1", BasedOnSequence: protocol.Based(4)}))
+	if !res.OK || res.Sequence != 5 {
+		t.Fatalf("plan after link click: %+v", res)
+	}
+	if f5 := frames.next(); f5.Sequence != 5 || f5.Action != "eval" {
+		t.Fatalf("frame after the link click's: %+v", f5)
+	}
+}
+
+// A link click, many times over, never yields a second frame.
+func TestLinkClickIsOneFrame(t *testing.T) {
+	tab := openTab(t)
+	frames := watchFrames(t, testConn, protocol.DefaultSubjects.TabFrames(tab.ID()))
+	seq := send(t, tab.ID(), one(protocol.Action{Type: "navigate", URL: site("/search.html?q=x")})).Sequence
+	frames.until(seq)
+	for i := 0; i < 10; i++ {
+		for _, link := range []string{"#result2", "#back-to-search"} {
+			res := send(t, tab.ID(), one(protocol.Action{Type: "click", Selector: link, BasedOnSequence: protocol.Based(seq)}))
+			if !res.OK || res.Sequence != seq+1 {
+				t.Fatalf("round %d click %s based on %d: %+v", i, link, seq, res)
+			}
+			seq++
+			if f := frames.next(); f.Sequence != seq || f.Action != "click" || f.FullPage == nil {
+				t.Fatalf("round %d: frame %+v", i, f)
+			}
+		}
+	}
+}
+
+// Acceptance 2: the seed's example runs both actions; the same plan again
+// is stale at index 0, expected 1, current 3.
+func TestSeedExampleAndStaleReplay(t *testing.T) {
+	tab := openTab(t)
+	plan := []byte(`{"actions": [
+		{"type": "navigate", "url": "` + site("/search.html?q=products") + `", "basedOnSequence": 1},
+		{"type": "click", "element": "#result3", "basedOnSequence": 2}]}`)
+	res := send(t, tab.ID(), plan)
+	if !res.OK || res.Executed != 2 || res.Sequence != 3 || len(res.Results) != 2 {
+		t.Fatalf("seed plan: %+v", res)
+	}
+	if got := res.Results[1].URL; got != site("/product.html?id=3") {
+		t.Fatalf("click #result3 went to %q", got)
+	}
+	again := send(t, tab.ID(), plan)
+	if again.OK || again.Executed != 0 || again.Code != protocol.CodeStaleFrame || again.Stopped == nil {
+		t.Fatalf("replayed plan: %+v", again)
+	}
+	if s := again.Stopped; s.Index != 0 || *s.Expected != 1 || s.Current != 3 {
+		t.Fatalf("stop = index %d expected %d current %d", s.Index, *s.Expected, s.Current)
+	}
+	if len(again.Results) != 0 {
+		t.Fatalf("a stale plan ran something: %+v", again.Results)
+	}
+}
+
+// Acceptance 3: a page that navigates itself produces a "page" frame, and
+// a plan based on the frame before it is rejected.
+func TestPageCausedFrameInvalidatesPlans(t *testing.T) {
+	tab := openTab(t)
+	frames := watchFrames(t, testConn, protocol.DefaultSubjects.TabFrames(tab.ID()))
+	res := send(t, tab.ID(), one(protocol.Action{Type: "navigate", URL: site("/timer.html"), BasedOnSequence: protocol.Based(1)}))
+	if !res.OK || res.Sequence != 2 {
+		t.Fatalf("navigate: %+v", res)
+	}
+	frames.until(2)
+	f3 := frames.next()
+	if f3.Sequence != 3 || f3.Source != protocol.SourcePage || f3.Action != protocol.FrameNavigation ||
+		f3.URL != site("/product.html?id=timer") || f3.FullPage == nil {
+		t.Fatalf("page frame: %+v", f3)
+	}
+	stale := send(t, tab.ID(), one(protocol.Action{Type: "click", Selector: "#buy", BasedOnSequence: protocol.Based(2)}))
+	if stale.OK || stale.Code != protocol.CodeStaleFrame || stale.Stopped.Current != 3 {
+		t.Fatalf("plan based on 2: %+v", stale)
+	}
+	if ok := send(t, tab.ID(), one(protocol.Action{Type: "click", Selector: "#buy", BasedOnSequence: protocol.Based(3)})); !ok.OK {
+		t.Fatalf("plan based on 3: %+v", ok)
+	}
+}
+
+// A pushState by the page is a page frame with the new URL and content.
+func TestSameDocumentChangeByPage(t *testing.T) {
+	tab := openTab(t)
+	frames := watchFrames(t, testConn, protocol.DefaultSubjects.TabFrames(tab.ID()))
+	send(t, tab.ID(), one(protocol.Action{Type: "navigate", URL: site("/")}))
+	frames.until(2)
+	res := send(t, tab.ID(), one(protocol.Action{Type: "eval", Expression: `setTimeout(() => history.pushState({}, "", "/later"), 50), 1`}))
+	if !res.OK {
+		t.Fatal(res.Error)
+	}
+	if f := frames.next(); f.Sequence != 3 || f.Action != "eval" {
+		t.Fatalf("eval frame %+v", f)
+	}
+	f := frames.next()
+	if f.Sequence != 4 || f.Source != protocol.SourcePage || f.Action != protocol.FrameSameDocument || f.URL != site("/later") || f.FullPage == nil {
+		t.Fatalf("pushState frame %+v", f)
+	}
+}
+
+// Acceptance 4: two agents racing with plans based on the same frame:
+// in every round exactly one plan's first action runs.
+func TestConcurrentAgentsOneWins(t *testing.T) {
+	tab := openTab(t)
+	seq := send(t, tab.ID(), one(protocol.Action{Type: "navigate", URL: site("/")})).Sequence
+	for round := 0; round < 100; round++ {
+		var wg sync.WaitGroup
+		results := make([]protocol.PlanResult, 2)
+		for agent := range results {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				results[agent] = send(t, tab.ID(), protocol.Plan{Agent: string(rune('A' + agent)), Actions: []protocol.Action{
+					{Type: "click", Selector: "#count", BasedOnSequence: protocol.Based(seq)},
+					{Type: "eval", Expression: "document.getElementById('count').dataset.n", BasedOnSequence: protocol.Based(seq + 1)},
+				}})
+			}()
+		}
+		wg.Wait()
+		ran := 0
+		for _, r := range results {
+			switch {
+			case r.Executed > 0 && r.OK:
+				ran++
+			case r.Code == protocol.CodeStaleFrame && r.Executed == 0 && r.Stopped.Index == 0:
+			default:
+				t.Fatalf("round %d: unexpected result %+v", round, r)
+			}
+		}
+		if ran != 1 {
+			t.Fatalf("round %d: %d plans ran their first action, want exactly 1: %+v", round, ran, results)
+		}
+		seq += 2
+	}
+	n := send(t, tab.ID(), one(protocol.Action{Type: "eval", Expression: "+document.getElementById('count').dataset.n"}))
+	if string(n.Results[0].Value) != "100" {
+		t.Fatalf("button clicked %s times, want 100", n.Results[0].Value)
+	}
+}
+
+// Acceptance 6: malformed plans get bad_request naming the problem, and the
+// tab keeps serving.
+func TestMalformedPlans(t *testing.T) {
+	tab := openTab(t)
+	cases := []struct{ name, plan, mention string }{
+		{"bad JSON", `{"action": {`, "invalid JSON"},
+		{"unknown action type", `{"action": {"type": "fly"}}`, `unknown action type "fly"`},
+		{"missing url", `{"action": {"type": "navigate"}}`, "url: missing"},
+		{"negative sequence", `{"action": {"type": "eval", "expression": "1", "basedOnSequence": -3}}`, "basedOnSequence: -3"},
+		{"empty actions", `{"actions": []}`, "actions: is empty"},
+		{"not JSON at all", `navigate please`, "expected a JSON object"},
+	}
+	for _, tc := range cases {
+		res := send(t, tab.ID(), []byte(tc.plan))
+		if res.OK || res.Code != protocol.CodeBadRequest || !strings.Contains(res.Error, tc.mention) {
+			t.Errorf("%s: got %+v, want bad_request mentioning %q", tc.name, res, tc.mention)
+		}
+	}
+	if res := send(t, tab.ID(), one(protocol.Action{Type: "eval", Expression: "6*7"})); !res.OK || string(res.Results[0].Value) != "42" {
+		t.Fatalf("tab stopped serving after bad plans: %+v", res)
+	}
+}

@@ -1,0 +1,109 @@
+package bus
+
+import (
+	"fmt"
+	"net"
+	"net/url"
+	"strconv"
+	"time"
+
+	"github.com/nats-io/nats-server/v2/server"
+	"github.com/rs/zerolog"
+)
+
+// startEmbedded creates and starts the in-process nats-server and waits until
+// it accepts connections.
+func (b *Bus) startEmbedded() error {
+	o := b.opts
+	sopts := &server.Options{
+		ServerName: o.Name,
+		Host:       o.Host,
+		Port:       o.Port, // -1 (random) after withDefaults, never 0 (4222)
+		DontListen: o.NoListen,
+		MaxPayload: o.MaxPayload,
+		MaxPending: maxPending(o.MaxPayload),
+		// The embedding program owns signals; a library must not trap them.
+		NoSigs:          true,
+		MaxTracedMsgLen: maxTracedMsgLen,
+	}
+	where := net.JoinHostPort(o.Host, strconv.Itoa(o.Port))
+	if o.Port == -1 {
+		where = o.Host + " (random port)"
+	}
+	if o.NoListen {
+		where = "in-process only (NoListen)"
+	}
+
+	srv, err := server.NewServer(sopts)
+	if err != nil {
+		return fmt.Errorf("%w on %s: %w", ErrServerStart, where, err)
+	}
+	slog := newServerLogger(o.Logger)
+	srv.SetLoggerV2(slog,
+		enabled(o.Logger, zerolog.DebugLevel),
+		enabled(o.Logger, zerolog.TraceLevel),
+		false)
+
+	// Start opens the client listener before it returns; a taken port shows
+	// up as a Fatalf, which our logger records instead of exiting.
+	srv.Start()
+	if err := b.waitReady(srv, slog, where); err != nil {
+		srv.Shutdown()
+		srv.WaitForShutdown()
+		return err
+	}
+
+	b.srv = srv
+	b.maxPayload = int64(o.MaxPayload)
+	if !o.NoListen {
+		addr, ok := srv.Addr().(*net.TCPAddr)
+		if !ok {
+			srv.Shutdown()
+			srv.WaitForShutdown()
+			return fmt.Errorf("%w on %s: server reports no TCP listener", ErrServerStart, where)
+		}
+		b.clientURL = clientURL(o.Host, addr.Port)
+	}
+	b.log.Info().Str("url", b.clientURL).Bool("listen", !o.NoListen).
+		Int32("max_payload", o.MaxPayload).Msg("embedded NATS server ready")
+	return nil
+}
+
+// waitReady waits up to ReadyTimeout for srv to accept connections, giving up
+// at once if the server logged a fatal error.
+func (b *Bus) waitReady(srv *server.Server, slog *serverLogger, where string) error {
+	deadline := time.Now().Add(b.opts.ReadyTimeout)
+	for {
+		if msg := slog.firstFatal(); msg != "" {
+			return fmt.Errorf("%w on %s: %s", ErrServerStart, where, msg)
+		}
+		left := time.Until(deadline)
+		if left <= 0 {
+			return fmt.Errorf("%w on %s: not ready for connections after %s", ErrServerStart, where, b.opts.ReadyTimeout)
+		}
+		// Check in short slices so a fatal error logged meanwhile ends the
+		// wait early. ReadyForConnections polls internally.
+		if srv.ReadyForConnections(min(left, 100*time.Millisecond)) {
+			// A fatal error can be logged while the listener is up (e.g. a
+			// later subsystem failing), so look once more.
+			if msg := slog.firstFatal(); msg != "" {
+				return fmt.Errorf("%w on %s: %s", ErrServerStart, where, msg)
+			}
+			return nil
+		}
+	}
+}
+
+// clientURL builds the nats:// URL for a listener on host:port. A wildcard
+// listen host is not something to dial, so it becomes loopback.
+func clientURL(host string, port int) string {
+	if ip := net.ParseIP(host); ip != nil && ip.IsUnspecified() {
+		if ip.To4() != nil {
+			host = "127.0.0.1"
+		} else {
+			host = "::1"
+		}
+	}
+	u := url.URL{Scheme: "nats", Host: net.JoinHostPort(host, strconv.Itoa(port))}
+	return u.String()
+}

@@ -1,0 +1,131 @@
+package cdpdriver
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/url"
+
+	"github.com/mafredri/cdp"
+	"github.com/mafredri/cdp/protocol/target"
+	"github.com/mafredri/cdp/rpcc"
+	"github.com/rs/zerolog"
+)
+
+// browserWriteBufferSize is the websocket write limit of the browser
+// connection; rpcc's 4 KiB default rejects longer commands.
+const browserWriteBufferSize = 1 << 20
+
+// Browser is a browser-level CDP connection: one websocket to the browser
+// target, used to create, list and close page targets. Each page then gets
+// its own websocket (PageWebSocketURL, OpenPage). A Browser is safe for
+// concurrent use.
+type Browser struct {
+	conn   *rpcc.Conn
+	client *cdp.Client
+	wsURL  *url.URL
+	log    zerolog.Logger
+}
+
+// TargetInfo describes a page target.
+type TargetInfo struct {
+	ID, Type, URL, Title string
+	Attached             bool   // some client is attached to it
+	OpenerID             string // the target that opened it (window.open), if any
+}
+
+// ConnectBrowser dials the browser websocket, e.g.
+// Process.BrowserWebSocketURL(). ctx bounds the dial only.
+func ConnectBrowser(ctx context.Context, wsURL string, logger zerolog.Logger) (*Browser, error) {
+	u, err := url.Parse(wsURL)
+	if err != nil || (u.Scheme != "ws" && u.Scheme != "wss") || u.Host == "" {
+		return nil, fmt.Errorf("connect to browser: %q is not a websocket URL; want ws://HOST:PORT/devtools/browser/ID", wsURL)
+	}
+	conn, err := rpcc.DialContext(ctx, wsURL, rpcc.WithWriteBufferSize(browserWriteBufferSize))
+	if err != nil {
+		return nil, fmt.Errorf("connect to browser %s: %w", wsURL, err)
+	}
+	return &Browser{conn: conn, client: cdp.NewClient(conn), wsURL: u, log: logger}, nil
+}
+
+// NewTarget opens a new page target (a tab) at url; "" means about:blank.
+func (b *Browser) NewTarget(ctx context.Context, url string) (targetID string, err error) {
+	if url == "" {
+		url = "about:blank"
+	}
+	reply, err := b.client.Target.CreateTarget(ctx, target.NewCreateTargetArgs(url))
+	if err != nil {
+		return "", b.wrap(ctx, "create target", err)
+	}
+	b.log.Debug().Str("target", string(reply.TargetID)).Str("url", url).Msg("target created")
+	return string(reply.TargetID), nil
+}
+
+// CloseTarget closes a target (for a page: the tab).
+func (b *Browser) CloseTarget(ctx context.Context, targetID string) error {
+	if _, err := b.client.Target.CloseTarget(ctx, target.NewCloseTargetArgs(target.ID(targetID))); err != nil {
+		return b.wrap(ctx, "close target "+targetID, err)
+	}
+	b.log.Debug().Str("target", targetID).Msg("target closed")
+	return nil
+}
+
+// Targets lists the page targets (tabs); workers, iframes, the browser
+// target and other kinds are left out.
+func (b *Browser) Targets(ctx context.Context) ([]TargetInfo, error) {
+	reply, err := b.client.Target.GetTargets(ctx, target.NewGetTargetsArgs())
+	if err != nil {
+		return nil, b.wrap(ctx, "list targets", err)
+	}
+	var out []TargetInfo
+	for _, t := range reply.TargetInfos {
+		if t.Type != "page" {
+			continue
+		}
+		ti := TargetInfo{ID: string(t.TargetID), Type: t.Type, URL: t.URL, Title: t.Title, Attached: t.Attached}
+		if t.OpenerID != nil {
+			ti.OpenerID = string(*t.OpenerID)
+		}
+		out = append(out, ti)
+	}
+	return out, nil
+}
+
+// PageWebSocketURL is the websocket endpoint of a page target on the same
+// browser: ws://HOST:PORT/devtools/page/<targetID>.
+func (b *Browser) PageWebSocketURL(targetID string) string {
+	u := url.URL{Scheme: b.wsURL.Scheme, Host: b.wsURL.Host, Path: "/devtools/page/" + targetID}
+	return u.String()
+}
+
+// Version returns the browser's product string, e.g. "Chrome/156.0.8078.79"
+// (Chromium's new headless mode no longer says "HeadlessChrome" here).
+func (b *Browser) Version(ctx context.Context) (product string, err error) {
+	reply, err := b.client.Browser.GetVersion(ctx)
+	if err != nil {
+		return "", b.wrap(ctx, "get version", err)
+	}
+	return reply.Product, nil
+}
+
+// Client is the underlying CDP client of the browser target.
+func (b *Browser) Client() *cdp.Client { return b.client }
+
+// Done is closed when the websocket is lost (browser exited, Close called).
+func (b *Browser) Done() <-chan struct{} { return b.conn.Context().Done() }
+
+// Close closes the websocket only; the browser and its tabs keep running.
+func (b *Browser) Close() error { return b.conn.Close() }
+
+// wrap classifies the error of a browser command by the connection's own
+// state: a lost connection is ErrConnectionLost, a passed deadline a
+// *TimeoutError; the connection itself is never torn down by either.
+func (b *Browser) wrap(ctx context.Context, op string, err error) error {
+	if b.conn.Context().Err() != nil {
+		return fmt.Errorf("browser: %s: %w", op, ErrConnectionLost)
+	}
+	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		return &TimeoutError{Op: "browser: " + op, After: deadlineOf(ctx)}
+	}
+	return fmt.Errorf("browser: %s: %w", op, err)
+}

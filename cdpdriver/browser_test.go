@@ -1,0 +1,240 @@
+package cdpdriver
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/url"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/mafredri/cdp"
+	"github.com/mafredri/cdp/protocol/runtime"
+	"github.com/mafredri/cdp/rpcc"
+	"github.com/rs/zerolog"
+)
+
+// browserTestConnect connects to the shared browser; the connection is
+// closed when the test ends.
+func browserTestConnect(t *testing.T) *Browser {
+	t.Helper()
+	p := launchTestBrowser(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	b, err := ConnectBrowser(ctx, p.BrowserWebSocketURL(), zerolog.Nop())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { b.Close() })
+	return b
+}
+
+func browserTestCtx(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+func browserTestFind(targets []TargetInfo, id string) (TargetInfo, bool) {
+	for _, ti := range targets {
+		if ti.ID == id {
+			return ti, true
+		}
+	}
+	return TargetInfo{}, false
+}
+
+func TestBrowserTargets(t *testing.T) {
+	t.Parallel()
+	b := browserTestConnect(t)
+	ctx := browserTestCtx(t)
+
+	blank, err := b.NewTarget(ctx, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	titled, err := b.NewTarget(ctx, "data:text/html,<title>framebus</title>hello")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if blank == "" || blank == titled {
+		t.Fatalf("target ids %q, %q", blank, titled)
+	}
+
+	launchTestWaitFor(t, 10*time.Second, "both targets listed with their URL and title", func() error {
+		targets, err := b.Targets(ctx)
+		if err != nil {
+			return err
+		}
+		for _, ti := range targets {
+			if ti.Type != "page" {
+				return fmt.Errorf("non-page target listed: %+v", ti)
+			}
+		}
+		ti, ok := browserTestFind(targets, blank)
+		if !ok || ti.URL != "about:blank" {
+			return fmt.Errorf("blank target %s: %+v in %+v", blank, ti, targets)
+		}
+		ti, ok = browserTestFind(targets, titled)
+		if !ok || ti.Title != "framebus" {
+			return fmt.Errorf("titled target %s: %+v", titled, ti)
+		}
+		return nil
+	})
+
+	for _, id := range []string{blank, titled} {
+		if err := b.CloseTarget(ctx, id); err != nil {
+			t.Fatal(err)
+		}
+	}
+	launchTestWaitFor(t, 10*time.Second, "closed targets no longer listed", func() error {
+		targets, err := b.Targets(ctx)
+		if err != nil {
+			return err
+		}
+		for _, id := range []string{blank, titled} {
+			if ti, ok := browserTestFind(targets, id); ok {
+				return fmt.Errorf("still listed: %+v", ti)
+			}
+		}
+		return nil
+	})
+
+	if err := b.CloseTarget(ctx, blank); err == nil {
+		t.Error("closing a closed target succeeded; want an error")
+	} else if errors.Is(err, ErrConnectionLost) {
+		t.Errorf("closing a closed target reported a lost connection: %v", err)
+	}
+}
+
+func TestBrowserPageWebSocketURL(t *testing.T) {
+	t.Parallel()
+	b := browserTestConnect(t)
+	ctx := browserTestCtx(t)
+	id, err := b.NewTarget(ctx, "about:blank")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.CloseTarget(ctx, id)
+
+	ws := b.PageWebSocketURL(id)
+	bu, _ := url.Parse(launchTestBrowser(t).BrowserWebSocketURL())
+	if want := "ws://" + bu.Host + "/devtools/page/" + id; ws != want {
+		t.Fatalf("PageWebSocketURL(%q) = %q; want %q", id, ws, want)
+	}
+	conn, err := rpcc.DialContext(ctx, ws)
+	if err != nil {
+		t.Fatalf("dial %s: %v", ws, err)
+	}
+	defer conn.Close()
+	reply, err := cdp.NewClient(conn).Runtime.Evaluate(ctx, runtime.NewEvaluateArgs("6*7").SetReturnByValue(true))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(reply.Result.Value) != "42" {
+		t.Errorf("6*7 = %s over the page websocket", reply.Result.Value)
+	}
+	ua, err := cdp.NewClient(conn).Runtime.Evaluate(ctx, runtime.NewEvaluateArgs("navigator.userAgent").SetReturnByValue(true))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("user agent: %s", ua.Result.Value)
+}
+
+func TestBrowserVersion(t *testing.T) {
+	t.Parallel()
+	b := browserTestConnect(t)
+	product, err := b.Version(browserTestCtx(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(product, "Chrome/") {
+		t.Errorf("Version() = %q; want Chrome/<version> or HeadlessChrome/<version>", product)
+	}
+	if b.Client() == nil {
+		t.Error("Client() is nil")
+	}
+}
+
+// TestBrowserTimeout: a request that passes its deadline is a TimeoutError
+// and leaves the connection usable.
+func TestBrowserTimeout(t *testing.T) {
+	t.Parallel()
+	b := browserTestConnect(t)
+	expired, cancel := WithTimeout(context.Background(), time.Nanosecond)
+	defer cancel()
+	<-expired.Done()
+	_, err := b.Targets(expired)
+	var te *TimeoutError
+	if !errors.As(err, &te) {
+		t.Fatalf("Targets with an expired context: %v; want a *TimeoutError", err)
+	}
+	select {
+	case <-b.Done():
+		t.Fatal("a timeout closed the connection")
+	default:
+	}
+	if _, err := b.Version(browserTestCtx(t)); err != nil {
+		t.Fatalf("connection unusable after a timeout: %v", err)
+	}
+}
+
+func TestBrowserConnectErrors(t *testing.T) {
+	t.Parallel()
+	ctx := browserTestCtx(t)
+	for _, ws := range []string{"", "http://127.0.0.1:1/devtools/browser/x", "not a url", "ws:///devtools/browser/x"} {
+		if b, err := ConnectBrowser(ctx, ws, zerolog.Nop()); err == nil {
+			b.Close()
+			t.Errorf("ConnectBrowser(%q) succeeded", ws)
+		} else if !strings.Contains(err.Error(), "ws://HOST:PORT/devtools/browser/ID") {
+			t.Errorf("ConnectBrowser(%q): %v; want it to say what a right URL looks like", ws, err)
+		}
+	}
+	// Nothing listens on port 1.
+	if b, err := ConnectBrowser(ctx, "ws://127.0.0.1:1/devtools/browser/x", zerolog.Nop()); err == nil {
+		b.Close()
+		t.Error("ConnectBrowser to a closed port succeeded")
+	}
+}
+
+// TestBrowserDone: Done closes when the browser goes away, and commands
+// then fail with ErrConnectionLost; Close closes Done too.
+func TestBrowserDone(t *testing.T) {
+	launchTestNeedChromium(t)
+	p, err := Launch(context.Background(), LaunchOptions{Headless: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	ctx := browserTestCtx(t)
+	b, err := ConnectBrowser(ctx, p.BrowserWebSocketURL(), zerolog.Nop())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	b2, err := ConnectBrowser(ctx, p.BrowserWebSocketURL(), zerolog.Nop())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := b2.Close(); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-b2.Done():
+	default:
+		t.Error("Done() not closed after Close")
+	}
+
+	if err := p.Close(); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-b.Done():
+	case <-ctx.Done():
+		t.Fatal("Done() not closed after the browser exited")
+	}
+	if _, err := b.NewTarget(ctx, ""); !errors.Is(err, ErrConnectionLost) {
+		t.Errorf("NewTarget on a lost connection: %v; want ErrConnectionLost", err)
+	}
+}

@@ -1,0 +1,23 @@
+package cdpdriver
+
+import "context"
+
+// Content formats.
+const (
+	ContentHTML = "html"
+	ContentText = "text"
+)
+
+// Content returns the page's URL, title and content in one round trip:
+// the serialized DOM for ContentHTML, the visible text for ContentText.
+func (p *Page) Content(ctx context.Context, format string) (url, title, content string, err error) {
+	expr := `[location.href, document.title, document.documentElement ? document.documentElement.outerHTML : ""]`
+	if format == ContentText {
+		expr = `[location.href, document.title, document.body ? document.body.innerText : ""]`
+	}
+	var v [3]string
+	if err := p.evalValue(ctx, "read content", expr, &v); err != nil {
+		return "", "", "", err
+	}
+	return v[0], v[1], v[2], nil
+}

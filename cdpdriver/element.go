@@ -1,0 +1,103 @@
+package cdpdriver
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"strings"
+
+	"github.com/mafredri/cdp/protocol/runtime"
+	"github.com/mafredri/cdp/rpcc"
+)
+
+// objectGroup holds the remote objects framebus creates, so they can be
+// released together.
+const objectGroup = "framebus"
+
+// resolveSelectorJS finds the element and scrolls it into view when it is
+// not already. The selector is an argument, never spliced into source.
+// It returns the element, null when none matches, or a string saying why
+// the selector is invalid.
+const resolveSelectorJS = `function (selector) {
+	let el;
+	try { el = this.querySelector(selector); } catch (e) { return "" + e.message; }
+	if (!el) return null;
+	if (el.scrollIntoViewIfNeeded) el.scrollIntoViewIfNeeded(true);
+	else el.scrollIntoView({block: "center", inline: "center", behavior: "instant"});
+	return el;
+}`
+
+// element resolves selector in the main document to a remote object.
+func (p *Page) element(ctx context.Context, selector string) (runtime.RemoteObjectID, error) {
+	arg, _ := json.Marshal(selector)
+	var res *runtime.CallFunctionOnReply
+	err := p.withDocument(ctx, func(doc runtime.RemoteObjectID) (err error) {
+		res, err = p.client.Runtime.CallFunctionOn(ctx, runtime.NewCallFunctionOnArgs(resolveSelectorJS).
+			SetObjectID(doc).
+			SetArguments([]runtime.CallArgument{{Value: arg}}).
+			SetObjectGroup(objectGroup))
+		return err
+	})
+	if err != nil {
+		return "", p.wrap(ctx, "resolve element", err)
+	}
+	if res.ExceptionDetails != nil {
+		return "", exceptionError(res.ExceptionDetails)
+	}
+	switch r := res.Result; {
+	case r.Type == "string":
+		var reason string
+		_ = json.Unmarshal(r.Value, &reason)
+		return "", &InvalidSelectorError{Selector: selector, Reason: reason}
+	case r.ObjectID == nil:
+		return "", &ElementNotFoundError{Selector: selector}
+	default:
+		return *r.ObjectID, nil
+	}
+}
+
+// withDocument runs call with the object id of the current document,
+// fetching it again when the document was replaced since it was cached.
+func (p *Page) withDocument(ctx context.Context, call func(doc runtime.RemoteObjectID) error) error {
+	for attempt := 0; ; attempt++ {
+		doc, err := p.document(ctx)
+		if err != nil {
+			return err
+		}
+		err = call(doc)
+		if err == nil || attempt > 0 || !isStaleObject(err) {
+			return err
+		}
+		p.doc = ""
+	}
+}
+
+func (p *Page) document(ctx context.Context) (runtime.RemoteObjectID, error) {
+	gen := p.decoder.generation.Load()
+	if p.doc != "" && p.docGeneration == gen {
+		return p.doc, nil
+	}
+	reply, err := p.client.Runtime.Evaluate(ctx, runtime.NewEvaluateArgs("document").SetObjectGroup(objectGroup))
+	if err != nil {
+		return "", err
+	}
+	if reply.Result.ObjectID == nil {
+		return "", errors.New("page has no document")
+	}
+	p.doc, p.docGeneration = *reply.Result.ObjectID, gen
+	return p.doc, nil
+}
+
+// isStaleObject: the cached object belonged to a context that is gone.
+func isStaleObject(err error) bool {
+	var rerr *rpcc.ResponseError
+	if !errors.As(err, &rerr) {
+		return false
+	}
+	return strings.Contains(rerr.Message, "Cannot find context") || strings.Contains(rerr.Message, "Could not find object")
+}
+
+// release frees a remote object without waiting for the answer.
+func (p *Page) release(id runtime.RemoteObjectID) {
+	go func() { _ = p.client.Runtime.ReleaseObject(p.conn.Context(), runtime.NewReleaseObjectArgs(id)) }()
+}

@@ -1,0 +1,63 @@
+package cdpdriver
+
+import (
+	"errors"
+	"fmt"
+	"time"
+)
+
+// ErrConnectionLost means the page's websocket is gone (tab closed, browser
+// exited). It is decided from the connection's own state, never from the
+// text of an error.
+var ErrConnectionLost = errors.New("connection to the page lost")
+
+// NavigationError is a load the browser refused or failed; Text is
+// Chromium's net::ERR_... text.
+type NavigationError struct {
+	URL  string
+	Text string
+}
+
+func (e *NavigationError) Error() string { return e.Text }
+
+// ElementNotFoundError: no element matches the selector.
+type ElementNotFoundError struct{ Selector string }
+
+func (e *ElementNotFoundError) Error() string { return "element not found: " + e.Selector }
+
+// ElementNotVisibleError: the element exists but has no box to click.
+type ElementNotVisibleError struct{ Selector string }
+
+func (e *ElementNotVisibleError) Error() string { return "element not visible: " + e.Selector }
+
+// InvalidSelectorError: the selector is not valid CSS.
+type InvalidSelectorError struct{ Selector, Reason string }
+
+func (e *InvalidSelectorError) Error() string {
+	return fmt.Sprintf("invalid selector %q: %s", e.Selector, e.Reason)
+}
+
+// JSError is an exception thrown by page JavaScript; Text is its description
+// ("ReferenceError: x is not defined").
+type JSError struct{ Text string }
+
+func (e *JSError) Error() string { return e.Text }
+
+// SerializationError: the value cannot be returned as JSON.
+type SerializationError struct{ Reason string }
+
+func (e *SerializationError) Error() string { return "failed to serialize result: " + e.Reason }
+
+// TimeoutError: an operation passed its deadline. The page and the
+// connection stay usable.
+type TimeoutError struct {
+	Op    string // e.g. "evaluation", "waiting for page load"
+	After time.Duration
+}
+
+func (e *TimeoutError) Error() string {
+	if e.After > 0 {
+		return fmt.Sprintf("%s timed out after %s", e.Op, e.After)
+	}
+	return e.Op + " timed out"
+}

@@ -1,0 +1,94 @@
+package cdpdriver
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"strings"
+	"time"
+
+	"github.com/mafredri/cdp/protocol/runtime"
+	"github.com/mafredri/cdp/rpcc"
+)
+
+// Eval evaluates a JavaScript expression the way DR-014 specifies:
+// Runtime.evaluate with awaitPromise, so promises are awaited, and the
+// result returned by value as JSON. A nil value means undefined (or a value
+// JSON cannot carry, like a DOM node); JSON null is "null". The value comes
+// as Chromium's deep serialization (see jsvalue.go), returnByValue's
+// superset, because plain returnByValue turns a DOM node into {}.
+//
+// timeout bounds the whole evaluation, including an awaited promise, and is
+// also passed to Chromium so a synchronous endless loop is terminated. On
+// timeout the error is a *TimeoutError and the page stays usable.
+func (p *Page) Eval(ctx context.Context, expression string, timeout time.Duration) (json.RawMessage, error) {
+	ctx, cancel := WithTimeout(ctx, timeout)
+	defer cancel()
+	args := runtime.NewEvaluateArgs(expression).
+		SetAwaitPromise(true).
+		SetSerializationOptions(deepSerialization).
+		SetTimeout(runtime.TimeDelta(timeout.Milliseconds()))
+	reply, err := p.client.Runtime.Evaluate(ctx, args)
+	if err != nil {
+		var rerr *rpcc.ResponseError
+		if errors.As(err, &rerr) && isSerializationFailure(rerr.Message) {
+			return nil, &SerializationError{Reason: serializationReason(rerr.Message)}
+		}
+		return nil, p.wrap(ctx, "evaluation", err)
+	}
+	if reply.ExceptionDetails != nil {
+		if isTerminated(reply.ExceptionDetails) {
+			return nil, &TimeoutError{Op: "evaluation", After: timeout}
+		}
+		return nil, exceptionError(reply.ExceptionDetails)
+	}
+	return resultValue(reply.Result)
+}
+
+// resultValue turns the evaluation's result into JSON.
+func resultValue(r runtime.RemoteObject) (json.RawMessage, error) {
+	if r.DeepSerializedValue == nil {
+		return nil, nil
+	}
+	raw, err := json.Marshal(r.DeepSerializedValue)
+	if err != nil {
+		return nil, err
+	}
+	return jsonFromDeep(raw)
+}
+
+// exceptionError is a thrown exception as DR-014 shows it:
+// "ReferenceError: x is not defined" (the description without its stack).
+func exceptionError(d *runtime.ExceptionDetails) error {
+	text := d.Text
+	if ex := d.Exception; ex != nil {
+		switch {
+		case ex.Description != nil && *ex.Description != "":
+			text = *ex.Description
+			if i := strings.Index(text, "\n    at "); i >= 0 {
+				text = text[:i]
+			}
+		case len(ex.Value) > 0:
+			text = "Uncaught " + strings.Trim(string(ex.Value), `"`)
+		}
+	}
+	return &JSError{Text: text}
+}
+
+// isTerminated: Chromium stopped the script because Runtime.evaluate's own
+// timeout passed.
+func isTerminated(d *runtime.ExceptionDetails) bool {
+	return d.Exception == nil && strings.Contains(d.Text, "terminated")
+}
+
+func isSerializationFailure(msg string) bool {
+	return strings.Contains(msg, "Object reference chain is too long") ||
+		strings.Contains(msg, "Object couldn't be returned by value")
+}
+
+func serializationReason(msg string) string {
+	if strings.Contains(msg, "reference chain is too long") {
+		return "circular reference"
+	}
+	return msg
+}

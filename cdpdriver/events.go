@@ -1,0 +1,196 @@
+package cdpdriver
+
+import (
+	"encoding/json"
+	"sync/atomic"
+)
+
+// Event is a page event the tab actor cares about. The concrete types are
+// below; every other CDP event is dropped at the codec.
+type Event interface{ isEvent() }
+
+// FrameNavigated: a frame committed a new document (Page.frameNavigated).
+type FrameNavigated struct {
+	FrameID, LoaderID, URL string
+	Main                   bool
+	// UnreachableURL is set when the committed document is Chromium's error
+	// page for a failed load of that URL.
+	UnreachableURL string
+}
+
+// SameDocumentNavigated: the URL changed without a new document (pushState,
+// replaceState, fragment). Page.navigatedWithinDocument.
+type SameDocumentNavigated struct {
+	FrameID, URL string
+	Main         bool
+}
+
+// NavigationRequested: a frame asked to navigate (link click, form
+// submission, script, meta refresh). From Page.frameRequestedNavigation
+// and Page.frameStartedNavigating; LoaderID is known only from the latter.
+type NavigationRequested struct {
+	FrameID, URL, Reason, LoaderID string
+	Main                           bool
+}
+
+// LoadingStarted and LoadingStopped bracket a frame's loading
+// (Page.frameStartedLoading / frameStoppedLoading). A stop without a
+// commit means a requested navigation ended without a new document
+// (a download, a 204, a cancelled navigation).
+type LoadingStarted struct {
+	FrameID string
+	Main    bool
+}
+
+type LoadingStopped struct {
+	FrameID string
+	Main    bool
+}
+
+// Lifecycle is a Page.lifecycleEvent: "init", "DOMContentLoaded", "load",
+// "networkAlmostIdle", "networkIdle", ... tied to the document's loader.
+type Lifecycle struct {
+	FrameID, LoaderID, Name string
+	Main                    bool
+}
+
+// TitleChanged: the page's title or URL as the browser reports it
+// (Target.targetInfoChanged for this page's target).
+type TitleChanged struct{ Title, URL string }
+
+// Crashed: the renderer crashed (Inspector.targetCrashed).
+type Crashed struct{}
+
+// Detached: the browser detached the debugger (Inspector.detached), e.g.
+// the tab was closed.
+type Detached struct{ Reason string }
+
+// DialogOpening: a JavaScript alert/confirm/prompt/beforeunload is open and
+// blocks the page until answered (Page.javascriptDialogOpening).
+type DialogOpening struct {
+	Type, Message, DefaultPrompt, URL string
+}
+
+func (FrameNavigated) isEvent()        {}
+func (SameDocumentNavigated) isEvent() {}
+func (NavigationRequested) isEvent()   {}
+func (LoadingStarted) isEvent()        {}
+func (LoadingStopped) isEvent()        {}
+func (Lifecycle) isEvent()             {}
+func (TitleChanged) isEvent()          {}
+func (Crashed) isEvent()               {}
+func (Detached) isEvent()              {}
+func (DialogOpening) isEvent()         {}
+
+// eventDecoder turns raw CDP events into Events. It knows the page's main
+// frame and target id, and follows main-frame changes.
+type eventDecoder struct {
+	targetID    string
+	mainFrameID string // written only by the reader goroutine after setup
+	// generation counts main-frame documents, so cached remote objects of
+	// an old document are known to be stale.
+	generation atomic.Uint64
+}
+
+func (d *eventDecoder) decode(method string, params json.RawMessage) (Event, bool) {
+	switch method {
+	case "Page.frameNavigated":
+		var p struct {
+			Frame struct {
+				ID             string  `json:"id"`
+				ParentID       *string `json:"parentId"`
+				LoaderID       string  `json:"loaderId"`
+				URL            string  `json:"url"`
+				URLFragment    string  `json:"urlFragment"`
+				UnreachableURL string  `json:"unreachableUrl"`
+			} `json:"frame"`
+		}
+		if json.Unmarshal(params, &p) != nil {
+			return nil, false
+		}
+		main := p.Frame.ParentID == nil
+		if main {
+			d.mainFrameID = p.Frame.ID
+			d.generation.Add(1)
+		}
+		return FrameNavigated{FrameID: p.Frame.ID, LoaderID: p.Frame.LoaderID, URL: p.Frame.URL + p.Frame.URLFragment,
+			Main: main, UnreachableURL: p.Frame.UnreachableURL}, true
+	case "Page.navigatedWithinDocument":
+		var p struct {
+			FrameID string `json:"frameId"`
+			URL     string `json:"url"`
+		}
+		if json.Unmarshal(params, &p) != nil {
+			return nil, false
+		}
+		return SameDocumentNavigated{FrameID: p.FrameID, URL: p.URL, Main: p.FrameID == d.mainFrameID}, true
+	case "Page.frameRequestedNavigation", "Page.frameStartedNavigating":
+		var p struct {
+			FrameID  string `json:"frameId"`
+			URL      string `json:"url"`
+			Reason   string `json:"reason"`
+			LoaderID string `json:"loaderId"`
+			Type     string `json:"navigationType"`
+		}
+		if json.Unmarshal(params, &p) != nil {
+			return nil, false
+		}
+		if p.Reason == "" {
+			p.Reason = p.Type
+		}
+		return NavigationRequested{FrameID: p.FrameID, URL: p.URL, Reason: p.Reason, LoaderID: p.LoaderID, Main: p.FrameID == d.mainFrameID}, true
+	case "Page.frameStartedLoading", "Page.frameStoppedLoading":
+		var p struct {
+			FrameID string `json:"frameId"`
+		}
+		if json.Unmarshal(params, &p) != nil {
+			return nil, false
+		}
+		if method == "Page.frameStartedLoading" {
+			return LoadingStarted{FrameID: p.FrameID, Main: p.FrameID == d.mainFrameID}, true
+		}
+		return LoadingStopped{FrameID: p.FrameID, Main: p.FrameID == d.mainFrameID}, true
+	case "Page.lifecycleEvent":
+		var p struct {
+			FrameID  string `json:"frameId"`
+			LoaderID string `json:"loaderId"`
+			Name     string `json:"name"`
+		}
+		if json.Unmarshal(params, &p) != nil {
+			return nil, false
+		}
+		return Lifecycle{FrameID: p.FrameID, LoaderID: p.LoaderID, Name: p.Name, Main: p.FrameID == d.mainFrameID}, true
+	case "Page.javascriptDialogOpening":
+		var p struct {
+			URL           string `json:"url"`
+			Message       string `json:"message"`
+			Type          string `json:"type"`
+			DefaultPrompt string `json:"defaultPrompt"`
+		}
+		if json.Unmarshal(params, &p) != nil {
+			return nil, false
+		}
+		return DialogOpening{Type: p.Type, Message: p.Message, DefaultPrompt: p.DefaultPrompt, URL: p.URL}, true
+	case "Target.targetInfoChanged":
+		var p struct {
+			TargetInfo struct {
+				TargetID string `json:"targetId"`
+				Title    string `json:"title"`
+				URL      string `json:"url"`
+			} `json:"targetInfo"`
+		}
+		if json.Unmarshal(params, &p) != nil || p.TargetInfo.TargetID != d.targetID {
+			return nil, false
+		}
+		return TitleChanged{Title: p.TargetInfo.Title, URL: p.TargetInfo.URL}, true
+	case "Inspector.targetCrashed":
+		return Crashed{}, true
+	case "Inspector.detached":
+		var p struct {
+			Reason string `json:"reason"`
+		}
+		_ = json.Unmarshal(params, &p)
+		return Detached{Reason: p.Reason}, true
+	}
+	return nil, false
+}

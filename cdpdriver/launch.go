@@ -1,0 +1,372 @@
+package cdpdriver
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/url"
+	"os"
+	"os/exec"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/rs/zerolog"
+)
+
+// LaunchOptions says how to start Chromium. The zero value starts a headed
+// Chromium found by FindChromium with a throwaway profile.
+type LaunchOptions struct {
+	Binary       string        // "" = FindChromium()
+	Headless     bool          // the new headless mode (--headless)
+	UserDataDir  string        // "" = a fresh temp dir, removed by Close; a given dir is kept
+	Args         []string      // extra flags, appended after framebus's own
+	StartTimeout time.Duration // until the DevTools endpoint is printed; default 30s
+	Logger       zerolog.Logger
+}
+
+// Process is a running Chromium started by Launch.
+type Process struct {
+	cmd         *exec.Cmd
+	binary      string
+	wsURL       string
+	devtoolsURL string
+	userDataDir string
+	ownDir      bool // we created userDataDir, so Close removes it
+	log         zerolog.Logger
+	stderr      *launchStderr
+
+	done    chan struct{} // closed when cmd.Wait returned
+	waitErr error         // cmd.Wait's result; read only after done
+
+	closeOnce sync.Once
+	closeErr  error
+}
+
+const (
+	launchDefaultTimeout = 30 * time.Second
+	// launchTermGrace is how long Close lets Chromium shut down after
+	// SIGTERM before it is killed.
+	launchTermGrace = 3 * time.Second
+	// launchDrainWait bounds the wait for the last helper process to close
+	// its end of the stderr pipe once the browser process is gone.
+	launchDrainWait = 5 * time.Second
+	launchTailLines = 12
+	launchMaxLine   = 8 << 10
+	launchEndpoint  = "DevTools listening on "
+)
+
+// launchFlags are always passed. Every one keeps Chromium quiet, fast to
+// start and free of background traffic; none changes what pages see.
+var launchFlags = []string{
+	"--remote-debugging-port=0", // the kernel picks the port; we read it back
+	"--remote-debugging-address=127.0.0.1",
+	"--no-first-run",
+	"--no-default-browser-check",
+	"--disable-background-networking",
+	"--disable-component-update",
+	"--disable-sync",
+	"--disable-quic",
+	"--disable-gpu",
+	"--disable-dev-shm-usage",
+	"--disable-features=Translate,MediaRouter,OptimizationHints",
+	"--disable-extensions",
+	"--disable-popup-blocking",
+	"--password-store=basic",
+	"--use-mock-keychain",
+	"--mute-audio",
+	"--disable-renderer-backgrounding",
+	"--disable-background-timer-throttling",
+	"--disable-backgrounding-occluded-windows",
+	"--disable-hang-monitor",
+	"--disable-ipc-flooding-protection",
+}
+
+// Launch starts Chromium with --remote-debugging-port=0 and returns once it
+// has printed its DevTools endpoint ("DevTools listening on
+// ws://127.0.0.1:PORT/devtools/browser/ID") on stderr; the port is never
+// assumed. ctx bounds the startup only: cancelling it later does not stop
+// the browser, Close does.
+//
+// Chromium runs in its own process group, so Close can stop it with every
+// helper process, and with a parent-death signal, so it is killed if this
+// process dies without calling Close. If Chromium exits before it is ready,
+// or StartTimeout passes, Launch cleans up and returns an error quoting the
+// last lines Chromium wrote to stderr.
+func Launch(ctx context.Context, opts LaunchOptions) (*Process, error) {
+	start := time.Now()
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("launch chromium: %w", err)
+	}
+	binary := opts.Binary
+	if binary == "" {
+		var err error
+		if binary, err = FindChromium(); err != nil {
+			return nil, err
+		}
+	}
+	timeout := opts.StartTimeout
+	if timeout <= 0 {
+		timeout = launchDefaultTimeout
+	}
+	p := &Process{binary: binary, userDataDir: opts.UserDataDir, log: opts.Logger, done: make(chan struct{})}
+	if p.userDataDir == "" {
+		dir, err := os.MkdirTemp("", "framebus-profile-*")
+		if err != nil {
+			return nil, fmt.Errorf("launch chromium: create profile dir: %w", err)
+		}
+		p.userDataDir, p.ownDir = dir, true
+	}
+
+	args := append([]string(nil), launchFlags...)
+	args = append(args, "--user-data-dir="+p.userDataDir)
+	if os.Geteuid() == 0 {
+		// Chromium refuses to run as root with its sandbox on.
+		args = append(args, "--no-sandbox")
+	}
+	if opts.Headless {
+		args = append(args, "--headless")
+	}
+	args = append(args, opts.Args...)
+	args = append(args, "about:blank")
+
+	// An *os.File as Stdout/Stderr makes exec hand it to the child without a
+	// copying goroutine, so Wait returns as soon as the browser exits even
+	// though its helpers inherit the pipe.
+	r, w, err := os.Pipe()
+	if err != nil {
+		p.removeDir()
+		return nil, fmt.Errorf("launch chromium: %w", err)
+	}
+	p.cmd = exec.Command(binary, args...)
+	p.cmd.Stdout = w
+	p.cmd.Stderr = w
+	p.cmd.SysProcAttr = launchSysProcAttr()
+	if err := p.cmd.Start(); err != nil {
+		r.Close()
+		w.Close()
+		p.removeDir()
+		return nil, fmt.Errorf("launch chromium %s: %w", binary, err)
+	}
+	w.Close()
+	p.log = p.log.With().Int("pid", p.cmd.Process.Pid).Logger()
+	p.stderr = launchReadStderr(r, p.log)
+	go func() {
+		p.waitErr = p.cmd.Wait()
+		close(p.done)
+	}()
+
+	fail := func(err error) (*Process, error) {
+		p.Close() // also drains stderr to the end, so the tail is complete
+		return nil, fmt.Errorf("%w%s", err, p.stderr.describeTail())
+	}
+	timer := time.NewTimer(timeout)
+	defer timer.Stop()
+	select {
+	case ws := <-p.stderr.endpoint:
+		u, err := url.Parse(ws)
+		if err != nil || u.Host == "" {
+			return fail(fmt.Errorf("launch chromium %s: unreadable DevTools endpoint %q", binary, ws))
+		}
+		p.wsURL = ws
+		p.devtoolsURL = "http://" + u.Host
+	case <-p.done:
+		return fail(fmt.Errorf("launch chromium %s: it exited (%s) before printing its DevTools endpoint", binary, launchExitStatus(p.waitErr)))
+	case <-timer.C:
+		return fail(fmt.Errorf("launch chromium %s: no DevTools endpoint after %s: %w", binary, timeout, context.DeadlineExceeded))
+	case <-ctx.Done():
+		return fail(fmt.Errorf("launch chromium %s: %w", binary, ctx.Err()))
+	}
+	p.log.Debug().Str("ws", p.wsURL).Str("profile", p.userDataDir).Dur("took", time.Since(start)).Msg("chromium started")
+	return p, nil
+}
+
+// BrowserWebSocketURL is the browser target's endpoint,
+// ws://127.0.0.1:PORT/devtools/browser/ID.
+func (p *Process) BrowserWebSocketURL() string { return p.wsURL }
+
+// DevToolsURL is the HTTP endpoint, http://127.0.0.1:PORT.
+func (p *Process) DevToolsURL() string { return p.devtoolsURL }
+
+// UserDataDir is the profile directory Chromium runs with.
+func (p *Process) UserDataDir() string { return p.userDataDir }
+
+// Pid is the browser process id; it is also the id of its process group.
+func (p *Process) Pid() int { return p.cmd.Process.Pid }
+
+// Done is closed when the browser process has exited, by Close or on its own.
+func (p *Process) Done() <-chan struct{} { return p.done }
+
+// Close stops Chromium: SIGTERM to its process group, SIGKILL if it has not
+// exited after a few seconds, then SIGKILL to whatever helper process is
+// left in the group. It waits for all of them and removes the profile
+// directory if Launch created it. Close is safe to call more than once and
+// after Chromium died on its own; later calls return the first result.
+func (p *Process) Close() error {
+	p.closeOnce.Do(func() { p.closeErr = p.stop() })
+	return p.closeErr
+}
+
+func (p *Process) stop() error {
+	start := time.Now()
+	pgid := p.cmd.Process.Pid
+	var errs []error
+	select {
+	case <-p.done:
+	default:
+		if err := launchSignalGroup(pgid, syscall.SIGTERM); err != nil {
+			errs = append(errs, err)
+		}
+		t := time.NewTimer(launchTermGrace)
+		select {
+		case <-p.done:
+		case <-t.C:
+			p.log.Warn().Dur("grace", launchTermGrace).Msg("chromium ignored SIGTERM; killing it")
+			if err := launchSignalGroup(pgid, syscall.SIGKILL); err != nil {
+				errs = append(errs, err)
+			}
+			<-p.done
+		}
+		t.Stop()
+	}
+	// Helpers (zygote, renderers, GPU, utilities) may outlive the browser
+	// process for a moment; they share its group, so sweep them too. The
+	// group id cannot be reused while any member lives.
+	_ = launchSignalGroup(pgid, syscall.SIGKILL)
+	// Every process of the group holds the stderr pipe; its end of file
+	// means the last one is gone and nothing writes to the profile anymore.
+	if !p.stderr.wait(launchDrainWait) {
+		p.log.Warn().Msg("a chromium helper still holds stderr open")
+		p.stderr.close()
+	}
+	if err := p.removeDir(); err != nil {
+		errs = append(errs, err)
+	}
+	p.log.Debug().Dur("took", time.Since(start)).Msg("chromium stopped")
+	return errors.Join(errs...)
+}
+
+func (p *Process) removeDir() error {
+	if !p.ownDir {
+		return nil
+	}
+	err := os.RemoveAll(p.userDataDir)
+	if err != nil {
+		// A helper that died a moment ago may have left a file behind
+		// while RemoveAll walked the tree; one retry settles it.
+		err = os.RemoveAll(p.userDataDir)
+	}
+	if err != nil {
+		return fmt.Errorf("remove chromium profile %s: %w", p.userDataDir, err)
+	}
+	return nil
+}
+
+func launchSysProcAttr() *syscall.SysProcAttr {
+	// Pdeathsig fires when the OS thread that started Chromium exits. Go
+	// keeps its threads for the life of the process unless a goroutine
+	// exits while locked to one, so in practice it means "when we die".
+	return &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+}
+
+func launchSignalGroup(pgid int, sig syscall.Signal) error {
+	err := syscall.Kill(-pgid, sig)
+	if err == nil || errors.Is(err, syscall.ESRCH) {
+		return nil
+	}
+	return fmt.Errorf("signal chromium process group %d: %w", pgid, err)
+}
+
+func launchExitStatus(err error) string {
+	if err == nil {
+		return "exit status 0"
+	}
+	return err.Error()
+}
+
+// launchStderr drains Chromium's stderr (and stdout) for as long as any
+// process of the browser holds it: it finds the DevTools endpoint, keeps
+// the last lines for error messages and logs every line at debug level,
+// so Chromium never blocks on a full pipe.
+type launchStderr struct {
+	f        *os.File
+	endpoint chan string // receives the endpoint once
+	eof      chan struct{}
+
+	mu   sync.Mutex
+	tail []string
+}
+
+func launchReadStderr(f *os.File, log zerolog.Logger) *launchStderr {
+	s := &launchStderr{f: f, endpoint: make(chan string, 1), eof: make(chan struct{})}
+	go s.run(log)
+	return s
+}
+
+func (s *launchStderr) run(log zerolog.Logger) {
+	defer close(s.eof)
+	defer s.f.Close()
+	found := false
+	r := bufio.NewReaderSize(s.f, 4<<10)
+	var line []byte
+	for {
+		chunk, err := r.ReadSlice('\n')
+		if room := launchMaxLine - len(line); room > 0 {
+			line = append(line, chunk[:min(len(chunk), room)]...)
+		}
+		if err == bufio.ErrBufferFull {
+			continue
+		}
+		if text := strings.TrimRight(string(line), "\r\n"); text != "" {
+			log.Debug().Str("stderr", text).Msg("chromium")
+			s.mu.Lock()
+			if len(s.tail) == launchTailLines {
+				s.tail = append(s.tail[:0], s.tail[1:]...)
+			}
+			s.tail = append(s.tail, text)
+			s.mu.Unlock()
+			if i := strings.Index(text, launchEndpoint); i >= 0 && !found {
+				found = true
+				s.endpoint <- strings.TrimSpace(text[i+len(launchEndpoint):])
+			}
+		}
+		line = line[:0]
+		if err != nil {
+			if !errors.Is(err, io.EOF) && !errors.Is(err, os.ErrClosed) {
+				log.Debug().Err(err).Msg("reading chromium stderr")
+			}
+			return
+		}
+	}
+}
+
+// wait reports whether every writer closed the pipe within d.
+func (s *launchStderr) wait(d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-s.eof:
+		return true
+	case <-t.C:
+		return false
+	}
+}
+
+// close stops the reader even though a writer is still alive.
+func (s *launchStderr) close() {
+	s.f.Close() // unblocks the pending read: the pipe is in the poller
+	<-s.eof
+}
+
+// describeTail formats the last stderr lines for an error message.
+func (s *launchStderr) describeTail() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.tail) == 0 {
+		return "; it wrote nothing to stderr"
+	}
+	return "; last stderr lines:\n\t" + strings.Join(s.tail, "\n\t")
+}

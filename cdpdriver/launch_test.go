@@ -1,0 +1,425 @@
+package cdpdriver
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// TestMain closes the browser the tests of this package share.
+func TestMain(m *testing.M) {
+	if os.Getenv(launchTestChildEnv) != "" {
+		launchTestChild()
+		return
+	}
+	code := m.Run()
+	launchTestShared.mu.Lock()
+	if launchTestShared.proc != nil {
+		launchTestShared.proc.Close()
+	}
+	launchTestShared.mu.Unlock()
+	os.Exit(code)
+}
+
+// launchTestShared is one headless Chromium for every test that only needs
+// "a browser": started by the first test that asks, closed by TestMain.
+var launchTestShared struct {
+	mu   sync.Mutex
+	proc *Process
+	err  error
+}
+
+// launchTestBrowser returns the shared headless Chromium, launching it on
+// first use; tests skip when no Chromium is installed. Do not Close it.
+func launchTestBrowser(t testing.TB) *Process {
+	t.Helper()
+	launchTestShared.mu.Lock()
+	defer launchTestShared.mu.Unlock()
+	if launchTestShared.proc == nil && launchTestShared.err == nil {
+		launchTestShared.proc, launchTestShared.err = Launch(context.Background(), LaunchOptions{Headless: true})
+	}
+	if errors.Is(launchTestShared.err, ErrChromiumNotFound) {
+		t.Skip(launchTestShared.err)
+	}
+	if launchTestShared.err != nil {
+		t.Fatalf("launch shared chromium: %v", launchTestShared.err)
+	}
+	return launchTestShared.proc
+}
+
+// launchTestNeedChromium skips the test when no Chromium is installed.
+func launchTestNeedChromium(t testing.TB) {
+	t.Helper()
+	if _, err := FindChromium(); err != nil {
+		t.Skip(err)
+	}
+}
+
+// launchTestWaitFor polls cond until it holds or the deadline passes
+// (nats-server's checkFor).
+func launchTestWaitFor(t testing.TB, total time.Duration, what string, cond func() error) {
+	t.Helper()
+	deadline := time.Now().Add(total)
+	for {
+		err := cond()
+		if err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: still not true after %s: %v", what, total, err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// launchTestGroup lists the live (non-zombie) processes of a process group
+// as "pid comm state" by scanning /proc.
+func launchTestGroup(pgid int) []string {
+	entries, _ := os.ReadDir("/proc")
+	var out []string
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		comm, state, _, pg, ok := launchTestStat(pid)
+		if ok && pg == pgid && state != "Z" && state != "X" {
+			out = append(out, fmt.Sprintf("%d %s %s", pid, comm, state))
+		}
+	}
+	return out
+}
+
+// launchTestStat reads comm, state, ppid and pgrp from /proc/<pid>/stat.
+func launchTestStat(pid int) (comm, state string, ppid, pgrp int, ok bool) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return "", "", 0, 0, false
+	}
+	s := string(b)
+	open, end := strings.IndexByte(s, '('), strings.LastIndexByte(s, ')')
+	if open < 0 || end < open {
+		return "", "", 0, 0, false
+	}
+	f := strings.Fields(s[end+1:])
+	if len(f) < 3 {
+		return "", "", 0, 0, false
+	}
+	ppid, _ = strconv.Atoi(f[1])
+	pgrp, _ = strconv.Atoi(f[2])
+	return s[open+1 : end], f[0], ppid, pgrp, true
+}
+
+// launchTestGone says whether pid no longer runs (absent, or a zombie
+// nobody has reaped yet).
+func launchTestGone(pid int) error {
+	_, state, _, _, ok := launchTestStat(pid)
+	if !ok || state == "Z" || state == "X" {
+		return nil
+	}
+	return fmt.Errorf("process %d is still running (state %s)", pid, state)
+}
+
+var launchTestWSPattern = regexp.MustCompile(`^ws://127\.0\.0\.1:(\d+)/devtools/browser/[0-9a-f-]+$`)
+
+func TestLaunchHeadless(t *testing.T) {
+	p := launchTestBrowser(t)
+	m := launchTestWSPattern.FindStringSubmatch(p.BrowserWebSocketURL())
+	if m == nil {
+		t.Fatalf("BrowserWebSocketURL() = %q; want ws://127.0.0.1:PORT/devtools/browser/ID", p.BrowserWebSocketURL())
+	}
+	if m[1] == "9222" {
+		t.Errorf("port is 9222; the port must be chosen by the kernel")
+	}
+	if want := "http://127.0.0.1:" + m[1]; p.DevToolsURL() != want {
+		t.Errorf("DevToolsURL() = %q; want %q", p.DevToolsURL(), want)
+	}
+	if p.Pid() <= 0 {
+		t.Errorf("Pid() = %d", p.Pid())
+	}
+	if !strings.HasPrefix(filepath.Base(p.UserDataDir()), "framebus-profile-") {
+		t.Errorf("UserDataDir() = %q; want a framebus-profile-* temp dir", p.UserDataDir())
+	}
+	select {
+	case <-p.Done():
+		t.Fatal("Done() is closed while the browser runs")
+	default:
+	}
+
+	// The HTTP endpoint answers and agrees on the websocket URL.
+	resp, err := http.Get(p.DevToolsURL() + "/json/version")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var v struct {
+		Browser string `json:"Browser"`
+		WS      string `json:"webSocketDebuggerUrl"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&v); err != nil {
+		t.Fatal(err)
+	}
+	if v.WS != p.BrowserWebSocketURL() {
+		t.Errorf("/json/version webSocketDebuggerUrl = %q; want %q", v.WS, p.BrowserWebSocketURL())
+	}
+	// Chromium's new headless mode calls itself "Chrome/<version>" here;
+	// only the old headless shell said "HeadlessChrome".
+	if !strings.Contains(v.Browser, "Chrome/") {
+		t.Errorf("/json/version Browser = %q; want .../Chrome/<version>", v.Browser)
+	}
+}
+
+func TestLaunchCloseCleansUp(t *testing.T) {
+	launchTestNeedChromium(t)
+	start := time.Now()
+	p, err := Launch(context.Background(), LaunchOptions{Headless: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	launched := time.Since(start)
+	pid, dir := p.Pid(), p.UserDataDir()
+	if _, err := os.Stat(dir); err != nil {
+		t.Fatalf("profile dir: %v", err)
+	}
+	// Chromium forks its helpers (zygote, utility, renderer) into our group.
+	launchTestWaitFor(t, 10*time.Second, "chromium has helper processes", func() error {
+		if g := launchTestGroup(pid); len(g) < 2 {
+			return fmt.Errorf("group %d: %v", pid, g)
+		}
+		return nil
+	})
+	t.Logf("group before Close: %v", launchTestGroup(pid))
+
+	start = time.Now()
+	if err := p.Close(); err != nil {
+		t.Fatalf("Close: %v", err)
+	}
+	closed := time.Since(start)
+	t.Logf("Launch took %v, Close took %v", launched.Round(time.Millisecond), closed.Round(time.Millisecond))
+
+	select {
+	case <-p.Done():
+	default:
+		t.Error("Done() is not closed after Close")
+	}
+	if err := launchTestGone(pid); err != nil {
+		t.Error(err)
+	}
+	if g := launchTestGroup(pid); len(g) > 0 {
+		t.Errorf("processes left in group %d: %v", pid, g)
+	}
+	if _, err := os.Stat(dir); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("profile dir %s still exists (%v)", dir, err)
+	}
+	if err := p.Close(); err != nil {
+		t.Errorf("second Close: %v", err)
+	}
+}
+
+func TestLaunchCloseAfterExit(t *testing.T) {
+	launchTestNeedChromium(t)
+	p, err := Launch(context.Background(), LaunchOptions{Headless: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Kill the browser process only, as a crash would.
+	if err := syscall.Kill(p.Pid(), syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-p.Done():
+	case <-time.After(10 * time.Second):
+		t.Fatal("Done() not closed after the browser was killed")
+	}
+	if err := p.Close(); err != nil {
+		t.Fatalf("Close after exit: %v", err)
+	}
+	if g := launchTestGroup(p.Pid()); len(g) > 0 {
+		t.Errorf("processes left in group %d: %v", p.Pid(), g)
+	}
+	if _, err := os.Stat(p.UserDataDir()); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("profile dir %s still exists (%v)", p.UserDataDir(), err)
+	}
+}
+
+func TestLaunchKeepsGivenUserDataDir(t *testing.T) {
+	launchTestNeedChromium(t)
+	dir := filepath.Join(t.TempDir(), "profile")
+	p, err := Launch(context.Background(), LaunchOptions{Headless: true, UserDataDir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.UserDataDir() != dir {
+		t.Errorf("UserDataDir() = %q; want %q", p.UserDataDir(), dir)
+	}
+	if err := p.Close(); err != nil {
+		t.Fatal(err)
+	}
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatalf("given profile dir is gone: %v", err)
+	}
+	if len(entries) == 0 {
+		t.Errorf("given profile dir %s is empty; Chromium should have written its profile there", dir)
+	}
+}
+
+// TestLaunchFailures: a binary that is not Chromium gives an error quoting
+// its stderr, promptly, and leaves no process and no temp profile behind.
+func TestLaunchFailures(t *testing.T) {
+	scripts := t.TempDir()
+	script := func(name, body string) string {
+		path := filepath.Join(scripts, name)
+		if err := os.WriteFile(path, []byte("#!/bin/sh\n"+body+"\n"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		return path
+	}
+	noisy := script("noisy", "echo 'loading profile' >&2\necho 'error while loading shared libraries: libfoo.so' >&2\nexit 3")
+	silent := script("silent", "exec sleep 60")
+	pidfile := filepath.Join(scripts, "pid")
+	forks := script("forks", "sleep 60 &\necho $! > "+pidfile+"\necho 'waiting' >&2\nwait")
+
+	cancelled, cancel := context.WithCancel(context.Background())
+	cancel()
+	tests := []struct {
+		name    string
+		ctx     context.Context
+		opts    LaunchOptions
+		wantErr error    // errors.Is target, if any
+		wantMsg []string // substrings of the error
+	}{
+		{name: "bin false", opts: LaunchOptions{Binary: "/bin/false"}, wantMsg: []string{"/bin/false", "exit status 1", "before printing its DevTools endpoint", "wrote nothing to stderr"}},
+		{name: "stderr quoted", opts: LaunchOptions{Binary: noisy}, wantMsg: []string{"exit status 3", "loading profile", "libfoo.so"}},
+		{name: "missing binary", opts: LaunchOptions{Binary: filepath.Join(scripts, "nope")}, wantErr: os.ErrNotExist},
+		{name: "start timeout", opts: LaunchOptions{Binary: silent, StartTimeout: 300 * time.Millisecond}, wantErr: context.DeadlineExceeded, wantMsg: []string{"no DevTools endpoint after 300ms"}},
+		{name: "start timeout kills the group", opts: LaunchOptions{Binary: forks, StartTimeout: 500 * time.Millisecond}, wantErr: context.DeadlineExceeded, wantMsg: []string{"waiting"}},
+		{name: "cancelled context", ctx: cancelled, opts: LaunchOptions{Binary: silent}, wantErr: context.Canceled},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			tmp := t.TempDir()
+			t.Setenv("TMPDIR", tmp) // where Launch makes its temp profile
+			ctx := tt.ctx
+			if ctx == nil {
+				var cancel context.CancelFunc
+				ctx, cancel = context.WithTimeout(context.Background(), 20*time.Second)
+				defer cancel()
+			}
+			start := time.Now()
+			p, err := Launch(ctx, tt.opts)
+			if err == nil {
+				p.Close()
+				t.Fatal("Launch succeeded; want an error")
+			}
+			t.Logf("after %v: %v", time.Since(start).Round(time.Millisecond), err)
+			if tt.wantErr != nil && !errors.Is(err, tt.wantErr) {
+				t.Errorf("error does not wrap %v", tt.wantErr)
+			}
+			for _, m := range tt.wantMsg {
+				if !strings.Contains(err.Error(), m) {
+					t.Errorf("error does not mention %q", m)
+				}
+			}
+			if left, _ := os.ReadDir(tmp); len(left) > 0 {
+				t.Errorf("temp profile left behind: %v", left)
+			}
+		})
+	}
+	if b, err := os.ReadFile(pidfile); err == nil {
+		pid, _ := strconv.Atoi(strings.TrimSpace(string(b)))
+		if err := launchTestGone(pid); err != nil {
+			t.Errorf("the launched binary's child survived: %v", err)
+		}
+	} else {
+		t.Errorf("forks script did not run: %v", err)
+	}
+}
+
+// TestLaunchHeadedWithoutDisplay documents what a headed launch does on a
+// machine without a display: either it works, or it fails promptly with
+// Chromium's own explanation.
+func TestLaunchHeadedWithoutDisplay(t *testing.T) {
+	launchTestNeedChromium(t)
+	if os.Getenv("DISPLAY") != "" || os.Getenv("WAYLAND_DISPLAY") != "" {
+		t.Skip("a display is available")
+	}
+	p, err := Launch(context.Background(), LaunchOptions{Headless: false, StartTimeout: 20 * time.Second})
+	if err == nil {
+		t.Logf("headed Chromium started without a display: %s", p.BrowserWebSocketURL())
+		p.Close()
+		return
+	}
+	t.Logf("headed launch without a display: %v", err)
+	if errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("headed launch hung instead of failing: %v", err)
+	}
+}
+
+// launchTestChildEnv makes the test binary a child that launches Chromium,
+// prints "PID DIR" and blocks, for TestLaunchDiesWithParent.
+const launchTestChildEnv = "FRAMEBUS_TEST_LAUNCH_CHILD"
+
+func launchTestChild() {
+	p, err := Launch(context.Background(), LaunchOptions{Headless: true})
+	if err != nil {
+		fmt.Println("ERROR", err)
+		os.Exit(1)
+	}
+	fmt.Println(p.Pid(), p.UserDataDir())
+	select {}
+}
+
+// TestLaunchDiesWithParent: when the process that launched Chromium is
+// killed hard (no Close), Chromium and its helpers die too.
+func TestLaunchDiesWithParent(t *testing.T) {
+	launchTestNeedChromium(t)
+	child := exec.Command(os.Args[0], "-test.run=^$")
+	child.Env = append(os.Environ(), launchTestChildEnv+"=1")
+	out, err := child.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := child.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer child.Process.Kill()
+	line, err := bufio.NewReader(out).ReadString('\n')
+	if err != nil {
+		t.Fatalf("child: %v", err)
+	}
+	var pid int
+	var dir string
+	if _, err := fmt.Sscan(line, &pid, &dir); err != nil {
+		t.Fatalf("child said %q", line)
+	}
+	defer os.RemoveAll(dir) // nobody called Close
+	if launchTestGone(pid) == nil {
+		t.Fatalf("chromium %d is not running", pid)
+	}
+
+	if err := child.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	child.Wait()
+	launchTestWaitFor(t, 10*time.Second, "chromium dies with its parent", func() error { return launchTestGone(pid) })
+	launchTestWaitFor(t, 10*time.Second, "chromium's helpers die with it", func() error {
+		if g := launchTestGroup(pid); len(g) > 0 {
+			return fmt.Errorf("left in group %d: %v", pid, g)
+		}
+		return nil
+	})
+}

@@ -1,0 +1,165 @@
+package cdpdriver
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/mafredri/cdp"
+	"github.com/mafredri/cdp/protocol/page"
+	"github.com/mafredri/cdp/protocol/runtime"
+	"github.com/mafredri/cdp/protocol/target"
+	"github.com/mafredri/cdp/rpcc"
+	"github.com/rs/zerolog"
+)
+
+// writeBufferSize is the websocket write limit of a page connection. rpcc's
+// default of 4 KiB rejects any longer command (a long script, a big value).
+const writeBufferSize = 4 << 20
+
+// Page is one websocket to one page target. Its methods are the page
+// operations; its events (navigations, loads, dialogs, crashes) are queued
+// in arrival order and drained with TakeEvents. A Page is meant to be used
+// by one goroutine, the tab actor that owns it.
+type Page struct {
+	targetID string
+	conn     *rpcc.Conn
+	client   *cdp.Client
+	events   *eventQueue
+	decoder  *eventDecoder
+	log      zerolog.Logger
+
+	// doc caches the remote object of the current document for element
+	// lookups; docGeneration says which document it belongs to.
+	doc           runtime.RemoteObjectID
+	docGeneration uint64
+}
+
+// OpenPage connects to a page target's websocket (Browser.PageWebSocketURL)
+// and enables the events the tab actor needs.
+func OpenPage(ctx context.Context, wsURL, targetID string, log zerolog.Logger) (*Page, error) {
+	q := newEventQueue()
+	dec := &eventDecoder{targetID: targetID, mainFrameID: targetID}
+	conn, err := rpcc.DialContext(ctx, wsURL,
+		rpcc.WithWriteBufferSize(writeBufferSize),
+		rpcc.WithCodec(func(rw io.ReadWriter) rpcc.Codec { return newEventCodec(rw, q, dec.decode) }))
+	if err != nil {
+		return nil, fmt.Errorf("connect to page %s: %w", targetID, err)
+	}
+	p := &Page{targetID: targetID, conn: conn, client: cdp.NewClient(conn), events: q, decoder: dec, log: log}
+	if err := p.enable(ctx); err != nil {
+		conn.Close()
+		return nil, fmt.Errorf("enable page %s: %w", targetID, err)
+	}
+	return p, nil
+}
+
+func (p *Page) enable(ctx context.Context) error {
+	c := p.client
+	if err := c.Page.Enable(ctx); err != nil {
+		return err
+	}
+	if err := c.Page.SetLifecycleEventsEnabled(ctx, page.NewSetLifecycleEventsEnabledArgs(true)); err != nil {
+		return err
+	}
+	if err := c.Inspector.Enable(ctx); err != nil {
+		return err
+	}
+	// Title changes reach us as Target.targetInfoChanged for our own target.
+	return c.Target.SetDiscoverTargets(ctx, target.NewSetDiscoverTargetsArgs(true))
+}
+
+// TargetID is the page's CDP target id.
+func (p *Page) TargetID() string { return p.targetID }
+
+// Notify is signalled (coalesced) when events are waiting in TakeEvents.
+func (p *Page) Notify() <-chan struct{} { return p.events.notify }
+
+// TakeEvents returns every event received so far, oldest first. Any event
+// the browser sent before the reply of a command that has returned is
+// included.
+func (p *Page) TakeEvents() []Event { return p.events.take() }
+
+// Done is closed when the connection is lost.
+func (p *Page) Done() <-chan struct{} { return p.conn.Context().Done() }
+
+// Close closes the websocket (not the tab).
+func (p *Page) Close() error { return p.conn.Close() }
+
+// lost reports whether the connection is gone.
+func (p *Page) lost() bool { return p.conn.Context().Err() != nil }
+
+// wrap turns the error of a CDP call into the driver's error types: a lost
+// connection becomes ErrConnectionLost, a passed deadline a TimeoutError.
+func (p *Page) wrap(ctx context.Context, op string, err error) error {
+	if err == nil {
+		return nil
+	}
+	if p.lost() {
+		return fmt.Errorf("%s: %w", op, ErrConnectionLost)
+	}
+	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		return &TimeoutError{Op: op, After: deadlineOf(ctx)}
+	}
+	return fmt.Errorf("%s: %w", op, err)
+}
+
+// Location returns the document's URL and title. It is one renderer round
+// trip, so it also works as a barrier: navigation requests the page made
+// before it are reported (as events) before it returns.
+func (p *Page) Location(ctx context.Context) (url, title string, err error) {
+	var v [2]string
+	if err := p.evalValue(ctx, "location", `[location.href, document.title]`, &v); err != nil {
+		return "", "", err
+	}
+	return v[0], v[1], nil
+}
+
+// StopLoading cancels a pending navigation.
+func (p *Page) StopLoading(ctx context.Context) error {
+	return p.wrap(ctx, "stop loading", p.client.Page.StopLoading(ctx))
+}
+
+// evalValue evaluates a framebus-internal expression and decodes its value.
+func (p *Page) evalValue(ctx context.Context, op, expr string, out any) error {
+	reply, err := p.client.Runtime.Evaluate(ctx, runtime.NewEvaluateArgs(expr).SetReturnByValue(true))
+	if err != nil {
+		return p.wrap(ctx, op, err)
+	}
+	if reply.ExceptionDetails != nil {
+		return fmt.Errorf("%s: %w", op, exceptionError(reply.ExceptionDetails))
+	}
+	if err := json.Unmarshal(reply.Result.Value, out); err != nil {
+		return fmt.Errorf("%s: unexpected value %s: %w", op, reply.Result.Value, err)
+	}
+	return nil
+}
+
+// deadlineOf is how long ctx had in total, for messages; zero when unknown.
+func deadlineOf(ctx context.Context) time.Duration {
+	if d, ok := ctx.Value(timeoutKey{}).(time.Duration); ok {
+		return d
+	}
+	return 0
+}
+
+type timeoutKey struct{}
+
+// WithTimeout is context.WithTimeout that remembers d, so a TimeoutError
+// can say "after 2s".
+func WithTimeout(ctx context.Context, d time.Duration) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.WithValue(ctx, timeoutKey{}, d), d)
+}
+
+// HandleDialog answers the open JavaScript dialog: accept or dismiss, with
+// promptText for a prompt.
+func (p *Page) HandleDialog(ctx context.Context, accept bool, promptText string) error {
+	args := page.NewHandleJavaScriptDialogArgs(accept)
+	if promptText != "" {
+		args.SetPromptText(promptText)
+	}
+	return p.wrap(ctx, "answer dialog", p.client.Page.HandleJavaScriptDialog(ctx, args))
+}

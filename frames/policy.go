@@ -1,0 +1,50 @@
+package frames
+
+import "fmt"
+
+// Policy says when a frame carries the page's content.
+type Policy string
+
+const (
+	// PolicyURLChange: when the URL differs from the previous frame's,
+	// same-document route changes included (the frame seed's rule).
+	PolicyURLChange Policy = "url-change"
+	// PolicyDocumentChange: also when a new document loaded at the same URL (reload).
+	PolicyDocumentChange Policy = "document-change"
+	// PolicyAlways: every frame.
+	PolicyAlways Policy = "always"
+)
+
+// Format is what a frame's fullPage holds.
+type Format string
+
+const (
+	FormatHTML Format = "html" // the serialized DOM (document.documentElement.outerHTML)
+	FormatText Format = "text" // the visible text (document.body.innerText)
+	FormatNone Format = "none" // never include content
+)
+
+// DefaultFormat is the content a frame carries unless configured otherwise.
+const DefaultFormat = FormatHTML
+
+// ParsePolicy checks a policy name; "" means PolicyURLChange.
+func ParsePolicy(s string) (Policy, error) {
+	switch p := Policy(s); p {
+	case "":
+		return PolicyURLChange, nil
+	case PolicyURLChange, PolicyDocumentChange, PolicyAlways:
+		return p, nil
+	}
+	return "", fmt.Errorf("full-page policy %q: want url-change, document-change or always", s)
+}
+
+// ParseFormat checks a format name; "" means DefaultFormat.
+func ParseFormat(s string) (Format, error) {
+	switch f := Format(s); f {
+	case "":
+		return DefaultFormat, nil
+	case FormatHTML, FormatText, FormatNone:
+		return f, nil
+	}
+	return "", fmt.Errorf("full-page format %q: want html, text or none", s)
+}

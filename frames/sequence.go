@@ -1,0 +1,127 @@
+package frames
+
+import (
+	"time"
+
+	"github.com/framebus/framebus/protocol"
+)
+
+// DefaultHistory is how many recent frames a Stream keeps.
+const DefaultHistory = 64
+
+// Options configure a Stream. The zero value is the default policy.
+type Options struct {
+	History int    // frames kept; DefaultHistory when 0
+	Policy  Policy // PolicyURLChange when ""
+	Format  Format // DefaultFormat when ""
+	Now     func() time.Time
+}
+
+// Change is a new state of the page, as the tab actor saw it settle.
+type Change struct {
+	URL, Title    string
+	Action        string // the action type, or protocol.FrameNavigation etc. for page changes
+	Source        string // protocol.SourceAgent, SourcePage or SourceBrowser
+	PlanID, Agent string
+	// NewDocument: a new document was committed (not a same-document change).
+	NewDocument bool
+}
+
+// Stream is one tab's frame sequence. It is not safe for concurrent use:
+// one actor goroutine owns it.
+type Stream struct {
+	tab     string
+	opts    Options
+	seq     int64
+	last    protocol.Frame
+	history []protocol.Frame // ring of the latest frames, oldest first
+}
+
+// New returns an empty stream; its first Append is frame 1.
+func New(tab string, opts Options) *Stream {
+	if opts.History <= 0 {
+		opts.History = DefaultHistory
+	}
+	if opts.Policy == "" {
+		opts.Policy = PolicyURLChange
+	}
+	if opts.Format == "" {
+		opts.Format = DefaultFormat
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	return &Stream{tab: tab, opts: opts}
+}
+
+// Sequence is the current frame's number (0 before the first frame).
+func (s *Stream) Sequence() int64 { return s.seq }
+
+// Last is the current frame.
+func (s *Stream) Last() protocol.Frame { return s.last }
+
+// Format is the content format frames carry.
+func (s *Stream) Format() Format { return s.opts.Format }
+
+// Check applies the resolver's rule: an action planned against frame
+// based may run only while based is the current frame. Nil means
+// unguarded. The error is a stale_frame *protocol.Error.
+func (s *Stream) Check(based *int64) error {
+	if based == nil || *based == s.seq {
+		return nil
+	}
+	return protocol.Errorf(protocol.CodeStaleFrame,
+		"stale frame: the action was planned against frame %d but the tab is at frame %d", *based, s.seq)
+}
+
+// WantsContent reports whether the frame for c must carry the page content.
+func (s *Stream) WantsContent(c Change) bool {
+	if s.opts.Format == FormatNone {
+		return false
+	}
+	switch {
+	case s.seq == 0 || c.URL != s.last.URL:
+		return true
+	case s.opts.Policy == PolicyAlways:
+		return true
+	case s.opts.Policy == PolicyDocumentChange:
+		return c.NewDocument
+	}
+	return false
+}
+
+// Append records c as the next frame and returns it. content is the page
+// content when WantsContent said so (nil otherwise); note explains a frame
+// whose content had to be left out.
+func (s *Stream) Append(c Change, content *string, note string) protocol.Frame {
+	s.seq++
+	f := protocol.Frame{
+		Version:  protocol.Version,
+		Tab:      s.tab,
+		Sequence: s.seq,
+		URL:      c.URL,
+		Title:    c.Title,
+		Action:   c.Action,
+		Source:   c.Source,
+		PlanID:   c.PlanID,
+		Agent:    c.Agent,
+		Time:     s.opts.Now().UTC(),
+		FullPage: content,
+		Note:     note,
+	}
+	if content != nil {
+		f.FullPageFormat = string(s.opts.Format)
+	}
+	s.last = f
+	if len(s.history) == s.opts.History {
+		copy(s.history, s.history[1:])
+		s.history = s.history[:len(s.history)-1]
+	}
+	s.history = append(s.history, f)
+	return f
+}
+
+// History returns the kept frames, oldest first.
+func (s *Stream) History() []protocol.Frame {
+	return append([]protocol.Frame(nil), s.history...)
+}

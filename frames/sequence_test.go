@@ -1,0 +1,86 @@
+package frames
+
+import (
+	"testing"
+
+	"github.com/framebus/framebus/protocol"
+)
+
+func content(s string) *string { return &s }
+
+func TestSequenceRules(t *testing.T) {
+	s := New("t", Options{History: 3})
+	if s.Sequence() != 0 {
+		t.Fatal("a new stream must be at 0")
+	}
+	open := Change{URL: "about:blank", Action: protocol.FrameOpen, Source: protocol.SourceBrowser}
+	if !s.WantsContent(open) {
+		t.Fatal("the first frame must carry content")
+	}
+	f1 := s.Append(open, content(""), "")
+	if f1.Sequence != 1 || f1.FullPage == nil || f1.FullPageFormat != string(DefaultFormat) {
+		t.Fatalf("first frame %+v", f1)
+	}
+	nav := Change{URL: "http://a/x", Action: "navigate", Source: protocol.SourceAgent, NewDocument: true}
+	if !s.WantsContent(nav) {
+		t.Fatal("a URL change must carry content")
+	}
+	s.Append(nav, content("<html>"), "")
+	click := Change{URL: "http://a/x", Action: "click", Source: protocol.SourceAgent}
+	if s.WantsContent(click) {
+		t.Fatal("same URL must not carry content under url-change")
+	}
+	f3 := s.Append(click, nil, "")
+	if f3.Sequence != 3 || f3.FullPage != nil || f3.FullPageFormat != "" {
+		t.Fatalf("third frame %+v", f3)
+	}
+	if err := s.Check(protocol.Based(3)); err != nil {
+		t.Fatalf("current frame rejected: %v", err)
+	}
+	if err := s.Check(nil); err != nil {
+		t.Fatalf("unguarded rejected: %v", err)
+	}
+	err := s.Check(protocol.Based(2))
+	if protocol.CodeOf(err) != protocol.CodeStaleFrame {
+		t.Fatalf("stale frame accepted: %v", err)
+	}
+	s.Append(click, nil, "")
+	h := s.History()
+	if len(h) != 3 || h[0].Sequence != 2 || h[2].Sequence != 4 {
+		t.Fatalf("history %+v", h)
+	}
+}
+
+func TestPolicies(t *testing.T) {
+	reload := Change{URL: "http://a/", Action: "reload", NewDocument: true}
+	pushState := Change{URL: "http://a/", Action: "eval"}
+	cases := []struct {
+		policy           Policy
+		format           Format
+		reload, sameDocs bool
+	}{
+		{PolicyURLChange, FormatHTML, false, false},
+		{PolicyDocumentChange, FormatText, true, false},
+		{PolicyAlways, FormatHTML, true, true},
+		{PolicyAlways, FormatNone, false, false},
+	}
+	for _, tc := range cases {
+		s := New("t", Options{Policy: tc.policy, Format: tc.format})
+		s.Append(Change{URL: "http://a/"}, nil, "")
+		if got := s.WantsContent(reload); got != tc.reload {
+			t.Errorf("%s/%s reload: %v", tc.policy, tc.format, got)
+		}
+		if got := s.WantsContent(pushState); got != tc.sameDocs {
+			t.Errorf("%s/%s same URL: %v", tc.policy, tc.format, got)
+		}
+		if tc.format != FormatNone && !s.WantsContent(Change{URL: "http://a/#b"}) {
+			t.Errorf("%s: hash change not treated as URL change", tc.policy)
+		}
+	}
+	if _, err := ParsePolicy("sometimes"); err == nil {
+		t.Fatal("bad policy accepted")
+	}
+	if f, err := ParseFormat(""); err != nil || f != DefaultFormat {
+		t.Fatal("empty format")
+	}
+}

@@ -1,0 +1,54 @@
+package protocol
+
+// Code is a stable, machine-readable error code. Clients branch on it; the
+// human-readable message may change between releases, the code may not.
+type Code string
+
+// The error codes, one table so they are documented and enumerable in one place.
+const (
+	CodeBadRequest        Code = "bad_request"
+	CodeStaleFrame        Code = "stale_frame"
+	CodeElementNotFound   Code = "element_not_found"
+	CodeStaleRef          Code = "stale_ref"
+	CodeNavigationFailed  Code = "navigation_failed"
+	CodeNoHistory         Code = "no_history"
+	CodeTimeout           Code = "timeout"
+	CodeJSError           Code = "js_error"
+	CodePermissionDenied  Code = "permission_denied"
+	CodeBrowserNotRunning Code = "browser_not_running"
+	CodeTabNotFound       Code = "tab_not_found"
+	CodeTabClosed         Code = "tab_closed"
+	CodeUnavailable       Code = "unavailable"
+	CodeInternal          Code = "internal"
+)
+
+// Codes lists every code with what it means, for docs and `framebus help`.
+var Codes = []struct {
+	Code    Code
+	Meaning string
+}{
+	{CodeBadRequest, "the request is malformed; the message names the field and what is expected"},
+	{CodeStaleFrame, "the action's basedOnSequence is no longer the tab's current frame; nothing was run"},
+	{CodeElementNotFound, "no element matches the selector"},
+	{CodeStaleRef, "the element a snapshot ref pointed to is gone"},
+	{CodeNavigationFailed, "the browser could not load the page (net::ERR_... text in the message)"},
+	{CodeNoHistory, "back or forward at the end of the tab's history"},
+	{CodeTimeout, "the operation did not finish within its deadline; the tab stays usable"},
+	{CodeJSError, "the page's JavaScript threw; the message is the exception text"},
+	{CodePermissionDenied, "the whitelist forbids the domain; the message names it"},
+	{CodeBrowserNotRunning, "the profile's browser is not running; the message says how to launch it"},
+	{CodeTabNotFound, "no tab with that id on the bus"},
+	{CodeTabClosed, "the tab closed or its browser connection was lost while the request waited"},
+	{CodeUnavailable, "nothing answered on the bus (no node running, or it is shutting down)"},
+	{CodeInternal, "a framebus bug or an unexpected browser reply"},
+}
+
+// Known reports whether c is one of the codes in Codes.
+func (c Code) Known() bool {
+	for _, k := range Codes {
+		if k.Code == c {
+			return true
+		}
+	}
+	return false
+}

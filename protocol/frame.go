@@ -1,0 +1,53 @@
+package protocol
+
+import (
+	"encoding/json"
+	"time"
+)
+
+// Sources of a frame: who caused the change it records.
+const (
+	SourceAgent   = "agent"   // an action from a plan
+	SourcePage    = "page"    // the page itself: a script or meta redirect, a timer, pushState, a crash
+	SourceBrowser = "browser" // the tab being opened
+)
+
+// Actions a frame can name besides the action types of a plan.
+const (
+	FrameOpen         = "open"          // the tab's first frame
+	FrameNavigation   = "navigation"    // the page loaded a new document on its own
+	FrameSameDocument = "same-document" // the page changed its URL without a new document (pushState, hash)
+	FrameCrash        = "crash"         // the renderer crashed
+)
+
+// Frame is one numbered state of a tab. Sequence starts at 1 and grows by
+// exactly one per state change; a plan's action runs only while the frame
+// it names is the tab's latest.
+type Frame struct {
+	Version  int       `json:"version"`
+	Tab      string    `json:"tab"`
+	Sequence int64     `json:"sequence"`
+	URL      string    `json:"url"`
+	Title    string    `json:"title"`
+	Action   string    `json:"action"`
+	Source   string    `json:"source"`
+	PlanID   string    `json:"planId,omitempty"`
+	Agent    string    `json:"agent,omitempty"`
+	Time     time.Time `json:"time"`
+	// FullPage is the page content, present when the URL changed from the
+	// previous frame. FullPageFormat says what it is (html, text, ...).
+	FullPage       *string `json:"fullPage,omitempty"`
+	FullPageFormat string  `json:"fullPageFormat,omitempty"`
+	// Note explains an unusual frame, e.g. content left out because the
+	// document was replaced before it finished loading.
+	Note string `json:"note,omitempty"`
+}
+
+// DecodeFrame parses a frame message.
+func DecodeFrame(data []byte) (Frame, error) {
+	var f Frame
+	if err := json.Unmarshal(data, &f); err != nil {
+		return Frame{}, badRequest("frame: invalid JSON: %v", err)
+	}
+	return f, nil
+}

@@ -1,0 +1,304 @@
+package protocol
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"math"
+	"strings"
+)
+
+// Plan is what an agent sends to a tab: one action or a sequence. Both of the
+// frame seed's shapes are accepted on the wire ({"action": {...}} and
+// {"actions": [...]}); after DecodePlan, Actions always holds the steps.
+type Plan struct {
+	Version int      `json:"version,omitempty"`
+	ID      string   `json:"id,omitempty"`
+	Agent   string   `json:"agent,omitempty"`
+	Action  *Action  `json:"action,omitempty"`
+	Actions []Action `json:"actions,omitempty"`
+}
+
+// MaxPlanActions bounds a plan's length so one request cannot occupy a tab
+// without end.
+const MaxPlanActions = 1000
+
+// Steps returns the plan's actions whichever shape it was written in.
+func (p Plan) Steps() []Action {
+	if p.Action != nil {
+		return []Action{*p.Action}
+	}
+	return p.Actions
+}
+
+// DecodePlan parses and validates a plan. Every failure is a bad_request
+// *Error whose message names the offending field and says what is expected.
+func DecodePlan(data []byte) (Plan, error) {
+	fields, err := decodeObject(data, "plan")
+	if err != nil {
+		return Plan{}, err
+	}
+	var p Plan
+	for name, raw := range fields {
+		switch name {
+		case "version":
+			v, err := decodeInt(raw, "version")
+			if err != nil {
+				return Plan{}, err
+			}
+			if v < 0 || v > Version {
+				return Plan{}, badRequest("version: %d is not supported (this node speaks protocol version %d)", v, Version)
+			}
+			p.Version = int(v)
+		case "id":
+			if err := decodeString(raw, "id", &p.ID); err != nil {
+				return Plan{}, err
+			}
+		case "agent":
+			if err := decodeString(raw, "agent", &p.Agent); err != nil {
+				return Plan{}, err
+			}
+		case "action", "actions":
+		default:
+			return Plan{}, badRequest("%s: unknown plan field (expected action or actions, and optionally id, agent, version)", name)
+		}
+	}
+	single, hasSingle := fields["action"]
+	many, hasMany := fields["actions"]
+	switch {
+	case hasSingle && hasMany:
+		return Plan{}, badRequest("plan: has both action and actions; send one action as action, or several as actions")
+	case hasSingle:
+		a, err := decodeAction(single, "action")
+		if err != nil {
+			return Plan{}, err
+		}
+		p.Actions = []Action{a}
+	case hasMany:
+		var raws []json.RawMessage
+		if err := json.Unmarshal(many, &raws); err != nil || isNull(many) {
+			return Plan{}, badRequest("actions: must be an array of actions")
+		}
+		if len(raws) == 0 {
+			return Plan{}, badRequest("actions: is empty; a plan needs at least one action")
+		}
+		if len(raws) > MaxPlanActions {
+			return Plan{}, badRequest("actions: has %d actions; at most %d are allowed in one plan", len(raws), MaxPlanActions)
+		}
+		for i, raw := range raws {
+			a, err := decodeAction(raw, fmt.Sprintf("actions[%d]", i))
+			if err != nil {
+				return Plan{}, err
+			}
+			p.Actions = append(p.Actions, a)
+		}
+	default:
+		return Plan{}, badRequest("plan: has no action; send {\"action\": {...}} or {\"actions\": [...]}")
+	}
+	return p, nil
+}
+
+// Validate checks an Action built in Go (not decoded from JSON) by encoding
+// and decoding it, so both paths apply exactly the same rules.
+func (a Action) Validate() error {
+	data, err := json.Marshal(a)
+	if err != nil {
+		return badRequest("action: %v", err)
+	}
+	_, err = decodeAction(data, "action")
+	return err
+}
+
+func decodeAction(data []byte, path string) (Action, error) {
+	fields, err := decodeObject(data, path)
+	if err != nil {
+		return Action{}, err
+	}
+	rawType, ok := fields["type"]
+	if !ok {
+		return Action{}, badRequest("%s.type: missing (one of %s)", path, strings.Join(actionTypes(), ", "))
+	}
+	var a Action
+	if err := decodeString(rawType, path+".type", &a.Type); err != nil {
+		return Action{}, err
+	}
+	spec, ok := LookupAction(a.Type)
+	if !ok {
+		return Action{}, badRequest("%s.type: unknown action type %q (one of %s)", path, a.Type, strings.Join(actionTypes(), ", "))
+	}
+	seen := map[string]string{} // canonical param name -> the JSON name used
+	for name, raw := range fields {
+		field := path + "." + name
+		switch name {
+		case "type":
+			continue
+		case "basedOnSequence":
+			if isNull(raw) {
+				continue
+			}
+			v, err := decodeInt(raw, field)
+			if err != nil {
+				return Action{}, err
+			}
+			if v < 1 {
+				return Action{}, badRequest("%s: %d is not a sequence; sequences start at 1", field, v)
+			}
+			a.BasedOnSequence = &v
+			continue
+		}
+		param, ok := spec.param(name)
+		if !ok {
+			return Action{}, badRequest("%s: %s does not take %q (it takes %s)", field, a.Type, name, spec.paramNames())
+		}
+		if other, dup := seen[param.Name]; dup {
+			return Action{}, badRequest("%s: given twice, as %q and %q", path+"."+param.Name, other, name)
+		}
+		seen[param.Name] = name
+		if err := a.set(param, raw, field); err != nil {
+			return Action{}, err
+		}
+	}
+	for _, p := range spec.Params {
+		if p.Required && p.Kind == KindString && *a.stringField(p.Name) == "" {
+			return Action{}, badRequest("%s.%s: missing; %s needs %s", path, p.Name, a.Type, p.Help)
+		}
+	}
+	return a, nil
+}
+
+func (s ActionSpec) param(name string) (Param, bool) {
+	for _, p := range s.Params {
+		if p.Name == name {
+			return p, true
+		}
+		for _, alias := range p.Aliases {
+			if alias == name {
+				return p, true
+			}
+		}
+	}
+	return Param{}, false
+}
+
+func (s ActionSpec) paramNames() string {
+	names := []string{"basedOnSequence"}
+	for _, p := range s.Params {
+		names = append(names, p.Name)
+	}
+	return strings.Join(names, ", ")
+}
+
+// set stores one decoded parameter value into the action's field.
+func (a *Action) set(p Param, raw json.RawMessage, field string) error {
+	switch p.Kind {
+	case KindString:
+		var s string
+		if err := decodeString(raw, field, &s); err != nil {
+			return err
+		}
+		*a.stringField(p.Name) = s
+	case KindBool:
+		var b bool
+		if err := json.Unmarshal(raw, &b); err != nil {
+			return badRequest("%s: must be true or false", field)
+		}
+		*a.boolField(p.Name) = b
+	case KindDuration:
+		var d Duration
+		if err := json.Unmarshal(raw, &d); err != nil {
+			return badRequest("%s: %v", field, err)
+		}
+		if d < 0 {
+			return badRequest("%s: must not be negative", field)
+		}
+		*a.durationField(p.Name) = d
+	}
+	return nil
+}
+
+func (a *Action) stringField(name string) *string {
+	switch name {
+	case "url":
+		return &a.URL
+	case "selector":
+		return &a.Selector
+	case "expression":
+		return &a.Expression
+	}
+	panic("protocol: string parameter without a field: " + name)
+}
+
+func (a *Action) boolField(name string) *bool {
+	switch name {
+	case "wait":
+		return &a.Wait
+	}
+	panic("protocol: bool parameter without a field: " + name)
+}
+
+func (a *Action) durationField(name string) *Duration {
+	switch name {
+	case "timeout":
+		return &a.Timeout
+	}
+	panic("protocol: duration parameter without a field: " + name)
+}
+
+func decodeObject(data []byte, path string) (map[string]json.RawMessage, error) {
+	trimmed := bytes.TrimSpace(data)
+	if len(trimmed) == 0 {
+		return nil, badRequest("%s: empty; expected a JSON object", path)
+	}
+	if trimmed[0] != '{' {
+		return nil, badRequest("%s: expected a JSON object, got %s", path, describeJSON(trimmed))
+	}
+	var fields map[string]json.RawMessage
+	if err := json.Unmarshal(trimmed, &fields); err != nil {
+		return nil, badRequest("%s: invalid JSON: %v", path, err)
+	}
+	return fields, nil
+}
+
+func decodeString(raw json.RawMessage, field string, out *string) error {
+	if err := json.Unmarshal(raw, out); err != nil || isNull(raw) {
+		return badRequest("%s: must be a string, got %s", field, describeJSON(raw))
+	}
+	return nil
+}
+
+func decodeInt(raw json.RawMessage, field string) (int64, error) {
+	var f float64
+	if err := json.Unmarshal(raw, &f); err != nil || isNull(raw) {
+		return 0, badRequest("%s: must be an integer, got %s", field, describeJSON(raw))
+	}
+	if f != math.Trunc(f) || math.Abs(f) > 1<<53 {
+		return 0, badRequest("%s: must be an integer, got %s", field, raw)
+	}
+	return int64(f), nil
+}
+
+func isNull(raw json.RawMessage) bool { return string(bytes.TrimSpace(raw)) == "null" }
+
+// describeJSON names the kind of a JSON value for error messages.
+func describeJSON(raw []byte) string {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 {
+		return "nothing"
+	}
+	switch raw[0] {
+	case '{':
+		return "an object"
+	case '[':
+		return "an array"
+	case '"':
+		return "a string"
+	case 't', 'f':
+		return "a boolean"
+	case 'n':
+		return "null"
+	}
+	if len(raw) > 40 {
+		raw = append(raw[:40:40], "..."...)
+	}
+	return string(raw)
+}

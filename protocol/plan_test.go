@@ -1,0 +1,161 @@
+package protocol
+
+import (
+	"encoding/json"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestDecodePlanShapes(t *testing.T) {
+	single, err := DecodePlan([]byte(`{"action": {"type": "navigate", "url": "/product/123", "basedOnSequence": 3}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(single.Actions) != 1 || single.Actions[0].URL != "/product/123" || *single.Actions[0].BasedOnSequence != 3 {
+		t.Fatalf("single action decoded as %+v", single.Actions)
+	}
+	seq, err := DecodePlan([]byte(`{"actions": [
+		{"type": "navigate", "url": "/search?q=products", "basedOnSequence": 1},
+		{"type": "click", "element": "#result3", "basedOnSequence": 2}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(seq.Actions) != 2 || seq.Actions[1].Selector != "#result3" || *seq.Actions[1].BasedOnSequence != 2 {
+		t.Fatalf("action sequence decoded as %+v", seq.Actions)
+	}
+	unguarded, err := DecodePlan([]byte(`{"action": {"type": "eval", "expression": "1+1", "timeout": "250ms"}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a := unguarded.Actions[0]; a.BasedOnSequence != nil || a.Timeout.Std() != 250*time.Millisecond {
+		t.Fatalf("unguarded eval decoded as %+v", a)
+	}
+	ms, err := DecodePlan([]byte(`{"action": {"type": "eval", "expression": "1", "timeout": 1500}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := ms.Actions[0].EffectiveTimeout(); got != 1500*time.Millisecond {
+		t.Fatalf("numeric timeout = %v, want 1.5s", got)
+	}
+}
+
+func TestDecodePlanRejects(t *testing.T) {
+	cases := []struct {
+		name, plan, mention string
+	}{
+		{"bad JSON", `{"actions": [`, "invalid JSON"},
+		{"not an object", `[1,2]`, "expected a JSON object"},
+		{"empty body", ``, "empty"},
+		{"no action", `{}`, "has no action"},
+		{"both shapes", `{"action": {"type":"eval","expression":"1"}, "actions": []}`, "both action and actions"},
+		{"empty actions", `{"actions": []}`, "actions: is empty"},
+		{"actions not array", `{"actions": {"type":"eval"}}`, "must be an array"},
+		{"unknown type", `{"action": {"type": "teleport"}}`, `unknown action type "teleport"`},
+		{"missing type", `{"action": {"url": "/x"}}`, "action.type: missing"},
+		{"missing url", `{"action": {"type": "navigate"}}`, "action.url: missing"},
+		{"empty url", `{"action": {"type": "navigate", "url": ""}}`, "action.url: missing"},
+		{"negative sequence", `{"action": {"type": "navigate", "url": "/", "basedOnSequence": -1}}`, "basedOnSequence: -1 is not a sequence"},
+		{"zero sequence", `{"action": {"type": "navigate", "url": "/", "basedOnSequence": 0}}`, "sequences start at 1"},
+		{"fractional sequence", `{"action": {"type": "navigate", "url": "/", "basedOnSequence": 1.5}}`, "must be an integer"},
+		{"string sequence", `{"action": {"type": "navigate", "url": "/", "basedOnSequence": "2"}}`, "must be an integer"},
+		{"wrong param", `{"action": {"type": "navigate", "url": "/", "selector": "#a"}}`, `navigate does not take "selector"`},
+		{"url not string", `{"actions": [{"type": "navigate", "url": 5}]}`, "actions[0].url: must be a string"},
+		{"bad timeout", `{"action": {"type": "eval", "expression": "1", "timeout": "soon"}}`, `duration "soon"`},
+		{"negative timeout", `{"action": {"type": "eval", "expression": "1", "timeout": -5}}`, "must not be negative"},
+		{"alias twice", `{"action": {"type": "click", "selector": "#a", "element": "#b"}}`, "given twice"},
+		{"unknown plan field", `{"action": {"type": "eval", "expression": "1"}, "foo": 1}`, "foo: unknown plan field"},
+		{"future version", `{"version": 99, "action": {"type": "eval", "expression": "1"}}`, "version: 99 is not supported"},
+		{"second action bad", `{"actions": [{"type": "eval", "expression": "1"}, {"type": "click"}]}`, "actions[1].selector: missing"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := DecodePlan([]byte(tc.plan))
+			if err == nil {
+				t.Fatalf("plan %s was accepted", tc.plan)
+			}
+			if !errors.Is(err, &Error{Code: CodeBadRequest}) {
+				t.Fatalf("code = %q, want bad_request (%v)", CodeOf(err), err)
+			}
+			if !strings.Contains(err.Error(), tc.mention) {
+				t.Fatalf("error %q does not mention %q", err, tc.mention)
+			}
+		})
+	}
+}
+
+func TestActionValidateMatchesDecode(t *testing.T) {
+	if err := (Action{Type: "click", Selector: "#a", BasedOnSequence: Based(2)}).Validate(); err != nil {
+		t.Fatal(err)
+	}
+	if err := (Action{Type: "click"}).Validate(); CodeOf(err) != CodeBadRequest {
+		t.Fatalf("click without selector: %v", err)
+	}
+}
+
+func TestDurationRoundTrip(t *testing.T) {
+	a := Action{Type: "eval", Expression: "1", Timeout: Duration(500 * time.Millisecond)}
+	data, err := json.Marshal(a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(data), `"timeout":"500ms"`) {
+		t.Fatalf("encoded %s", data)
+	}
+	p, err := DecodePlan([]byte(`{"action":` + string(data) + `}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Actions[0].Timeout.Std() != 500*time.Millisecond {
+		t.Fatalf("round trip gave %v", p.Actions[0].Timeout.Std())
+	}
+}
+
+func TestEveryActionDeclared(t *testing.T) {
+	for _, s := range ActionSpecs() {
+		if s.Summary == "" {
+			t.Errorf("%s has no summary", s.Type)
+		}
+		for _, p := range s.Params {
+			if p.Help == "" {
+				t.Errorf("%s.%s has no help", s.Type, p.Name)
+			}
+			a := Action{Type: s.Type}
+			switch p.Kind { // every declared parameter must map to an Action field
+			case KindString:
+				_ = a.stringField(p.Name)
+			case KindBool:
+				_ = a.boolField(p.Name)
+			case KindDuration:
+				_ = a.durationField(p.Name)
+			}
+		}
+	}
+	for _, c := range Codes {
+		if !c.Code.Known() || c.Meaning == "" {
+			t.Errorf("code %q undocumented", c.Code)
+		}
+	}
+}
+
+func TestSubjects(t *testing.T) {
+	s, err := NewSubjects("acme.fb")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := s.TabPlan("T1"); got != "acme.fb.tab.T1.plan" {
+		t.Fatalf("TabPlan = %q", got)
+	}
+	if got := DefaultSubjects.AllFrames(); got != "framebus.tab.*.frame" {
+		t.Fatalf("AllFrames = %q", got)
+	}
+	for _, bad := range []string{"a..b", "a b", "a.*", ">", "x."} {
+		if _, err := NewSubjects(bad); err == nil {
+			t.Errorf("prefix %q accepted", bad)
+		}
+	}
+	if ValidTabID("a.b") || ValidTabID("") || !ValidTabID("ABC-12_x") {
+		t.Fatal("ValidTabID wrong")
+	}
+}

@@ -1,0 +1,91 @@
+package protocol
+
+import (
+	"encoding/json"
+)
+
+// PlanResult answers a plan. OK is true only when every action ran and
+// succeeded. When the plan stopped early, Stopped says where and why;
+// Results holds what the actions before it returned.
+type PlanResult struct {
+	OK       bool           `json:"ok"`
+	Error    string         `json:"error,omitempty"`
+	Code     Code           `json:"code,omitempty"`
+	Version  int            `json:"version"`
+	Tab      string         `json:"tab,omitempty"`
+	PlanID   string         `json:"planId,omitempty"`
+	Executed int            `json:"executed"`
+	Sequence int64          `json:"sequence"` // the tab's current sequence when the plan finished
+	Results  []ActionResult `json:"results"`
+	Stopped  *Stop          `json:"stopped,omitempty"`
+}
+
+// Stop describes the action a plan stopped at.
+type Stop struct {
+	Index    int    `json:"index"`
+	Code     Code   `json:"code"`
+	Expected *int64 `json:"expected,omitempty"` // the action's basedOnSequence (stale_frame)
+	Current  int64  `json:"current"`            // the tab's sequence when the action was checked
+}
+
+// ActionResult is what one action returned. Sequence is the frame the
+// action produced (0 for read-only actions and actions that failed before
+// changing anything).
+type ActionResult struct {
+	Index    int             `json:"index"`
+	Type     string          `json:"type"`
+	OK       bool            `json:"ok"`
+	Error    string          `json:"error,omitempty"`
+	Code     Code            `json:"code,omitempty"`
+	Sequence int64           `json:"sequence,omitempty"`
+	URL      string          `json:"url,omitempty"`
+	Title    string          `json:"title,omitempty"`
+	Value    json.RawMessage `json:"value,omitempty"`
+}
+
+// ErrorReply is the reply to a request that failed as a whole (bad JSON,
+// unknown tab, ...): {"ok": false, "error": ..., "code": ...}.
+type ErrorReply struct {
+	OK      bool   `json:"ok"`
+	Error   string `json:"error"`
+	Code    Code   `json:"code"`
+	Version int    `json:"version"`
+}
+
+// NewErrorReply builds the reply for err.
+func NewErrorReply(err error) ErrorReply {
+	return ErrorReply{Error: err.Error(), Code: CodeOf(err), Version: Version}
+}
+
+// Err returns the plan's failure as an *Error, or nil when it succeeded.
+func (r PlanResult) Err() error {
+	if r.OK {
+		return nil
+	}
+	return &Error{Code: r.Code, Message: r.Error}
+}
+
+// DecodePlanResult parses a plan reply (a PlanResult or an ErrorReply).
+func DecodePlanResult(data []byte) (PlanResult, error) {
+	var r PlanResult
+	if err := json.Unmarshal(data, &r); err != nil {
+		return PlanResult{}, Errorf(CodeInternal, "plan result: invalid JSON: %v", err)
+	}
+	return r, nil
+}
+
+// TabInfo describes a tab: its id, where it is and its current frame.
+type TabInfo struct {
+	Tab      string `json:"tab"`
+	URL      string `json:"url"`
+	Title    string `json:"title"`
+	Sequence int64  `json:"sequence"`
+	Node     string `json:"node,omitempty"`
+}
+
+// TabList is a node's answer on the tabs subject.
+type TabList struct {
+	OK   bool      `json:"ok"`
+	Node string    `json:"node,omitempty"`
+	Tabs []TabInfo `json:"tabs"`
+}
