@@ -53,11 +53,15 @@ type Tab struct {
 	settleTimeout time.Duration
 	log           zerolog.Logger
 	plans         chan planRequest
-	sub           *nats.Subscription
-	quit          chan struct{}
-	done          chan struct{}
-	info          atomic.Pointer[protocol.TabInfo]
-	stopped       atomic.Bool
+	// outbox holds frames appended but not yet published: a plan's last
+	// frame goes out right after the plan's reply, so the reply is not
+	// delayed by encoding a frame that may carry a whole page.
+	outbox  []protocol.Frame
+	sub     *nats.Subscription
+	quit    chan struct{}
+	done    chan struct{}
+	info    atomic.Pointer[protocol.TabInfo]
+	stopped atomic.Bool
 }
 
 type planRequest struct {
@@ -95,6 +99,7 @@ func StartTab(ctx context.Context, opts TabOptions) (*Tab, error) {
 	}
 	t.nav.url, t.nav.title = url, title
 	t.emit(ctx, frames.Change{URL: url, Title: title, Action: protocol.FrameOpen, Source: protocol.SourceBrowser, NewDocument: true}, "", true)
+	t.flush()
 	sub, err := t.nc.Subscribe(t.subj.TabPlan(t.id), t.receive)
 	if err != nil {
 		return nil, fmt.Errorf("tab %s: subscribe: %w", t.id, err)
@@ -143,13 +148,16 @@ func (t *Tab) receive(m *nats.Msg) {
 func (t *Tab) run() {
 	defer close(t.done)
 	defer t.sub.Unsubscribe()
+	defer t.flush()
 	for {
 		select {
 		case <-t.page.Notify():
 			t.absorb(context.Background())
+			t.flush()
 		case req := <-t.plans:
 			res := t.runPlan(req.plan)
 			respond(req.msg, res, t.log)
+			t.flush()
 		case <-t.page.Done():
 			t.log.Info().Msg("page connection lost; tab retired")
 			return
@@ -201,6 +209,7 @@ func (t *Tab) execute(ctx context.Context, plan protocol.Plan, index int, a prot
 		r.Code, r.Error = protocol.CodeBadRequest, fmt.Sprintf("action %q is not implemented by this node", a.Type)
 		return r
 	}
+	t.flush() // frames so far go out before the page changes again
 	spec, _ := protocol.LookupAction(a.Type)
 	actx, cancel := cdpdriver.WithTimeout(ctx, a.EffectiveTimeout())
 	defer cancel()
@@ -315,8 +324,18 @@ func (t *Tab) emit(ctx context.Context, change frames.Change, note string, captu
 		}
 	}
 	f := t.frames.Append(change, content, note)
-	t.publish(f)
+	t.outbox = append(t.outbox, f)
+	t.info.Store(&protocol.TabInfo{Tab: t.id, URL: f.URL, Title: f.Title, Sequence: f.Sequence})
 	return f
+}
+
+// flush publishes the frames in the outbox, in order.
+func (t *Tab) flush() {
+	for i, f := range t.outbox {
+		t.publish(f)
+		t.outbox[i] = protocol.Frame{}
+	}
+	t.outbox = t.outbox[:0]
 }
 
 func joinNote(a, b string) string {
@@ -326,7 +345,7 @@ func joinNote(a, b string) string {
 	return a + "; " + b
 }
 
-// publish sends a frame to the tab's frame subject and updates Info. A
+// publish sends a frame to the tab's frame subject. A
 // frame too large for the bus is sent without its content, with a note,
 // never dropped.
 func (t *Tab) publish(f protocol.Frame) {
@@ -343,7 +362,6 @@ func (t *Tab) publish(f protocol.Frame) {
 	if err != nil {
 		t.log.Error().Err(err).Int64("sequence", f.Sequence).Msg("publish frame")
 	}
-	t.info.Store(&protocol.TabInfo{Tab: t.id, URL: f.URL, Title: f.Title, Sequence: f.Sequence})
 }
 
 // answerDialogs accepts JavaScript dialogs so they never wedge the tab,

@@ -47,8 +47,21 @@ func (p *Page) Eval(ctx context.Context, expression string, timeout time.Duratio
 
 // resultValue turns the evaluation's result into JSON.
 func resultValue(r runtime.RemoteObject) (json.RawMessage, error) {
-	if r.DeepSerializedValue == nil {
+	d := r.DeepSerializedValue
+	if d == nil {
 		return nil, nil
+	}
+	switch d.Type { // primitives need no conversion
+	case "undefined":
+		return nil, nil
+	case "null":
+		return json.RawMessage("null"), nil
+	case "string", "boolean":
+		return d.Value, nil
+	case "number":
+		if len(d.Value) > 0 && d.Value[0] != '"' {
+			return d.Value, nil
+		}
 	}
 	raw, err := json.Marshal(r.DeepSerializedValue)
 	if err != nil {

@@ -31,7 +31,6 @@ type LaunchOptions struct {
 // Process is a running Chromium started by Launch.
 type Process struct {
 	cmd         *exec.Cmd
-	binary      string
 	wsURL       string
 	devtoolsURL string
 	userDataDir string
@@ -112,7 +111,7 @@ func Launch(ctx context.Context, opts LaunchOptions) (*Process, error) {
 	if timeout <= 0 {
 		timeout = launchDefaultTimeout
 	}
-	p := &Process{binary: binary, userDataDir: opts.UserDataDir, log: opts.Logger, done: make(chan struct{})}
+	p := &Process{userDataDir: opts.UserDataDir, log: opts.Logger, done: make(chan struct{})}
 	if p.userDataDir == "" {
 		dir, err := os.MkdirTemp("", "framebus-profile-*")
 		if err != nil {
@@ -203,7 +202,9 @@ func (p *Process) Done() <-chan struct{} { return p.done }
 // Close stops Chromium: SIGTERM to its process group, SIGKILL if it has not
 // exited after a few seconds, then SIGKILL to whatever helper process is
 // left in the group. It waits for all of them and removes the profile
-// directory if Launch created it. Close is safe to call more than once and
+// directory if Launch created it. (Chromium's crash handlers detach into
+// their own session, outside the group; they exit by themselves within a
+// moment of the browser.) Close is safe to call more than once and
 // after Chromium died on its own; later calls return the first result.
 func (p *Process) Close() error {
 	p.closeOnce.Do(func() { p.closeErr = p.stop() })

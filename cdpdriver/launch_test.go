@@ -184,6 +184,10 @@ func TestLaunchHeadless(t *testing.T) {
 
 func TestLaunchCloseCleansUp(t *testing.T) {
 	launchTestNeedChromium(t)
+	// A private HOME lets us find this browser's crash handlers: they
+	// detach into their own session, outside the process group.
+	home := t.TempDir()
+	t.Setenv("HOME", home)
 	start := time.Now()
 	p, err := Launch(context.Background(), LaunchOptions{Headless: true})
 	if err != nil {
@@ -202,6 +206,7 @@ func TestLaunchCloseCleansUp(t *testing.T) {
 		return nil
 	})
 	t.Logf("group before Close: %v", launchTestGroup(pid))
+	t.Logf("crash handlers outside the group: %v", launchTestCrashpad(home))
 
 	start = time.Now()
 	if err := p.Close(); err != nil {
@@ -227,6 +232,30 @@ func TestLaunchCloseCleansUp(t *testing.T) {
 	if err := p.Close(); err != nil {
 		t.Errorf("second Close: %v", err)
 	}
+	launchTestWaitFor(t, 10*time.Second, "crash handlers exit with the browser", func() error {
+		if c := launchTestCrashpad(home); len(c) > 0 {
+			return fmt.Errorf("still running: %v", c)
+		}
+		return nil
+	})
+}
+
+// launchTestCrashpad lists live crash handlers whose database is under home.
+func launchTestCrashpad(home string) []string {
+	entries, _ := os.ReadDir("/proc")
+	var out []string
+	for _, e := range entries {
+		cmdline, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+		if err != nil {
+			continue
+		}
+		args := strings.ReplaceAll(string(cmdline), "\x00", " ")
+		pid, _ := strconv.Atoi(e.Name())
+		if strings.Contains(args, "crashpad_handler") && strings.Contains(args, home) && launchTestGone(pid) != nil {
+			out = append(out, e.Name())
+		}
+	}
+	return out
 }
 
 func TestLaunchCloseAfterExit(t *testing.T) {
@@ -268,12 +297,10 @@ func TestLaunchKeepsGivenUserDataDir(t *testing.T) {
 	if err := p.Close(); err != nil {
 		t.Fatal(err)
 	}
-	entries, err := os.ReadDir(dir)
-	if err != nil {
-		t.Fatalf("given profile dir is gone: %v", err)
-	}
-	if len(entries) == 0 {
-		t.Errorf("given profile dir %s is empty; Chromium should have written its profile there", dir)
+	// Chromium writes "Local State" as it shuts down: its presence shows
+	// Close let the browser exit cleanly and kept the directory.
+	if _, err := os.Stat(filepath.Join(dir, "Local State")); err != nil {
+		t.Errorf("given profile dir after Close: %v", err)
 	}
 }
 
@@ -387,8 +414,9 @@ func launchTestChild() {
 // killed hard (no Close), Chromium and its helpers die too.
 func TestLaunchDiesWithParent(t *testing.T) {
 	launchTestNeedChromium(t)
+	home := t.TempDir()
 	child := exec.Command(os.Args[0], "-test.run=^$")
-	child.Env = append(os.Environ(), launchTestChildEnv+"=1")
+	child.Env = append(os.Environ(), launchTestChildEnv+"=1", "HOME="+home)
 	out, err := child.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -419,6 +447,9 @@ func TestLaunchDiesWithParent(t *testing.T) {
 	launchTestWaitFor(t, 10*time.Second, "chromium's helpers die with it", func() error {
 		if g := launchTestGroup(pid); len(g) > 0 {
 			return fmt.Errorf("left in group %d: %v", pid, g)
+		}
+		if c := launchTestCrashpad(home); len(c) > 0 {
+			return fmt.Errorf("crash handlers still running: %v", c)
 		}
 		return nil
 	})

@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"strconv"
 	"strings"
+	"unicode/utf8"
 )
 
 // Plan is what an agent sends to a tab: one action or a sequence. Both of the
@@ -260,13 +262,30 @@ func decodeObject(data []byte, path string) (map[string]json.RawMessage, error) 
 }
 
 func decodeString(raw json.RawMessage, field string, out *string) error {
+	// Plain strings (no escapes) are the common case and need no decoder.
+	if n := len(raw); n >= 2 && raw[0] == '"' && raw[n-1] == '"' && bytes.IndexByte(raw[1:n-1], '\\') < 0 && bytes.IndexByte(raw[1:n-1], '"') < 0 && utf8.Valid(raw) && !hasControl(raw) {
+		*out = string(raw[1 : n-1])
+		return nil
+	}
 	if err := json.Unmarshal(raw, out); err != nil || isNull(raw) {
 		return badRequest("%s: must be a string, got %s", field, describeJSON(raw))
 	}
 	return nil
 }
 
+func hasControl(b []byte) bool {
+	for _, c := range b {
+		if c < 0x20 {
+			return true
+		}
+	}
+	return false
+}
+
 func decodeInt(raw json.RawMessage, field string) (int64, error) {
+	if n, err := strconv.ParseInt(string(raw), 10, 64); err == nil {
+		return n, nil
+	}
 	var f float64
 	if err := json.Unmarshal(raw, &f); err != nil || isNull(raw) {
 		return 0, badRequest("%s: must be an integer, got %s", field, describeJSON(raw))

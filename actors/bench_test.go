@@ -1,0 +1,108 @@
+package actors
+
+import (
+	"context"
+	"encoding/json"
+	"sort"
+	"testing"
+	"time"
+
+	"github.com/mafredri/cdp"
+	"github.com/mafredri/cdp/protocol/runtime"
+	"github.com/mafredri/cdp/rpcc"
+	"github.com/nats-io/nats.go"
+
+	"github.com/framebus/framebus/protocol"
+)
+
+// BenchmarkEvalRoundTrip measures, in one run and interleaved so machine
+// noise hits all three alike, a one-action `eval 1+1` plan sent by a client
+// over the bus (in-process and over TCP) against the same Runtime.evaluate
+// sent on a raw mafredri/cdp connection to the same tab.
+// It reports each path's p50 and the bus/raw ratios.
+func BenchmarkEvalRoundTrip(b *testing.B) {
+	ctx := context.Background()
+	page, err := testBrowser.OpenPage(ctx, site("/"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	tab, err := StartTab(ctx, TabOptions{ID: page.TargetID(), Page: page, Conn: testConn, Subjects: protocol.DefaultSubjects})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer func() { tab.Stop(); _ = testBrowser.ClosePage(ctx, page) }()
+
+	// The raw connection is a second DevTools client of the same tab, so
+	// both paths reach the same renderer.
+	rawConn, err := rpcc.DialContext(ctx, testBrowser.conn.PageWebSocketURL(page.TargetID()))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer rawConn.Close()
+	raw := cdp.NewClient(rawConn)
+
+	// The agents are clients of their own, as they would be.
+	inproc, err := testBus.Connect("bench-agent")
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer inproc.Close()
+	tcp, err := nats.Connect(testBus.ClientURL())
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer tcp.Close()
+
+	seq := tab.Info().Sequence
+	plan := func(nc *nats.Conn) {
+		data, _ := json.Marshal(protocol.Plan{Action: &protocol.Action{Type: "eval", Expression: "1+1", BasedOnSequence: protocol.Based(seq)}})
+		msg, err := nc.Request(protocol.DefaultSubjects.TabPlan(tab.ID()), data, 10*time.Second)
+		if err != nil {
+			b.Fatal(err)
+		}
+		var res protocol.PlanResult
+		if err := json.Unmarshal(msg.Data, &res); err != nil || !res.OK || string(res.Results[0].Value) != "2" {
+			b.Fatalf("plan: %s %v", msg.Data, err)
+		}
+		seq = res.Sequence
+	}
+	rawEval := func() {
+		r, err := raw.Runtime.Evaluate(ctx, runtime.NewEvaluateArgs("1+1").SetAwaitPromise(true).SetReturnByValue(true))
+		if err != nil || string(r.Result.Value) != "2" {
+			b.Fatalf("raw evaluate: %v", err)
+		}
+	}
+	for i := 0; i < 200; i++ { // warm both sides up
+		rawEval()
+		plan(inproc)
+		plan(tcp)
+	}
+	var rawT, inT, tcpT []time.Duration
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		t0 := time.Now()
+		rawEval()
+		t1 := time.Now()
+		plan(inproc)
+		t2 := time.Now()
+		plan(tcp)
+		t3 := time.Now()
+		rawT, inT, tcpT = append(rawT, t1.Sub(t0)), append(inT, t2.Sub(t1)), append(tcpT, t3.Sub(t2))
+	}
+	b.StopTimer()
+	r, in, tc := p50(rawT), p50(inT), p50(tcpT)
+	b.ReportMetric(float64(r.Microseconds()), "raw-p50-µs")
+	b.ReportMetric(float64(in.Microseconds()), "bus-inproc-p50-µs")
+	b.ReportMetric(float64(tc.Microseconds()), "bus-tcp-p50-µs")
+	b.ReportMetric(float64(in)/float64(r), "inproc/raw")
+	b.ReportMetric(float64(tc)/float64(r), "tcp/raw")
+}
+
+func p50(d []time.Duration) time.Duration {
+	if len(d) == 0 {
+		return 0
+	}
+	s := append([]time.Duration(nil), d...)
+	sort.Slice(s, func(i, j int) bool { return s[i] < s[j] })
+	return s[len(s)/2]
+}

@@ -1,0 +1,189 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/spf13/pflag"
+
+	"github.com/framebus/framebus/actors"
+	"github.com/framebus/framebus/protocol"
+)
+
+// Environment variables the client commands read.
+const (
+	envURL   = "FRAMEBUS_URL"   // the bus, when --bus is not given
+	envState = "FRAMEBUS_STATE" // the state file serve writes and clients read
+)
+
+const (
+	// connectTimeout bounds dialing the bus.
+	connectTimeout = 5 * time.Second
+	// tabsTimeout bounds the <prefix>.tabs request; every node answers at once.
+	tabsTimeout = 5 * time.Second
+)
+
+// noNodeMessage is what a client says when nothing answers on the bus.
+const noNodeMessage = "no framebus node running. Start one with: framebus serve"
+
+func errNoNode(cause error) error {
+	return &protocol.Error{Code: protocol.CodeUnavailable, Message: noNodeMessage, Err: cause}
+}
+
+// clientFlags are the flags every client command takes.
+type clientFlags struct {
+	bus    string
+	prefix string
+	tab    string
+}
+
+func (f *clientFlags) declare(fs *pflag.FlagSet, withTab bool) {
+	if withTab {
+		fs.StringVar(&f.tab, "tab", "", "tab `ID` (default: the first tab the node lists)")
+	}
+	fs.StringVar(&f.bus, "bus", "", "NATS `URL` of the bus (default: $"+envURL+", else the state file of framebus serve)")
+	fs.StringVar(&f.prefix, "prefix", "", "subject `prefix` (default: the one in the state file, else "+protocol.DefaultPrefix+")")
+}
+
+// client is a connection to the bus of a running node.
+type client struct {
+	nc   *nats.Conn
+	subj protocol.Subjects
+}
+
+// connect finds the bus (--bus, $FRAMEBUS_URL, the state file) and dials
+// it for one request: a lost connection is not retried.
+func (c *cli) connect(f clientFlags) (*client, error) {
+	return c.dial(f, nats.NoReconnect())
+}
+
+// dial finds the bus and connects to it with extra nats options.
+func (c *cli) dial(f clientFlags, opts ...nats.Option) (*client, error) {
+	url, prefix := f.bus, f.prefix
+	if url == "" {
+		url = c.getenv(envURL)
+	}
+	if url == "" {
+		path, err := c.statePath()
+		if err != nil {
+			return nil, errNoNode(err)
+		}
+		st, err := readState(path)
+		if err != nil {
+			return nil, errNoNode(err)
+		}
+		url = st.Bus
+		if prefix == "" {
+			prefix = st.Prefix
+		}
+	}
+	subj, err := protocol.NewSubjects(prefix)
+	if err != nil {
+		return nil, usagef("--prefix: %v", err)
+	}
+	all := append([]nats.Option{
+		nats.Name("framebus-cli"),
+		nats.Timeout(connectTimeout),
+	}, opts...)
+	nc, err := nats.Connect(url, all...)
+	if err != nil {
+		return nil, errNoNode(err)
+	}
+	return &client{nc: nc, subj: subj}, nil
+}
+
+func (cl *client) close() { cl.nc.Close() }
+
+// tabs asks every node on the bus for its tabs and returns the first answer.
+func (cl *client) tabs(ctx context.Context) (protocol.TabList, error) {
+	ctx, cancel := context.WithTimeout(ctx, tabsTimeout)
+	defer cancel()
+	msg, err := cl.nc.RequestWithContext(ctx, cl.subj.Tabs(), nil)
+	if err != nil {
+		return protocol.TabList{}, errNoNode(err)
+	}
+	var list protocol.TabList
+	if err := json.Unmarshal(msg.Data, &list); err != nil {
+		return protocol.TabList{}, protocol.Errorf(protocol.CodeInternal, "tabs reply: invalid JSON: %v", err)
+	}
+	return list, nil
+}
+
+// resolveTab is the tab given, or the first one the node lists.
+func (cl *client) resolveTab(ctx context.Context, tab string) (string, error) {
+	if tab != "" {
+		if !protocol.ValidTabID(tab) {
+			return "", usagef("--tab: %q is not a tab id (letters, digits, '-' and '_')", tab)
+		}
+		return tab, nil
+	}
+	list, err := cl.tabs(ctx)
+	if err != nil {
+		return "", err
+	}
+	if len(list.Tabs) == 0 {
+		return "", protocol.Errorf(protocol.CodeTabNotFound, "the node on the bus has no tabs")
+	}
+	return list.Tabs[0].Tab, nil
+}
+
+// planWait bounds the wait for a plan's reply: each action's own deadline
+// plus the time the tab may take to settle its frame (a load, then the
+// content capture), plus a margin for the bus.
+func planWait(plan protocol.Plan) time.Duration {
+	wait := 10 * time.Second
+	for _, a := range plan.Steps() {
+		wait += a.EffectiveTimeout() + 2*actors.DefaultSettleTimeout
+	}
+	return wait
+}
+
+// sendPlan sends an encoded plan to a tab and returns its decoded result
+// and the reply as the node sent it.
+func (cl *client) sendPlan(ctx context.Context, tab string, data []byte, plan protocol.Plan) (protocol.PlanResult, []byte, error) {
+	wait := planWait(plan)
+	rctx, cancel := context.WithTimeout(ctx, wait)
+	defer cancel()
+	msg, err := cl.nc.RequestWithContext(rctx, cl.subj.TabPlan(tab), data)
+	switch {
+	case errors.Is(err, nats.ErrNoResponders):
+		// Nobody takes plans for that tab: say whether any node is there.
+		list, terr := cl.tabs(ctx)
+		if terr != nil {
+			return protocol.PlanResult{}, nil, terr
+		}
+		var ids []string
+		for _, t := range list.Tabs {
+			ids = append(ids, t.Tab)
+		}
+		return protocol.PlanResult{}, nil, protocol.Errorf(protocol.CodeTabNotFound,
+			"no tab %s on the bus; the node has: %s", tab, strings.Join(ids, ", "))
+	case err != nil && ctx.Err() != nil:
+		return protocol.PlanResult{}, nil, protocol.Errorf(protocol.CodeTimeout,
+			"interrupted before tab %s answered; the plan may still run", tab)
+	case err != nil && rctx.Err() != nil:
+		return protocol.PlanResult{}, nil, protocol.Errorf(protocol.CodeTimeout,
+			"tab %s did not answer within %s", tab, wait)
+	case err != nil:
+		return protocol.PlanResult{}, nil, errNoNode(err)
+	}
+	res, err := protocol.DecodePlanResult(msg.Data)
+	if err != nil {
+		return protocol.PlanResult{}, nil, err
+	}
+	return res, msg.Data, nil
+}
+
+// describeTabs is a short human list of tabs for logs.
+func describeTabs(tabs []protocol.TabInfo) string {
+	var parts []string
+	for _, t := range tabs {
+		parts = append(parts, fmt.Sprintf("%s (%s)", t.Tab, t.URL))
+	}
+	return strings.Join(parts, ", ")
+}

@@ -1,0 +1,105 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"syscall"
+
+	"github.com/framebus/framebus/protocol"
+)
+
+// nodeState is what serve prints on its first line and keeps in the state
+// file while it runs, so client commands find the node.
+type nodeState struct {
+	OK     bool               `json:"ok"`
+	Bus    string             `json:"bus"`
+	Prefix string             `json:"prefix"`
+	PID    int                `json:"pid"`
+	Tabs   []protocol.TabInfo `json:"tabs"`
+}
+
+// statePath is $FRAMEBUS_STATE, else <user cache dir>/framebus/node.json.
+func (c *cli) statePath() (string, error) {
+	if p := c.getenv(envState); p != "" {
+		return p, nil
+	}
+	dir, err := os.UserCacheDir()
+	if err != nil {
+		return "", fmt.Errorf("no state file: %w; set %s", err, envState)
+	}
+	return filepath.Join(dir, "framebus", "node.json"), nil
+}
+
+// defaultStateHint names the default state file for help.
+func defaultStateHint() string {
+	if dir, err := os.UserCacheDir(); err == nil {
+		return filepath.Join(dir, "framebus", "node.json")
+	}
+	return "$XDG_CACHE_HOME/framebus/node.json"
+}
+
+func readState(path string) (nodeState, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nodeState{}, err
+	}
+	var st nodeState
+	if err := json.Unmarshal(data, &st); err != nil {
+		return nodeState{}, fmt.Errorf("state file %s: %w", path, err)
+	}
+	if st.Bus == "" {
+		return nodeState{}, fmt.Errorf("state file %s names no bus", path)
+	}
+	return st, nil
+}
+
+// writeState replaces the state file atomically (write, then rename), so a
+// client never reads half of it. The file may hold credentials of an
+// external bus URL: only its owner may read it.
+func writeState(path string, st nodeState) error {
+	data, err := json.Marshal(st)
+	if err != nil {
+		return err
+	}
+	dir := filepath.Dir(path)
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return err
+	}
+	tmp, err := os.CreateTemp(dir, ".node-*.json")
+	if err != nil {
+		return err
+	}
+	_, werr := tmp.Write(append(data, '\n'))
+	cerr := tmp.Close()
+	if werr == nil {
+		werr = cerr
+	}
+	if werr == nil {
+		werr = os.Rename(tmp.Name(), path)
+	}
+	if werr != nil {
+		os.Remove(tmp.Name())
+	}
+	return werr
+}
+
+// removeState removes the state file if it still describes the node of
+// process pid; another node may have replaced it meanwhile.
+func removeState(path string, pid int) error {
+	st, err := readState(path)
+	if err != nil || st.PID != pid {
+		return nil
+	}
+	return os.Remove(path)
+}
+
+// processAlive reports whether a process with that id exists.
+func processAlive(pid int) bool {
+	if pid <= 0 {
+		return false
+	}
+	err := syscall.Kill(pid, 0)
+	return err == nil || err == syscall.EPERM
+}

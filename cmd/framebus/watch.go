@@ -1,0 +1,108 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/spf13/pflag"
+
+	"github.com/framebus/framebus/protocol"
+)
+
+// A watcher rides out a short bus outage, then gives up.
+const (
+	watchReconnects    = 10
+	watchReconnectWait = time.Second
+)
+
+func watchCommand() command {
+	return command{
+		name:    "watch",
+		summary: "print a tab's frames (or every tab's, with --all) as JSON lines until SIGINT or SIGTERM",
+		group:   groupPlans,
+		details: `Each frame is one line of JSON, written and flushed as it arrives, in the
+order the tab published them. Frames published before watch subscribed
+are not shown. Once subscribed it logs "watching" on stderr.`,
+		setup: func(fs *pflag.FlagSet) func(c *cli, args []string) error {
+			var target clientFlags
+			target.declare(fs, true)
+			all := fs.Bool("all", false, "watch every tab on the bus")
+			return func(c *cli, args []string) error {
+				if len(args) > 0 {
+					return usagef("watch: takes no arguments, got %q", args)
+				}
+				if *all && target.tab != "" {
+					return usagef("watch: --tab and --all exclude each other")
+				}
+				return c.watch(target, *all)
+			}
+		},
+	}
+}
+
+func (c *cli) watch(target clientFlags, all bool) error {
+	log, _ := newLogger(c.stderr, "info") // "watching" tells scripts the subscription is live
+	closed := make(chan struct{})
+	cl, err := c.dial(target,
+		nats.MaxReconnects(watchReconnects),
+		nats.ReconnectWait(watchReconnectWait),
+		nats.DisconnectErrHandler(func(_ *nats.Conn, err error) {
+			if err != nil {
+				log.Warn().Err(err).Msg("disconnected from the bus; reconnecting")
+			}
+		}),
+		nats.ReconnectHandler(func(nc *nats.Conn) {
+			log.Info().Str("bus", nc.ConnectedUrlRedacted()).Msg("reconnected; frames published meanwhile are missed")
+		}),
+		nats.ClosedHandler(func(*nats.Conn) { close(closed) }),
+	)
+	if err != nil {
+		return err
+	}
+	defer cl.close()
+	subject := cl.subj.AllFrames()
+	if !all {
+		tab, err := cl.resolveTab(c.ctx, target.tab)
+		if err != nil {
+			return err
+		}
+		subject = cl.subj.TabFrames(tab)
+	}
+
+	out := bufio.NewWriter(c.stdout)
+	var mu sync.Mutex // one callback goroutine per subscription, but keep writes whole regardless
+	var line bytes.Buffer
+	sub, err := cl.nc.Subscribe(subject, func(m *nats.Msg) {
+		mu.Lock()
+		defer mu.Unlock()
+		line.Reset()
+		if err := json.Compact(&line, m.Data); err != nil {
+			log.Warn().Str("subject", m.Subject).Err(err).Msg("skipping a message that is not JSON")
+			return
+		}
+		line.WriteByte('\n')
+		out.Write(line.Bytes())
+		out.Flush()
+	})
+	if err != nil {
+		return protocol.Errorf(protocol.CodeUnavailable, "subscribe to %s: %v", subject, err)
+	}
+	// Frames are never dropped here for being slow: buffer without limit.
+	_ = sub.SetPendingLimits(-1, -1)
+	if err := cl.nc.FlushTimeout(connectTimeout); err != nil {
+		return errNoNode(err)
+	}
+	log.Info().Str("subject", subject).Msg("watching")
+
+	select {
+	case <-c.ctx.Done():
+		_ = sub.Unsubscribe()
+		return nil
+	case <-closed:
+		return protocol.Errorf(protocol.CodeUnavailable, "lost the bus connection; the node may have stopped")
+	}
+}
