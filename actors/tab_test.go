@@ -1,9 +1,15 @@
 package actors
 
 import (
+	"context"
+	"net"
 	"strings"
 	"sync"
 	"testing"
+	"time"
+
+	"github.com/mafredri/cdp"
+	"github.com/mafredri/cdp/rpcc"
 
 	"github.com/framebus/framebus/protocol"
 )
@@ -208,5 +214,87 @@ func TestMalformedPlans(t *testing.T) {
 	}
 	if res := send(t, tab.ID(), one(protocol.Action{Type: "eval", Expression: "6*7"})); !res.OK || string(res.Results[0].Value) != "42" {
 		t.Fatalf("tab stopped serving after bad plans: %+v", res)
+	}
+}
+
+func TestNavigationAndElementErrors(t *testing.T) {
+	tab := openTab(t)
+	frames := watchFrames(t, testConn, protocol.DefaultSubjects.TabFrames(tab.ID()))
+	res := send(t, tab.ID(), one(protocol.Action{Type: "navigate", URL: closedPortURL(t)}))
+	if res.OK || res.Code != protocol.CodeNavigationFailed || res.Error != "net::ERR_CONNECTION_REFUSED" {
+		t.Fatalf("refused navigation: %+v", res)
+	}
+	// Chromium shows its error page: that is a new state, so one frame,
+	// attributed to the failed navigate, and no page frame after it.
+	if f := frames.until(2); f.Action != "navigate" || f.Source != protocol.SourceAgent {
+		t.Fatalf("error page frame %+v", f)
+	}
+	seq := send(t, tab.ID(), one(protocol.Action{Type: "navigate", URL: site("/"), BasedOnSequence: protocol.Based(2)}))
+	if !seq.OK || seq.Sequence != 3 {
+		t.Fatalf("navigate after a failed one: %+v", seq)
+	}
+	cases := []struct {
+		selector string
+		code     protocol.Code
+		message  string
+	}{
+		{".missing-button", protocol.CodeElementNotFound, "element not found: .missing-button"},
+		{"#count[", protocol.CodeBadRequest, `invalid selector "#count["`},
+		{`button[data-x="a'b\"c\\d` + "\n" + `"]`, protocol.CodeBadRequest, "invalid selector"},
+		{`[onclick*="'); window.injected = 1; ('"]`, protocol.CodeElementNotFound, "element not found"},
+	}
+	for _, tc := range cases {
+		res := send(t, tab.ID(), one(protocol.Action{Type: "click", Selector: tc.selector}))
+		if res.OK || res.Code != tc.code || !strings.HasPrefix(res.Error, tc.message) {
+			t.Errorf("click %q: %+v", tc.selector, res)
+		}
+		if len(res.Results) == 1 && res.Results[0].Sequence != 0 {
+			t.Errorf("failed click %q produced frame %d", tc.selector, res.Results[0].Sequence)
+		}
+	}
+	if v := send(t, tab.ID(), one(protocol.Action{Type: "eval", Expression: "typeof window.injected"})); string(v.Results[0].Value) != `"undefined"` {
+		t.Fatalf("a selector ran as script: %s", v.Results[0].Value)
+	}
+	// A selector with quotes, backslashes and a newline that does match.
+	send(t, tab.ID(), one(protocol.Action{Type: "eval", Expression: `document.getElementById('count').setAttribute('data-q', "a'b\"c\\d\ne")`}))
+	if res := send(t, tab.ID(), one(protocol.Action{Type: "click", Selector: `[data-q="a'b\"c\\d\a e"]`})); !res.OK {
+		t.Fatalf("escaped selector: %+v", res)
+	}
+}
+
+// closedPortURL is a loopback URL nothing listens on.
+func closedPortURL(t *testing.T) string {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close()
+	return "http://" + addr + "/"
+}
+
+// A renderer crash the agent did not cause is a page frame, and the tab
+// recovers with the next navigate.
+func TestCrashIsAPageFrame(t *testing.T) {
+	tab := openTab(t)
+	frames := watchFrames(t, testConn, protocol.DefaultSubjects.TabFrames(tab.ID()))
+	send(t, tab.ID(), one(protocol.Action{Type: "navigate", URL: site("/")}))
+	frames.until(2)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	conn, err := rpcc.DialContext(ctx, testBrowser.conn.PageWebSocketURL(tab.ID()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	// Page.crash never answers (the renderer is gone), so do not wait for it.
+	go func() { _ = cdp.NewClient(conn).Page.Crash(ctx) }()
+	f := frames.next()
+	if f.Sequence != 3 || f.Action != protocol.FrameCrash || f.Source != protocol.SourcePage {
+		t.Fatalf("crash frame %+v", f)
+	}
+	res := send(t, tab.ID(), one(protocol.Action{Type: "navigate", URL: site("/search.html"), BasedOnSequence: protocol.Based(3)}))
+	if !res.OK || res.Sequence != 4 {
+		t.Fatalf("navigate after crash: %+v", res)
 	}
 }

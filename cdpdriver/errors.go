@@ -6,10 +6,10 @@ import (
 	"time"
 )
 
-// ErrConnectionLost means the page's websocket is gone (tab closed, browser
+// ErrConnectionLost means a websocket to Chromium is gone (tab closed, browser
 // exited). It is decided from the connection's own state, never from the
 // text of an error.
-var ErrConnectionLost = errors.New("connection to the page lost")
+var ErrConnectionLost = errors.New("connection to Chromium lost")
 
 // NavigationError is a load the browser refused or failed; Text is
 // Chromium's net::ERR_... text.

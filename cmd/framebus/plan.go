@@ -34,7 +34,7 @@ Exit status 1 when the plan did not fully succeed.`,
 				}
 				plan, err := protocol.DecodePlan(data)
 				if err != nil {
-					return usagef("plan: %v", err)
+					return usagef("%v", err)
 				}
 				cl, err := c.connect(target)
 				if err != nil {

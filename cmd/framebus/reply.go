@@ -85,9 +85,13 @@ func (c *cli) printJSON(v any) {
 			data = v
 		}
 	default:
-		var err error
-		if data, err = json.Marshal(v); err != nil {
+		var buf bytes.Buffer
+		enc := json.NewEncoder(&buf)
+		enc.SetEscapeHTML(false) // selectors and messages keep their < and >
+		if err := enc.Encode(v); err != nil {
 			data, _ = json.Marshal(errorReply{Error: "encode reply: " + err.Error(), Code: protocol.CodeInternal})
+		} else {
+			data = bytes.TrimRight(buf.Bytes(), "\n")
 		}
 	}
 	c.stdout.Write(append(data, '\n'))

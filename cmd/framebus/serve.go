@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/mattn/go-isatty"
 	"github.com/rs/zerolog"
 	"github.com/spf13/pflag"
 
@@ -172,11 +173,7 @@ func newLogger(w io.Writer, level string) (zerolog.Logger, error) {
 // isTerminal reports whether v (a reader or writer) is a terminal.
 func isTerminal(v any) bool {
 	f, ok := v.(*os.File)
-	if !ok {
-		return false
-	}
-	fi, err := f.Stat()
-	return err == nil && fi.Mode()&os.ModeCharDevice != 0
+	return ok && isatty.IsTerminal(f.Fd())
 }
 
 // quietLogger is the logger of short-lived client commands: warnings only.
