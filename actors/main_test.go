@@ -59,6 +59,12 @@ func runTests(m *testing.M) int {
 func siteHandler() http.Handler {
 	mux := http.NewServeMux()
 	mux.Handle("/", http.FileServer(http.Dir("../testdata/site")))
+	mux.HandleFunc("/no-content", func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusNoContent) })
+	mux.HandleFunc("/download", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Disposition", `attachment; filename="data.bin"`)
+		w.Header().Set("Content-Type", "application/octet-stream")
+		fmt.Fprint(w, "data")
+	})
 	mux.HandleFunc("/slow", func(w http.ResponseWriter, r *http.Request) {
 		select {
 		case <-time.After(3 * time.Second):

@@ -105,7 +105,26 @@ func (n *Node) OpenTab(ctx context.Context, url string) (*Tab, error) {
 	n.tabs = append(n.tabs, tab)
 	n.pages[tab.ID()] = page
 	n.mu.Unlock()
+	go n.retireWhenDone(tab)
 	return tab, nil
+}
+
+// retireWhenDone drops a tab from the node once its actor stopped (its
+// page went away), so it is no longer listed.
+func (n *Node) retireWhenDone(tab *Tab) {
+	<-tab.Done()
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	for i, t := range n.tabs {
+		if t == tab {
+			n.tabs = append(n.tabs[:i], n.tabs[i+1:]...)
+			break
+		}
+	}
+	if p, ok := n.pages[tab.ID()]; ok {
+		p.Close()
+		delete(n.pages, tab.ID())
+	}
 }
 
 // Tabs lists the node's tabs.

@@ -3,7 +3,6 @@ package actors
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"sync/atomic"
 	"time"
@@ -171,100 +170,9 @@ func (t *Tab) run() {
 // agent did not cause into a frame of source "page".
 func (t *Tab) absorb(ctx context.Context) {
 	t.nav.observe(t.page.TakeEvents())
-	t.answerDialogs(ctx)
+	t.reportDialogs()
 	for _, c := range t.nav.takeChanges() {
 		t.frameFor(ctx, c, frames.Change{Action: c.kind, Source: protocol.SourcePage})
-	}
-}
-
-// runPlan resolves a plan: each action runs only while its basedOnSequence
-// is the current frame, and the plan stops at the first that is not, or at
-// the first failure.
-func (t *Tab) runPlan(plan protocol.Plan) protocol.PlanResult {
-	res := protocol.PlanResult{OK: true, Version: protocol.Version, Tab: t.id, PlanID: plan.ID, Results: []protocol.ActionResult{}}
-	for i, a := range plan.Actions {
-		ctx := context.Background()
-		t.absorb(ctx) // everything received so far counts before the check
-		if err := t.frames.Check(a.BasedOnSequence); err != nil {
-			stop(&res, i, err, a.BasedOnSequence, t.frames.Sequence())
-			break
-		}
-		r := t.execute(ctx, plan, i, a)
-		res.Results = append(res.Results, r)
-		if !r.OK {
-			stop(&res, i, &protocol.Error{Code: r.Code, Message: r.Error}, nil, t.frames.Sequence())
-			break
-		}
-		res.Executed++
-	}
-	res.Sequence = t.frames.Sequence()
-	return res
-}
-
-// execute runs one action whose guard passed and settles it into one frame.
-func (t *Tab) execute(ctx context.Context, plan protocol.Plan, index int, a protocol.Action) protocol.ActionResult {
-	r := protocol.ActionResult{Index: index, Type: a.Type}
-	h, ok := handlers[a.Type]
-	if !ok {
-		r.Code, r.Error = protocol.CodeBadRequest, fmt.Sprintf("action %q is not implemented by this node", a.Type)
-		return r
-	}
-	t.flush() // frames so far go out before the page changes again
-	spec, _ := protocol.LookupAction(a.Type)
-	actx, cancel := cdpdriver.WithTimeout(ctx, a.EffectiveTimeout())
-	defer cancel()
-	out, err := h(t, actx, a)
-	t.settle(actx, out)
-	if err != nil {
-		r.Code, r.Error = codeOf(err), err.Error()
-	} else {
-		r.OK = true
-		r.Value = out.value
-	}
-	changes := t.nav.takeChanges()
-	if !spec.Mutates || (err != nil && len(changes) == 0) {
-		return r
-	}
-	change := frames.Change{Action: a.Type, Source: protocol.SourceAgent, PlanID: plan.ID, Agent: plan.Agent}
-	var f protocol.Frame
-	if len(changes) == 0 {
-		f = t.frameFor(ctx, pageChange{url: t.nav.url}, change)
-	} else {
-		// Every change the action caused settles into its one frame,
-		// carrying the final state.
-		f = t.frameFor(ctx, changes[len(changes)-1], change)
-	}
-	r.Sequence, r.URL, r.Title = f.Sequence, f.URL, f.Title
-	return r
-}
-
-// settle waits, within the action's deadline, until the navigation the
-// action started (if any) has committed or ended.
-func (t *Tab) settle(ctx context.Context, out outcome) {
-	if out.barrier {
-		t.barrier(ctx)
-	} else {
-		t.nav.observe(t.page.TakeEvents())
-	}
-	switch {
-	case out.loaderID != "":
-		t.waitFor(ctx, func() bool { return t.nav.committed(out.loaderID) })
-	case out.sameDocument:
-		t.waitFor(ctx, func() bool { return len(t.nav.changes) > 0 })
-	}
-	// A navigation the page requested during the action (a link, a form,
-	// a script) belongs to the action too.
-	t.waitFor(ctx, func() bool { return !t.nav.navigating })
-}
-
-// barrier makes sure the events the action caused in the renderer have
-// reached us: a renderer round trip after the action, and its answer also
-// refreshes URL and title.
-func (t *Tab) barrier(ctx context.Context) {
-	url, title, err := t.page.Location(ctx)
-	t.nav.observe(t.page.TakeEvents())
-	if err == nil && !t.nav.navigating && url == t.nav.url {
-		t.nav.title = title
 	}
 }
 
@@ -283,135 +191,23 @@ func (t *Tab) waitFor(ctx context.Context, cond func() bool) bool {
 	return true
 }
 
-// frameFor settles change c into a frame: for a new document it waits for
-// its load (bounded) so the content is the loaded page, then publishes.
-func (t *Tab) frameFor(ctx context.Context, c pageChange, change frames.Change) protocol.Frame {
-	change.URL, change.Title = c.url, t.nav.title
-	change.NewDocument = c.kind == frameNavigation
-	if change.NewDocument {
-		ctx, cancel := context.WithTimeout(ctx, t.settleTimeout)
-		loaded := t.waitFor(ctx, func() bool { return t.nav.loaded[c.loaderID] || len(t.nav.changes) > 0 })
-		cancel()
-		if len(t.nav.changes) > 0 {
-			// Replaced before it loaded: its content is gone.
-			return t.emit(ctx, change, "document replaced before it finished loading; content left out", false)
-		}
-		if !loaded {
-			return t.emit(ctx, change, fmt.Sprintf("page did not finish loading within %s; content captured before load", t.settleTimeout), true)
-		}
-	}
-	return t.emit(ctx, change, "", true)
-}
-
-// emit captures content if the policy wants it and capture allows, appends
-// the frame and publishes it.
-func (t *Tab) emit(ctx context.Context, change frames.Change, note string, capture bool) protocol.Frame {
-	var content *string
-	if capture && t.frames.WantsContent(change) {
-		cctx, cancel := context.WithTimeout(ctx, t.settleTimeout)
-		url, title, text, err := t.page.Content(cctx, string(t.frames.Format()))
-		cancel()
-		switch {
-		case err != nil:
-			note = joinNote(note, "content unavailable: "+err.Error())
-		case url != change.URL:
-			// The document moved on while we read it; keep the frame honest.
-			note = joinNote(note, "content unavailable: the page changed to "+url+" while it was read")
-		default:
-			content = &text
-			change.Title = title
-			t.nav.title = title
-		}
-	}
-	f := t.frames.Append(change, content, note)
-	t.outbox = append(t.outbox, f)
-	t.info.Store(&protocol.TabInfo{Tab: t.id, URL: f.URL, Title: f.Title, Sequence: f.Sequence})
-	return f
-}
-
-// flush publishes the frames in the outbox, in order.
-func (t *Tab) flush() {
-	for i, f := range t.outbox {
-		t.publish(f)
-		t.outbox[i] = protocol.Frame{}
-	}
-	t.outbox = t.outbox[:0]
-}
-
-func joinNote(a, b string) string {
-	if a == "" {
-		return b
-	}
-	return a + "; " + b
-}
-
-// publish sends a frame to the tab's frame subject. A
-// frame too large for the bus is sent without its content, with a note,
-// never dropped.
-func (t *Tab) publish(f protocol.Frame) {
-	data, err := json.Marshal(f)
-	if err == nil && int64(len(data)) > t.nc.MaxPayload() && f.FullPage != nil {
-		size := len(*f.FullPage)
-		f.FullPage, f.FullPageFormat = nil, ""
-		f.Note = joinNote(f.Note, fmt.Sprintf("content of %d bytes exceeds the bus payload limit; left out", size))
-		data, err = json.Marshal(f)
-	}
-	if err == nil {
-		err = t.nc.Publish(t.subj.TabFrames(t.id), data)
-	}
-	if err != nil {
-		t.log.Error().Err(err).Int64("sequence", f.Sequence).Msg("publish frame")
-	}
-}
-
-// answerDialogs accepts JavaScript dialogs so they never wedge the tab,
-// and reports each on the tab's dialog event subject.
-func (t *Tab) answerDialogs(ctx context.Context) {
+// reportDialogs publishes the JavaScript dialogs the page opened (the
+// driver has already answered them) on the tab's dialog event subject.
+func (t *Tab) reportDialogs() {
 	for _, d := range t.nav.dialogs {
-		data, _ := json.Marshal(d)
+		data, _ := json.Marshal(dialogEvent{Tab: t.id, Type: d.Type, Message: d.Message, URL: d.URL, Answer: "accept"})
 		_ = t.nc.Publish(t.subj.TabEvents(t.id, "dialog"), data)
-		if err := t.page.HandleDialog(ctx, true, d.DefaultPrompt); err != nil {
-			t.log.Warn().Err(err).Str("type", d.Type).Msg("answer dialog")
-		}
 	}
 	t.nav.dialogs = nil
 }
 
-// stop records that a plan stopped at action i with err.
-func stop(res *protocol.PlanResult, i int, err error, expected *int64, current int64) {
-	res.OK, res.Code, res.Error = false, protocol.CodeOf(err), err.Error()
-	res.Stopped = &protocol.Stop{Index: i, Code: res.Code, Expected: expected, Current: current}
-}
-
-// codeOf maps driver errors to protocol codes.
-func codeOf(err error) protocol.Code {
-	var (
-		nav     *cdpdriver.NavigationError
-		nf      *cdpdriver.ElementNotFoundError
-		nv      *cdpdriver.ElementNotVisibleError
-		sel     *cdpdriver.InvalidSelectorError
-		js      *cdpdriver.JSError
-		ser     *cdpdriver.SerializationError
-		timeout *cdpdriver.TimeoutError
-		perr    *protocol.Error
-	)
-	switch {
-	case errors.As(err, &perr):
-		return perr.Code
-	case errors.As(err, &nav):
-		return protocol.CodeNavigationFailed
-	case errors.As(err, &nf), errors.As(err, &nv):
-		return protocol.CodeElementNotFound
-	case errors.As(err, &sel):
-		return protocol.CodeBadRequest
-	case errors.As(err, &js), errors.As(err, &ser):
-		return protocol.CodeJSError
-	case errors.As(err, &timeout):
-		return protocol.CodeTimeout
-	case errors.Is(err, cdpdriver.ErrConnectionLost):
-		return protocol.CodeTabClosed
-	}
-	return protocol.CodeInternal
+// dialogEvent is the message on <prefix>.tab.<tab>.event.dialog.
+type dialogEvent struct {
+	Tab     string `json:"tab"`
+	Type    string `json:"type"`
+	Message string `json:"message"`
+	URL     string `json:"url"`
+	Answer  string `json:"answer"`
 }
 
 func respond(m *nats.Msg, v any, log zerolog.Logger) {

@@ -47,11 +47,17 @@ type eventQueue struct {
 	mu     sync.Mutex
 	events []Event
 	notify chan struct{}
+	// dialog, when set, is told of a dialog the moment it opens, from the
+	// reader goroutine: it must not block.
+	dialog func(DialogOpening)
 }
 
 func newEventQueue() *eventQueue { return &eventQueue{notify: make(chan struct{}, 1)} }
 
 func (q *eventQueue) push(ev Event) {
+	if d, ok := ev.(DialogOpening); ok && q.dialog != nil {
+		q.dialog(d)
+	}
 	q.mu.Lock()
 	q.events = append(q.events, ev)
 	q.mu.Unlock()

@@ -126,14 +126,18 @@ func (d *eventDecoder) decode(method string, params json.RawMessage) (Event, boo
 		return SameDocumentNavigated{FrameID: p.FrameID, URL: p.URL, Main: p.FrameID == d.mainFrameID}, true
 	case "Page.frameRequestedNavigation", "Page.frameStartedNavigating":
 		var p struct {
-			FrameID  string `json:"frameId"`
-			URL      string `json:"url"`
-			Reason   string `json:"reason"`
-			LoaderID string `json:"loaderId"`
-			Type     string `json:"navigationType"`
+			FrameID     string `json:"frameId"`
+			URL         string `json:"url"`
+			Reason      string `json:"reason"`
+			LoaderID    string `json:"loaderId"`
+			Type        string `json:"navigationType"`
+			Disposition string `json:"disposition"`
 		}
 		if json.Unmarshal(params, &p) != nil {
 			return nil, false
+		}
+		if p.Disposition != "" && p.Disposition != "currentTab" {
+			return nil, false // opens elsewhere (a new tab or window, a download)
 		}
 		if p.Reason == "" {
 			p.Reason = p.Type

@@ -50,6 +50,7 @@ func OpenPage(ctx context.Context, wsURL, targetID string, log zerolog.Logger) (
 		return nil, fmt.Errorf("connect to page %s: %w", targetID, err)
 	}
 	p := &Page{targetID: targetID, conn: conn, client: cdp.NewClient(conn), events: q, decoder: dec, log: log}
+	q.dialog = p.answerDialog
 	if err := p.enable(ctx); err != nil {
 		conn.Close()
 		return nil, fmt.Errorf("enable page %s: %w", targetID, err)
@@ -154,12 +155,24 @@ func WithTimeout(ctx context.Context, d time.Duration) (context.Context, context
 	return context.WithTimeout(context.WithValue(ctx, timeoutKey{}, d), d)
 }
 
-// HandleDialog answers the open JavaScript dialog: accept or dismiss, with
-// promptText for a prompt.
-func (p *Page) HandleDialog(ctx context.Context, accept bool, promptText string) error {
-	args := page.NewHandleJavaScriptDialogArgs(accept)
-	if promptText != "" {
-		args.SetPromptText(promptText)
-	}
-	return p.wrap(ctx, "answer dialog", p.client.Page.HandleJavaScriptDialog(ctx, args))
+// dialogTimeout bounds answering a dialog.
+const dialogTimeout = 10 * time.Second
+
+// answerDialog accepts a JavaScript dialog (a prompt with its default
+// text) as soon as it opens. A dialog blocks the page's JavaScript, and so
+// any command in flight (a click whose handler calls alert, an eval that
+// calls prompt): it must be answered from outside the command's caller.
+// The DialogOpening event still reaches TakeEvents, for reporting.
+func (p *Page) answerDialog(d DialogOpening) {
+	go func() {
+		ctx, cancel := context.WithTimeout(p.conn.Context(), dialogTimeout)
+		defer cancel()
+		args := page.NewHandleJavaScriptDialogArgs(true)
+		if d.Type == "prompt" {
+			args.SetPromptText(d.DefaultPrompt)
+		}
+		if err := p.client.Page.HandleJavaScriptDialog(ctx, args); err != nil && !p.lost() {
+			p.log.Warn().Err(err).Str("dialog", d.Type).Msg("answer dialog")
+		}
+	}()
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"strconv"
@@ -29,6 +30,7 @@ func actionCommand(spec protocol.ActionSpec) command {
 			var target clientFlags
 			target.declare(fs, true)
 			basedOn := fs.Int64("based-on", 0, "run only while frame `N` is the tab's current frame (sets basedOnSequence)")
+			dryRun := fs.Bool("dry-run", false, "print the plan instead of sending it (needs no node)")
 			var flags []paramFlag
 			for _, p := range spec.Params {
 				if !p.Positional {
@@ -36,10 +38,7 @@ func actionCommand(spec protocol.ActionSpec) command {
 				}
 			}
 			return func(c *cli, args []string) error {
-				fields := map[string]any{"type": spec.Type}
-				if fs.Changed("based-on") {
-					fields["basedOnSequence"] = *basedOn
-				}
+				fields := map[string]any{}
 				if err := positionalValues(spec, positional, args, fields); err != nil {
 					return err
 				}
@@ -48,13 +47,20 @@ func actionCommand(spec protocol.ActionSpec) command {
 						fields[f.param.Name] = f.value()
 					}
 				}
-				data, err := json.Marshal(map[string]any{"action": fields})
+				if fs.Changed("based-on") {
+					fields["basedOnSequence"] = *basedOn
+				}
+				data, err := encodeAction(spec, fields)
 				if err != nil {
 					return err
 				}
 				plan, err := protocol.DecodePlan(data)
 				if err != nil {
 					return usagef("%s: %v", spec.Type, err)
+				}
+				if *dryRun {
+					c.printJSON(json.RawMessage(data))
+					return nil
 				}
 				return c.runAction(target, data, plan)
 			}
@@ -129,6 +135,37 @@ func actionDetails(spec protocol.ActionSpec, params []protocol.Param) string {
 	}
 	b.WriteString(`Prints {"ok":true,...} with what the action returned, or {"ok":false,"error":...,"code":...} and exits 1.`)
 	return b.String()
+}
+
+// encodeAction writes the one-action plan {"action": {...}} with the
+// fields in declaration order: type, parameters, basedOnSequence.
+func encodeAction(spec protocol.ActionSpec, fields map[string]any) ([]byte, error) {
+	var b bytes.Buffer
+	b.WriteString(`{"action":{"type":`)
+	add := func(v any) error {
+		data, err := marshalLine(v)
+		b.Write(data)
+		return err
+	}
+	if err := add(spec.Type); err != nil {
+		return nil, err
+	}
+	names := []string{}
+	for _, p := range spec.Params {
+		names = append(names, p.Name)
+	}
+	for _, name := range append(names, "basedOnSequence") {
+		v, ok := fields[name]
+		if !ok {
+			continue
+		}
+		fmt.Fprintf(&b, ",%q:", name)
+		if err := add(v); err != nil {
+			return nil, err
+		}
+	}
+	b.WriteString("}}")
+	return b.Bytes(), nil
 }
 
 // positionalValues stores the positional arguments in fields.

@@ -64,6 +64,9 @@ func (c *cli) connect(f clientFlags) (*client, error) {
 
 // dial finds the bus and connects to it with extra nats options.
 func (c *cli) dial(f clientFlags, opts ...nats.Option) (*client, error) {
+	if f.tab != "" && !protocol.ValidTabID(f.tab) {
+		return nil, usagef("--tab: %q is not a tab id (letters, digits, '-' and '_')", f.tab)
+	}
 	url, prefix := f.bus, f.prefix
 	if url == "" {
 		url = c.getenv(envURL)
@@ -117,10 +120,7 @@ func (cl *client) tabs(ctx context.Context) (protocol.TabList, error) {
 // resolveTab is the tab given, or the first one the node lists.
 func (cl *client) resolveTab(ctx context.Context, tab string) (string, error) {
 	if tab != "" {
-		if !protocol.ValidTabID(tab) {
-			return "", usagef("--tab: %q is not a tab id (letters, digits, '-' and '_')", tab)
-		}
-		return tab, nil
+		return tab, nil // checked by dial
 	}
 	list, err := cl.tabs(ctx)
 	if err != nil {

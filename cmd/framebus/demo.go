@@ -228,7 +228,7 @@ func (p *framePrinter) frame(m *nats.Msg) {
 		cut := truncate(*f.FullPage, demoFullPageChars)
 		f.FullPage = &cut
 	}
-	data, err := json.Marshal(f)
+	data, err := marshalLine(f)
 	if err != nil {
 		p.say("# encode frame: %v", err)
 		return
@@ -282,7 +282,7 @@ func (p *framePrinter) sayJSON(data []byte) {
 }
 
 func (p *framePrinter) sayValue(v any) {
-	data, err := json.Marshal(v)
+	data, err := marshalLine(v)
 	if err != nil {
 		p.say("# encode: %v", err)
 		return

@@ -37,7 +37,7 @@ var resultBookkeeping = map[string]bool{"index": true, "type": true, "ok": true,
 // shows up without a change here, and a field the result omits (eval of
 // undefined has no value) is absent.
 func actionReply(r protocol.ActionResult) (json.RawMessage, error) {
-	raw, err := json.Marshal(r)
+	raw, err := marshalLine(r)
 	if err != nil {
 		return nil, err
 	}
@@ -85,14 +85,22 @@ func (c *cli) printJSON(v any) {
 			data = v
 		}
 	default:
-		var buf bytes.Buffer
-		enc := json.NewEncoder(&buf)
-		enc.SetEscapeHTML(false) // selectors and messages keep their < and >
-		if err := enc.Encode(v); err != nil {
+		var err error
+		if data, err = marshalLine(v); err != nil {
 			data, _ = json.Marshal(errorReply{Error: "encode reply: " + err.Error(), Code: protocol.CodeInternal})
-		} else {
-			data = bytes.TrimRight(buf.Bytes(), "\n")
 		}
 	}
 	c.stdout.Write(append(data, '\n'))
+}
+
+// marshalLine is json.Marshal without HTML escaping, so selectors,
+// messages and page content keep their <, > and & readable.
+func marshalLine(v any) ([]byte, error) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.TrimRight(buf.Bytes(), "\n"), nil
 }

@@ -1,0 +1,144 @@
+package actors
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/framebus/framebus/cdpdriver"
+	"github.com/framebus/framebus/frames"
+	"github.com/framebus/framebus/protocol"
+)
+
+// The resolver: how a tab runs a plan. It lives in the tab's goroutine, so
+// the check of an action's basedOnSequence and the action itself happen
+// with no other event or plan in between.
+
+// runPlan resolves a plan: each action runs only while its basedOnSequence
+// is the current frame, and the plan stops at the first that is not, or at
+// the first failure.
+func (t *Tab) runPlan(plan protocol.Plan) protocol.PlanResult {
+	res := protocol.PlanResult{OK: true, Version: protocol.Version, Tab: t.id, PlanID: plan.ID, Results: []protocol.ActionResult{}}
+	for i, a := range plan.Actions {
+		ctx := context.Background()
+		t.absorb(ctx) // everything received so far counts before the check
+		if err := t.frames.Check(a.BasedOnSequence); err != nil {
+			stop(&res, i, err, a.BasedOnSequence, t.frames.Sequence())
+			break
+		}
+		r := t.execute(ctx, plan, i, a)
+		res.Results = append(res.Results, r)
+		if !r.OK {
+			stop(&res, i, &protocol.Error{Code: r.Code, Message: r.Error}, nil, t.frames.Sequence())
+			break
+		}
+		res.Executed++
+	}
+	res.Sequence = t.frames.Sequence()
+	return res
+}
+
+// execute runs one action whose guard passed and settles it into one frame.
+func (t *Tab) execute(ctx context.Context, plan protocol.Plan, index int, a protocol.Action) protocol.ActionResult {
+	r := protocol.ActionResult{Index: index, Type: a.Type}
+	h, ok := handlers[a.Type]
+	if !ok {
+		r.Code, r.Error = protocol.CodeBadRequest, fmt.Sprintf("action %q is not implemented by this node", a.Type)
+		return r
+	}
+	t.flush() // frames so far go out before the page changes again
+	spec, _ := protocol.LookupAction(a.Type)
+	actx, cancel := cdpdriver.WithTimeout(ctx, a.EffectiveTimeout())
+	defer cancel()
+	out, err := h(t, actx, a)
+	t.settle(actx, out)
+	t.reportDialogs()
+	if err != nil {
+		r.Code, r.Error = codeOf(err), err.Error()
+	} else {
+		r.OK = true
+		r.Value = out.value
+	}
+	changes := t.nav.takeChanges()
+	if !spec.Mutates || (err != nil && len(changes) == 0) {
+		return r
+	}
+	change := frames.Change{Action: a.Type, Source: protocol.SourceAgent, PlanID: plan.ID, Agent: plan.Agent}
+	var f protocol.Frame
+	if len(changes) == 0 {
+		f = t.frameFor(ctx, pageChange{url: t.nav.url}, change)
+	} else {
+		// Every change the action caused settles into its one frame,
+		// carrying the final state.
+		f = t.frameFor(ctx, changes[len(changes)-1], change)
+	}
+	r.Sequence, r.URL, r.Title = f.Sequence, f.URL, f.Title
+	return r
+}
+
+// settle waits, within the action's deadline, until the navigation the
+// action started (if any) has committed or ended.
+func (t *Tab) settle(ctx context.Context, out outcome) {
+	if out.barrier {
+		t.barrier(ctx)
+	} else {
+		t.nav.observe(t.page.TakeEvents())
+	}
+	switch {
+	case out.loaderID != "":
+		t.waitFor(ctx, func() bool { return t.nav.committed(out.loaderID) })
+	case out.sameDocument:
+		t.waitFor(ctx, func() bool { return len(t.nav.changes) > 0 })
+	}
+	// A navigation the page requested during the action (a link, a form,
+	// a script) belongs to the action too.
+	t.waitFor(ctx, func() bool { return !t.nav.navigating })
+}
+
+// barrier makes sure the events the action caused in the renderer have
+// reached us: a renderer round trip after the action, and its answer also
+// refreshes URL and title.
+func (t *Tab) barrier(ctx context.Context) {
+	url, title, err := t.page.Location(ctx)
+	t.nav.observe(t.page.TakeEvents())
+	if err == nil && !t.nav.navigating && url == t.nav.url {
+		t.nav.title = title
+	}
+}
+
+// stop records that a plan stopped at action i with err.
+func stop(res *protocol.PlanResult, i int, err error, expected *int64, current int64) {
+	res.OK, res.Code, res.Error = false, protocol.CodeOf(err), err.Error()
+	res.Stopped = &protocol.Stop{Index: i, Code: res.Code, Expected: expected, Current: current}
+}
+
+// codeOf maps driver errors to protocol codes.
+func codeOf(err error) protocol.Code {
+	var (
+		nav     *cdpdriver.NavigationError
+		nf      *cdpdriver.ElementNotFoundError
+		nv      *cdpdriver.ElementNotVisibleError
+		sel     *cdpdriver.InvalidSelectorError
+		js      *cdpdriver.JSError
+		ser     *cdpdriver.SerializationError
+		timeout *cdpdriver.TimeoutError
+		perr    *protocol.Error
+	)
+	switch {
+	case errors.As(err, &perr):
+		return perr.Code
+	case errors.As(err, &nav):
+		return protocol.CodeNavigationFailed
+	case errors.As(err, &nf), errors.As(err, &nv):
+		return protocol.CodeElementNotFound
+	case errors.As(err, &sel):
+		return protocol.CodeBadRequest
+	case errors.As(err, &js), errors.As(err, &ser):
+		return protocol.CodeJSError
+	case errors.As(err, &timeout):
+		return protocol.CodeTimeout
+	case errors.Is(err, cdpdriver.ErrConnectionLost):
+		return protocol.CodeTabClosed
+	}
+	return protocol.CodeInternal
+}

@@ -1,0 +1,293 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/framebus/framebus/protocol"
+)
+
+// These tests run the command line in process: parsing, help and replies,
+// no node needed.
+
+// runCLI runs one command line with the given environment.
+func runCLI(t *testing.T, env map[string]string, stdin string, args ...string) result {
+	t.Helper()
+	var stdout, stderr bytes.Buffer
+	c := &cli{
+		ctx:         context.Background(),
+		stopSignals: func() {},
+		stdin:       strings.NewReader(stdin),
+		stdout:      &stdout,
+		stderr:      &stderr,
+		getenv:      func(k string) string { return env[k] },
+	}
+	status := c.run(args)
+	return result{stdout: stdout.String(), stderr: stderr.String(), status: status}
+}
+
+// noNodeEnv points the state file at a file that does not exist.
+func noNodeEnv(t *testing.T) map[string]string {
+	return map[string]string{envState: filepath.Join(t.TempDir(), "none.json")}
+}
+
+var builtinCommands = []string{"serve", "demo", "plan", "watch", "help"}
+
+// Every declared action is a command, with a flag for each non-positional
+// parameter of the right kind, and none is named like a built-in command.
+func TestActionCommands(t *testing.T) {
+	specs := protocol.ActionSpecs()
+	if len(specs) == 0 {
+		t.Fatal("protocol declares no actions")
+	}
+	help := runCLI(t, nil, "", "help").stdout
+	for _, spec := range specs {
+		for _, b := range builtinCommands {
+			if spec.Type == b {
+				t.Errorf("action %q is named like the built-in command", spec.Type)
+			}
+		}
+		cmd, ok := lookupCommand(spec.Type)
+		if !ok || cmd.group != groupActions {
+			t.Errorf("no action command for %q", spec.Type)
+			continue
+		}
+		if !strings.Contains(help, "  "+spec.Type+" ") {
+			t.Errorf("help does not list %q:\n%s", spec.Type, help)
+		}
+		fs, _ := cmd.newFlagSet() // panics on a parameter that clashes with a flag
+		for _, p := range spec.Params {
+			f := fs.Lookup(p.Name)
+			if p.Positional {
+				if f != nil {
+					t.Errorf("%s: positional %q is also a flag", spec.Type, p.Name)
+				}
+				if !strings.Contains(cmd.args, p.Name) {
+					t.Errorf("%s: synopsis %q does not name %q", spec.Type, cmd.args, p.Name)
+				}
+				continue
+			}
+			want := map[protocol.ParamKind]string{protocol.KindBool: "bool", protocol.KindDuration: "duration", protocol.KindString: "string"}[p.Kind]
+			if f == nil || f.Value.Type() != want {
+				t.Errorf("%s: parameter %q is not a %s flag", spec.Type, p.Name, want)
+			}
+		}
+		for _, name := range []string{"tab", "bus", "based-on", "prefix"} {
+			if fs.Lookup(name) == nil {
+				t.Errorf("%s: no --%s", spec.Type, name)
+			}
+		}
+	}
+}
+
+// The plan an action command would send (--dry-run), for each way of
+// writing its arguments.
+func TestActionArguments(t *testing.T) {
+	tests := []struct {
+		args []string
+		want string
+	}{
+		{[]string{"eval", "1+1"}, `{"action":{"type":"eval","expression":"1+1"}}`},
+		{[]string{"eval", "1", "+", "1"}, `{"action":{"type":"eval","expression":"1 + 1"}}`},
+		{[]string{"eval", "--timeout", "2s", "document.title"}, `{"action":{"type":"eval","expression":"document.title","timeout":"2s"}}`},
+		{[]string{"eval", "x", "--timeout", "1500"}, `{"action":{"type":"eval","expression":"x","timeout":"1.5s"}}`},
+		{[]string{"eval", "--", "-1"}, `{"action":{"type":"eval","expression":"-1"}}`},
+		{[]string{"navigate", "example.com", "--wait", "--based-on", "3"}, `{"action":{"type":"navigate","url":"example.com","wait":true,"basedOnSequence":3}}`},
+		{[]string{"navigate", "--timeout=250ms", "/search.html?q=a&b=<c>"}, `{"action":{"type":"navigate","url":"/search.html?q=a&b=<c>","timeout":"250ms"}}`},
+		{[]string{"click", "#result3", "--based-on=2"}, `{"action":{"type":"click","selector":"#result3","basedOnSequence":2}}`},
+	}
+	for _, tt := range tests {
+		args := append([]string{tt.args[0], "--dry-run"}, tt.args[1:]...)
+		r := runCLI(t, noNodeEnv(t), "", args...)
+		if r.status != exitOK || strings.TrimSpace(r.stdout) != tt.want {
+			t.Errorf("%q: exit %d, stdout %s, want %s", tt.args, r.status, r.stdout, tt.want)
+		}
+	}
+}
+
+// Usage errors exit 2 with a bad_request reply that says what is wrong.
+func TestUsageErrors(t *testing.T) {
+	tests := []struct {
+		args  []string
+		stdin string
+		want  string // in the error message
+	}{
+		{nil, "", "no command given"},
+		{[]string{"bogus"}, "", `unknown command "bogus"`},
+		{[]string{"click"}, "", "missing <selector>"},
+		{[]string{"eval", ""}, "", "expression: missing"},
+		{[]string{"navigate", "x", "--timeout", "soon"}, "", `"soon" is not a duration`},
+		{[]string{"navigate", "x", "--timeout", "-1s"}, "", "negative"},
+		{[]string{"navigate", "x", "--nope"}, "", "unknown flag: --nope"},
+		{[]string{"eval", "1", "--based-on", "0"}, "", "sequences start at 1"},
+		{[]string{"eval", "1", "--tab", "a.b"}, "", "not a tab id"},
+		{[]string{"help", "bogus"}, "", `unknown command "bogus"`},
+		{[]string{"serve", "extra"}, "", "takes no arguments"},
+		{[]string{"serve", "--listen", "nowhere"}, "", "want host:port"},
+		{[]string{"serve", "--log-level", "loud"}, "", "--log-level"},
+		{[]string{"serve", "--listen", "127.0.0.1:0", "--bus-url", "nats://127.0.0.1:4222"}, "", "exclude each other"},
+		{[]string{"watch", "--all", "--tab", "x"}, "", "exclude each other"},
+		{[]string{"plan", "a", "b"}, "", "takes one file"},
+		{[]string{"plan"}, "", "plan: empty"},
+		{[]string{"plan", "-"}, `{"actions": [{"type": "fly"}]}`, `unknown action type "fly"`},
+		{[]string{"plan", "/does/not/exist.json"}, "", "no such file"},
+		{[]string{"demo", "--root", "/does/not/exist"}, "", ""},
+	}
+	for _, tt := range tests {
+		r := runCLI(t, noNodeEnv(t), tt.stdin, tt.args...)
+		m := r.reply(t)
+		if tt.args != nil && tt.args[0] == "demo" {
+			// Not a usage error: the tree is missing. Exit 1, still bad_request.
+			if r.status != exitFailed || m["code"] != "bad_request" || !strings.Contains(m["error"].(string), "--root") {
+				t.Errorf("demo without a tree: exit %d, %s", r.status, r.stdout)
+			}
+			continue
+		}
+		if r.status != exitUsage || m["ok"] != false || m["code"] != "bad_request" || !strings.Contains(m["error"].(string), tt.want) {
+			t.Errorf("%q: exit %d, stdout %s; want exit 2, bad_request mentioning %q", tt.args, r.status, r.stdout, tt.want)
+		}
+	}
+}
+
+// With no node, a client command says so in the exact words, exit 1.
+func TestNoNodeRunning(t *testing.T) {
+	const want = `{"ok":false,"error":"no framebus node running. Start one with: framebus serve","code":"unavailable"}`
+	cases := []struct {
+		name string
+		env  map[string]string
+		args []string
+	}{
+		{"no state file", noNodeEnv(t), []string{"eval", "1+1"}},
+		{"nothing at --bus", noNodeEnv(t), []string{"click", "#x", "--bus", "nats://127.0.0.1:1"}},
+		{"nothing at FRAMEBUS_URL", map[string]string{envURL: "nats://127.0.0.1:1"}, []string{"plan", "-"}},
+		{"stale state file", staleStateEnv(t), []string{"watch", "--all"}},
+	}
+	for _, tc := range cases {
+		stdin := `{"action": {"type": "eval", "expression": "1"}}`
+		r := runCLI(t, tc.env, stdin, tc.args...)
+		if r.status != exitFailed || strings.TrimSpace(r.stdout) != want {
+			t.Errorf("%s: exit %d, stdout %s; want exit 1, %s", tc.name, r.status, r.stdout, want)
+		}
+	}
+}
+
+// staleStateEnv has a state file left by a node that is gone.
+func staleStateEnv(t *testing.T) map[string]string {
+	path := filepath.Join(t.TempDir(), "node.json")
+	if err := writeState(path, nodeState{OK: true, Bus: "nats://127.0.0.1:1", Prefix: "framebus", PID: 1 << 30}); err != nil {
+		t.Fatal(err)
+	}
+	return map[string]string{envState: path}
+}
+
+func TestHelp(t *testing.T) {
+	r := runCLI(t, nil, "", "help")
+	if r.status != exitOK {
+		t.Fatalf("help: exit %d", r.status)
+	}
+	for _, want := range append(builtinCommands, string(protocol.CodeStaleFrame), envURL, envState) {
+		if !strings.Contains(r.stdout, want) {
+			t.Errorf("help does not mention %q", want)
+		}
+	}
+	for _, args := range [][]string{{"help", "eval"}, {"eval", "--help"}, {"eval", "-h"}} {
+		r := runCLI(t, nil, "", args...)
+		if r.status != exitOK || !strings.Contains(r.stdout, "Usage: framebus eval <expression>") || !strings.Contains(r.stdout, "--timeout") {
+			t.Errorf("%q: exit %d\n%s", args, r.status, r.stdout)
+		}
+	}
+}
+
+// A successful action's reply is "ok" plus the result's own fields; a
+// result without a value (eval of undefined) has no value field.
+func TestActionReply(t *testing.T) {
+	tests := []struct {
+		in   protocol.ActionResult
+		want string
+	}{
+		{protocol.ActionResult{Index: 0, Type: "eval", OK: true, Sequence: 3, Value: json.RawMessage(`2`)}, `{"ok":true,"sequence":3,"value":2}`},
+		{protocol.ActionResult{Type: "eval", OK: true, Sequence: 4}, `{"ok":true,"sequence":4}`},
+		{protocol.ActionResult{Type: "eval", OK: true, Sequence: 5, Value: json.RawMessage(`null`)}, `{"ok":true,"sequence":5,"value":null}`},
+		{protocol.ActionResult{Type: "eval", OK: true, Sequence: 6, Value: json.RawMessage(`{"a":[1,"<b>"]}`)}, `{"ok":true,"sequence":6,"value":{"a":[1,"<b>"]}}`},
+		{protocol.ActionResult{Index: 2, Type: "navigate", OK: true, Sequence: 2, URL: "https://example.com/", Title: "Example Domain"},
+			`{"ok":true,"sequence":2,"url":"https://example.com/","title":"Example Domain"}`},
+	}
+	for _, tt := range tests {
+		got, err := actionReply(tt.in)
+		if err != nil || string(got) != tt.want {
+			t.Errorf("actionReply(%+v) = %s, %v; want %s", tt.in, got, err, tt.want)
+		}
+	}
+	fail := failureReply(protocol.PlanResult{Error: "element not found: #x", Code: protocol.CodeElementNotFound, Sequence: 7})
+	if data, _ := json.Marshal(fail); string(data) != `{"ok":false,"error":"element not found: #x","code":"element_not_found","sequence":7}` {
+		t.Errorf("failureReply = %s", data)
+	}
+}
+
+func TestMsDuration(t *testing.T) {
+	tests := []struct {
+		in   string
+		want time.Duration
+		bad  bool
+	}{
+		{"2s", 2 * time.Second, false},
+		{"500ms", 500 * time.Millisecond, false},
+		{"1500", 1500 * time.Millisecond, false},
+		{"0.5", 500 * time.Microsecond, false},
+		{"1m30s", 90 * time.Second, false},
+		{"-5", 0, true},
+		{"soon", 0, true},
+	}
+	for _, tt := range tests {
+		var d msDuration
+		err := d.Set(tt.in)
+		if (err != nil) != tt.bad || (!tt.bad && time.Duration(d) != tt.want) {
+			t.Errorf("Set(%q) = %s, %v", tt.in, time.Duration(d), err)
+		}
+	}
+}
+
+// The state file is replaced whole, and only its own node removes it.
+func TestStateFile(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "sub", "node.json")
+	st := nodeState{OK: true, Bus: "nats://127.0.0.1:4222", Prefix: "framebus", PID: 42}
+	if err := writeState(path, st); err != nil {
+		t.Fatal(err)
+	}
+	if fi, err := os.Stat(path); err != nil || fi.Mode().Perm() != 0o600 {
+		t.Fatalf("state file: %v, mode %v", err, fi.Mode())
+	}
+	got, err := readState(path)
+	if err != nil || got.Bus != st.Bus || got.PID != 42 {
+		t.Fatalf("readState = %+v, %v", got, err)
+	}
+	if err := removeState(path, 43); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(path); err != nil {
+		t.Fatal("another node's state file was removed")
+	}
+	if err := removeState(path, 42); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(path); !os.IsNotExist(err) {
+		t.Fatalf("state file still there: %v", err)
+	}
+}
+
+func TestTruncate(t *testing.T) {
+	if got := truncate("short", 120); got != "short" {
+		t.Errorf("truncate short = %q", got)
+	}
+	long := strings.Repeat("é", 100) // 200 bytes
+	got := truncate(long, 121)       // 121 falls inside a character
+	if !strings.HasPrefix(got, strings.Repeat("é", 60)+"…[+80 bytes]") {
+		t.Errorf("truncate = %q", got)
+	}
+}

@@ -1,0 +1,326 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// The tests run the framebus binary as real processes against real NATS
+// and real Chromium, as a user would. TestMain builds it once.
+var (
+	binary   string
+	testSite *httptest.Server
+)
+
+func TestMain(m *testing.M) {
+	os.Exit(runTests(m))
+}
+
+func runTests(m *testing.M) int {
+	dir, err := os.MkdirTemp("", "framebus-cmd-test-*")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer os.RemoveAll(dir)
+	binary = filepath.Join(dir, "framebus")
+	args := []string{"build", "-o", binary}
+	if raceEnabled {
+		args = append(args, "-race")
+	}
+	build := exec.Command("go", append(args, ".")...)
+	build.Stdout, build.Stderr = os.Stderr, os.Stderr
+	if err := build.Run(); err != nil {
+		fmt.Fprintln(os.Stderr, "build framebus:", err)
+		return 1
+	}
+	testSite = httptest.NewServer(http.FileServer(http.Dir("../../testdata/site")))
+	defer testSite.Close()
+	return m.Run()
+}
+
+// site returns the URL of a page of testdata/site.
+func site(path string) string { return testSite.URL + path }
+
+// testEnv is the environment of a framebus process: this one's, minus
+// anything that would point it at another node, plus extra.
+func testEnv(extra ...string) []string {
+	var env []string
+	for _, kv := range os.Environ() {
+		if strings.HasPrefix(kv, envURL+"=") || strings.HasPrefix(kv, envState+"=") {
+			continue
+		}
+		env = append(env, kv)
+	}
+	return append(env, extra...)
+}
+
+// result is what a finished framebus process left.
+type result struct {
+	stdout, stderr string
+	status         int
+}
+
+// reply decodes the last line of stdout as a JSON object.
+func (r result) reply(t *testing.T) map[string]any {
+	t.Helper()
+	lines := strings.Split(strings.TrimSpace(r.stdout), "\n")
+	var m map[string]any
+	if err := json.Unmarshal([]byte(lines[len(lines)-1]), &m); err != nil {
+		t.Fatalf("stdout is not a JSON object: %v\nstdout: %s\nstderr: %s", err, r.stdout, r.stderr)
+	}
+	return m
+}
+
+// framebus runs the binary to completion (at most two minutes).
+func framebus(t *testing.T, env []string, stdin string, args ...string) result {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, binary, args...)
+	cmd.Env = env
+	cmd.Stdin = strings.NewReader(stdin)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err := cmd.Run()
+	r := result{stdout: stdout.String(), stderr: stderr.String()}
+	var exit *exec.ExitError
+	switch {
+	case err == nil:
+	case ctx.Err() != nil:
+		t.Fatalf("framebus %q did not finish within the deadline\nstdout: %s\nstderr: %s", args, r.stdout, r.stderr)
+	case errors.As(err, &exit):
+		r.status = exit.ExitCode()
+	default:
+		t.Fatalf("framebus %q: %v", args, err)
+	}
+	return r
+}
+
+// mustOK runs a command that must succeed and returns its reply.
+func mustOK(t *testing.T, env []string, args ...string) map[string]any {
+	t.Helper()
+	r := framebus(t, env, "", args...)
+	m := r.reply(t)
+	if r.status != 0 || m["ok"] != true {
+		t.Fatalf("framebus %q: exit %d\nstdout: %s\nstderr: %s", args, r.status, r.stdout, r.stderr)
+	}
+	return m
+}
+
+// lockedBuffer collects a process's output while it runs.
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// process is a framebus process that keeps running: serve or watch.
+type process struct {
+	t      *testing.T
+	cmd    *exec.Cmd
+	stdout *lockedBuffer
+	stderr *lockedBuffer
+	done   chan struct{} // closed when it exited
+	err    error         // cmd.Wait's result, once done
+}
+
+func startProcess(t *testing.T, env []string, args ...string) *process {
+	t.Helper()
+	p := &process{t: t, stdout: &lockedBuffer{}, stderr: &lockedBuffer{}, done: make(chan struct{})}
+	p.cmd = exec.Command(binary, args...)
+	p.cmd.Env = env
+	p.cmd.Stdout, p.cmd.Stderr = p.stdout, p.stderr
+	if err := p.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		p.err = p.cmd.Wait()
+		close(p.done)
+	}()
+	t.Cleanup(func() {
+		if !p.exited() {
+			p.stop(syscall.SIGTERM, 30*time.Second)
+		}
+		if t.Failed() {
+			t.Logf("framebus %q stdout:\n%s\nstderr:\n%s", args, p.stdout, p.stderr)
+		}
+	})
+	return p
+}
+
+func (p *process) exited() bool {
+	select {
+	case <-p.done:
+		return true
+	default:
+		return false
+	}
+}
+
+// stop sends sig and waits for the exit; past the deadline it kills the
+// process and fails the test. It returns the exit status.
+func (p *process) stop(sig syscall.Signal, deadline time.Duration) int {
+	p.t.Helper()
+	_ = p.cmd.Process.Signal(sig)
+	select {
+	case <-p.done:
+	case <-time.After(deadline):
+		_ = p.cmd.Process.Kill()
+		<-p.done
+		p.t.Errorf("framebus did not exit within %s of %s", deadline, sig)
+	}
+	return p.cmd.ProcessState.ExitCode()
+}
+
+// waitFor polls cond until it holds or the deadline passes.
+func waitFor(t *testing.T, what string, deadline time.Duration, cond func() bool) {
+	t.Helper()
+	end := time.Now().Add(deadline)
+	for !cond() {
+		if time.Now().After(end) {
+			t.Fatalf("%s: not within %s", what, deadline)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// node is a running "framebus serve" with its own state file.
+type node struct {
+	*process
+	state     nodeState
+	stateFile string
+	env       []string // finds this node through the state file
+}
+
+func startNode(t *testing.T) *node {
+	t.Helper()
+	stateFile := filepath.Join(t.TempDir(), "node.json")
+	env := testEnv(envState + "=" + stateFile)
+	p := startProcess(t, env, "serve")
+	var line string
+	waitFor(t, "serve prints its first line", 60*time.Second, func() bool {
+		if p.exited() {
+			t.Fatalf("serve exited early: %v\nstdout: %s\nstderr: %s", p.err, p.stdout, p.stderr)
+		}
+		first, err := bufio.NewReader(strings.NewReader(p.stdout.String())).ReadString('\n')
+		line = first
+		return err == nil
+	})
+	n := &node{process: p, stateFile: stateFile, env: env}
+	if err := json.Unmarshal([]byte(line), &n.state); err != nil {
+		t.Fatalf("serve's first line %q: %v", line, err)
+	}
+	if !n.state.OK || !strings.HasPrefix(n.state.Bus, "nats://127.0.0.1:") || len(n.state.Tabs) != 1 {
+		t.Fatalf("serve's first line: %s", line)
+	}
+	return n
+}
+
+func (n *node) tab() string { return n.state.Tabs[0].Tab }
+
+// chromiumProfile finds the --user-data-dir of the Chromium that process
+// pid started, from /proc.
+func chromiumProfile(t *testing.T, pid int) string {
+	t.Helper()
+	for _, child := range childProcesses(pid) {
+		for _, arg := range cmdline(child) {
+			if dir, ok := strings.CutPrefix(arg, "--user-data-dir="); ok {
+				return dir
+			}
+		}
+	}
+	t.Fatalf("no chromium child of process %d with --user-data-dir", pid)
+	return ""
+}
+
+// childProcesses lists the processes whose parent is pid.
+func childProcesses(pid int) []int {
+	var out []int
+	for _, p := range allProcesses() {
+		data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", p))
+		if err != nil {
+			continue
+		}
+		// pid (comm) state ppid ...; comm may hold spaces and parentheses.
+		s := string(data)
+		fields := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
+		if len(fields) > 1 && fields[1] == fmt.Sprint(pid) {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// processesMentioning lists the processes whose command line contains s.
+func processesMentioning(s string) []int {
+	var out []int
+	for _, p := range allProcesses() {
+		for _, arg := range cmdline(p) {
+			if strings.Contains(arg, s) {
+				out = append(out, p)
+				break
+			}
+		}
+	}
+	return out
+}
+
+func allProcesses() []int {
+	entries, _ := os.ReadDir("/proc")
+	var out []int
+	for _, e := range entries {
+		var pid int
+		if _, err := fmt.Sscanf(e.Name(), "%d", &pid); err == nil && fmt.Sprint(pid) == e.Name() {
+			out = append(out, pid)
+		}
+	}
+	return out
+}
+
+func cmdline(pid int) []string {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
+	if err != nil || len(data) == 0 {
+		return nil
+	}
+	return strings.Split(strings.TrimRight(string(data), "\x00"), "\x00")
+}
+
+// readLines splits output into its complete lines.
+func readLines(s string) []string {
+	var out []string
+	r := bufio.NewReader(strings.NewReader(s))
+	for {
+		line, err := r.ReadString('\n')
+		if err == io.EOF {
+			return out
+		}
+		out = append(out, strings.TrimRight(line, "\n"))
+	}
+}
