@@ -3,6 +3,8 @@ package actors
 import (
 	"context"
 	"encoding/json"
+	"errors"
+	"time"
 
 	"github.com/framebus/framebus/cdpdriver"
 	"github.com/framebus/framebus/protocol"
@@ -13,8 +15,6 @@ type outcome struct {
 	value json.RawMessage
 	// loaderID: a new document to wait for (navigate).
 	loaderID string
-	// sameDocument: a same-document navigation to wait for (navigate to a fragment).
-	sameDocument bool
 	// barrier: the action ran in the renderer through input events, whose
 	// effects may still be in flight; settle with a renderer round trip.
 	barrier bool
@@ -37,10 +37,21 @@ func (t *Tab) navigate(ctx context.Context, a protocol.Action) (outcome, error) 
 		return outcome{}, protocol.Errorf(protocol.CodeBadRequest, "url: %v", err)
 	}
 	res, err := t.page.Navigate(ctx, target)
-	out := outcome{loaderID: res.LoaderID, sameDocument: res.SameDocument && err == nil}
-	if err != nil {
-		return out, err
+	var timeout *cdpdriver.TimeoutError
+	if errors.As(err, &timeout) {
+		// Page.navigate answers at commit; cancel the load so it cannot
+		// commit later as a change nobody asked for.
+		t.stopLoading()
+		return outcome{}, errPageLoadTimeout
 	}
+	if err != nil {
+		// No document is coming, or only Chromium's error page, whose
+		// load settle waits out with the loading state.
+		return outcome{}, err
+	}
+	// A same-document navigation has no loader to wait for; a renderer
+	// round trip makes sure its URL change has been reported.
+	out := outcome{loaderID: res.LoaderID, barrier: res.SameDocument}
 	if a.Wait {
 		return out, t.waitLoad(ctx, res.LoaderID)
 	}
@@ -53,9 +64,23 @@ func (t *Tab) waitLoad(ctx context.Context, loaderID string) error {
 		return nil
 	}
 	if !t.waitFor(ctx, func() bool { return t.nav.loaded[loaderID] }) {
-		return &cdpdriver.TimeoutError{Op: "waiting for page load"}
+		return errPageLoadTimeout
 	}
 	return nil
+}
+
+// errPageLoadTimeout is DR-013's timeout error.
+var errPageLoadTimeout = protocol.Errorf(protocol.CodeTimeout, "timeout waiting for page load")
+
+// stopLoadingTimeout bounds cancelling a navigation after its own deadline.
+const stopLoadingTimeout = 5 * time.Second
+
+func (t *Tab) stopLoading() {
+	ctx, cancel := context.WithTimeout(context.Background(), stopLoadingTimeout)
+	defer cancel()
+	if err := t.page.StopLoading(ctx); err != nil {
+		t.log.Warn().Err(err).Msg("stop loading after navigate timeout")
+	}
 }
 
 func (t *Tab) click(ctx context.Context, a protocol.Action) (outcome, error) {

@@ -84,11 +84,8 @@ func (t *Tab) settle(ctx context.Context, out outcome) {
 	} else {
 		t.nav.observe(t.page.TakeEvents())
 	}
-	switch {
-	case out.loaderID != "":
+	if out.loaderID != "" {
 		t.waitFor(ctx, func() bool { return t.nav.committed(out.loaderID) })
-	case out.sameDocument:
-		t.waitFor(ctx, func() bool { return len(t.nav.changes) > 0 })
 	}
 	// A navigation the page requested during the action (a link, a form,
 	// a script) belongs to the action too.

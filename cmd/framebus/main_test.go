@@ -62,10 +62,14 @@ func site(path string) string { return testSite.URL + path }
 func testEnv(extra ...string) []string {
 	var env []string
 	for _, kv := range os.Environ() {
-		if strings.HasPrefix(kv, envURL+"=") || strings.HasPrefix(kv, envState+"=") {
+		if strings.HasPrefix(kv, envURL+"=") || strings.HasPrefix(kv, envState+"=") || strings.HasPrefix(kv, "GORACE=") {
 			continue
 		}
 		env = append(env, kv)
+	}
+	if raceEnabled {
+		// The race runtime otherwise sleeps a second before every exit.
+		env = append(env, strings.TrimSpace("GORACE="+os.Getenv("GORACE")+" atexit_sleep_ms=0"))
 	}
 	return append(env, extra...)
 }

@@ -228,3 +228,15 @@ func TestDemo(t *testing.T) {
 		t.Errorf("demo shows no stale_frame result:\n%s", r.stdout)
 	}
 }
+
+// Without Chromium, serve and demo fail at once and say how to install it.
+func TestNoChromium(t *testing.T) {
+	env := testEnv(envState+"="+t.TempDir()+"/node.json", "FRAMEBUS_CHROMIUM=/nonexistent/chromium")
+	for _, args := range [][]string{{"serve"}, {"demo"}} {
+		r := framebus(t, env, "", args...)
+		m := r.reply(t)
+		if r.status != 1 || m["code"] != "browser_not_running" || !strings.Contains(m["error"].(string), "apt-get install -y chromium") {
+			t.Errorf("%s without chromium: exit %d, %s", args[0], r.status, r.stdout)
+		}
+	}
+}

@@ -1,0 +1,38 @@
+package actors
+
+import (
+	"testing"
+	"time"
+
+	"github.com/framebus/framebus/protocol"
+)
+
+// A navigate that passes its deadline fails with DR-013's timeout error,
+// leaves the tab where it was (no late frame) and usable.
+func TestNavigateTimeoutLeavesTabUsable(t *testing.T) {
+	tab := openTab(t)
+	frames := watchFrames(t, testConn, protocol.DefaultSubjects.TabFrames(tab.ID()))
+	seq := send(t, tab.ID(), one(protocol.Action{Type: "navigate", URL: site("/")})).Sequence
+	frames.until(seq)
+	res := send(t, tab.ID(), one(protocol.Action{Type: "navigate", URL: site("/slow"), Timeout: protocol.Duration(300 * time.Millisecond), BasedOnSequence: protocol.Based(seq)}))
+	if res.OK || res.Code != protocol.CodeTimeout || res.Error != "timeout waiting for page load" || res.Sequence != seq {
+		t.Fatalf("slow navigate: %+v", res)
+	}
+	// The slow server answers after 3s; the cancelled load must not turn
+	// into a frame. The next plan, based on the same frame, runs.
+	res = send(t, tab.ID(), one(protocol.Action{Type: "eval", Expression: "new Promise(r => setTimeout(() => r(location.href), 3500))", BasedOnSequence: protocol.Based(seq)}))
+	if !res.OK || string(res.Results[0].Value) != `"`+site("/")+`"` {
+		t.Fatalf("after the timeout: %+v", res)
+	}
+	if f := frames.next(); f.Sequence != seq+1 || f.Action != "eval" {
+		t.Fatalf("frame after the timed-out navigate: %+v", f)
+	}
+	// --wait waits for the load event; a short deadline gives the same error.
+	res = send(t, tab.ID(), one(protocol.Action{Type: "navigate", URL: site("/search.html"), Wait: true}))
+	if !res.OK {
+		t.Fatalf("navigate --wait: %+v", res)
+	}
+	if v := send(t, tab.ID(), one(protocol.Action{Type: "eval", Expression: "document.readyState"})); string(v.Results[0].Value) != `"complete"` {
+		t.Fatalf("after --wait readyState is %s", v.Results[0].Value)
+	}
+}
