@@ -99,6 +99,20 @@ func openTab(t *testing.T, opts ...func(*TabOptions)) *Tab {
 	return tab
 }
 
+// tabAt opens a tab, watches its frames and navigates it to a test page,
+// returning the frame it is at.
+func tabAt(t *testing.T, path string) (*Tab, *frameWatch, int64) {
+	t.Helper()
+	tab := openTab(t)
+	frames := watchFrames(t, testConn, protocol.DefaultSubjects.TabFrames(tab.ID()))
+	res := send(t, tab.ID(), one(protocol.Action{Type: "navigate", URL: site(path)}))
+	if !res.OK {
+		t.Fatalf("navigate %s: %+v", path, res)
+	}
+	frames.until(res.Sequence)
+	return tab, frames, res.Sequence
+}
+
 // site returns the URL of a test page.
 func site(path string) string { return testSite.URL + path }
 

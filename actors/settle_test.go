@@ -11,10 +11,7 @@ import (
 // Clicks that start no new document in this tab settle at once into one
 // frame, instead of waiting for a navigation that never commits.
 func TestClicksThatDoNotNavigateSettle(t *testing.T) {
-	tab := openTab(t)
-	frames := watchFrames(t, testConn, protocol.DefaultSubjects.TabFrames(tab.ID()))
-	seq := send(t, tab.ID(), one(protocol.Action{Type: "navigate", URL: site("/links.html")})).Sequence
-	frames.until(seq)
+	tab, frames, seq := tabAt(t, "/links.html")
 	cases := []struct {
 		selector string
 		url      string // the URL of the click's frame

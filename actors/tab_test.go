@@ -67,10 +67,7 @@ func TestFramesOfNavigateAndClicks(t *testing.T) {
 
 // A link click, many times over, never yields a second frame.
 func TestLinkClickIsOneFrame(t *testing.T) {
-	tab := openTab(t)
-	frames := watchFrames(t, testConn, protocol.DefaultSubjects.TabFrames(tab.ID()))
-	seq := send(t, tab.ID(), one(protocol.Action{Type: "navigate", URL: site("/search.html?q=x")})).Sequence
-	frames.until(seq)
+	tab, frames, seq := tabAt(t, "/search.html?q=x")
 	for i := 0; i < 10; i++ {
 		for _, link := range []string{"#result2", "#back-to-search"} {
 			res := send(t, tab.ID(), one(protocol.Action{Type: "click", Selector: link, BasedOnSequence: protocol.Based(seq)}))
@@ -137,10 +134,7 @@ func TestPageCausedFrameInvalidatesPlans(t *testing.T) {
 
 // A pushState by the page is a page frame with the new URL and content.
 func TestSameDocumentChangeByPage(t *testing.T) {
-	tab := openTab(t)
-	frames := watchFrames(t, testConn, protocol.DefaultSubjects.TabFrames(tab.ID()))
-	send(t, tab.ID(), one(protocol.Action{Type: "navigate", URL: site("/")}))
-	frames.until(2)
+	tab, frames, _ := tabAt(t, "/")
 	res := send(t, tab.ID(), one(protocol.Action{Type: "eval", Expression: `setTimeout(() => history.pushState({}, "", "/later"), 50), 1`}))
 	if !res.OK {
 		t.Fatal(res.Error)
@@ -276,10 +270,7 @@ func closedPortURL(t *testing.T) string {
 // A renderer crash the agent did not cause is a page frame, and the tab
 // recovers with the next navigate.
 func TestCrashIsAPageFrame(t *testing.T) {
-	tab := openTab(t)
-	frames := watchFrames(t, testConn, protocol.DefaultSubjects.TabFrames(tab.ID()))
-	send(t, tab.ID(), one(protocol.Action{Type: "navigate", URL: site("/")}))
-	frames.until(2)
+	tab, frames, _ := tabAt(t, "/")
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	conn, err := rpcc.DialContext(ctx, testBrowser.conn.PageWebSocketURL(tab.ID()))

@@ -10,10 +10,7 @@ import (
 // A navigate that passes its deadline fails with DR-013's timeout error,
 // leaves the tab where it was (no late frame) and usable.
 func TestNavigateTimeoutLeavesTabUsable(t *testing.T) {
-	tab := openTab(t)
-	frames := watchFrames(t, testConn, protocol.DefaultSubjects.TabFrames(tab.ID()))
-	seq := send(t, tab.ID(), one(protocol.Action{Type: "navigate", URL: site("/")})).Sequence
-	frames.until(seq)
+	tab, frames, seq := tabAt(t, "/")
 	res := send(t, tab.ID(), one(protocol.Action{Type: "navigate", URL: site("/slow"), Timeout: protocol.Duration(300 * time.Millisecond), BasedOnSequence: protocol.Based(seq)}))
 	if res.OK || res.Code != protocol.CodeTimeout || res.Error != "timeout waiting for page load" || res.Sequence != seq {
 		t.Fatalf("slow navigate: %+v", res)
