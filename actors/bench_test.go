@@ -8,17 +8,20 @@ import (
 	"time"
 
 	"github.com/mafredri/cdp"
-	"github.com/mafredri/cdp/protocol/runtime"
 	"github.com/mafredri/cdp/rpcc"
 	"github.com/nats-io/nats.go"
 
+	"github.com/framebus/framebus/cdpdriver"
 	"github.com/framebus/framebus/protocol"
 )
 
 // BenchmarkEvalRoundTrip measures, in one run and interleaved so machine
 // noise hits all three alike, a one-action `eval 1+1` plan sent by a client
 // over the bus (in-process and over TCP) against the same Runtime.evaluate
-// sent on a raw mafredri/cdp connection to the same tab.
+// sent on a raw mafredri/cdp connection to the same tab: the same command
+// the driver sends (cdpdriver.EvalArgs: awaitPromise, deep serialization,
+// the timeout), so the difference is what the bus, the actor and the
+// driver add.
 // It reports each path's p50 and the bus/raw ratios.
 func BenchmarkEvalRoundTrip(b *testing.B) {
 	ctx := context.Background()
@@ -67,8 +70,8 @@ func BenchmarkEvalRoundTrip(b *testing.B) {
 		seq = res.Sequence
 	}
 	rawEval := func() {
-		r, err := raw.Runtime.Evaluate(ctx, runtime.NewEvaluateArgs("1+1").SetAwaitPromise(true).SetReturnByValue(true))
-		if err != nil || string(r.Result.Value) != "2" {
+		r, err := raw.Runtime.Evaluate(ctx, cdpdriver.EvalArgs("1+1", 30*time.Second))
+		if err != nil || r.Result.DeepSerializedValue == nil || string(r.Result.DeepSerializedValue.Value) != "2" {
 			b.Fatalf("raw evaluate: %v", err)
 		}
 	}

@@ -24,11 +24,7 @@ import (
 func (p *Page) Eval(ctx context.Context, expression string, timeout time.Duration) (json.RawMessage, error) {
 	ctx, cancel := WithTimeout(ctx, timeout)
 	defer cancel()
-	args := runtime.NewEvaluateArgs(expression).
-		SetAwaitPromise(true).
-		SetSerializationOptions(deepSerialization).
-		SetTimeout(runtime.TimeDelta(timeout.Milliseconds()))
-	reply, err := p.client.Runtime.Evaluate(ctx, args)
+	reply, err := p.client.Runtime.Evaluate(ctx, EvalArgs(expression, timeout))
 	if err != nil {
 		var rerr *rpcc.ResponseError
 		if errors.As(err, &rerr) && isSerializationFailure(rerr.Message) {
@@ -43,6 +39,15 @@ func (p *Page) Eval(ctx context.Context, expression string, timeout time.Duratio
 		return nil, exceptionError(reply.ExceptionDetails)
 	}
 	return resultValue(reply.Result)
+}
+
+// EvalArgs is the exact Runtime.evaluate command Eval sends, exported so a
+// benchmark can send the same command on a raw connection.
+func EvalArgs(expression string, timeout time.Duration) *runtime.EvaluateArgs {
+	return runtime.NewEvaluateArgs(expression).
+		SetAwaitPromise(true).
+		SetSerializationOptions(deepSerialization).
+		SetTimeout(runtime.TimeDelta(timeout.Milliseconds()))
 }
 
 // resultValue turns the evaluation's result into JSON.

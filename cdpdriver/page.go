@@ -18,7 +18,7 @@ import (
 
 // writeBufferSize is the websocket write limit of a page connection. rpcc's
 // default of 4 KiB rejects any longer command (a long script, a big value).
-const writeBufferSize = 4 << 20
+const writeBufferSize = 1 << 20
 
 // Page is one websocket to one page target. Its methods are the page
 // operations; its events (navigations, loads, dialogs, crashes) are queued
