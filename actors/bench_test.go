@@ -22,7 +22,9 @@ import (
 // the driver sends (cdpdriver.EvalArgs: awaitPromise, deep serialization,
 // the timeout), so the difference is what the bus, the actor and the
 // driver add.
-// It reports each path's p50 and the bus/raw ratios.
+// It reports each path's p50 and the bus/raw ratios. Run it with
+// -cpu 1,2: framebus serve runs with GOMAXPROCS = half the CPUs (one on a
+// 2-core machine, see cmd/framebus/procs.go), and the two rows show why.
 func BenchmarkEvalRoundTrip(b *testing.B) {
 	ctx := context.Background()
 	page, err := testBrowser.OpenPage(ctx, site("/"))

@@ -1,20 +1,103 @@
 package protocol
 
 // Action is one step of a plan. Type selects the action; the other fields are
-// its parameters (which ones apply is declared in actions.go).
+// its parameters (which ones apply to which type is declared in actions.go).
 //
 // BasedOnSequence is the frame the action was planned against: the action
 // runs only while that frame is still the tab's current one. Nil means "run
 // unconditionally" (for humans at the CLI).
 type Action struct {
-	Type            string   `json:"type"`
-	URL             string   `json:"url,omitempty"`
-	Selector        string   `json:"selector,omitempty"`
-	Expression      string   `json:"expression,omitempty"`
+	Type string `json:"type"`
+
+	URL        string   `json:"url,omitempty"`
+	Selector   string   `json:"selector,omitempty"`
+	Text       string   `json:"text,omitempty"`
+	Value      string   `json:"value,omitempty"`
+	Key        string   `json:"key,omitempty"`
+	Expression string   `json:"expression,omitempty"`
+	From       string   `json:"from,omitempty"`
+	To         string   `json:"to,omitempty"`
+	By         string   `json:"by,omitempty"`
+	Answer     string   `json:"answer,omitempty"`
+	Files      []string `json:"files,omitempty"`
+
+	Wait        bool `json:"wait,omitempty"`
+	Clear       bool `json:"clear,omitempty"`
+	Double      bool `json:"double,omitempty"`
+	Right       bool `json:"right,omitempty"`
+	Ctrl        bool `json:"ctrl,omitempty"`
+	Alt         bool `json:"alt,omitempty"`
+	Shift       bool `json:"shift,omitempty"`
+	Meta        bool `json:"meta,omitempty"`
+	Visible     bool `json:"visible,omitempty"`
+	Hidden      bool `json:"hidden,omitempty"`
+	Gone        bool `json:"gone,omitempty"`
+	NetworkIdle bool `json:"networkIdle,omitempty"`
+	FullPage    bool `json:"fullPage,omitempty"`
+
 	Timeout         Duration `json:"timeout,omitempty"`
-	Wait            bool     `json:"wait,omitempty"`
 	BasedOnSequence *int64   `json:"basedOnSequence,omitempty"`
 }
 
 // Based returns a pointer to seq, for filling BasedOnSequence in literals.
 func Based(seq int64) *int64 { return &seq }
+
+// field returns a pointer to the Action field of a declared parameter:
+// *string, *[]string, *bool or *Duration. It is the one place that ties
+// parameter names to fields; TestEveryActionDeclared checks it covers
+// every declared parameter with the declared kind.
+func (a *Action) field(name string) any {
+	switch name {
+	case "url":
+		return &a.URL
+	case "selector":
+		return &a.Selector
+	case "text":
+		return &a.Text
+	case "value":
+		return &a.Value
+	case "key":
+		return &a.Key
+	case "expression":
+		return &a.Expression
+	case "from":
+		return &a.From
+	case "to":
+		return &a.To
+	case "by":
+		return &a.By
+	case "answer":
+		return &a.Answer
+	case "files":
+		return &a.Files
+	case "wait":
+		return &a.Wait
+	case "clear":
+		return &a.Clear
+	case "double":
+		return &a.Double
+	case "right":
+		return &a.Right
+	case "ctrl":
+		return &a.Ctrl
+	case "alt":
+		return &a.Alt
+	case "shift":
+		return &a.Shift
+	case "meta":
+		return &a.Meta
+	case "visible":
+		return &a.Visible
+	case "hidden":
+		return &a.Hidden
+	case "gone":
+		return &a.Gone
+	case "networkIdle":
+		return &a.NetworkIdle
+	case "fullPage":
+		return &a.FullPage
+	case "timeout":
+		return &a.Timeout
+	}
+	return nil
+}

@@ -1,34 +1,47 @@
 package protocol
 
 import (
+	"fmt"
 	"sort"
+	"strconv"
+	"strings"
 	"time"
 )
 
 // ParamKind is the type of an action parameter, used by validation and by
-// the CLI to parse flags.
+// the CLI to parse arguments and flags.
 type ParamKind int
 
 const (
 	KindString ParamKind = iota
 	KindBool
 	KindDuration
+	KindStrings // a list; on the CLI the positional rest of the line
 )
 
 // Param declares one parameter of an action.
 type Param struct {
 	Name       string // JSON field name, also the CLI flag name
 	Kind       ParamKind
-	Positional bool // given as a positional argument on the CLI, in declaration order
-	Required   bool
-	Aliases    []string // other JSON names accepted for it (the frame seed's "element")
+	Positional bool // a positional argument on the CLI, in declaration order
+	// Required: the action needs it. A positional parameter that is not
+	// required is filled only when the line has more arguments than the
+	// required ones (`type [selector] <text>`).
+	Required bool
+	// Rest: the last positional parameter takes the rest of the line,
+	// joined with spaces (`eval 1 + 1`).
+	Rest    bool
+	Choices []string // the allowed values, when limited
+	Aliases []string // other JSON names accepted for it (the frame seed's "element")
+	// ClientOnly: handled by the client (the CLI), never sent in a plan.
+	ClientOnly bool
 	Help       string
 }
 
 // ActionSpec declares an action once: its name, what it does, whether it
 // changes page state (and so produces a frame), and its parameters. The
-// protocol validator, the CLI, the REPL and the docs all read this table;
-// the tab actor keys its handlers by Type.
+// protocol validator, the CLI, the REPL and `framebus help` all read this
+// table; the tab actor keys its handlers by Type.
 type ActionSpec struct {
 	Type    string
 	Summary string
@@ -38,42 +51,192 @@ type ActionSpec struct {
 	// DefaultTimeout bounds the action when the plan gives none.
 	DefaultTimeout time.Duration
 	Params         []Param
+	// Check validates what the parameters cannot say one by one (which
+	// combinations are allowed); nil when there is nothing to check.
+	Check func(a Action) error
 }
 
 // DefaultActionTimeout is the deadline of an action that declares none.
 const DefaultActionTimeout = 30 * time.Second
 
-var timeoutParam = Param{Name: "timeout", Kind: KindDuration, Help: "deadline for the action (e.g. 500ms, 2s; a number is milliseconds)"}
+func timeoutParam(what string) Param {
+	return Param{Name: "timeout", Kind: KindDuration, Help: "deadline for " + what + " (500ms, 2s, 1m; a bare number is milliseconds)"}
+}
+
+var waitParam = Param{Name: "wait", Kind: KindBool, Help: "answer after the load event instead of at commit"}
+
+func selectorParam(help string) Param {
+	return Param{Name: "selector", Positional: true, Required: true, Aliases: []string{"element"}, Help: help}
+}
 
 var actionSpecs = []ActionSpec{
-	{
-		Type:    "navigate",
-		Summary: "load a URL in the tab (example.com -> https, localhost and IPs -> http)",
-		Mutates: true,
+	{Type: "navigate", Mutates: true,
+		Summary: "load a URL (example.com -> https; localhost and IPs -> http; /path is relative to the page)",
 		Params: []Param{
 			{Name: "url", Positional: true, Required: true, Help: "the URL to load"},
-			{Name: "wait", Kind: KindBool, Help: "also wait for the load event before answering"},
-			timeoutParam,
-		},
-	},
-	{
-		Type:    "click",
-		Summary: "click the element matching a CSS selector with real mouse events",
-		Mutates: true,
+			waitParam, timeoutParam("the navigation"),
+		}},
+	{Type: "reload", Mutates: true, Summary: "reload the page, bypassing the cache",
+		Params: []Param{waitParam, timeoutParam("the reload")}},
+	{Type: "back", Mutates: true, Summary: "go to the previous page in the tab's history",
+		Params: []Param{waitParam, timeoutParam("the navigation")}},
+	{Type: "forward", Mutates: true, Summary: "go to the next page in the tab's history",
+		Params: []Param{waitParam, timeoutParam("the navigation")}},
+	{Type: "click", Mutates: true, Summary: "click an element with real mouse events (hover, press, release)",
 		Params: []Param{
-			{Name: "selector", Positional: true, Required: true, Aliases: []string{"element"}, Help: "CSS selector of the element"},
-			timeoutParam,
+			selectorParam("CSS selector of the element"),
+			{Name: "double", Kind: KindBool, Help: "double-click"},
+			{Name: "right", Kind: KindBool, Help: "right-click (context menu)"},
+			timeoutParam("the click"),
 		},
-	},
-	{
-		Type:    "eval",
-		Summary: "evaluate a JavaScript expression in the page; promises are awaited",
-		Mutates: true,
+		Check: func(a Action) error { return exclusive(a, "double", "right") }},
+	{Type: "hover", Mutates: true, Summary: "move the mouse over an element",
+		Params: []Param{selectorParam("CSS selector of the element"), timeoutParam("the hover")}},
+	{Type: "drag", Mutates: true, Summary: "drag one element onto another with the mouse",
 		Params: []Param{
-			{Name: "expression", Positional: true, Required: true, Help: "the JavaScript expression"},
-			timeoutParam,
+			{Name: "from", Positional: true, Required: true, Help: "CSS selector of the element to drag"},
+			{Name: "to", Positional: true, Required: true, Help: "CSS selector of where to drop it"},
+			timeoutParam("the drag"),
+		}},
+	{Type: "type", Mutates: true, Summary: "type text into the focused element, or into the selector's element after focusing it",
+		Params: []Param{
+			{Name: "selector", Positional: true, Aliases: []string{"element"}, Help: "CSS selector of the element to focus first"},
+			{Name: "text", Positional: true, Required: true, Help: "the text to insert"},
+			{Name: "key", Help: "a key to press after the text (Enter, Tab, ...)"},
+			{Name: "clear", Kind: KindBool, Help: "clear the field first (select all, delete)"},
+			timeoutParam("typing"),
+		}},
+	{Type: "fill", Mutates: true, Summary: "clear a field and type text into it",
+		Params: []Param{
+			selectorParam("CSS selector of the field"),
+			{Name: "text", Positional: true, Required: true, Help: "the text"},
+			timeoutParam("typing"),
+		}},
+	{Type: "focus", Mutates: true, Summary: "focus an element",
+		Params: []Param{selectorParam("CSS selector of the element"), timeoutParam("focusing")}},
+	{Type: "key", Mutates: true, Summary: "press a key on the focused element, with modifiers",
+		Params: []Param{
+			{Name: "key", Positional: true, Required: true, Help: "the key: a character, or Enter, Tab, Escape, Backspace, Delete, Arrow*, Home, End, PageUp, PageDown, Space, F1-F12"},
+			{Name: "ctrl", Kind: KindBool, Help: "hold Ctrl"},
+			{Name: "alt", Kind: KindBool, Help: "hold Alt"},
+			{Name: "shift", Kind: KindBool, Help: "hold Shift"},
+			{Name: "meta", Kind: KindBool, Help: "hold Meta (Command)"},
+			timeoutParam("the key press"),
+		}},
+	{Type: "select", Mutates: true, Summary: "choose an option of a native <select> by value (or text)",
+		Params: []Param{
+			selectorParam("CSS selector of the <select>"),
+			{Name: "value", Positional: true, Required: true, Help: "the option's value or text"},
+			timeoutParam("selecting"),
+		}},
+	{Type: "scroll", Mutates: true, Summary: "scroll an element into view, or the page to or by x,y (instantly)",
+		Params: []Param{
+			{Name: "selector", Positional: true, Aliases: []string{"element"}, Help: "CSS selector of the element to scroll into view"},
+			{Name: "to", Help: "scroll the page to x,y"},
+			{Name: "by", Help: "scroll the page by x,y"},
+			timeoutParam("scrolling"),
 		},
-	},
+		Check: checkScroll},
+	{Type: "upload", Mutates: true, Summary: "set the files of an <input type=file>",
+		Params: []Param{
+			selectorParam("CSS selector of the file input"),
+			{Name: "files", Kind: KindStrings, Positional: true, Required: true, Rest: true, Help: "paths of the files on the node's machine"},
+			timeoutParam("the upload"),
+		}},
+	{Type: "dialog", Mutates: true, Summary: "answer the open JavaScript dialog (alert, confirm, prompt)",
+		Params: []Param{
+			{Name: "answer", Positional: true, Required: true, Choices: []string{"accept", "dismiss"}, Help: "accept or dismiss"},
+			{Name: "text", Positional: true, Help: "the text to answer a prompt with"},
+			timeoutParam("answering"),
+		}},
+	{Type: "eval", Mutates: true, Summary: "evaluate a JavaScript expression in the page; promises are awaited",
+		Params: []Param{
+			{Name: "expression", Positional: true, Required: true, Rest: true, Help: "the JavaScript expression"},
+			timeoutParam("the evaluation"),
+		}},
+	{Type: "ready", Summary: "wait until the page has loaded (and, with --network-idle, the network is quiet)",
+		Params: []Param{
+			{Name: "networkIdle", Kind: KindBool, Help: "also wait for no requests in flight for 500ms (websockets, event streams and media ignored)"},
+			timeoutParam("waiting"),
+		}},
+	{Type: "wait-for", Summary: "wait until an element is in the page (or visible, hidden, gone)",
+		Params: []Param{
+			selectorParam("CSS selector of the element"),
+			{Name: "visible", Kind: KindBool, Help: "wait until it is visible"},
+			{Name: "hidden", Kind: KindBool, Help: "wait until it is hidden or absent"},
+			{Name: "gone", Kind: KindBool, Help: "wait until it is not in the page"},
+			timeoutParam("waiting"),
+		},
+		Check: func(a Action) error { return exclusive(a, "visible", "hidden", "gone") }},
+	{Type: "text", Summary: "the visible text of the page or of an element, whitespace collapsed",
+		Params: []Param{
+			{Name: "selector", Positional: true, Aliases: []string{"element"}, Help: "CSS selector of the element (default: the whole page)"},
+			timeoutParam("reading"),
+		}},
+	{Type: "html", Summary: "the HTML of the page or of an element",
+		Params: []Param{
+			{Name: "selector", Positional: true, Aliases: []string{"element"}, Help: "CSS selector of the element (default: the whole document)"},
+			timeoutParam("reading"),
+		}},
+	{Type: "screenshot", Summary: "a PNG of the viewport, the full page or an element",
+		Params: []Param{
+			{Name: "fullPage", Kind: KindBool, Help: "the whole page, not only the viewport"},
+			{Name: "selector", Help: "only this element"},
+			{Name: "out", ClientOnly: true, Help: "write the PNG to this file instead of printing it as base64"},
+			timeoutParam("the screenshot"),
+		}},
+	{Type: "title", Summary: "the page's title", Params: []Param{timeoutParam("reading")}},
+	{Type: "url", Summary: "the page's URL", Params: []Param{timeoutParam("reading")}},
+}
+
+// exclusive allows at most one of the named boolean parameters.
+func exclusive(a Action, names ...string) error {
+	var set []string
+	for _, n := range names {
+		if *(a.field(n).(*bool)) {
+			set = append(set, n)
+		}
+	}
+	if len(set) > 1 {
+		return badRequest("%s: %s cannot be combined; give one", a.Type, strings.Join(set, " and "))
+	}
+	return nil
+}
+
+func checkScroll(a Action) error {
+	given := 0
+	for _, v := range []string{a.Selector, a.To, a.By} {
+		if v != "" {
+			given++
+		}
+	}
+	if given != 1 {
+		return badRequest("scroll: give exactly one of selector, to (x,y) or by (x,y)")
+	}
+	for name, v := range map[string]string{"to": a.To, "by": a.By} {
+		if v == "" {
+			continue
+		}
+		if _, _, err := ParsePoint(v); err != nil {
+			return badRequest("scroll.%s: %v", name, err)
+		}
+	}
+	return nil
+}
+
+// ParsePoint reads "x,y" (numbers of CSS pixels).
+func ParsePoint(s string) (x, y float64, err error) {
+	xs, ys, ok := strings.Cut(s, ",")
+	if ok {
+		x, err = strconv.ParseFloat(strings.TrimSpace(xs), 64)
+		if err == nil {
+			y, err = strconv.ParseFloat(strings.TrimSpace(ys), 64)
+		}
+	}
+	if !ok || err != nil {
+		return 0, 0, fmt.Errorf("%q is not x,y (two numbers, e.g. 0,400)", s)
+	}
+	return x, y, nil
 }
 
 // ActionSpecs returns every declared action, sorted by type.
@@ -102,6 +265,18 @@ func (a Action) EffectiveTimeout() time.Duration {
 		return s.DefaultTimeout
 	}
 	return DefaultActionTimeout
+}
+
+// Modifiers is the DR-013 modifier bitmap of a key action: Alt=1, Ctrl=2,
+// Meta=4, Shift=8.
+func (a Action) Modifiers() int {
+	m := 0
+	for bit, on := range []bool{a.Alt, a.Ctrl, a.Meta, a.Shift} {
+		if on {
+			m |= 1 << bit
+		}
+	}
+	return m
 }
 
 func actionTypes() []string {

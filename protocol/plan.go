@@ -161,8 +161,23 @@ func decodeAction(data []byte, path string) (Action, error) {
 		}
 	}
 	for _, p := range spec.Params {
-		if p.Required && p.Kind == KindString && *a.stringField(p.Name) == "" {
-			return Action{}, badRequest("%s.%s: missing; %s needs %s", path, p.Name, a.Type, p.Help)
+		if !p.Required {
+			continue
+		}
+		switch v := a.field(p.Name).(type) {
+		case *string:
+			if *v == "" {
+				return Action{}, badRequest("%s.%s: missing; %s needs %s", path, p.Name, a.Type, lowerFirst(p.Help))
+			}
+		case *[]string:
+			if len(*v) == 0 {
+				return Action{}, badRequest("%s.%s: missing; %s needs %s", path, p.Name, a.Type, lowerFirst(p.Help))
+			}
+		}
+	}
+	if spec.Check != nil {
+		if err := spec.Check(a); err != nil {
+			return Action{}, Errorf(CodeBadRequest, "%s: %v", path, err)
 		}
 	}
 	return a, nil
@@ -170,6 +185,9 @@ func decodeAction(data []byte, path string) (Action, error) {
 
 func (s ActionSpec) param(name string) (Param, bool) {
 	for _, p := range s.Params {
+		if p.ClientOnly {
+			continue
+		}
 		if p.Name == name {
 			return p, true
 		}
@@ -185,65 +203,65 @@ func (s ActionSpec) param(name string) (Param, bool) {
 func (s ActionSpec) paramNames() string {
 	names := []string{"basedOnSequence"}
 	for _, p := range s.Params {
-		names = append(names, p.Name)
+		if !p.ClientOnly {
+			names = append(names, p.Name)
+		}
 	}
 	return strings.Join(names, ", ")
 }
 
 // set stores one decoded parameter value into the action's field.
 func (a *Action) set(p Param, raw json.RawMessage, field string) error {
-	switch p.Kind {
-	case KindString:
-		var s string
-		if err := decodeString(raw, field, &s); err != nil {
+	switch dst := a.field(p.Name).(type) {
+	case *string:
+		if err := decodeString(raw, field, dst); err != nil {
 			return err
 		}
-		*a.stringField(p.Name) = s
-	case KindBool:
-		var b bool
-		if err := json.Unmarshal(raw, &b); err != nil {
+		if len(p.Choices) > 0 && !contains(p.Choices, *dst) {
+			return badRequest("%s: %q is not one of %s", field, *dst, strings.Join(p.Choices, ", "))
+		}
+	case *[]string:
+		var list []string
+		if err := json.Unmarshal(raw, &list); err != nil || isNull(raw) {
+			return badRequest("%s: must be an array of strings, got %s", field, describeJSON(raw))
+		}
+		for i, v := range list {
+			if v == "" {
+				return badRequest("%s[%d]: is empty", field, i)
+			}
+		}
+		*dst = list
+	case *bool:
+		if err := json.Unmarshal(raw, dst); err != nil || isNull(raw) {
 			return badRequest("%s: must be true or false", field)
 		}
-		*a.boolField(p.Name) = b
-	case KindDuration:
-		var d Duration
-		if err := json.Unmarshal(raw, &d); err != nil {
+	case *Duration:
+		if err := json.Unmarshal(raw, dst); err != nil {
 			return badRequest("%s: %v", field, err)
 		}
-		if d < 0 {
+		if *dst < 0 {
 			return badRequest("%s: must not be negative", field)
 		}
-		*a.durationField(p.Name) = d
+	default:
+		return Errorf(CodeInternal, "%s: declared parameter %q has no field", field, p.Name)
 	}
 	return nil
 }
 
-func (a *Action) stringField(name string) *string {
-	switch name {
-	case "url":
-		return &a.URL
-	case "selector":
-		return &a.Selector
-	case "expression":
-		return &a.Expression
+func contains(list []string, v string) bool {
+	for _, x := range list {
+		if x == v {
+			return true
+		}
 	}
-	panic("protocol: string parameter without a field: " + name)
+	return false
 }
 
-func (a *Action) boolField(name string) *bool {
-	switch name {
-	case "wait":
-		return &a.Wait
+func lowerFirst(s string) string {
+	if s == "" {
+		return s
 	}
-	panic("protocol: bool parameter without a field: " + name)
-}
-
-func (a *Action) durationField(name string) *Duration {
-	switch name {
-	case "timeout":
-		return &a.Timeout
-	}
-	panic("protocol: duration parameter without a field: " + name)
+	return strings.ToLower(s[:1]) + s[1:]
 }
 
 func decodeObject(data []byte, path string) (map[string]json.RawMessage, error) {

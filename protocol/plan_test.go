@@ -117,18 +117,42 @@ func TestEveryActionDeclared(t *testing.T) {
 		if s.Summary == "" {
 			t.Errorf("%s has no summary", s.Type)
 		}
-		for _, p := range s.Params {
+		rest := false
+		for i, p := range s.Params {
 			if p.Help == "" {
 				t.Errorf("%s.%s has no help", s.Type, p.Name)
 			}
-			a := Action{Type: s.Type}
-			switch p.Kind { // every declared parameter must map to an Action field
-			case KindString:
-				_ = a.stringField(p.Name)
-			case KindBool:
-				_ = a.boolField(p.Name)
-			case KindDuration:
-				_ = a.durationField(p.Name)
+			var a Action
+			f := a.field(p.Name)
+			switch {
+			case p.ClientOnly:
+				if f != nil {
+					t.Errorf("%s.%s is client-only but has an Action field", s.Type, p.Name)
+				}
+				continue
+			case f == nil:
+				t.Errorf("%s.%s has no Action field", s.Type, p.Name)
+				continue
+			}
+			ok := false
+			switch f.(type) {
+			case *string:
+				ok = p.Kind == KindString
+			case *[]string:
+				ok = p.Kind == KindStrings
+			case *bool:
+				ok = p.Kind == KindBool
+			case *Duration:
+				ok = p.Kind == KindDuration
+			}
+			if !ok {
+				t.Errorf("%s.%s: kind %d does not match its field %T", s.Type, p.Name, p.Kind, f)
+			}
+			if p.Rest {
+				if rest || !p.Positional || i != lastPositional(s) {
+					t.Errorf("%s.%s: only the last positional parameter can take the rest", s.Type, p.Name)
+				}
+				rest = true
 			}
 		}
 	}
@@ -136,6 +160,54 @@ func TestEveryActionDeclared(t *testing.T) {
 		if !c.Code.Known() || c.Meaning == "" {
 			t.Errorf("code %q undocumented", c.Code)
 		}
+	}
+}
+
+func lastPositional(s ActionSpec) int {
+	last := -1
+	for i, p := range s.Params {
+		if p.Positional {
+			last = i
+		}
+	}
+	return last
+}
+
+func TestActionChecks(t *testing.T) {
+	bad := []struct{ plan, mention string }{
+		{`{"action": {"type": "scroll"}}`, "exactly one of selector, to (x,y) or by (x,y)"},
+		{`{"action": {"type": "scroll", "selector": "#a", "by": "0,10"}}`, "exactly one"},
+		{`{"action": {"type": "scroll", "to": "ten,20"}}`, `"ten,20" is not x,y`},
+		{`{"action": {"type": "wait-for", "selector": "#a", "visible": true, "gone": true}}`, "visible and gone cannot be combined"},
+		{`{"action": {"type": "click", "selector": "#a", "double": true, "right": true}}`, "double and right cannot be combined"},
+		{`{"action": {"type": "dialog", "answer": "maybe"}}`, `"maybe" is not one of accept, dismiss`},
+		{`{"action": {"type": "upload", "selector": "#f", "files": []}}`, "files: missing"},
+		{`{"action": {"type": "upload", "selector": "#f", "files": "a.txt"}}`, "must be an array of strings"},
+		{`{"action": {"type": "screenshot", "out": "x.png"}}`, `screenshot does not take "out"`},
+		{`{"action": {"type": "type"}}`, "text: missing"},
+	}
+	for _, tc := range bad {
+		_, err := DecodePlan([]byte(tc.plan))
+		if CodeOf(err) != CodeBadRequest || !strings.Contains(err.Error(), tc.mention) {
+			t.Errorf("%s: %v, want bad_request mentioning %q", tc.plan, err, tc.mention)
+		}
+	}
+	good := []string{
+		`{"action": {"type": "scroll", "by": "0, 400"}}`,
+		`{"action": {"type": "type", "text": "hello"}}`,
+		`{"action": {"type": "key", "key": "a", "ctrl": true, "shift": true}}`,
+		`{"action": {"type": "upload", "selector": "#f", "files": ["/tmp/a.txt", "/tmp/b.txt"]}}`,
+		`{"action": {"type": "wait-for", "element": "#a", "gone": true, "timeout": "1.5s"}}`,
+		`{"action": {"type": "ready", "networkIdle": true}}`,
+		`{"action": {"type": "title"}}`,
+	}
+	for _, p := range good {
+		if _, err := DecodePlan([]byte(p)); err != nil {
+			t.Errorf("%s: %v", p, err)
+		}
+	}
+	if m := (Action{Ctrl: true, Shift: true}).Modifiers(); m != 10 {
+		t.Errorf("ctrl+shift = %d, want 10", m)
 	}
 }
 

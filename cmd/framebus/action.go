@@ -7,17 +7,26 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode"
 
 	"github.com/spf13/pflag"
 
 	"github.com/framebus/framebus/protocol"
 )
 
-// actionCommand builds the subcommand of one declared action: positional
-// parameters are arguments in declaration order, the others are flags of
-// their kind (bool: --wait, duration: --timeout 2s or a number of
-// milliseconds). The last positional parameter takes the rest of the line
-// joined with spaces, so `framebus eval 1 + 1` evaluates "1 + 1" (DR-014).
+// actionCommand builds the subcommand of one declared action from its
+// protocol.ActionSpec alone:
+//
+//   - positional parameters are arguments in declaration order; an optional
+//     one is filled only when the line has more arguments than the required
+//     ones (type [selector] <text>); a Rest parameter takes the rest of the
+//     line, joined with spaces (eval 1 + 1) or as a list (upload f1 f2);
+//   - the other parameters are flags named after them in kebab case
+//     (networkIdle: --network-idle) of their kind: bool --wait, duration
+//     --timeout 2s (a bare number is milliseconds), string, list (repeat);
+//   - ClientOnly parameters are done here with the result (clientParams),
+//     never sent;
+//   - every action also takes --tab, --bus, --prefix, --based-on, --dry-run.
 func actionCommand(spec protocol.ActionSpec) command {
 	positional := positionalParams(spec)
 	return command{
@@ -43,12 +52,19 @@ func actionCommand(spec protocol.ActionSpec) command {
 					return err
 				}
 				for _, f := range flags {
-					if fs.Changed(f.param.Name) {
+					if fs.Changed(f.name) {
 						fields[f.param.Name] = f.value()
 					}
 				}
 				if fs.Changed("based-on") {
 					fields["basedOnSequence"] = *basedOn
+				}
+				local := map[string]any{} // ClientOnly values, kept here
+				for _, p := range spec.Params {
+					if v, ok := fields[p.Name]; ok && p.ClientOnly {
+						local[p.Name] = v
+						delete(fields, p.Name)
+					}
 				}
 				data, err := encodeAction(spec, fields)
 				if err != nil {
@@ -62,13 +78,13 @@ func actionCommand(spec protocol.ActionSpec) command {
 					c.printJSON(json.RawMessage(data))
 					return nil
 				}
-				return c.runAction(target, data, plan)
+				return c.runAction(target, data, plan, local)
 			}
 		},
 	}
 }
 
-func (c *cli) runAction(target clientFlags, data []byte, plan protocol.Plan) error {
+func (c *cli) runAction(target clientFlags, data []byte, plan protocol.Plan, local map[string]any) error {
 	cl, err := c.connect(target)
 	if err != nil {
 		return err
@@ -89,12 +105,36 @@ func (c *cli) runAction(target clientFlags, data []byte, plan protocol.Plan) err
 	if len(res.Results) != 1 {
 		return protocol.Errorf(protocol.CodeInternal, "the node answered a one-action plan with %d results", len(res.Results))
 	}
-	reply, err := actionReply(res.Results[0])
+	result := res.Results[0]
+	var extra []replyField
+	for name, v := range local {
+		fields, err := clientParams[name](v, &result)
+		if err != nil {
+			return err
+		}
+		extra = append(extra, fields...)
+	}
+	reply, err := actionReply(result, extra...)
 	if err != nil {
 		return err
 	}
 	c.printJSON(reply)
 	return nil
+}
+
+// flagName is a parameter's flag: its JSON name in kebab case.
+func flagName(p protocol.Param) string {
+	var b strings.Builder
+	for i, r := range p.Name {
+		if unicode.IsUpper(r) {
+			if i > 0 {
+				b.WriteByte('-')
+			}
+			r = unicode.ToLower(r)
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
 }
 
 func positionalParams(spec protocol.ActionSpec) []protocol.Param {
@@ -110,10 +150,14 @@ func positionalParams(spec protocol.ActionSpec) []protocol.Param {
 func positionalSynopsis(params []protocol.Param) string {
 	var parts []string
 	for _, p := range params {
+		name := p.Name
+		if p.Rest {
+			name += "..."
+		}
 		if p.Required {
-			parts = append(parts, "<"+p.Name+">")
+			parts = append(parts, "<"+name+">")
 		} else {
-			parts = append(parts, "["+p.Name+"]")
+			parts = append(parts, "["+name+"]")
 		}
 	}
 	return strings.Join(parts, " ")
@@ -124,9 +168,17 @@ func actionDetails(spec protocol.ActionSpec, params []protocol.Param) string {
 	if len(params) > 0 {
 		b.WriteString("Arguments:\n")
 		for _, p := range params {
-			fmt.Fprintf(&b, "  %-14s %s\n", p.Name, p.Help)
+			fmt.Fprintf(&b, "  %-14s %s%s\n", p.Name, p.Help, choices(p))
 		}
-		fmt.Fprintf(&b, "Extra words are joined to <%s> with spaces, so it needs no quotes.\n\n", params[len(params)-1].Name)
+		for _, p := range params {
+			switch {
+			case p.Rest && p.Kind == protocol.KindStrings:
+				fmt.Fprintf(&b, "Every argument from <%s> on is one more item.\n", p.Name)
+			case p.Rest:
+				fmt.Fprintf(&b, "Extra words are joined to <%s> with spaces, so it needs no quotes.\n", p.Name)
+			}
+		}
+		b.WriteString("Put -- before an argument that starts with a dash: framebus " + spec.Type + " -- -x.\n\n")
 	}
 	if spec.Mutates {
 		b.WriteString("Changes page state: produces exactly one frame; its number is \"sequence\" in the reply.\n")
@@ -135,6 +187,13 @@ func actionDetails(spec protocol.ActionSpec, params []protocol.Param) string {
 	}
 	b.WriteString(`Prints {"ok":true,...} with what the action returned, or {"ok":false,"error":...,"code":...} and exits 1.`)
 	return b.String()
+}
+
+func choices(p protocol.Param) string {
+	if len(p.Choices) == 0 {
+		return ""
+	}
+	return " (" + strings.Join(p.Choices, " or ") + ")"
 }
 
 // encodeAction writes the one-action plan {"action": {...}} with the
@@ -159,7 +218,8 @@ func encodeAction(spec protocol.ActionSpec, fields map[string]any) ([]byte, erro
 		if !ok {
 			continue
 		}
-		fmt.Fprintf(&b, ",%q:", name)
+		key, _ := json.Marshal(name)
+		fmt.Fprintf(&b, ",%s:", key)
 		if err := add(v); err != nil {
 			return nil, err
 		}
@@ -168,72 +228,104 @@ func encodeAction(spec protocol.ActionSpec, fields map[string]any) ([]byte, erro
 	return b.Bytes(), nil
 }
 
-// positionalValues stores the positional arguments in fields.
+// positionalValues assigns the arguments to the positional parameters:
+// required ones always take one, optional ones only while the line has
+// arguments to spare, and a Rest parameter takes what is left.
 func positionalValues(spec protocol.ActionSpec, params []protocol.Param, args []string, fields map[string]any) error {
+	usage := fmt.Sprintf("usage: framebus %s %s [flags]", spec.Type, positionalSynopsis(params))
 	if len(params) == 0 {
 		if len(args) > 0 {
 			return usagef("%s: takes no arguments, got %q; usage: framebus %s [flags]", spec.Type, args, spec.Type)
 		}
 		return nil
 	}
-	if len(args) > len(params) {
-		last := len(params) - 1
-		args = append(args[:last:last], strings.Join(args[last:], " "))
+	required := 0
+	for _, p := range params {
+		if p.Required {
+			required++
+		}
 	}
-	for i, p := range params {
-		if i >= len(args) {
+	spare := len(args) - required
+	next := 0
+	for _, p := range params {
+		if next >= len(args) || (!p.Required && spare <= 0) {
 			if p.Required {
-				return usagef("%s: missing <%s> (%s); usage: framebus %s %s [flags]",
-					spec.Type, p.Name, p.Help, spec.Type, positionalSynopsis(params))
+				return usagef("%s: missing <%s> (%s); %s", spec.Type, p.Name, lowerFirst(p.Help), usage)
 			}
 			continue
 		}
-		v, err := parseParam(p, args[i])
+		if !p.Required {
+			spare--
+		}
+		words := args[next : next+1]
+		if p.Rest {
+			words = args[next:]
+		}
+		next += len(words)
+		v, err := parseParam(p, words)
 		if err != nil {
 			return usagef("%s: <%s>: %v", spec.Type, p.Name, err)
 		}
 		fields[p.Name] = v
 	}
+	if next < len(args) {
+		return usagef("%s: too many arguments: %q; %s", spec.Type, args[next:], usage)
+	}
 	return nil
 }
 
-// parseParam converts one command-line word to the JSON value of p's kind.
-func parseParam(p protocol.Param, s string) (any, error) {
+// parseParam converts command-line words to the JSON value of p's kind.
+func parseParam(p protocol.Param, words []string) (any, error) {
 	switch p.Kind {
+	case protocol.KindStrings:
+		return words, nil
 	case protocol.KindBool:
-		return strconv.ParseBool(s)
+		return strconv.ParseBool(strings.Join(words, " "))
 	case protocol.KindDuration:
 		var d msDuration
-		if err := d.Set(s); err != nil {
+		if err := d.Set(strings.Join(words, " ")); err != nil {
 			return nil, err
 		}
 		return time.Duration(d).String(), nil
 	}
-	return s, nil
+	return strings.Join(words, " "), nil
+}
+
+func lowerFirst(s string) string {
+	if s == "" {
+		return s
+	}
+	return strings.ToLower(s[:1]) + s[1:]
 }
 
 // paramFlag is a non-positional parameter declared as a flag.
 type paramFlag struct {
 	param protocol.Param
+	name  string     // the flag's name
 	value func() any // the flag's value as JSON
 }
 
 func declareParam(fs *pflag.FlagSet, p protocol.Param) paramFlag {
-	if fs.Lookup(p.Name) != nil {
+	name := flagName(p)
+	if fs.Lookup(name) != nil {
 		// A programming error in the declarations: caught by TestActionCommands.
-		panic(fmt.Sprintf("framebus: parameter %q clashes with a flag of the command line", p.Name))
+		panic(fmt.Sprintf("framebus: parameter %q clashes with the flag --%s", p.Name, name))
 	}
+	help := p.Help + choices(p)
 	switch p.Kind {
 	case protocol.KindBool:
-		v := fs.Bool(p.Name, false, p.Help)
-		return paramFlag{p, func() any { return *v }}
+		v := fs.Bool(name, false, help)
+		return paramFlag{p, name, func() any { return *v }}
 	case protocol.KindDuration:
 		var v msDuration
-		fs.Var(&v, p.Name, p.Help)
-		return paramFlag{p, func() any { return time.Duration(v).String() }}
+		fs.Var(&v, name, help)
+		return paramFlag{p, name, func() any { return time.Duration(v).String() }}
+	case protocol.KindStrings:
+		v := fs.StringArray(name, nil, help+" (repeat the flag for more)")
+		return paramFlag{p, name, func() any { return *v }}
 	}
-	v := fs.String(p.Name, "", p.Help)
-	return paramFlag{p, func() any { return *v }}
+	v := fs.String(name, "", help)
+	return paramFlag{p, name, func() any { return *v }}
 }
 
 // msDuration is a duration flag that also takes a bare number of

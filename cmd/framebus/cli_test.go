@@ -63,7 +63,10 @@ func TestActionCommands(t *testing.T) {
 		}
 		fs, _ := cmd.newFlagSet() // panics on a parameter that clashes with a flag
 		for _, p := range spec.Params {
-			f := fs.Lookup(p.Name)
+			if p.ClientOnly && clientParams[p.Name] == nil {
+				t.Errorf("%s: client-only parameter %q has no handler in clientParams", spec.Type, p.Name)
+			}
+			f := fs.Lookup(flagName(p))
 			if p.Positional {
 				if f != nil {
 					t.Errorf("%s: positional %q is also a flag", spec.Type, p.Name)
@@ -73,7 +76,10 @@ func TestActionCommands(t *testing.T) {
 				}
 				continue
 			}
-			want := map[protocol.ParamKind]string{protocol.KindBool: "bool", protocol.KindDuration: "duration", protocol.KindString: "string"}[p.Kind]
+			want := map[protocol.ParamKind]string{
+				protocol.KindBool: "bool", protocol.KindDuration: "duration",
+				protocol.KindString: "string", protocol.KindStrings: "stringArray",
+			}[p.Kind]
 			if f == nil || f.Value.Type() != want {
 				t.Errorf("%s: parameter %q is not a %s flag", spec.Type, p.Name, want)
 			}
@@ -111,6 +117,64 @@ func TestActionArguments(t *testing.T) {
 	}
 }
 
+// How arguments fill positional parameters, on declarations made up for
+// the test: required ones always, optional ones only with arguments to
+// spare, a Rest one takes what is left (joined, or as a list).
+func TestPositionalValues(t *testing.T) {
+	sel := protocol.Param{Name: "selector", Positional: true}
+	text := protocol.Param{Name: "text", Positional: true, Required: true}
+	expr := protocol.Param{Name: "expression", Positional: true, Required: true, Rest: true}
+	files := protocol.Param{Name: "files", Kind: protocol.KindStrings, Positional: true, Required: true, Rest: true}
+	url := protocol.Param{Name: "url", Positional: true, Required: true}
+	tests := []struct {
+		params []protocol.Param
+		args   []string
+		want   string // the fields as JSON, or the error
+	}{
+		{[]protocol.Param{sel, text}, []string{"hello"}, `{"text":"hello"}`},
+		{[]protocol.Param{sel, text}, []string{"#q", "hello"}, `{"selector":"#q","text":"hello"}`},
+		{[]protocol.Param{sel, text}, []string{"#q", "a", "b"}, `too many arguments`},
+		{[]protocol.Param{sel, text}, nil, `missing <text>`},
+		{[]protocol.Param{expr}, []string{"1", "+", "1"}, `{"expression":"1 + 1"}`},
+		{[]protocol.Param{expr}, []string{"document.title"}, `{"expression":"document.title"}`},
+		{[]protocol.Param{url}, []string{"a", "b"}, `too many arguments`},
+		{[]protocol.Param{url, files}, []string{"#f", "a.png", "b c.png"}, `{"files":["a.png","b c.png"],"url":"#f"}`},
+		{[]protocol.Param{url, files}, []string{"#f"}, `missing <files>`},
+		{nil, []string{"x"}, `takes no arguments`},
+	}
+	for _, tt := range tests {
+		spec := protocol.ActionSpec{Type: "test", Params: tt.params}
+		fields := map[string]any{}
+		err := positionalValues(spec, tt.params, tt.args, fields)
+		got := ""
+		if err != nil {
+			got = err.Error()
+		} else {
+			data, _ := json.Marshal(fields)
+			got = string(data)
+		}
+		if !strings.Contains(got, tt.want) || (err == nil) != strings.HasPrefix(tt.want, "{") {
+			t.Errorf("%q: got %s, want %s", tt.args, got, tt.want)
+		}
+	}
+	if got := flagName(protocol.Param{Name: "networkIdle"}); got != "network-idle" {
+		t.Errorf("flagName(networkIdle) = %q", got)
+	}
+}
+
+// The README's command list keeps up with the declarations.
+func TestREADMEListsEveryAction(t *testing.T) {
+	data, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, spec := range protocol.ActionSpecs() {
+		if !strings.Contains(string(data), "`"+spec.Type) {
+			t.Errorf("README.md does not mention the %s command", spec.Type)
+		}
+	}
+}
+
 // Usage errors exit 2 with a bad_request reply that says what is wrong.
 func TestUsageErrors(t *testing.T) {
 	tests := []struct {
@@ -131,6 +195,7 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"serve", "extra"}, "", "takes no arguments"},
 		{[]string{"serve", "--listen", "nowhere"}, "", "want host:port"},
 		{[]string{"serve", "--log-level", "loud"}, "", "--log-level"},
+		{[]string{"serve", "--prefix", "a..b"}, "", "is not a subject prefix"},
 		{[]string{"serve", "--listen", "127.0.0.1:0", "--bus-url", "nats://127.0.0.1:4222"}, "", "exclude each other"},
 		{[]string{"watch", "--all", "--tab", "x"}, "", "exclude each other"},
 		{[]string{"plan", "a", "b"}, "", "takes one file"},
@@ -198,7 +263,7 @@ func TestHelp(t *testing.T) {
 	}
 	for _, args := range [][]string{{"help", "eval"}, {"eval", "--help"}, {"eval", "-h"}} {
 		r := runCLI(t, nil, "", args...)
-		if r.status != exitOK || !strings.Contains(r.stdout, "Usage: framebus eval <expression>") || !strings.Contains(r.stdout, "--timeout") {
+		if r.status != exitOK || !strings.Contains(r.stdout, "Usage: framebus eval <expression") || !strings.Contains(r.stdout, "--timeout") {
 			t.Errorf("%q: exit %d\n%s", args, r.status, r.stdout)
 		}
 	}

@@ -187,3 +187,34 @@ func describeTabs(tabs []protocol.TabInfo) string {
 	}
 	return strings.Join(parts, ", ")
 }
+
+// awaitTabs asks <prefix>.tabs until a node answers with at least one tab,
+// and returns that answer. A node's subscriptions reach the server
+// asynchronously; the tabs subscription is made after the tabs' plan
+// subscriptions on the same connection, and the server handles a
+// connection's subscriptions in order, so once the node answers, its tabs
+// take plans too.
+func awaitTabs(ctx context.Context, nc *nats.Conn, subj protocol.Subjects) (protocol.TabList, error) {
+	const poll = 20 * time.Millisecond
+	ctx, cancel := context.WithTimeout(ctx, tabsTimeout)
+	defer cancel()
+	for {
+		rctx, rcancel := context.WithTimeout(ctx, time.Second)
+		msg, err := nc.RequestWithContext(rctx, subj.Tabs(), nil)
+		rcancel()
+		if err == nil {
+			var list protocol.TabList
+			if err := json.Unmarshal(msg.Data, &list); err != nil {
+				return protocol.TabList{}, protocol.Errorf(protocol.CodeInternal, "tabs reply: invalid JSON: %v", err)
+			}
+			if len(list.Tabs) > 0 {
+				return list, nil
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return protocol.TabList{}, protocol.Errorf(protocol.CodeUnavailable, "the node does not answer on %s: %v", subj.Tabs(), err)
+		case <-time.After(poll):
+		}
+	}
+}

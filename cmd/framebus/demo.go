@@ -94,6 +94,11 @@ func (c *cli) demo(o demoOptions) error {
 		return protocol.Errorf(protocol.CodeBadRequest, "demo: %s: %v", demoPlanFile, err)
 	}
 
+	chromium, err := cdpdriver.FindChromium()
+	if err != nil {
+		return startError(c.ctx, err)
+	}
+
 	ctx, cancel := context.WithTimeout(c.ctx, demoTimeout)
 	defer cancel()
 	// The demo's own bus, so it can subscribe before the node opens its tab
@@ -122,18 +127,18 @@ func (c *cli) demo(o demoOptions) error {
 
 	node, err := actors.StartNode(ctx, actors.NodeOptions{
 		Bus:    bus.Options{URL: b.ClientURL()},
-		Launch: cdpdriver.LaunchOptions{Headless: !o.headed},
+		Launch: cdpdriver.LaunchOptions{Headless: !o.headed, Binary: chromium},
 		Logger: log,
 	})
 	if err != nil {
 		return startError(ctx, err)
 	}
 	defer node.Close()
-	tabs := node.Tabs()
-	if len(tabs) == 0 {
-		return protocol.Errorf(protocol.CodeInternal, "demo: the node opened no tab")
+	list, err := awaitTabs(ctx, nc, subj)
+	if err != nil {
+		return err
 	}
-	tab := tabs[0]
+	tab := list.Tabs[0]
 	if err := p.waitFrame(ctx, tab.Tab, tab.Sequence); err != nil {
 		return err
 	}

@@ -16,17 +16,18 @@
 // # Where the code lives
 //
 // This package only parses arguments, wires library calls together and
-// prints. The one-action subcommands are not written by hand: commands.go
-// builds one per protocol.ActionSpecs() entry, so an action declared in
-// protocol is a CLI command without touching this package. Everything a
-// library user needs (plans, frames, subjects, the node itself) is in
-// protocol and actors.
+// prints. The one-action subcommands are not written by hand: action.go
+// builds one per protocol.ActionSpecs() entry (arguments, flags, help), so
+// an action declared in protocol is a CLI command without touching this
+// package; only a parameter declared ClientOnly needs a handler here
+// (clientparams.go). Everything a library user needs (plans, frames,
+// subjects, the node itself) is in protocol and actors.
 //
 // Files: main.go dispatches and maps errors to exit codes; commands.go is
-// the command table and help; action.go turns an ActionSpec into flags,
-// arguments and a one-action plan; reply.go shapes replies; client.go finds
-// the bus and the tab; state.go is the state file serve writes; serve.go,
-// plan.go, watch.go and demo.go are the other commands.
+// the command table and help; action.go turns an ActionSpec into a command
+// and a one-action plan; reply.go shapes replies; client.go finds the bus
+// and the tab; state.go is the state file serve writes; serve.go, plan.go,
+// watch.go and demo.go are the other commands.
 //
 // # Finding the node
 //

@@ -21,6 +21,10 @@ const (
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	// A closed stdout (framebus demo | head) must not kill the process
+	// before it has stopped Chromium: writes then fail with EPIPE instead.
+	signal.Ignore(syscall.SIGPIPE)
+	leaveCoresToChromium()
 	c := &cli{
 		ctx:         ctx,
 		stopSignals: stop,

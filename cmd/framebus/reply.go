@@ -32,11 +32,12 @@ var resultBookkeeping = map[string]bool{"index": true, "type": true, "ok": true,
 
 // actionReply is the seeds' reply for one successful action:
 // {"ok":true} followed by every field the action result carries, in the
-// order protocol declares them ("sequence", "url", "title", "value", ...).
+// order protocol declares them ("sequence", "url", "title", "value", ...),
+// then the extra fields.
 // It is derived from the encoded ActionResult, so a field protocol adds
 // shows up without a change here, and a field the result omits (eval of
 // undefined has no value) is absent.
-func actionReply(r protocol.ActionResult) (json.RawMessage, error) {
+func actionReply(r protocol.ActionResult, extra ...replyField) (json.RawMessage, error) {
 	raw, err := marshalLine(r)
 	if err != nil {
 		return nil, err
@@ -69,8 +70,25 @@ func actionReply(r protocol.ActionResult) (json.RawMessage, error) {
 		out.WriteByte(':')
 		out.Write(value)
 	}
+	for _, f := range extra {
+		k, _ := json.Marshal(f.name)
+		v, err := marshalLine(f.value)
+		if err != nil {
+			return nil, err
+		}
+		out.WriteByte(',')
+		out.Write(k)
+		out.WriteByte(':')
+		out.Write(v)
+	}
 	out.WriteByte('}')
 	return out.Bytes(), nil
+}
+
+// replyField is a field the CLI adds to a reply (see clientParams).
+type replyField struct {
+	name  string
+	value any
 }
 
 // printJSON writes v as one line of JSON on stdout.

@@ -67,6 +67,9 @@ func (c *cli) serve(o serveOptions) error {
 	if err != nil {
 		return err
 	}
+	if _, err := protocol.NewSubjects(o.prefix); err != nil {
+		return usagef("--prefix: %v", err)
+	}
 	busOpts := bus.Options{URL: o.busURL}
 	if o.busURL == "" {
 		host, port, err := splitListen(o.listen)
@@ -84,10 +87,17 @@ func (c *cli) serve(o serveOptions) error {
 			Msg("another framebus node is registered in the state file; this one replaces it as the default")
 	}
 
+	// Find the browser before starting anything: the commonest failure on
+	// a fresh machine, answered with how to install it.
+	chromium, err := cdpdriver.FindChromium()
+	if err != nil {
+		return startError(c.ctx, err)
+	}
+
 	ctx, cancel := context.WithTimeout(c.ctx, startTimeout)
 	node, err := actors.StartNode(ctx, actors.NodeOptions{
 		Bus:      busOpts,
-		Launch:   cdpdriver.LaunchOptions{Headless: !o.headed},
+		Launch:   cdpdriver.LaunchOptions{Headless: !o.headed, Binary: chromium},
 		Prefix:   o.prefix,
 		StartURL: o.startURL,
 		Logger:   log,
@@ -97,6 +107,16 @@ func (c *cli) serve(o serveOptions) error {
 		return startError(c.ctx, err)
 	}
 
+	// Ready means reachable: the node answers on the bus.
+	nc, err := node.Bus().Connect("serve")
+	if err == nil {
+		_, err = awaitTabs(c.ctx, nc, node.Subjects())
+		nc.Close()
+	}
+	if err != nil {
+		node.Close()
+		return startError(c.ctx, err)
+	}
 	st := nodeState{OK: true, Bus: node.Bus().ClientURL(), Prefix: node.Subjects().Prefix, PID: os.Getpid(), Tabs: node.Tabs()}
 	if err := writeState(path, st); err != nil {
 		node.Close()

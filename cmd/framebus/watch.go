@@ -76,6 +76,7 @@ func (c *cli) watch(target clientFlags, all bool) error {
 	out := bufio.NewWriter(c.stdout)
 	var mu sync.Mutex // one callback goroutine per subscription, but keep writes whole regardless
 	var line bytes.Buffer
+	outputGone, gone := false, make(chan struct{})
 	sub, err := cl.nc.Subscribe(subject, func(m *nats.Msg) {
 		mu.Lock()
 		defer mu.Unlock()
@@ -86,7 +87,10 @@ func (c *cli) watch(target clientFlags, all bool) error {
 		}
 		line.WriteByte('\n')
 		out.Write(line.Bytes())
-		out.Flush()
+		if err := out.Flush(); err != nil && !outputGone {
+			outputGone = true // stdout closed (watch | head): stop watching
+			close(gone)
+		}
 	})
 	if err != nil {
 		return protocol.Errorf(protocol.CodeUnavailable, "subscribe to %s: %v", subject, err)
@@ -101,6 +105,8 @@ func (c *cli) watch(target clientFlags, all bool) error {
 	select {
 	case <-c.ctx.Done():
 		_ = sub.Unsubscribe()
+		return nil
+	case <-gone:
 		return nil
 	case <-closed:
 		return protocol.Errorf(protocol.CodeUnavailable, "lost the bus connection; the node may have stopped")
