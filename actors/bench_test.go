@@ -4,10 +4,14 @@ import (
 	"context"
 	"encoding/json"
 	"sort"
+	"strconv"
 	"testing"
 	"time"
 
 	"github.com/mafredri/cdp"
+	"github.com/mafredri/cdp/protocol/dom"
+	"github.com/mafredri/cdp/protocol/input"
+	"github.com/mafredri/cdp/protocol/runtime"
 	"github.com/mafredri/cdp/rpcc"
 	"github.com/nats-io/nats.go"
 
@@ -110,4 +114,118 @@ func p50(d []time.Duration) time.Duration {
 	s := append([]time.Duration(nil), d...)
 	sort.Slice(s, func(i, j int) bool { return s[i] < s[j] })
 	return s[len(s)/2]
+}
+
+// BenchmarkInput measures click and type through the bus (a one-action
+// plan from an in-process client: resolve, hit test, mouse move, press,
+// release, settle, one frame) against the least raw CDP that does the
+// same on a mafredri/cdp connection to the same tab, interleaved in one
+// run:
+//
+//   - click: resolve the element (Runtime.evaluate), DOM.getBoxModel,
+//     mousePressed and mouseReleased at the centre;
+//   - type: resolve the element, DOM.focus, Input.insertText.
+//
+// It reports each path's p50 and the ratio. Run with -cpu 1,2 (see
+// BenchmarkEvalRoundTrip).
+func BenchmarkInput(b *testing.B) {
+	ctx := context.Background()
+	page, err := testBrowser.OpenPage(ctx, site("/bench.html"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	tab, err := StartTab(ctx, TabOptions{ID: page.TargetID(), Page: page, Conn: testConn, Subjects: protocol.DefaultSubjects})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer func() { tab.Stop(); _ = testBrowser.ClosePage(ctx, page) }()
+	rawConn, err := rpcc.DialContext(ctx, testBrowser.conn.PageWebSocketURL(page.TargetID()))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer rawConn.Close()
+	raw := cdp.NewClient(rawConn)
+	agent, err := testBus.Connect("bench-agent")
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer agent.Close()
+
+	seq := tab.Info().Sequence
+	plan := func(a protocol.Action) {
+		a.BasedOnSequence = protocol.Based(seq)
+		data, _ := json.Marshal(protocol.Plan{Action: &a})
+		msg, err := agent.Request(protocol.DefaultSubjects.TabPlan(tab.ID()), data, 10*time.Second)
+		if err != nil {
+			b.Fatal(err)
+		}
+		var res protocol.PlanResult
+		if err := json.Unmarshal(msg.Data, &res); err != nil || !res.OK {
+			b.Fatalf("plan: %s %v", msg.Data, err)
+		}
+		seq = res.Sequence
+	}
+	resolve := func(sel string) runtime.RemoteObjectID {
+		r, err := raw.Runtime.Evaluate(ctx, runtime.NewEvaluateArgs("document.querySelector("+strconv.Quote(sel)+")"))
+		if err != nil || r.Result.ObjectID == nil {
+			b.Fatalf("resolve %s: %v", sel, err)
+		}
+		return *r.Result.ObjectID
+	}
+	rawClick := func() {
+		el := resolve("#count")
+		box, err := raw.DOM.GetBoxModel(ctx, &dom.GetBoxModelArgs{ObjectID: &el})
+		if err != nil {
+			b.Fatal(err)
+		}
+		q := box.Model.Content
+		x, y := (q[0]+q[4])/2, (q[1]+q[5])/2
+		for _, typ := range []string{"mousePressed", "mouseReleased"} {
+			ev := input.NewDispatchMouseEventArgs(typ, x, y).SetButton(input.MouseButtonLeft).SetClickCount(1)
+			if err := raw.Input.DispatchMouseEvent(ctx, ev); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	rawType := func() {
+		el := resolve("#q")
+		if err := raw.DOM.Focus(ctx, &dom.FocusArgs{ObjectID: &el}); err != nil {
+			b.Fatal(err)
+		}
+		if err := raw.Input.InsertText(ctx, input.NewInsertTextArgs("x")); err != nil {
+			b.Fatal(err)
+		}
+	}
+	click := protocol.Action{Type: "click", Selector: "#count"}
+	typ := protocol.Action{Type: "type", Selector: "#q", Text: "x"}
+	for i := 0; i < 50; i++ {
+		rawClick()
+		plan(click)
+		rawType()
+		plan(typ)
+	}
+	var rc, bc, rt, bt []time.Duration
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		t0 := time.Now()
+		rawClick()
+		t1 := time.Now()
+		plan(click)
+		t2 := time.Now()
+		rawType()
+		t3 := time.Now()
+		plan(typ)
+		t4 := time.Now()
+		rc, bc, rt, bt = append(rc, t1.Sub(t0)), append(bc, t2.Sub(t1)), append(rt, t3.Sub(t2)), append(bt, t4.Sub(t3))
+		if i%100 == 99 { // keep the field short
+			plan(protocol.Action{Type: "eval", Expression: "document.getElementById('q').value = ''"})
+		}
+	}
+	b.StopTimer()
+	b.ReportMetric(float64(p50(rc).Microseconds()), "click-raw-p50-µs")
+	b.ReportMetric(float64(p50(bc).Microseconds()), "click-bus-p50-µs")
+	b.ReportMetric(float64(p50(bc))/float64(p50(rc)), "click-bus/raw")
+	b.ReportMetric(float64(p50(rt).Microseconds()), "type-raw-p50-µs")
+	b.ReportMetric(float64(p50(bt).Microseconds()), "type-bus-p50-µs")
+	b.ReportMetric(float64(p50(bt))/float64(p50(rt)), "type-bus/raw")
 }

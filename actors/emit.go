@@ -36,6 +36,10 @@ func (t *Tab) frameFor(ctx context.Context, c pageChange, change frames.Change) 
 // the frame and publishes it.
 func (t *Tab) emit(ctx context.Context, change frames.Change, note string, capture bool) protocol.Frame {
 	var content *string
+	if capture && t.nav.dialog != nil && t.frames.WantsContent(change) {
+		capture = false // reading the page would wait for the dialog
+		note = joinNote(note, "content unavailable: a JavaScript dialog is open")
+	}
 	if capture && t.frames.WantsContent(change) {
 		cctx, cancel := context.WithTimeout(ctx, t.settleTimeout)
 		url, title, text, err := t.page.Content(cctx, string(t.frames.Format()))

@@ -27,8 +27,54 @@ type handler func(t *Tab, ctx context.Context, a protocol.Action) (outcome, erro
 
 var handlers = map[string]handler{
 	"navigate": (*Tab).navigate,
+	"reload":   (*Tab).reload,
+	"back":     func(t *Tab, ctx context.Context, a protocol.Action) (outcome, error) { return t.history(ctx, a, -1) },
+	"forward":  func(t *Tab, ctx context.Context, a protocol.Action) (outcome, error) { return t.history(ctx, a, +1) },
 	"click":    (*Tab).click,
-	"eval":     (*Tab).eval,
+	"hover":    viaRenderer(func(t *Tab, ctx context.Context, a protocol.Action) error { return t.page.Hover(ctx, a.Selector) }),
+	"drag":     viaRenderer(func(t *Tab, ctx context.Context, a protocol.Action) error { return t.page.Drag(ctx, a.From, a.To) }),
+	"type":     viaRenderer((*Tab).typeText),
+	"fill":     viaRenderer((*Tab).fill),
+	"focus":    viaRenderer(func(t *Tab, ctx context.Context, a protocol.Action) error { return t.page.Focus(ctx, a.Selector) }),
+	"key": viaRenderer(func(t *Tab, ctx context.Context, a protocol.Action) error {
+		return t.page.Key(ctx, a.Key, a.Modifiers())
+	}),
+	"select": viaRenderer(func(t *Tab, ctx context.Context, a protocol.Action) error {
+		return t.page.Select(ctx, a.Selector, a.Value)
+	}),
+	"scroll": viaRenderer((*Tab).scroll),
+	"upload": viaRenderer(func(t *Tab, ctx context.Context, a protocol.Action) error {
+		return t.page.Upload(ctx, a.Selector, a.Files)
+	}),
+	"dialog":     viaRenderer((*Tab).answerDialog),
+	"eval":       (*Tab).eval,
+	"ready":      (*Tab).ready,
+	"wait-for":   (*Tab).waitForElement,
+	"text":       read(func(t *Tab, ctx context.Context, a protocol.Action) (any, error) { return t.page.Text(ctx, a.Selector) }),
+	"html":       read(func(t *Tab, ctx context.Context, a protocol.Action) (any, error) { return t.page.HTML(ctx, a.Selector) }),
+	"title":      read(func(t *Tab, ctx context.Context, a protocol.Action) (any, error) { return t.page.Title(ctx) }),
+	"url":        read(func(t *Tab, ctx context.Context, a protocol.Action) (any, error) { return t.nav.url, nil }),
+	"screenshot": read((*Tab).screenshot),
+}
+
+// viaRenderer adapts an action that acts through the renderer (input events or
+// a script) and answers nothing: it settles with a round trip.
+func viaRenderer(f func(t *Tab, ctx context.Context, a protocol.Action) error) handler {
+	return func(t *Tab, ctx context.Context, a protocol.Action) (outcome, error) {
+		return outcome{barrier: true}, f(t, ctx, a)
+	}
+}
+
+// read adapts a read-only action whose answer is its value.
+func read(f func(t *Tab, ctx context.Context, a protocol.Action) (any, error)) handler {
+	return func(t *Tab, ctx context.Context, a protocol.Action) (outcome, error) {
+		v, err := f(t, ctx, a)
+		if err != nil {
+			return outcome{}, err
+		}
+		raw, err := json.Marshal(v)
+		return outcome{value: raw}, err
+	}
 }
 
 func (t *Tab) navigate(ctx context.Context, a protocol.Action) (outcome, error) {
@@ -58,6 +104,48 @@ func (t *Tab) navigate(ctx context.Context, a protocol.Action) (outcome, error) 
 	return out, nil
 }
 
+// reload reloads bypassing the cache and answers once the new document
+// has committed (or, with wait, loaded).
+func (t *Tab) reload(ctx context.Context, a protocol.Action) (outcome, error) {
+	if err := t.page.Reload(ctx); err != nil {
+		return outcome{}, err
+	}
+	return t.awaitCommit(ctx, a, "")
+}
+
+// history goes back (-1) or forward (+1) one entry.
+func (t *Tab) history(ctx context.Context, a protocol.Action, delta int) (outcome, error) {
+	entry, err := t.page.GoHistory(ctx, delta)
+	if err != nil {
+		return outcome{}, err
+	}
+	if entry.SameDocument {
+		return outcome{barrier: true}, nil
+	}
+	return t.awaitCommit(ctx, a, entry.URL)
+}
+
+// awaitCommit waits until the navigation just started has changed the
+// page (a new document, or a same-document move to url), then with
+// a.Wait until the new document has loaded.
+func (t *Tab) awaitCommit(ctx context.Context, a protocol.Action, url string) (outcome, error) {
+	committed := t.waitFor(ctx, func() bool {
+		return len(t.nav.changes) > 0 || (url != "" && t.nav.url == url && !t.nav.navigating)
+	})
+	if !committed {
+		t.stopLoading()
+		return outcome{}, errPageLoadTimeout
+	}
+	loader := ""
+	if c := t.nav.changes; len(c) > 0 && c[len(c)-1].kind == frameNavigation {
+		loader = c[len(c)-1].loaderID
+	}
+	if a.Wait {
+		return outcome{loaderID: loader}, t.waitLoad(ctx, loader)
+	}
+	return outcome{loaderID: loader}, nil
+}
+
 // waitLoad waits for the load event of the document loaderID commits.
 func (t *Tab) waitLoad(ctx context.Context, loaderID string) error {
 	if loaderID == "" {
@@ -84,10 +172,117 @@ func (t *Tab) stopLoading() {
 }
 
 func (t *Tab) click(ctx context.Context, a protocol.Action) (outcome, error) {
-	return outcome{barrier: true}, t.page.Click(ctx, a.Selector)
+	return outcome{barrier: true}, t.page.Click(ctx, a.Selector, cdpdriver.ClickOptions{Double: a.Double, Right: a.Right})
+}
+
+// typeText is DR-013's type: focus the selector's element if given, clear
+// it if asked, insert the text, press the key if given.
+func (t *Tab) typeText(ctx context.Context, a protocol.Action) error {
+	if a.Selector != "" {
+		if err := t.page.Focus(ctx, a.Selector); err != nil {
+			return err
+		}
+	}
+	if a.Clear {
+		if err := t.page.ClearFocused(ctx); err != nil {
+			return err
+		}
+	}
+	if err := t.page.InsertText(ctx, a.Text); err != nil {
+		return err
+	}
+	if a.Key != "" {
+		return t.page.Key(ctx, a.Key, 0)
+	}
+	return nil
+}
+
+func (t *Tab) fill(ctx context.Context, a protocol.Action) error {
+	a.Clear, a.Key = true, ""
+	return t.typeText(ctx, a)
+}
+
+func (t *Tab) scroll(ctx context.Context, a protocol.Action) error {
+	if a.Selector != "" {
+		return t.page.ScrollIntoView(ctx, a.Selector)
+	}
+	pos, by := a.To, false
+	if a.By != "" {
+		pos, by = a.By, true
+	}
+	x, y, err := protocol.ParsePoint(pos)
+	if err != nil {
+		return protocol.Errorf(protocol.CodeBadRequest, "scroll: %v", err)
+	}
+	return t.page.ScrollWindow(ctx, x, y, by)
+}
+
+func (t *Tab) answerDialog(ctx context.Context, a protocol.Action) error {
+	return t.page.AnswerDialog(ctx, a.Answer == "accept", a.Text)
 }
 
 func (t *Tab) eval(ctx context.Context, a protocol.Action) (outcome, error) {
 	v, err := t.page.Eval(ctx, a.Expression, a.EffectiveTimeout())
 	return outcome{value: v}, err
+}
+
+// readyPoll bounds how long ready sleeps between looks at readyState when
+// no page event wakes it.
+const readyPoll = 50 * time.Millisecond
+
+// ready is DR-013's ready: answer at once when document.readyState is
+// "complete", else wait for the load; with networkIdle, then also wait for
+// the network to be quiet.
+func (t *Tab) ready(ctx context.Context, a protocol.Action) (outcome, error) {
+	for {
+		state, err := t.page.ReadyState(ctx)
+		var timeout *cdpdriver.TimeoutError
+		if errors.As(err, &timeout) {
+			return outcome{}, errPageLoadTimeout
+		}
+		if err != nil {
+			return outcome{}, err
+		}
+		if state == "complete" {
+			break
+		}
+		poll, cancel := context.WithTimeout(ctx, readyPoll)
+		t.waitFor(poll, func() bool { return t.nav.loaded[t.nav.loaderID] })
+		cancel()
+		if ctx.Err() != nil {
+			return outcome{}, errPageLoadTimeout
+		}
+	}
+	if a.NetworkIdle {
+		return outcome{}, t.page.WaitNetworkIdle(ctx)
+	}
+	return outcome{}, nil
+}
+
+func (t *Tab) waitForElement(ctx context.Context, a protocol.Action) (outcome, error) {
+	state := cdpdriver.WaitAttached
+	switch {
+	case a.Visible:
+		state = cdpdriver.WaitVisible
+	case a.Hidden:
+		state = cdpdriver.WaitHidden
+	case a.Gone:
+		state = cdpdriver.WaitGone
+	}
+	timeout := a.EffectiveTimeout()
+	err := t.page.WaitFor(ctx, a.Selector, state, timeout)
+	var late *cdpdriver.TimeoutError
+	if errors.As(err, &late) {
+		// The action's own deadline passed before the page's answer came.
+		err = &cdpdriver.WaitTimeoutError{Selector: a.Selector, State: state, After: timeout}
+	}
+	return outcome{}, err
+}
+
+func (t *Tab) screenshot(ctx context.Context, a protocol.Action) (any, error) {
+	png, err := t.page.Screenshot(ctx, cdpdriver.ScreenshotOptions{FullPage: a.FullPage, Selector: a.Selector})
+	if err != nil {
+		return nil, err
+	}
+	return cdpdriver.Base64(png), nil
 }

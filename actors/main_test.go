@@ -72,6 +72,69 @@ func siteHandler() http.Handler {
 		}
 		fmt.Fprint(w, "<title>slow</title>slow")
 	})
+	// /redirect?to=URL answers 302 to URL.
+	mux.HandleFunc("/redirect", func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, r.URL.Query().Get("to"), http.StatusFound)
+	})
+	// /api/data answers a JSON object, after ?delay= (a Go duration) if given.
+	mux.HandleFunc("/api/data", func(w http.ResponseWriter, r *http.Request) {
+		if d, err := time.ParseDuration(r.URL.Query().Get("delay")); err == nil {
+			select {
+			case <-time.After(d):
+			case <-r.Context().Done():
+				return
+			}
+		}
+		w.Header().Set("Content-Type", "application/json")
+		w.Header().Set("Cache-Control", "no-store")
+		fmt.Fprint(w, `{"data": "fetched", "count": 42}`)
+	})
+	// /api/longpoll holds the request open for 60s unless the client goes away.
+	mux.HandleFunc("/api/longpoll", func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case <-time.After(60 * time.Second):
+		case <-r.Context().Done():
+			return
+		}
+		w.Header().Set("Cache-Control", "no-store")
+		fmt.Fprint(w, "done")
+	})
+	// /api/events is an event stream that sends one message and stays open
+	// (60s at most) until the client goes away.
+	mux.HandleFunc("/api/events", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		w.Header().Set("Cache-Control", "no-store")
+		fmt.Fprint(w, "retry: 60000\ndata: hello\n\n")
+		w.(http.Flusher).Flush()
+		select {
+		case <-time.After(60 * time.Second):
+		case <-r.Context().Done():
+		}
+	})
+	// /slow-image?delay=D answers a 1x1 SVG after D (a Go duration, 60s
+	// when absent), or never if the client goes away first: a subresource
+	// that holds back the load event.
+	mux.HandleFunc("/slow-image", func(w http.ResponseWriter, r *http.Request) {
+		d, err := time.ParseDuration(r.URL.Query().Get("delay"))
+		if err != nil {
+			d = 60 * time.Second
+		}
+		select {
+		case <-time.After(d):
+		case <-r.Context().Done():
+			return
+		}
+		w.Header().Set("Content-Type", "image/svg+xml")
+		w.Header().Set("Cache-Control", "no-store")
+		fmt.Fprint(w, `<svg xmlns="http://www.w3.org/2000/svg" width="1" height="1"></svg>`)
+	})
+	// /api/cached.js is a script cacheable for an hour that records when it
+	// was served: only a reload that bypasses the cache changes the value.
+	mux.HandleFunc("/api/cached.js", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/javascript")
+		w.Header().Set("Cache-Control", "max-age=3600")
+		fmt.Fprintf(w, "window.servedAt = %q;\n", fmt.Sprint(time.Now().UnixNano()))
+	})
 	return mux
 }
 
@@ -101,9 +164,9 @@ func openTab(t *testing.T, opts ...func(*TabOptions)) *Tab {
 
 // tabAt opens a tab, watches its frames and navigates it to a test page,
 // returning the frame it is at.
-func tabAt(t *testing.T, path string) (*Tab, *frameWatch, int64) {
+func tabAt(t *testing.T, path string, opts ...func(*TabOptions)) (*Tab, *frameWatch, int64) {
 	t.Helper()
-	tab := openTab(t)
+	tab := openTab(t, opts...)
 	frames := watchFrames(t, testConn, protocol.DefaultSubjects.TabFrames(tab.ID()))
 	res := send(t, tab.ID(), one(protocol.Action{Type: "navigate", URL: site(path)}))
 	if !res.OK {
@@ -112,6 +175,9 @@ func tabAt(t *testing.T, path string) (*Tab, *frameWatch, int64) {
 	frames.until(res.Sequence)
 	return tab, frames, res.Sequence
 }
+
+// autoDialogs makes a tab answer JavaScript dialogs at once (accept).
+func autoDialogs(o *TabOptions) { o.DialogTimeout = -1 }
 
 // site returns the URL of a test page.
 func site(path string) string { return testSite.URL + path }

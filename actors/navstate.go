@@ -22,8 +22,11 @@ type navState struct {
 	// has neither committed nor stopped since.
 	navigating bool
 	changes    []pageChange // changes not yet turned into frames
-	dialogs    []cdpdriver.DialogOpening
-	detached   bool
+	// dialog is the JavaScript dialog open now; dialogNotes are the
+	// openings and closings not yet reported.
+	dialog      *cdpdriver.DialogOpening
+	dialogNotes []dialogNote
+	detached    bool
 }
 
 func newNavState() *navState { return &navState{loaded: map[string]bool{}} }
@@ -71,13 +74,26 @@ func (s *navState) observe(evs []cdpdriver.Event) {
 		case cdpdriver.Detached:
 			s.detached = true
 		case cdpdriver.DialogOpening:
-			s.dialogs = append(s.dialogs, e)
+			s.dialog = &e
+			s.dialogNotes = append(s.dialogNotes, dialogNote{dialog: e, open: true})
+		case cdpdriver.DialogClosed:
+			if s.dialog != nil {
+				s.dialogNotes = append(s.dialogNotes, dialogNote{dialog: *s.dialog, closed: e})
+			}
+			s.dialog = nil
 		}
 	}
 	if len(s.loaded) > 64 { // keep only the current document's mark
 		cur := s.loaded[s.loaderID]
 		s.loaded = map[string]bool{s.loaderID: cur}
 	}
+}
+
+// dialogNote is a dialog that opened (open) or closed (with its answer).
+type dialogNote struct {
+	dialog cdpdriver.DialogOpening
+	open   bool
+	closed cdpdriver.DialogClosed
 }
 
 // takeChanges returns the changes not yet framed.

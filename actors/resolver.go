@@ -26,6 +26,10 @@ func (t *Tab) runPlan(plan protocol.Plan) protocol.PlanResult {
 			stop(&res, i, err, a.BasedOnSequence, t.frames.Sequence())
 			break
 		}
+		if d := t.nav.dialog; d != nil && a.Type != "dialog" {
+			stop(&res, i, dialogOpenError(d), nil, t.frames.Sequence())
+			break
+		}
 		r := t.execute(ctx, plan, i, a)
 		res.Results = append(res.Results, r)
 		if !r.OK {
@@ -50,7 +54,14 @@ func (t *Tab) execute(ctx context.Context, plan protocol.Plan, index int, a prot
 	spec, _ := protocol.LookupAction(a.Type)
 	actx, cancel := cdpdriver.WithTimeout(ctx, a.EffectiveTimeout())
 	defer cancel()
-	out, err := h(t, actx, a)
+	// An action blocked by a dialog it opened (a click whose handler calls
+	// confirm) is done: it returns, and the dialog waits for its answer.
+	gctx, release := t.page.Guard(actx)
+	out, err := h(t, gctx, a)
+	release()
+	if errors.Is(err, cdpdriver.ErrDialogOpened) {
+		err, out = nil, outcome{}
+	}
 	t.settle(actx, out)
 	t.reportDialogs()
 	if err != nil {
@@ -79,6 +90,10 @@ func (t *Tab) execute(ctx context.Context, plan protocol.Plan, index int, a prot
 // settle waits, within the action's deadline, until the navigation the
 // action started (if any) has committed or ended.
 func (t *Tab) settle(ctx context.Context, out outcome) {
+	t.nav.observe(t.page.TakeEvents())
+	if t.nav.dialog != nil {
+		return // the page is blocked until the dialog is answered
+	}
 	if out.barrier {
 		t.barrier(ctx)
 	} else {
@@ -112,22 +127,37 @@ func stop(res *protocol.PlanResult, i int, err error, expected *int64, current i
 // codeOf maps driver errors to protocol codes.
 func codeOf(err error) protocol.Code {
 	var (
-		nav     *cdpdriver.NavigationError
-		nf      *cdpdriver.ElementNotFoundError
-		nv      *cdpdriver.ElementNotVisibleError
-		sel     *cdpdriver.InvalidSelectorError
-		js      *cdpdriver.JSError
-		ser     *cdpdriver.SerializationError
-		timeout *cdpdriver.TimeoutError
-		perr    *protocol.Error
+		nav       *cdpdriver.NavigationError
+		nf        *cdpdriver.ElementNotFoundError
+		nv        *cdpdriver.ElementNotVisibleError
+		sel       *cdpdriver.InvalidSelectorError
+		js        *cdpdriver.JSError
+		ser       *cdpdriver.SerializationError
+		timeout   *cdpdriver.TimeoutError
+		perr      *protocol.Error
+		opt       *cdpdriver.OptionNotFoundError
+		covered   *cdpdriver.ElementCoveredError
+		noHistory *cdpdriver.NoHistoryError
+		in        *cdpdriver.InputError
+		wait      *cdpdriver.WaitTimeoutError
 	)
 	switch {
 	case errors.As(err, &perr):
 		return perr.Code
 	case errors.As(err, &nav):
 		return protocol.CodeNavigationFailed
-	case errors.As(err, &nf), errors.As(err, &nv):
+	case errors.As(err, &nf), errors.As(err, &nv), errors.As(err, &opt):
 		return protocol.CodeElementNotFound
+	case errors.As(err, &covered):
+		return protocol.CodeElementCovered
+	case errors.As(err, &noHistory):
+		return protocol.CodeNoHistory
+	case errors.As(err, &in):
+		return protocol.CodeBadRequest
+	case errors.As(err, &wait):
+		return protocol.CodeTimeout
+	case errors.Is(err, cdpdriver.ErrDialogOpened):
+		return protocol.CodeDialogOpen
 	case errors.As(err, &sel):
 		return protocol.CodeBadRequest
 	case errors.As(err, &js), errors.As(err, &ser):

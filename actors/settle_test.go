@@ -11,7 +11,7 @@ import (
 // Clicks that start no new document in this tab settle at once into one
 // frame, instead of waiting for a navigation that never commits.
 func TestClicksThatDoNotNavigateSettle(t *testing.T) {
-	tab, frames, seq := tabAt(t, "/links.html")
+	tab, frames, seq := tabAt(t, "/links.html", autoDialogs)
 	cases := []struct {
 		selector string
 		url      string // the URL of the click's frame
@@ -55,9 +55,10 @@ func TestClicksThatDoNotNavigateSettle(t *testing.T) {
 	}
 }
 
-// An eval that opens a dialog does not wedge the tab either.
+// An eval that opens a dialog does not wedge a tab that answers dialogs
+// at once either.
 func TestEvalAlertDoesNotWedge(t *testing.T) {
-	tab := openTab(t)
+	tab := openTab(t, autoDialogs)
 	send(t, tab.ID(), one(protocol.Action{Type: "navigate", URL: site("/")}))
 	dialogs := watchFrames(t, testConn, protocol.DefaultSubjects.TabEvents(tab.ID(), "dialog"))
 	res := send(t, tab.ID(), one(protocol.Action{Type: "eval", Expression: "alert('hi'), prompt('name?', 'Ada')", Timeout: protocol.Duration(10 * time.Second)}))

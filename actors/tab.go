@@ -36,6 +36,13 @@ type TabOptions struct {
 	// SettleTimeout bounds the wait for a new document's load before a
 	// frame's content is captured; DefaultSettleTimeout when 0.
 	SettleTimeout time.Duration
+	// DialogTimeout is how long a JavaScript dialog stays open for an
+	// agent's dialog action before DialogDefault answers it:
+	// DefaultDialogTimeout when 0; negative answers every dialog at once.
+	DialogTimeout time.Duration
+	// DialogDefault is the automatic answer, "accept" (when empty) or
+	// "dismiss".
+	DialogDefault string
 	Logger        zerolog.Logger
 }
 
@@ -50,6 +57,7 @@ type Tab struct {
 	frames        *frames.Stream
 	nav           *navState
 	settleTimeout time.Duration
+	dialogs       dialogPolicy
 	log           zerolog.Logger
 	plans         chan planRequest
 	// outbox holds frames appended but not yet published: a plan's last
@@ -85,11 +93,13 @@ func StartTab(ctx context.Context, opts TabOptions) (*Tab, error) {
 		frames:        frames.New(opts.ID, opts.Frames),
 		nav:           newNavState(),
 		settleTimeout: opts.SettleTimeout,
+		dialogs:       newDialogPolicy(opts.DialogTimeout, opts.DialogDefault),
 		log:           opts.Logger.With().Str("tab", opts.ID).Logger(),
 		plans:         make(chan planRequest),
 		quit:          make(chan struct{}),
 		done:          make(chan struct{}),
 	}
+	t.page.SetDialogsHeld(t.dialogs.held())
 	t.nav.observe(t.page.TakeEvents())
 	t.nav.takeChanges()
 	url, title, err := t.page.Location(ctx)
@@ -157,6 +167,8 @@ func (t *Tab) run() {
 			res := t.runPlan(req.plan)
 			respond(req.msg, res, t.log)
 			t.flush()
+		case <-t.dialogs.expired():
+			t.answerExpiredDialog()
 		case <-t.page.Done():
 			t.log.Info().Msg("page connection lost; tab retired")
 			return
@@ -189,25 +201,6 @@ func (t *Tab) waitFor(ctx context.Context, cond func() bool) bool {
 		}
 	}
 	return true
-}
-
-// reportDialogs publishes the JavaScript dialogs the page opened (the
-// driver has already answered them) on the tab's dialog event subject.
-func (t *Tab) reportDialogs() {
-	for _, d := range t.nav.dialogs {
-		data, _ := json.Marshal(dialogEvent{Tab: t.id, Type: d.Type, Message: d.Message, URL: d.URL, Answer: "accept"})
-		_ = t.nc.Publish(t.subj.TabEvents(t.id, "dialog"), data)
-	}
-	t.nav.dialogs = nil
-}
-
-// dialogEvent is the message on <prefix>.tab.<tab>.event.dialog.
-type dialogEvent struct {
-	Tab     string `json:"tab"`
-	Type    string `json:"type"`
-	Message string `json:"message"`
-	URL     string `json:"url"`
-	Answer  string `json:"answer"`
 }
 
 func respond(m *nats.Msg, v any, log zerolog.Logger) {

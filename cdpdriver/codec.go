@@ -21,24 +21,56 @@ type eventCodec struct {
 	dec    *json.Decoder
 	events *eventQueue
 	decode func(method string, params json.RawMessage) (Event, bool)
+
+	// wmu orders writes: rpcc's requests and posted ones share the wire.
+	wmu      sync.Mutex
+	postSeq  uint64
+	postErrs func(method string, err *rpcc.ResponseError)
 }
 
-func newEventCodec(conn io.ReadWriter, q *eventQueue, decode func(string, json.RawMessage) (Event, bool)) rpcc.Codec {
+// postedIDs is where the ids of posted commands start, far above any id
+// rpcc will reach, so their replies are recognised and kept from rpcc.
+const postedIDs = 1 << 62
+
+func newEventCodec(conn io.ReadWriter, q *eventQueue, decode func(string, json.RawMessage) (Event, bool)) *eventCodec {
 	return &eventCodec{enc: json.NewEncoder(conn), dec: json.NewDecoder(conn), events: q, decode: decode}
 }
 
-func (c *eventCodec) WriteRequest(r *rpcc.Request) error { return c.enc.Encode(r) }
+func (c *eventCodec) WriteRequest(r *rpcc.Request) error {
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
+	return c.enc.Encode(r)
+}
+
+// post sends a command without waiting for its reply: the browser runs a
+// session's commands in order, so a command sent next still runs after
+// it. Its reply is dropped here; an error reply is logged.
+func (c *eventCodec) post(method string, args any) error {
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
+	c.postSeq++
+	return c.enc.Encode(&rpcc.Request{ID: postedIDs + c.postSeq, Method: method, Args: args})
+}
 
 func (c *eventCodec) ReadResponse(r *rpcc.Response) error {
-	if err := c.dec.Decode(r); err != nil {
-		return err
-	}
-	if r.Method != "" {
-		if ev, ok := c.decode(r.Method, r.Args); ok {
-			c.events.push(ev)
+	for {
+		if err := c.dec.Decode(r); err != nil {
+			return err
 		}
+		if r.Method != "" {
+			if ev, ok := c.decode(r.Method, r.Args); ok {
+				c.events.push(ev)
+			}
+			return nil
+		}
+		if r.ID < postedIDs {
+			return nil
+		}
+		if r.Error != nil && c.postErrs != nil {
+			c.postErrs(r.Method, r.Error)
+		}
+		*r = rpcc.Response{} // a posted command's reply: read on
 	}
-	return nil
 }
 
 // eventQueue is an unbounded, ordered mailbox of page events with a
@@ -47,20 +79,24 @@ type eventQueue struct {
 	mu     sync.Mutex
 	events []Event
 	notify chan struct{}
-	// dialog, when set, is told of a dialog the moment it opens, from the
-	// reader goroutine: it must not block.
-	dialog func(DialogOpening)
+	// dialog, when set, is told of a dialog the moment it opens or
+	// closes, from the reader goroutine: it must not block.
+	dialog func(Event)
 }
 
 func newEventQueue() *eventQueue { return &eventQueue{notify: make(chan struct{}, 1)} }
 
 func (q *eventQueue) push(ev Event) {
-	if d, ok := ev.(DialogOpening); ok && q.dialog != nil {
-		q.dialog(d)
-	}
 	q.mu.Lock()
 	q.events = append(q.events, ev)
 	q.mu.Unlock()
+	// After the append: whoever the hook wakes finds the event queued.
+	if q.dialog != nil {
+		switch ev.(type) {
+		case DialogOpening, DialogClosed:
+			q.dialog(ev)
+		}
+	}
 	select {
 	case q.notify <- struct{}{}:
 	default:

@@ -61,3 +61,28 @@ func (e *TimeoutError) Error() string {
 	}
 	return e.Op + " timed out"
 }
+
+// ElementCoveredError: another element covers the centre of the element,
+// so a click there would land on it. By describes it (div#overlay).
+type ElementCoveredError struct{ Selector, By string }
+
+func (e *ElementCoveredError) Error() string {
+	return fmt.Sprintf("element covered: %s is covered by %s, which would receive the click", e.Selector, e.By)
+}
+
+// OptionNotFoundError: a <select> has no option with that value or text.
+type OptionNotFoundError struct{ Selector, Value string }
+
+func (e *OptionNotFoundError) Error() string {
+	return fmt.Sprintf("option not found: %q in %s (no option has that value or text)", e.Value, e.Selector)
+}
+
+// InputError: the operation cannot apply to its input (a select on an
+// element that is not a <select>, a missing upload file, an unknown key).
+type InputError struct{ Msg string }
+
+func (e *InputError) Error() string { return e.Msg }
+
+// ErrDialogOpened: a JavaScript dialog opened while the operation waited
+// on the page, and blocks the page until it is answered.
+var ErrDialogOpened = errors.New("a JavaScript dialog opened")

@@ -71,6 +71,12 @@ type DialogOpening struct {
 	Type, Message, DefaultPrompt, URL string
 }
 
+// DialogClosed: the open dialog was answered (Page.javascriptDialogClosed).
+type DialogClosed struct {
+	Accepted  bool
+	UserInput string
+}
+
 func (FrameNavigated) isEvent()        {}
 func (SameDocumentNavigated) isEvent() {}
 func (NavigationRequested) isEvent()   {}
@@ -81,6 +87,7 @@ func (TitleChanged) isEvent()          {}
 func (Crashed) isEvent()               {}
 func (Detached) isEvent()              {}
 func (DialogOpening) isEvent()         {}
+func (DialogClosed) isEvent()          {}
 
 // eventDecoder turns raw CDP events into Events. It knows the page's main
 // frame and target id, and follows main-frame changes.
@@ -90,9 +97,13 @@ type eventDecoder struct {
 	// generation counts main-frame documents, so cached remote objects of
 	// an old document are known to be stale.
 	generation atomic.Uint64
+	net        *netTracker
 }
 
 func (d *eventDecoder) decode(method string, params json.RawMessage) (Event, bool) {
+	if d.net.observe(method, params) {
+		return nil, false
+	}
 	switch method {
 	case "Page.frameNavigated":
 		var p struct {
@@ -112,6 +123,7 @@ func (d *eventDecoder) decode(method string, params json.RawMessage) (Event, boo
 		if main {
 			d.mainFrameID = p.Frame.ID
 			d.generation.Add(1)
+			d.net.newDocument(p.Frame.LoaderID)
 		}
 		return FrameNavigated{FrameID: p.Frame.ID, LoaderID: p.Frame.LoaderID, URL: p.Frame.URL + p.Frame.URLFragment,
 			Main: main, UnreachableURL: p.Frame.UnreachableURL}, true
@@ -175,6 +187,15 @@ func (d *eventDecoder) decode(method string, params json.RawMessage) (Event, boo
 			return nil, false
 		}
 		return DialogOpening{Type: p.Type, Message: p.Message, DefaultPrompt: p.DefaultPrompt, URL: p.URL}, true
+	case "Page.javascriptDialogClosed":
+		var p struct {
+			Result    bool   `json:"result"`
+			UserInput string `json:"userInput"`
+		}
+		if json.Unmarshal(params, &p) != nil {
+			return nil, false
+		}
+		return DialogClosed{Accepted: p.Result, UserInput: p.UserInput}, true
 	case "Target.targetInfoChanged":
 		var p struct {
 			TargetInfo struct {

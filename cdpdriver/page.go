@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/mafredri/cdp"
+	"github.com/mafredri/cdp/protocol/network"
 	"github.com/mafredri/cdp/protocol/page"
 	"github.com/mafredri/cdp/protocol/runtime"
 	"github.com/mafredri/cdp/protocol/target"
@@ -28,6 +29,7 @@ type Page struct {
 	targetID string
 	conn     *rpcc.Conn
 	client   *cdp.Client
+	codec    *eventCodec
 	events   *eventQueue
 	decoder  *eventDecoder
 	log      zerolog.Logger
@@ -36,21 +38,31 @@ type Page struct {
 	// lookups; docGeneration says which document it belongs to.
 	doc           runtime.RemoteObjectID
 	docGeneration uint64
+
+	dialogs dialogState
 }
 
 // OpenPage connects to a page target's websocket (Browser.PageWebSocketURL)
 // and enables the events the tab actor needs.
 func OpenPage(ctx context.Context, wsURL, targetID string, log zerolog.Logger) (*Page, error) {
 	q := newEventQueue()
-	dec := &eventDecoder{targetID: targetID, mainFrameID: targetID}
+	dec := &eventDecoder{targetID: targetID, mainFrameID: targetID, net: newNetTracker()}
+	var codec *eventCodec
 	conn, err := rpcc.DialContext(ctx, wsURL,
 		rpcc.WithWriteBufferSize(writeBufferSize),
-		rpcc.WithCodec(func(rw io.ReadWriter) rpcc.Codec { return newEventCodec(rw, q, dec.decode) }))
+		rpcc.WithCodec(func(rw io.ReadWriter) rpcc.Codec {
+			codec = newEventCodec(rw, q, dec.decode)
+			codec.postErrs = func(_ string, err *rpcc.ResponseError) {
+				log.Warn().Str("error", err.Message).Msg("posted command failed")
+			}
+			return codec
+		}))
 	if err != nil {
 		return nil, fmt.Errorf("connect to page %s: %w", targetID, err)
 	}
-	p := &Page{targetID: targetID, conn: conn, client: cdp.NewClient(conn), events: q, decoder: dec, log: log}
-	q.dialog = p.answerDialog
+	p := &Page{targetID: targetID, conn: conn, client: cdp.NewClient(conn), codec: codec, events: q, decoder: dec, log: log}
+	p.dialogs.init()
+	q.dialog = p.dialogEvent
 	if err := p.enable(ctx); err != nil {
 		conn.Close()
 		return nil, fmt.Errorf("enable page %s: %w", targetID, err)
@@ -64,6 +76,9 @@ func (p *Page) enable(ctx context.Context) error {
 		return err
 	}
 	if err := c.Page.SetLifecycleEventsEnabled(ctx, page.NewSetLifecycleEventsEnabledArgs(true)); err != nil {
+		return err
+	}
+	if err := c.Network.Enable(ctx, network.NewEnableArgs()); err != nil {
 		return err
 	}
 	if err := c.Inspector.Enable(ctx); err != nil {
@@ -101,6 +116,9 @@ func (p *Page) wrap(ctx context.Context, op string, err error) error {
 	}
 	if p.lost() {
 		return fmt.Errorf("%s: %w", op, ErrConnectionLost)
+	}
+	if errors.Is(context.Cause(ctx), ErrDialogOpened) {
+		return fmt.Errorf("%s: %w", op, ErrDialogOpened)
 	}
 	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
 		return &TimeoutError{Op: op, After: deadlineOf(ctx)}
@@ -153,26 +171,4 @@ type timeoutKey struct{}
 // can say "after 2s".
 func WithTimeout(ctx context.Context, d time.Duration) (context.Context, context.CancelFunc) {
 	return context.WithTimeout(context.WithValue(ctx, timeoutKey{}, d), d)
-}
-
-// dialogTimeout bounds answering a dialog.
-const dialogTimeout = 10 * time.Second
-
-// answerDialog accepts a JavaScript dialog (a prompt with its default
-// text) as soon as it opens. A dialog blocks the page's JavaScript, and so
-// any command in flight (a click whose handler calls alert, an eval that
-// calls prompt): it must be answered from outside the command's caller.
-// The DialogOpening event still reaches TakeEvents, for reporting.
-func (p *Page) answerDialog(d DialogOpening) {
-	go func() {
-		ctx, cancel := context.WithTimeout(p.conn.Context(), dialogTimeout)
-		defer cancel()
-		args := page.NewHandleJavaScriptDialogArgs(true)
-		if d.Type == "prompt" {
-			args.SetPromptText(d.DefaultPrompt)
-		}
-		if err := p.client.Page.HandleJavaScriptDialog(ctx, args); err != nil && !p.lost() {
-			p.log.Warn().Err(err).Str("dialog", d.Type).Msg("answer dialog")
-		}
-	}()
 }

@@ -9,6 +9,8 @@ const (
 	CodeBadRequest        Code = "bad_request"
 	CodeStaleFrame        Code = "stale_frame"
 	CodeElementNotFound   Code = "element_not_found"
+	CodeElementCovered    Code = "element_covered"
+	CodeDialogOpen        Code = "dialog_open"
 	CodeStaleRef          Code = "stale_ref"
 	CodeNavigationFailed  Code = "navigation_failed"
 	CodeNoHistory         Code = "no_history"
@@ -30,6 +32,8 @@ var Codes = []struct {
 	{CodeBadRequest, "the request is malformed; the message names the field and what is expected"},
 	{CodeStaleFrame, "the action's basedOnSequence is no longer the tab's current frame; nothing was run"},
 	{CodeElementNotFound, "no element matches the selector"},
+	{CodeElementCovered, "another element covers the element's centre, so a click would land on it; the message names it"},
+	{CodeDialogOpen, "a JavaScript dialog is open and blocks the page; answer it with the dialog action"},
 	{CodeStaleRef, "the element a snapshot ref pointed to is gone"},
 	{CodeNavigationFailed, "the browser could not load the page (net::ERR_... text in the message)"},
 	{CodeNoHistory, "back or forward at the end of the tab's history"},

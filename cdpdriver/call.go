@@ -1,0 +1,116 @@
+package cdpdriver
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/mafredri/cdp/protocol/runtime"
+)
+
+// Page operations on an element run as one Runtime.callFunctionOn on the
+// document: the selector and every other input are arguments, never spliced
+// into source, so no selector can inject script. Each function starts with
+// findElementJS and answers {error: ...} or its data, by value.
+
+// findElementJS is the prologue of an element function: it binds el or
+// returns why it cannot.
+const findElementJS = `
+	let el;
+	try { el = this.querySelector(selector); } catch (e) { return {error: "invalid", reason: "" + e.message}; }
+	if (!el) return {error: "notfound"};
+`
+
+// describeJS names an element for messages: tag, id and up to two classes
+// (div#overlay.modal.open).
+const describeJS = `
+	const describe = (n) => {
+		if (!n || !n.tagName) return "" + n;
+		let s = n.tagName.toLowerCase();
+		if (n.id) s += "#" + n.id;
+		for (const c of Array.from(n.classList || []).slice(0, 2)) s += "." + c;
+		return s;
+	};
+`
+
+// elementReply is the common part of an element function's answer.
+type elementReply struct {
+	Error  string `json:"error"`
+	Reason string `json:"reason"`
+	By     string `json:"by"`
+}
+
+// err turns the answer's error into the driver's error types.
+func (r elementReply) err(selector string) error {
+	switch r.Error {
+	case "":
+		return nil
+	case "invalid":
+		return &InvalidSelectorError{Selector: selector, Reason: r.Reason}
+	case "notfound":
+		return &ElementNotFoundError{Selector: selector}
+	case "invisible":
+		return &ElementNotVisibleError{Selector: selector}
+	case "covered":
+		return &ElementCoveredError{Selector: selector, By: r.By}
+	case "timeout":
+		return &InputError{} // WaitFor turns it into a WaitTimeoutError
+	case "nooption":
+		return &OptionNotFoundError{Selector: selector, Value: r.Reason}
+	}
+	return &InputError{Msg: r.Reason}
+}
+
+// callOnDocument runs function(selector, args...) with this = document and
+// decodes its by-value answer into out, which must embed elementReply's
+// fields or be nil. await makes a returned promise be awaited.
+func (p *Page) callOnDocument(ctx context.Context, op, selector, fn string, await bool, out any, args ...any) error {
+	callArgs := make([]runtime.CallArgument, 0, len(args)+1)
+	for _, a := range append([]any{selector}, args...) {
+		raw, err := json.Marshal(a)
+		if err != nil {
+			return fmt.Errorf("%s: argument: %w", op, err)
+		}
+		callArgs = append(callArgs, runtime.CallArgument{Value: raw})
+	}
+	var res *runtime.CallFunctionOnReply
+	err := p.withDocument(ctx, func(doc runtime.RemoteObjectID) (err error) {
+		res, err = p.client.Runtime.CallFunctionOn(ctx, runtime.NewCallFunctionOnArgs(fn).
+			SetObjectID(doc).
+			SetArguments(callArgs).
+			SetReturnByValue(true).
+			SetAwaitPromise(await))
+		return err
+	})
+	if err != nil {
+		return p.wrap(ctx, op, err)
+	}
+	if res.ExceptionDetails != nil {
+		return fmt.Errorf("%s: %w", op, exceptionError(res.ExceptionDetails))
+	}
+	var head elementReply
+	if len(res.Result.Value) > 0 {
+		if err := json.Unmarshal(res.Result.Value, &head); err != nil {
+			return fmt.Errorf("%s: unexpected answer %s: %w", op, res.Result.Value, err)
+		}
+	}
+	if err := head.err(selector); err != nil {
+		return err
+	}
+	if out != nil && len(res.Result.Value) > 0 {
+		if err := json.Unmarshal(res.Result.Value, out); err != nil {
+			return fmt.Errorf("%s: unexpected answer %s: %w", op, res.Result.Value, err)
+		}
+	}
+	return nil
+}
+
+type runtimeObjectID = runtime.RemoteObjectID
+
+// callOn is a by-value call of fn with this = obj and no arguments.
+func callOn(obj runtime.RemoteObjectID, fn string) *runtime.CallFunctionOnArgs {
+	return runtime.NewCallFunctionOnArgs(fn).SetObjectID(obj).SetReturnByValue(true)
+}
+
+func asInput(err error, target **InputError) bool { return errors.As(err, target) }

@@ -1,0 +1,111 @@
+package cdpdriver
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"github.com/mafredri/cdp/protocol/page"
+)
+
+// JavaScript dialogs (alert, confirm, prompt, beforeunload) block the
+// page's JavaScript, and with it every command that waits on the renderer,
+// until they are answered. A Page handles them in one of two modes:
+//
+//   - auto (the default): answered at once from the reader goroutine,
+//     accepted (a prompt with its default text); the events still reach
+//     TakeEvents for reporting;
+//   - held (SetDialogsHeld(true)): left open for the caller to answer with
+//     AnswerDialog. Operations running under Guard when one opens stop
+//     waiting at once with ErrDialogOpened, and those started while one is
+//     open fail with it straight away, so no caller hangs on a dialog.
+
+// dialogAnswerTimeout bounds answering a dialog.
+const dialogAnswerTimeout = 10 * time.Second
+
+type dialogState struct {
+	mu   sync.Mutex
+	held bool
+	open bool
+	// opened is cancelled while a dialog is open (held mode); a fresh one
+	// replaces it when the dialog closes.
+	opened context.Context
+	signal context.CancelFunc
+}
+
+func (d *dialogState) init() { d.opened, d.signal = context.WithCancel(context.Background()) }
+
+// SetDialogsHeld chooses held mode (true) or auto mode (false).
+func (p *Page) SetDialogsHeld(held bool) {
+	p.dialogs.mu.Lock()
+	p.dialogs.held = held
+	p.dialogs.mu.Unlock()
+}
+
+// DialogOpen reports whether a dialog is open now.
+func (p *Page) DialogOpen() bool {
+	p.dialogs.mu.Lock()
+	defer p.dialogs.mu.Unlock()
+	return p.dialogs.open
+}
+
+// dialogEvent runs in the reader goroutine for every dialog event: it
+// must not block.
+func (p *Page) dialogEvent(ev Event) {
+	d := &p.dialogs
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	switch e := ev.(type) {
+	case DialogOpening:
+		d.open = true
+		if !d.held {
+			go p.answer(true, e.DefaultPrompt, e.Type == "prompt")
+			return
+		}
+		d.signal()
+	case DialogClosed:
+		d.open = false
+		if d.opened.Err() != nil {
+			d.init()
+		}
+	}
+}
+
+func (p *Page) answer(accept bool, text string, setText bool) error {
+	ctx, cancel := context.WithTimeout(p.conn.Context(), dialogAnswerTimeout)
+	defer cancel()
+	args := page.NewHandleJavaScriptDialogArgs(accept)
+	if setText {
+		args.SetPromptText(text)
+	}
+	err := p.client.Page.HandleJavaScriptDialog(ctx, args)
+	if err != nil && !p.lost() {
+		p.log.Warn().Err(err).Msg("answer dialog")
+	}
+	return p.wrap(ctx, "answer dialog", err)
+}
+
+// Guard returns ctx, cancelled with the cause ErrDialogOpened as soon as a
+// dialog is open in held mode; operations under it then return an error
+// that wraps ErrDialogOpened.
+func (p *Page) Guard(ctx context.Context) (context.Context, context.CancelFunc) {
+	p.dialogs.mu.Lock()
+	opened := p.dialogs.opened
+	p.dialogs.mu.Unlock()
+	ctx, cancel := context.WithCancelCause(ctx)
+	stop := context.AfterFunc(opened, func() { cancel(ErrDialogOpened) })
+	return ctx, func() { stop(); cancel(nil) }
+}
+
+// AnswerDialog accepts or dismisses the open dialog; text answers a
+// prompt when accepting. With no dialog open it is an *InputError.
+func (p *Page) AnswerDialog(ctx context.Context, accept bool, text string) error {
+	if !p.DialogOpen() {
+		return &InputError{Msg: "no JavaScript dialog is open"}
+	}
+	args := page.NewHandleJavaScriptDialogArgs(accept)
+	if accept && text != "" {
+		args.SetPromptText(text)
+	}
+	return p.wrap(ctx, "answer dialog", p.client.Page.HandleJavaScriptDialog(ctx, args))
+}

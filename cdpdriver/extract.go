@@ -1,0 +1,175 @@
+package cdpdriver
+
+import (
+	"context"
+	"encoding/base64"
+	"fmt"
+	"math"
+	"time"
+
+	"github.com/mafredri/cdp/protocol/page"
+)
+
+// textJS is the visible text (innerText: rendering-aware, hidden content
+// left out) of the element or the body, whitespace collapsed.
+const textJS = `function (selector) {
+	const text = (n) => n ? n.innerText.replace(/\s+/g, " ").trim() : "";
+	if (!selector) return {text: text(document.body || document.documentElement)};` + findElementJS + `
+	return {text: text(el)};
+}`
+
+// Text returns the visible text of the element matching selector, or of
+// the whole page when selector is empty, with whitespace collapsed.
+func (p *Page) Text(ctx context.Context, selector string) (string, error) {
+	var r struct {
+		elementReply
+		Text string `json:"text"`
+	}
+	err := p.callOnDocument(ctx, "read text", selector, textJS, false, &r)
+	return r.Text, err
+}
+
+const htmlJS = `function (selector) {
+	if (!selector) return {html: document.documentElement ? document.documentElement.outerHTML : ""};` + findElementJS + `
+	return {html: el.outerHTML};
+}`
+
+// HTML returns the outer HTML of the element matching selector, or of the
+// whole document when selector is empty.
+func (p *Page) HTML(ctx context.Context, selector string) (string, error) {
+	var r struct {
+		elementReply
+		HTML string `json:"html"`
+	}
+	err := p.callOnDocument(ctx, "read html", selector, htmlJS, false, &r)
+	return r.HTML, err
+}
+
+// Title returns the document's title.
+func (p *Page) Title(ctx context.Context) (string, error) {
+	_, title, err := p.Location(ctx)
+	return title, err
+}
+
+// ReadyState returns document.readyState: "loading", "interactive" or
+// "complete".
+func (p *Page) ReadyState(ctx context.Context) (string, error) {
+	var s string
+	err := p.evalValue(ctx, "read readyState", "document.readyState", &s)
+	return s, err
+}
+
+// ScreenshotOptions choose what a screenshot covers.
+type ScreenshotOptions struct {
+	FullPage bool   // the whole scrollable page, not only the viewport
+	Selector string // only this element's box
+}
+
+// regionJS answers the region to capture in page coordinates: the
+// element's border box (scrolled into view) or the whole document.
+const regionJS = `function (selector, fullPage) {
+	if (!selector) {
+		const d = document.documentElement;
+		return {x: 0, y: 0, width: Math.max(d.scrollWidth, innerWidth), height: Math.max(d.scrollHeight, innerHeight)};
+	}` + findElementJS + `
+	el.scrollIntoView({block: "center", inline: "center", behavior: "instant"});
+	const r = el.getBoundingClientRect();
+	if (r.width <= 0 || r.height <= 0) return {error: "invisible"};
+	return {x: r.left + scrollX, y: r.top + scrollY, width: r.width, height: r.height};
+}`
+
+// Screenshot captures a PNG of the viewport, the full page or an element.
+func (p *Page) Screenshot(ctx context.Context, o ScreenshotOptions) ([]byte, error) {
+	args := page.NewCaptureScreenshotArgs().SetFormat("png")
+	if o.FullPage || o.Selector != "" {
+		var r struct {
+			elementReply
+			X, Y, Width, Height float64
+		}
+		if err := p.callOnDocument(ctx, "screenshot", o.Selector, regionJS, false, &r, o.FullPage); err != nil {
+			return nil, err
+		}
+		args.SetClip(page.Viewport{X: r.X, Y: r.Y, Width: math.Ceil(r.Width), Height: math.Ceil(r.Height), Scale: 1}).
+			SetCaptureBeyondViewport(true)
+	}
+	shot, err := p.client.Page.CaptureScreenshot(ctx, args)
+	if err != nil {
+		return nil, p.wrap(ctx, "screenshot", err)
+	}
+	if len(shot.Data) == 0 {
+		return nil, fmt.Errorf("screenshot: Chromium returned no image")
+	}
+	return shot.Data, nil
+}
+
+// Wait states for WaitFor.
+const (
+	WaitAttached = "attached" // in the document
+	WaitVisible  = "visible"  // in the document with a visible box
+	WaitHidden   = "hidden"   // absent, or without a visible box
+	WaitGone     = "gone"     // not in the document
+)
+
+// WaitTimeoutError: the element did not reach the state in time.
+type WaitTimeoutError struct {
+	Selector, State string
+	After           time.Duration
+}
+
+func (e *WaitTimeoutError) Error() string {
+	switch e.State {
+	case WaitHidden:
+		return fmt.Sprintf("timeout: %s still visible after %s", e.Selector, e.After)
+	case WaitGone:
+		return fmt.Sprintf("timeout: %s still in the page after %s", e.Selector, e.After)
+	case WaitVisible:
+		return fmt.Sprintf("element not visible: %s (waited %s for it to become visible)", e.Selector, e.After)
+	}
+	return fmt.Sprintf("element not found: %s (waited %s for it to appear)", e.Selector, e.After)
+}
+
+// waitJS polls in the page (every 20ms, no round trips) until the element
+// reaches the state or the deadline passes.
+const waitJS = `function (selector, state, timeoutMs) {
+	const check = () => {
+		let el;
+		try { el = this.querySelector(selector); } catch (e) { return {error: "invalid", reason: "" + e.message}; }
+		let visible = false;
+		if (el) {
+			const s = getComputedStyle(el);
+			if (s.visibility !== "hidden" && s.display !== "none")
+				for (const r of el.getClientRects()) if (r.width > 0 && r.height > 0) { visible = true; break; }
+		}
+		const done = state === "attached" ? !!el : state === "visible" ? visible : state === "hidden" ? !visible : !el;
+		return done ? {} : null;
+	};
+	return new Promise(resolve => {
+		const deadline = Date.now() + timeoutMs;
+		const tick = () => {
+			const r = check();
+			if (r) return resolve(r);
+			if (Date.now() >= deadline) return resolve({error: "timeout"});
+			setTimeout(tick, 20);
+		};
+		tick();
+	});
+}`
+
+// WaitFor waits until the element matching selector reaches state, for at
+// most timeout; then it is a *WaitTimeoutError. The polling runs in the
+// page and ends on its own at the deadline, so nothing is left behind.
+func (p *Page) WaitFor(ctx context.Context, selector, state string, timeout time.Duration) error {
+	// The round trip gets a margin over the page's own deadline, so the
+	// page's answer, not the context, says it timed out.
+	ctx, cancel := context.WithTimeout(ctx, timeout+2*time.Second)
+	defer cancel()
+	err := p.callOnDocument(ctx, "wait for "+selector, selector, waitJS, true, nil, state, timeout.Milliseconds())
+	var in *InputError
+	if asInput(err, &in) && in.Msg == "" {
+		return &WaitTimeoutError{Selector: selector, State: state, After: timeout}
+	}
+	return err
+}
+
+// Base64 is how binary results (screenshots) travel in JSON.
+func Base64(data []byte) string { return base64.StdEncoding.EncodeToString(data) }

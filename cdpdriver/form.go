@@ -1,0 +1,93 @@
+package cdpdriver
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/mafredri/cdp/protocol/dom"
+)
+
+// selectJS chooses the option of a native <select> whose value, or else
+// whose visible text, is the wanted one, and fires input and change as a
+// user's choice would.
+const selectJS = `function (selector, want) {` + findElementJS + `
+	if (!(el instanceof HTMLSelectElement)) return {error: "input", reason: "element " + selector + " is a <" + el.tagName.toLowerCase() + ">, not a <select>"};
+	let opt = Array.from(el.options).find(o => o.value === want);
+	if (!opt) opt = Array.from(el.options).find(o => o.text.trim() === want.trim());
+	if (!opt) return {error: "nooption", reason: want};
+	el.value = opt.value;
+	opt.selected = true;
+	el.dispatchEvent(new Event("input", {bubbles: true}));
+	el.dispatchEvent(new Event("change", {bubbles: true}));
+	return {};
+}`
+
+// Select chooses an option of a native <select> by value, or by its text
+// when no value matches (DR-013's select, with input and change events).
+func (p *Page) Select(ctx context.Context, selector, value string) error {
+	return p.callOnDocument(ctx, "select", selector, selectJS, false, nil, value)
+}
+
+// scrollIntoViewJS scrolls an element to the centre of the viewport,
+// instantly (DR-013).
+const scrollIntoViewJS = `function (selector) {` + findElementJS + `
+	el.scrollIntoView({block: "center", inline: "nearest", behavior: "instant"});
+	return {};
+}`
+
+// scrollWindowJS scrolls the window to or by a position, instantly.
+const scrollWindowJS = `function (selector, by, x, y) {
+	const opts = {left: x, top: y, behavior: "instant"};
+	if (by) window.scrollBy(opts); else window.scrollTo(opts);
+	return {};
+}`
+
+// ScrollIntoView scrolls the element matching selector into view.
+func (p *Page) ScrollIntoView(ctx context.Context, selector string) error {
+	return p.callOnDocument(ctx, "scroll", selector, scrollIntoViewJS, false, nil)
+}
+
+// ScrollWindow scrolls the page to x,y, or by x,y when by is set.
+func (p *Page) ScrollWindow(ctx context.Context, x, y float64, by bool) error {
+	return p.callOnDocument(ctx, "scroll", "", scrollWindowJS, false, nil, by, x, y)
+}
+
+// fileInputJS checks the element is a file input that can take the files.
+const fileInputJS = `function (selector, count) {` + findElementJS + `
+	if (!(el instanceof HTMLInputElement) || el.type !== "file") return {error: "input", reason: "element " + selector + " is not an <input type=file>"};
+	if (count > 1 && !el.multiple) return {error: "input", reason: "element " + selector + " takes one file (no multiple attribute), got " + count};
+	return {};
+}`
+
+// Upload sets the files of an <input type=file> (DOM.setFileInputFiles);
+// the page sees input and change events as after a user's choice. The
+// paths are on the machine the browser runs on; each must be a readable
+// file.
+func (p *Page) Upload(ctx context.Context, selector string, files []string) error {
+	abs := make([]string, len(files))
+	for i, f := range files {
+		a, err := filepath.Abs(f)
+		if err == nil {
+			var fi os.FileInfo
+			if fi, err = os.Stat(a); err == nil && fi.IsDir() {
+				err = fmt.Errorf("is a directory")
+			}
+		}
+		if err != nil {
+			return &InputError{Msg: fmt.Sprintf("upload file %s: %v", f, err)}
+		}
+		abs[i] = a
+	}
+	if err := p.callOnDocument(ctx, "upload", selector, fileInputJS, false, nil, len(files)); err != nil {
+		return err
+	}
+	el, err := p.element(ctx, selector)
+	if err != nil {
+		return err
+	}
+	defer p.release(el)
+	args := dom.NewSetFileInputFilesArgs(abs).SetObjectID(el)
+	return p.wrap(ctx, "upload", p.client.DOM.SetFileInputFiles(ctx, args))
+}
