@@ -217,8 +217,16 @@ func (t *Tab) scroll(ctx context.Context, a protocol.Action) error {
 	return t.page.ScrollWindow(ctx, x, y, by)
 }
 
+// answerDialog answers the open dialog and waits for the browser to report
+// it closed, so the next action finds the page unblocked.
 func (t *Tab) answerDialog(ctx context.Context, a protocol.Action) error {
-	return t.page.AnswerDialog(ctx, a.Answer == "accept", a.Text)
+	if err := t.page.AnswerDialog(ctx, a.Answer == "accept", a.Text); err != nil {
+		return err
+	}
+	if !t.waitFor(ctx, func() bool { return t.nav.dialog == nil }) {
+		return protocol.Errorf(protocol.CodeTimeout, "the dialog was answered but the browser did not report it closed")
+	}
+	return nil
 }
 
 func (t *Tab) eval(ctx context.Context, a protocol.Action) (outcome, error) {

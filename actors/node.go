@@ -24,6 +24,9 @@ type NodeOptions struct {
 	Frames frames.Options
 	// SettleTimeout: see TabOptions.
 	SettleTimeout time.Duration
+	// DialogTimeout and DialogDefault: see TabOptions.
+	DialogTimeout time.Duration
+	DialogDefault string
 	// StartURL is where the first tab opens; about:blank when "".
 	StartURL string
 	Logger   zerolog.Logger
@@ -95,6 +98,8 @@ func (n *Node) OpenTab(ctx context.Context, url string) (*Tab, error) {
 		Subjects:      n.subj,
 		Frames:        n.opts.Frames,
 		SettleTimeout: n.opts.SettleTimeout,
+		DialogTimeout: n.opts.DialogTimeout,
+		DialogDefault: n.opts.DialogDefault,
 		Logger:        n.log,
 	})
 	if err != nil {

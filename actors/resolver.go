@@ -56,7 +56,10 @@ func (t *Tab) execute(ctx context.Context, plan protocol.Plan, index int, a prot
 	defer cancel()
 	// An action blocked by a dialog it opened (a click whose handler calls
 	// confirm) is done: it returns, and the dialog waits for its answer.
-	gctx, release := t.page.Guard(actx)
+	gctx, release := actx, context.CancelFunc(func() {})
+	if a.Type != "dialog" { // which answers the dialog the guard is about
+		gctx, release = t.page.Guard(actx)
+	}
 	out, err := h(t, gctx, a)
 	release()
 	if errors.Is(err, cdpdriver.ErrDialogOpened) {

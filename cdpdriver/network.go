@@ -17,17 +17,27 @@ import (
 // NetworkIdleWindow is how long the network must be quiet to count as idle.
 const NetworkIdleWindow = 500 * time.Millisecond
 
+// LongRequestAfter is the age at which a request still in flight is taken
+// for a long poll, held open by design like a stream, and stops keeping
+// the network busy: idle then counts from that moment.
+const LongRequestAfter = 2 * time.Second
+
 // longLived are the Network.ResourceType values idle ignores.
 var longLived = map[string]bool{"WebSocket": true, "EventSource": true, "Media": true}
 
+type request struct {
+	loaderID string
+	started  time.Time
+}
+
 type netTracker struct {
 	mu       sync.Mutex
-	inflight map[string]string // requestId -> loaderId
-	changed  time.Time         // last time a request started or ended
+	inflight map[string]request
+	changed  time.Time // last time a request started or ended
 }
 
 func newNetTracker() *netTracker {
-	return &netTracker{inflight: map[string]string{}, changed: time.Now()}
+	return &netTracker{inflight: map[string]request{}, changed: time.Now()}
 }
 
 // observe folds one Network event in; it reports whether it was one.
@@ -41,7 +51,11 @@ func (n *netTracker) observe(method string, params json.RawMessage) bool {
 		}
 		if json.Unmarshal(params, &p) == nil && !longLived[p.Type] {
 			n.mu.Lock()
-			n.inflight[p.RequestID] = p.LoaderID
+			now := time.Now()
+			if r, ok := n.inflight[p.RequestID]; ok {
+				now = r.started // a redirect: the same request goes on
+			}
+			n.inflight[p.RequestID] = request{loaderID: p.LoaderID, started: now}
 			n.changed = time.Now()
 			n.mu.Unlock()
 		}
@@ -68,22 +82,33 @@ func (n *netTracker) observe(method string, params json.RawMessage) bool {
 func (n *netTracker) newDocument(loaderID string) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	for id, l := range n.inflight {
-		if l != loaderID {
+	for id, r := range n.inflight {
+		if r.loaderID != loaderID {
 			delete(n.inflight, id)
 		}
 	}
 }
 
 // quietFor is how long the network has been idle (0 while busy), and the
-// number of requests in flight.
+// number of requests in flight that keep it busy. Requests older than
+// LongRequestAfter do not; the quiet starts when the last one aged.
 func (n *netTracker) quietFor() (time.Duration, int) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	if len(n.inflight) > 0 {
-		return 0, len(n.inflight)
+	now := time.Now()
+	since, busy := n.changed, 0
+	for _, r := range n.inflight {
+		aged := r.started.Add(LongRequestAfter)
+		if aged.After(now) {
+			busy++
+		} else if aged.After(since) {
+			since = aged
+		}
 	}
-	return time.Since(n.changed), 0
+	if busy > 0 {
+		return 0, busy
+	}
+	return now.Sub(since), 0
 }
 
 // netPoll is how often WaitNetworkIdle looks at the tracker.

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"io"
@@ -29,6 +30,10 @@ type serveOptions struct {
 	prefix   string
 	startURL string
 	logLevel string
+	// dialogTimeout: how long a JavaScript dialog waits for a dialog
+	// action; dialogDefault answers it then.
+	dialogTimeout time.Duration
+	dialogDefault string
 }
 
 func serveCommand() command {
@@ -49,9 +54,17 @@ temporary profile) and the bus, removes the state file and exits 0.`,
 			fs.StringVar(&o.prefix, "prefix", protocol.DefaultPrefix, "subject `prefix`")
 			fs.StringVar(&o.startURL, "start-url", "about:blank", "`URL` the first tab opens")
 			fs.StringVar(&o.logLevel, "log-level", "info", "log `level` on stderr: trace, debug, info, warn, error")
+			fs.DurationVar(&o.dialogTimeout, "dialog-timeout", actors.DefaultDialogTimeout, "how long a JavaScript dialog stays open for a `dialog` action before the default answers it; 0 answers at once")
+			fs.StringVar(&o.dialogDefault, "dialog-default", "accept", "the automatic answer to a JavaScript dialog: accept or dismiss")
 			return func(c *cli, args []string) error {
 				if len(args) > 0 {
 					return usagef("serve: takes no arguments, got %q", args)
+				}
+				if o.dialogDefault != "accept" && o.dialogDefault != "dismiss" {
+					return usagef("serve: --dialog-default: %q is not accept or dismiss", o.dialogDefault)
+				}
+				if o.dialogTimeout < 0 {
+					return usagef("serve: --dialog-timeout: must not be negative")
 				}
 				if fs.Changed("listen") && o.busURL != "" {
 					return usagef("serve: --listen and --bus-url exclude each other: --listen is for the embedded server")
@@ -101,6 +114,9 @@ func (c *cli) serve(o serveOptions) error {
 		Prefix:   o.prefix,
 		StartURL: o.startURL,
 		Logger:   log,
+		// The node's zero means "the default"; the flag's zero, at once.
+		DialogTimeout: cmp.Or(o.dialogTimeout, -1),
+		DialogDefault: o.dialogDefault,
 	})
 	cancel()
 	if err != nil {

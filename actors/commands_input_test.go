@@ -1,0 +1,557 @@
+package actors
+
+import (
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/framebus/framebus/protocol"
+)
+
+// Acceptance tests of the actions that act on the page: click, hover,
+// drag, type, fill, focus, key, select, scroll, upload (DR-013). The
+// helpers (cmdMutate, cmdEval, ...) are in commands_read_test.go.
+
+// click sends real mouse events: a move first (mouseover, mouseenter),
+// then press and release; double clicks twice (dblclick), right fires
+// contextmenu and no click.
+func TestClickMouseEvents(t *testing.T) {
+	cases := []struct {
+		name   string
+		action protocol.Action
+		counts map[string]int
+	}{
+		{"click", protocol.Action{}, map[string]int{"mouseover": 1, "mouseenter": 1, "mousedown": 1, "mouseup": 1, "click": 1, "dblclick": 0, "contextmenu": 0}},
+		{"double", protocol.Action{Double: true}, map[string]int{"mouseover": 1, "mouseenter": 1, "mousedown": 2, "mouseup": 2, "click": 2, "dblclick": 1, "contextmenu": 0}},
+		{"right", protocol.Action{Right: true}, map[string]int{"mouseover": 1, "mouseenter": 1, "mousedown": 1, "mouseup": 1, "click": 0, "dblclick": 0, "contextmenu": 1}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			tab, _, _ := tabAt(t, "/click.html")
+			a := tc.action
+			a.Type, a.Selector = "click", "#btn"
+			cmdMutate(t, tab, a)
+			var log []string
+			cmdEvalInto(t, tab, "window.log", &log)
+			got := map[string]int{}
+			for _, e := range log {
+				got[e]++
+			}
+			for ev, n := range tc.counts {
+				if got[ev] != n {
+					t.Fatalf("%s: %d %s events, want %d; events in order: %v", tc.name, got[ev], ev, n, log)
+				}
+			}
+			if len(log) < 3 || log[0] != "mouseover" || log[1] != "mouseenter" || log[2] != "mousedown" {
+				t.Fatalf("%s: the mouse did not move onto the element before pressing: %v", tc.name, log)
+			}
+		})
+	}
+}
+
+// click scrolls an element far down the page into view first.
+func TestClickScrollsIntoView(t *testing.T) {
+	tab, _, _ := tabAt(t, "/click.html")
+	cmdExpect(t, tab, "scrollY", "0")
+	cmdMutate(t, tab, protocol.Action{Type: "click", Selector: "#far"})
+	cmdExpect(t, tab, "[window.farClicked === true, scrollY > 0]", "[true,true]")
+}
+
+// A click on an element another element covers is refused with
+// element_covered, naming the covering element, and does not reach the
+// element; once uncovered it is clicked.
+func TestClickCoveredElement(t *testing.T) {
+	tab, _, _ := tabAt(t, "/covered.html")
+	res := send(t, tab.ID(), one(protocol.Action{Type: "click", Selector: "#under"}))
+	if res.OK || res.Code != protocol.CodeElementCovered || !strings.Contains(res.Error, "overlay") {
+		t.Fatalf("click on a covered button: want element_covered naming div#overlay, got %+v", res)
+	}
+	cmdExpect(t, tab, "typeof window.underClicked", `"undefined"`)
+	cmdEval(t, tab, "document.getElementById('overlay').remove(), 1")
+	cmdMutate(t, tab, protocol.Action{Type: "click", Selector: "#under"})
+	cmdExpect(t, tab, "window.underClicked", "true")
+}
+
+// Elements that are missing, display:none or of zero size cannot be
+// clicked: element_not_found, no frame, and no handler runs.
+func TestClickElementNotClickable(t *testing.T) {
+	tab, _, _ := tabAt(t, "/click.html")
+	cases := []struct{ selector, exact string }{
+		{"#missing", "element not found: #missing"},
+		{".missing-button", "element not found: .missing-button"},
+		{"#hidden-btn", ""},
+		{"#zero", ""},
+	}
+	for _, tc := range cases {
+		res := cmdFails(t, tab, protocol.Action{Type: "click", Selector: tc.selector}, protocol.CodeElementNotFound)
+		if tc.exact != "" && res.Error != tc.exact {
+			t.Fatalf("click %s: error %q, want %q", tc.selector, res.Error, tc.exact)
+		}
+	}
+	cmdExpect(t, tab, "[typeof window.hiddenClicked, typeof window.zeroClicked]", `["undefined","undefined"]`)
+}
+
+// Every action that takes a selector answers element_not_found with
+// DR-013's message when nothing matches, and produces no frame.
+func TestElementNotFoundEveryAction(t *testing.T) {
+	tab, _, _ := tabAt(t, "/form.html")
+	file := filepath.Join(t.TempDir(), "f.txt")
+	if err := os.WriteFile(file, []byte("f"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, a := range []protocol.Action{
+		{Type: "click", Selector: "#missing"},
+		{Type: "click", Selector: "#missing", Double: true},
+		{Type: "hover", Selector: "#missing"},
+		{Type: "drag", From: "#missing", To: "#name"},
+		{Type: "type", Selector: "#missing", Text: "x"},
+		{Type: "fill", Selector: "#missing", Text: "x"},
+		{Type: "focus", Selector: "#missing"},
+		{Type: "select", Selector: "#missing", Value: "a"},
+		{Type: "scroll", Selector: "#missing"},
+		{Type: "upload", Selector: "#missing", Files: []string{file}},
+		{Type: "text", Selector: "#missing"},
+		{Type: "html", Selector: "#missing"},
+		{Type: "screenshot", Selector: "#missing"},
+	} {
+		res := cmdFails(t, tab, a, protocol.CodeElementNotFound)
+		if res.Error != "element not found: #missing" {
+			t.Errorf("%s %+v: error %q, want %q", a.Type, a, res.Error, "element not found: #missing")
+		}
+	}
+}
+
+// Selectors with quotes, backslashes and newlines reach the page as
+// written.
+func TestClickEscapedSelectors(t *testing.T) {
+	tab, _, _ := tabAt(t, "/click.html")
+	cases := []struct{ selector, hit string }{
+		{`[data-x="a\"b"]`, "quoted"},
+		{`[data-x='a"b']`, "quoted"},
+		{`button[data-y="a\\b"]`, "backslash"},
+		{"div.wrap\n#nl", "newline"},
+		{"div.wrap >\n\tbutton#nl", "newline"},
+	}
+	for _, tc := range cases {
+		cmdEval(t, tab, "window.hit = null, 1")
+		cmdMutate(t, tab, protocol.Action{Type: "click", Selector: tc.selector})
+		if got := cmdEval(t, tab, "window.hit"); got != `"`+tc.hit+`"` {
+			t.Fatalf("click %q hit %s, want %q", tc.selector, got, tc.hit)
+		}
+	}
+}
+
+// A selector is never script: selectors written to break out of a script
+// string fail as invalid (bad_request) or unmatched (element_not_found;
+// timeout for wait-for), for every action that takes one, and nothing
+// they contain runs.
+func TestSelectorsCannotInjectScript(t *testing.T) {
+	tab, _, _ := tabAt(t, "/form.html")
+	file := filepath.Join(t.TempDir(), "f.txt")
+	if err := os.WriteFile(file, []byte("f"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	selectors := []string{
+		`"); window.pwned=1; ("`,
+		`'); window.pwned=1; ('`,
+		"`); window.pwned=1; (`",
+		"${window.pwned=1}",
+		`\"); window.pwned=1; //`,
+		"</script><script>window.pwned=1</script>",
+		"#q\"]'); window.pwned=1; //",
+		"#q') || (window.pwned=1) || ('",
+	}
+	for _, sel := range selectors {
+		for _, a := range []protocol.Action{
+			{Type: "click", Selector: sel},
+			{Type: "hover", Selector: sel},
+			{Type: "drag", From: sel, To: "#name"},
+			{Type: "drag", From: "#name", To: sel},
+			{Type: "type", Selector: sel, Text: "x"},
+			{Type: "fill", Selector: sel, Text: "x"},
+			{Type: "focus", Selector: sel},
+			{Type: "select", Selector: sel, Value: "a"},
+			{Type: "scroll", Selector: sel},
+			{Type: "upload", Selector: sel, Files: []string{file}},
+			{Type: "wait-for", Selector: sel, Timeout: protocol.Duration(300 * time.Millisecond)},
+			{Type: "text", Selector: sel},
+			{Type: "html", Selector: sel},
+			{Type: "screenshot", Selector: sel},
+		} {
+			res := send(t, tab.ID(), one(a))
+			ok := res.Code == protocol.CodeBadRequest || res.Code == protocol.CodeElementNotFound ||
+				a.Type == "wait-for" && res.Code == protocol.CodeTimeout
+			if res.OK || !ok {
+				t.Errorf("%s with selector %q: want bad_request or element_not_found, got %+v", a.Type, sel, res)
+			}
+		}
+	}
+	cmdExpect(t, tab, "typeof window.pwned", `"undefined"`)
+}
+
+// hover moves the mouse onto the element: mouseenter fires and :hover
+// applies (a CSS tooltip shows), without a click; hovering elsewhere
+// leaves it.
+func TestHover(t *testing.T) {
+	tab, _, _ := tabAt(t, "/hover.html")
+	cmdMutate(t, tab, protocol.Action{Type: "hover", Selector: "#menu"})
+	var got struct {
+		Status, Tip      string
+		Entered, Overs   int
+		Hovered, Clicked bool
+	}
+	state := "({Status: document.getElementById('status').textContent, Tip: getComputedStyle(document.getElementById('tip')).display, " +
+		"Entered: window.entered, Overs: window.overs, Hovered: document.getElementById('menu').matches(':hover'), Clicked: !!window.menuClicked})"
+	cmdEvalInto(t, tab, state, &got)
+	if got.Status != "hovered" || got.Tip != "inline" || got.Entered != 1 || got.Overs < 1 || !got.Hovered || got.Clicked {
+		t.Fatalf("after hover #menu: %+v", got)
+	}
+	cmdMutate(t, tab, protocol.Action{Type: "hover", Selector: "#away"})
+	cmdEvalInto(t, tab, state, &got)
+	if got.Status != "left" || got.Tip != "none" || got.Hovered || got.Clicked {
+		t.Fatalf("after hover #away: %+v", got)
+	}
+}
+
+// drag presses the mouse on one element, moves it and releases it over
+// another; the page implements dragging with mouse events.
+func TestDrag(t *testing.T) {
+	tab, _, _ := tabAt(t, "/drag.html")
+	for _, target := range []string{"target", "other"} {
+		cmdEval(t, tab, "window.moves = 0, window.dropped = null, 1")
+		cmdMutate(t, tab, protocol.Action{Type: "drag", From: "#item", To: "#" + target})
+		var got struct {
+			Dropped  string
+			Moves    int
+			Dragging bool
+			Inside   bool
+		}
+		cmdEvalInto(t, tab, `(() => {
+			const i = document.getElementById('item').getBoundingClientRect();
+			const r = document.getElementById('`+target+`').getBoundingClientRect();
+			const x = i.left + i.width / 2, y = i.top + i.height / 2;
+			return {Dropped: window.dropped, Moves: window.moves, Dragging: window.dragging,
+				Inside: x >= r.left && x <= r.right && y >= r.top && y <= r.bottom};
+		})()`, &got)
+		if got.Dropped != target || got.Moves < 1 || got.Dragging || !got.Inside {
+			t.Fatalf("drag #item to #%s: %+v", target, got)
+		}
+	}
+	res := cmdFails(t, tab, protocol.Action{Type: "drag", From: "#item", To: "#missing"}, protocol.CodeElementNotFound)
+	if res.Error != "element not found: #missing" {
+		t.Fatalf("drag to a missing element: %+v", res)
+	}
+	// A failed drag does not leave the page mid-drag.
+	cmdExpect(t, tab, "window.dragging", "false")
+}
+
+// type focuses the selector's element (or uses the focused one) and
+// inserts the text with input events; clear replaces the content; fill
+// clears and types.
+func TestTypeAndFill(t *testing.T) {
+	tab, _, _ := tabAt(t, "/form.html")
+	value := func(id string) string {
+		t.Helper()
+		var v string
+		cmdEvalInto(t, tab, "document.getElementById('"+id+"').value", &v)
+		return v
+	}
+
+	cmdMutate(t, tab, protocol.Action{Type: "type", Selector: "#name", Text: "hello"})
+	if v := value("name"); v != "hello" {
+		t.Fatalf("type #name hello: value %q", v)
+	}
+	cmdExpect(t, tab, "[document.activeElement.id, window.inputs.name >= 1]", `["name",true]`)
+
+	cmdMutate(t, tab, protocol.Action{Type: "focus", Selector: "#area"})
+	cmdMutate(t, tab, protocol.Action{Type: "type", Text: "into the focused one"})
+	if v := value("area"); v != "into the focused one" {
+		t.Fatalf("type without selector: textarea value %q", v)
+	}
+	if v := value("name"); v != "hello" {
+		t.Fatalf("type without selector changed #name to %q", v)
+	}
+
+	cmdMutate(t, tab, protocol.Action{Type: "type", Selector: "#prefilled", Text: "new", Clear: true})
+	if v := value("prefilled"); v != "new" {
+		t.Fatalf("type --clear: value %q, want %q", v, "new")
+	}
+
+	cmdEval(t, tab, "window.inputs = {}, 1")
+	cmdMutate(t, tab, protocol.Action{Type: "fill", Selector: "#prefilled", Text: "filled"})
+	if v := value("prefilled"); v != "filled" {
+		t.Fatalf("fill: value %q", v)
+	}
+	cmdExpect(t, tab, "window.inputs.prefilled >= 1", "true")
+
+	const unicode = "héllo wörld ✓ 😀 \"quotes\" \\ back"
+	cmdMutate(t, tab, protocol.Action{Type: "fill", Selector: "#area", Text: unicode})
+	if v := value("area"); v != unicode {
+		t.Fatalf("fill with unicode: value %q, want %q", v, unicode)
+	}
+}
+
+// type with key Enter submits the form: the navigation belongs to the
+// type's one frame, and no page frame follows it.
+func TestTypeKeyEnterSubmitsInOneFrame(t *testing.T) {
+	tab, frames, seq := tabAt(t, "/form.html")
+	want := site("/search.html?q=desk+lamps")
+	res := send(t, tab.ID(), one(protocol.Action{Type: "type", Selector: "#q", Text: "desk lamps", Key: "Enter", BasedOnSequence: protocol.Based(seq)}))
+	if !res.OK || res.Sequence != seq+1 || res.Results[0].URL != want {
+		t.Fatalf("type --key Enter: want one frame at %s, got %+v", want, res)
+	}
+	if f := frames.next(); f.Sequence != seq+1 || f.Action != "type" || f.URL != want || f.FullPage == nil {
+		t.Fatalf("the type's frame: %+v", f)
+	}
+	res = send(t, tab.ID(), one(protocol.Action{Type: "eval", Expression: "document.getElementById('query').textContent", BasedOnSequence: protocol.Based(seq + 1)}))
+	if !res.OK || res.Sequence != seq+2 || string(res.Results[0].Value) != `"desk lamps"` {
+		t.Fatalf("plan after the submit: %+v", res)
+	}
+}
+
+// focus makes the element the document's active element.
+func TestFocus(t *testing.T) {
+	tab, _, _ := tabAt(t, "/form.html")
+	for _, id := range []string{"area", "after-keys", "name"} {
+		cmdMutate(t, tab, protocol.Action{Type: "focus", Selector: "#" + id})
+		cmdExpect(t, tab, "document.activeElement.id", `"`+id+`"`)
+	}
+}
+
+// key presses one key on the focused element: named keys and characters,
+// with the modifiers set on the event.
+func TestKeyNamesAndModifiers(t *testing.T) {
+	tab, _, _ := tabAt(t, "/form.html")
+	type event struct {
+		Key                    string
+		Ctrl, Alt, Shift, Meta bool
+		Target                 string
+	}
+	cases := []struct {
+		action protocol.Action
+		want   event
+	}{
+		{protocol.Action{Key: "Enter"}, event{Key: "Enter"}},
+		{protocol.Action{Key: "Escape"}, event{Key: "Escape"}},
+		{protocol.Action{Key: "Backspace"}, event{Key: "Backspace"}},
+		{protocol.Action{Key: "Delete"}, event{Key: "Delete"}},
+		{protocol.Action{Key: "ArrowUp"}, event{Key: "ArrowUp"}},
+		{protocol.Action{Key: "ArrowDown"}, event{Key: "ArrowDown"}},
+		{protocol.Action{Key: "ArrowLeft"}, event{Key: "ArrowLeft"}},
+		{protocol.Action{Key: "ArrowRight"}, event{Key: "ArrowRight"}},
+		{protocol.Action{Key: "Home"}, event{Key: "Home"}},
+		{protocol.Action{Key: "End"}, event{Key: "End"}},
+		{protocol.Action{Key: "PageUp"}, event{Key: "PageUp"}},
+		{protocol.Action{Key: "PageDown"}, event{Key: "PageDown"}},
+		{protocol.Action{Key: "Space"}, event{Key: " "}},
+		{protocol.Action{Key: "F1"}, event{Key: "F1"}},
+		{protocol.Action{Key: "F2"}, event{Key: "F2"}},
+		{protocol.Action{Key: "F12"}, event{Key: "F12"}},
+		{protocol.Action{Key: "Tab"}, event{Key: "Tab"}},
+		{protocol.Action{Key: "x"}, event{Key: "x"}},
+		{protocol.Action{Key: "7"}, event{Key: "7"}},
+		{protocol.Action{Key: "a", Ctrl: true}, event{Key: "a", Ctrl: true}},
+		{protocol.Action{Key: "x", Alt: true}, event{Key: "x", Alt: true}},
+		{protocol.Action{Key: "m", Meta: true}, event{Key: "m", Meta: true}},
+		{protocol.Action{Key: "ArrowLeft", Shift: true}, event{Key: "ArrowLeft", Shift: true}},
+		{protocol.Action{Key: "ArrowRight", Ctrl: true, Shift: true}, event{Key: "ArrowRight", Ctrl: true, Shift: true}},
+		{protocol.Action{Key: "Enter", Ctrl: true, Alt: true, Shift: true, Meta: true}, event{Key: "Enter", Ctrl: true, Alt: true, Shift: true, Meta: true}},
+	}
+	for _, tc := range cases {
+		cmdMutate(t, tab, protocol.Action{Type: "focus", Selector: "#keys"})
+		a := tc.action
+		a.Type = "key"
+		cmdMutate(t, tab, a)
+		var got event
+		cmdEvalInto(t, tab, "window.keys.length ? window.keys[window.keys.length - 1] : null", &got)
+		want := tc.want
+		want.Target = "keys"
+		if got != want {
+			t.Fatalf("key %+v: last keydown %+v, want %+v", tc.action, got, want)
+		}
+	}
+	// Tab moved the focus on, as a keyboard's would.
+	cmdMutate(t, tab, protocol.Action{Type: "focus", Selector: "#keys"})
+	cmdMutate(t, tab, protocol.Action{Type: "key", Key: "Tab"})
+	cmdExpect(t, tab, "document.activeElement.id", `"after-keys"`)
+}
+
+// Character keys type their character into the focused input, Space a
+// space, Backspace deletes; an unknown key name is a bad request naming it.
+func TestKeyTypesCharacters(t *testing.T) {
+	tab, _, _ := tabAt(t, "/form.html")
+	cmdMutate(t, tab, protocol.Action{Type: "focus", Selector: "#keys"})
+	for _, k := range []string{"x", "Y", "7", "Space", "!"} {
+		cmdMutate(t, tab, protocol.Action{Type: "key", Key: k})
+	}
+	cmdExpect(t, tab, "document.getElementById('keys').value", `"xY7 !"`)
+	cmdMutate(t, tab, protocol.Action{Type: "key", Key: "Backspace"})
+	cmdExpect(t, tab, "document.getElementById('keys').value", `"xY7 "`)
+	cmdExpect(t, tab, "window.inputs.keys >= 6", "true")
+
+	res := cmdFails(t, tab, protocol.Action{Type: "key", Key: "Foo"}, protocol.CodeBadRequest)
+	if !strings.Contains(res.Error, "Foo") {
+		t.Fatalf("unknown key: error %q does not name it", res.Error)
+	}
+	cmdExpect(t, tab, "document.getElementById('keys').value", `"xY7 "`)
+}
+
+// select chooses an option of a native <select> by value, else by its
+// text, and fires input and change.
+func TestSelectOption(t *testing.T) {
+	tab, _, _ := tabAt(t, "/form.html")
+	cases := []struct{ value, want string }{
+		{"b", "b"},
+		{"Cherry pie", "c"}, // by text
+		{"a", "a"},
+		{"2", "2"}, // a value wins over another option's text
+		{"1", "1"},
+		{"Banana", "b"},
+	}
+	for i, tc := range cases {
+		cmdMutate(t, tab, protocol.Action{Type: "select", Selector: "#fruit", Value: tc.value})
+		var got struct {
+			Value          string
+			Inputs, Change int
+		}
+		cmdEvalInto(t, tab, "({Value: document.getElementById('fruit').value, Inputs: window.inputs.fruit, Change: window.changes.fruit})", &got)
+		if got.Value != tc.want || got.Inputs != i+1 || got.Change != i+1 {
+			t.Fatalf("select %q: %+v, want value %q after %d input and change events", tc.value, got, tc.want, i+1)
+		}
+	}
+	res := cmdFails(t, tab, protocol.Action{Type: "select", Selector: "#fruit", Value: "zzz"}, protocol.CodeElementNotFound)
+	if !strings.Contains(res.Error, "zzz") {
+		t.Fatalf("select of a missing option: error %q does not name the value", res.Error)
+	}
+	cmdFails(t, tab, protocol.Action{Type: "select", Selector: "#name", Value: "a"}, protocol.CodeBadRequest)
+	cmdExpect(t, tab, "[document.getElementById('fruit').value, window.changes.fruit]", `["b",6]`)
+}
+
+// scroll brings an element into view, or moves the window to or by x,y,
+// instantly.
+func TestScroll(t *testing.T) {
+	tab, _, _ := tabAt(t, "/long.html")
+	cmdMutate(t, tab, protocol.Action{Type: "scroll", Selector: "#bottom"})
+	cmdExpect(t, tab, `(() => { const r = document.getElementById('bottom').getBoundingClientRect();
+		return scrollY > 0 && r.top >= 0 && r.bottom <= innerHeight; })()`, "true")
+	steps := []struct {
+		action protocol.Action
+		y      string
+	}{
+		{protocol.Action{To: "0,400"}, "400"},
+		{protocol.Action{By: "0,150"}, "550"},
+		{protocol.Action{By: "0,-50"}, "500"},
+		{protocol.Action{To: "0, 0"}, "0"},
+	}
+	for _, s := range steps {
+		a := s.action
+		a.Type = "scroll"
+		cmdMutate(t, tab, a)
+		cmdExpect(t, tab, "scrollY", s.y)
+	}
+	cmdFails(t, tab, protocol.Action{Type: "scroll", To: "down"}, protocol.CodeBadRequest)
+}
+
+// upload sets the files of a file input, which sees a change event; a
+// missing file is a bad request naming it.
+func TestUpload(t *testing.T) {
+	tab, _, _ := tabAt(t, "/upload.html")
+	dir := t.TempDir()
+	a, b := filepath.Join(dir, "a.txt"), filepath.Join(dir, "b.csv")
+	for p, content := range map[string]string{a: "alpha", b: "x,y\n1,2\n"} {
+		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	type files struct {
+		Names   []string
+		Changes int
+		First   string
+	}
+	read := func(id string) files {
+		t.Helper()
+		var f files
+		cmdEvalInto(t, tab, `(async () => {
+			const el = document.getElementById('`+id+`');
+			return {Names: Array.from(el.files, f => f.name), Changes: window.changes['`+id+`'] || 0,
+				First: el.files.length ? await el.files[0].text() : ""};
+		})()`, &f)
+		return f
+	}
+
+	cmdMutate(t, tab, protocol.Action{Type: "upload", Selector: "#one", Files: []string{a}})
+	if got := read("one"); !reflect.DeepEqual(got, files{Names: []string{"a.txt"}, Changes: 1, First: "alpha"}) {
+		t.Fatalf("upload #one a.txt: %+v", got)
+	}
+	cmdMutate(t, tab, protocol.Action{Type: "upload", Selector: "#many", Files: []string{a, b}})
+	if got := read("many"); !reflect.DeepEqual(got, files{Names: []string{"a.txt", "b.csv"}, Changes: 1, First: "alpha"}) {
+		t.Fatalf("upload #many a.txt b.csv: %+v", got)
+	}
+
+	missing := filepath.Join(dir, "no-such-file.txt")
+	res := cmdFails(t, tab, protocol.Action{Type: "upload", Selector: "#one", Files: []string{missing}}, protocol.CodeBadRequest)
+	if !strings.Contains(res.Error, missing) {
+		t.Fatalf("upload of a missing file: error %q does not name %s", res.Error, missing)
+	}
+	cmdFails(t, tab, protocol.Action{Type: "upload", Selector: "#text", Files: []string{a}}, protocol.CodeBadRequest)
+	if got := read("one"); !reflect.DeepEqual(got, files{Names: []string{"a.txt"}, Changes: 1, First: "alpha"}) {
+		t.Fatalf("failed uploads changed #one: %+v", got)
+	}
+}
+
+// Every state-changing action produces exactly one frame: a plan that
+// starts at frame S bases its action i on S+i, and the frames come in
+// that order, each named after its action.
+func TestEveryMutatingActionIsOneFrame(t *testing.T) {
+	tab, frames, seq := tabAt(t, "/form.html")
+	file := filepath.Join(t.TempDir(), "f.txt")
+	if err := os.WriteFile(file, []byte("f"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	actions := []protocol.Action{
+		{Type: "focus", Selector: "#name"},
+		{Type: "type", Text: "abc"},
+		{Type: "fill", Selector: "#prefilled", Text: "x"},
+		{Type: "key", Key: "Tab"},
+		{Type: "select", Selector: "#fruit", Value: "b"},
+		{Type: "scroll", By: "0,10"},
+		{Type: "eval", Expression: "document.getElementById('name').value"},
+		{Type: "navigate", URL: site("/upload.html")},
+		{Type: "upload", Selector: "#one", Files: []string{file}},
+		{Type: "navigate", URL: site("/hover.html")},
+		{Type: "hover", Selector: "#menu"},
+		{Type: "click", Selector: "#menu"},
+		{Type: "navigate", URL: site("/drag.html")},
+		{Type: "drag", From: "#item", To: "#target"},
+		{Type: "back"},
+		{Type: "forward"},
+		{Type: "reload"},
+		{Type: "eval", Expression: "window.dropped"},
+	}
+	for i := range actions {
+		actions[i].BasedOnSequence = protocol.Based(seq + int64(i))
+	}
+	res := send(t, tab.ID(), protocol.Plan{ID: "every-action", Actions: actions})
+	if !res.OK || res.Executed != len(actions) || res.Sequence != seq+int64(len(actions)) || len(res.Results) != len(actions) {
+		t.Fatalf("plan of every state-changing action from frame %d: %+v", seq, res)
+	}
+	for i, r := range res.Results {
+		if !r.OK || r.Type != actions[i].Type || r.Sequence != seq+int64(i)+1 {
+			t.Fatalf("result %d (%s): %+v", i, actions[i].Type, r)
+		}
+		f := frames.next()
+		if f.Sequence != seq+int64(i)+1 || f.Action != actions[i].Type || f.Source != protocol.SourceAgent || f.PlanID != "every-action" {
+			t.Fatalf("frame for action %d (%s): %+v", i, actions[i].Type, f)
+		}
+	}
+	if v := string(res.Results[6].Value); v != `"abc"` {
+		t.Fatalf("type without selector after focus typed %s", v)
+	}
+	// The reload started the drag page afresh.
+	if v := string(res.Results[len(actions)-1].Value); v != "null" {
+		t.Fatalf("after the reload window.dropped = %s, want null", v)
+	}
+}

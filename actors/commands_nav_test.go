@@ -1,0 +1,187 @@
+package actors
+
+import (
+	"net/url"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/framebus/framebus/protocol"
+)
+
+// Acceptance tests of navigate, reload, back and forward (DR-013). The
+// helpers (cmdMutate, cmdEval, ...) are in commands_read_test.go.
+
+// navigate completes URLs as DR-013 says, follows redirects, and answers
+// the URL it arrived at; the frame has that URL and the page's content.
+func TestNavigateResolvesAndRedirects(t *testing.T) {
+	tab, frames, _ := tabAt(t, "/read.html")
+	hostPort := strings.TrimPrefix(testSite.URL, "http://")
+	_, port, _ := strings.Cut(hostPort, ":")
+	cases := []struct{ name, url, want string }{
+		{"IP without scheme is http", hostPort + "/search.html?q=auto", site("/search.html?q=auto")},
+		{"relative to the page", "/product.html?id=9", site("/product.html?id=9")},
+		{"redirect", site("/redirect?to=" + url.QueryEscape("/product.html?id=7")), site("/product.html?id=7")},
+		{"two redirects", site("/redirect?to=" + url.QueryEscape("/redirect?to="+url.QueryEscape("/search.html?q=hops"))), site("/search.html?q=hops")},
+		{"relative redirect", "/redirect?to=" + url.QueryEscape(site("/read.html")), site("/read.html")},
+		{"localhost without scheme is http", "localhost:" + port + "/product.html?id=8", "http://localhost:" + port + "/product.html?id=8"},
+	}
+	for _, tc := range cases {
+		r := cmdMutate(t, tab, protocol.Action{Type: "navigate", URL: tc.url})
+		if r.URL != tc.want {
+			t.Fatalf("%s: navigate %q arrived at %q, want %q (%+v)", tc.name, tc.url, r.URL, tc.want, r)
+		}
+		f := frames.next()
+		if f.Sequence != r.Sequence || f.Action != "navigate" || f.URL != tc.want || f.FullPage == nil {
+			t.Fatalf("%s: frame %+v", tc.name, f)
+		}
+		cmdExpect(t, tab, "location.href", `"`+tc.want+`"`)
+		frames.next() // the eval's
+	}
+	cmdExpect(t, tab, "document.title", `"Product 8"`)
+}
+
+// A load the browser cannot make fails with navigation_failed and
+// Chromium's net::ERR_ text; the tab navigates normally afterwards.
+func TestNavigateFailures(t *testing.T) {
+	tab := openTab(t)
+	cases := []struct{ url, prefix string }{
+		{closedPortURL(t), "net::ERR_CONNECTION_REFUSED"},
+		{"http://framebus-test.invalid/", "net::ERR_"},
+	}
+	for _, tc := range cases {
+		res := send(t, tab.ID(), one(protocol.Action{Type: "navigate", URL: tc.url, Timeout: protocol.Duration(20 * time.Second)}))
+		if res.OK || res.Code != protocol.CodeNavigationFailed || !strings.HasPrefix(res.Error, tc.prefix) {
+			t.Fatalf("navigate %s: want navigation_failed %s..., got %+v", tc.url, tc.prefix, res)
+		}
+	}
+	if r := cmdMutate(t, tab, protocol.Action{Type: "navigate", URL: site("/read.html")}); r.URL != site("/read.html") {
+		t.Fatalf("navigate after failures: %+v", r)
+	}
+}
+
+// navigate with wait answers after the load event, which a slow image
+// holds back; past its deadline it fails with DR-013's timeout error and
+// the tab stays usable. (The tab's frames do not wait for the load, so
+// only wait makes the difference.)
+func TestNavigateWaitForLoad(t *testing.T) {
+	tab, _, _ := tabAt(t, "/read.html", cmdSettleFast)
+	cmdMutate(t, tab, protocol.Action{Type: "navigate", URL: site("/slowload.html?delay=1s"), Wait: true, Timeout: protocol.Duration(20 * time.Second)})
+	cmdExpect(t, tab, "[document.readyState, window.loadFired]", `["complete",true]`)
+
+	res := send(t, tab.ID(), one(protocol.Action{Type: "navigate", URL: site("/slowload.html?delay=60s"), Wait: true, Timeout: protocol.Duration(500 * time.Millisecond)}))
+	if res.OK || res.Code != protocol.CodeTimeout || res.Error != "timeout waiting for page load" {
+		t.Fatalf("navigate --wait to a page that does not load: %+v", res)
+	}
+	if r := cmdMutate(t, tab, protocol.Action{Type: "navigate", URL: site("/read.html"), Wait: true}); r.URL != site("/read.html") {
+		t.Fatalf("navigate after the timeout: %+v", r)
+	}
+	cmdExpect(t, tab, "document.readyState", `"complete"`)
+}
+
+// reload is always a hard reload: the page runs again (its sessionStorage
+// counter goes up, its window state is gone) and a script the server
+// marked cacheable is fetched again, which a normal reload would take from
+// the cache.
+func TestReloadIsHard(t *testing.T) {
+	tab, _, _ := tabAt(t, "/reload.html")
+	var before struct {
+		Loads    int
+		ServedAt string
+	}
+	cmdEvalInto(t, tab, "({Loads: window.loads, ServedAt: window.servedAt})", &before)
+	if before.Loads != 1 || before.ServedAt == "" {
+		t.Fatalf("reload.html did not load as expected: %+v", before)
+	}
+	cmdEval(t, tab, "window.marker = 'old page', 1")
+
+	r := cmdMutate(t, tab, protocol.Action{Type: "reload"})
+	if r.URL != site("/reload.html") {
+		t.Fatalf("reload arrived at %q: %+v", r.URL, r)
+	}
+	var after struct {
+		Loads    int
+		ServedAt string
+		Marker   *string
+	}
+	cmdEvalInto(t, tab, "({Loads: window.loads, ServedAt: window.servedAt, Marker: window.marker})", &after)
+	if after.Loads != 2 || after.Marker != nil {
+		t.Fatalf("the page did not run again: before %+v, after %+v", before, after)
+	}
+	if after.ServedAt == "" || after.ServedAt == before.ServedAt {
+		t.Fatalf("the cacheable script came from the cache (served at %s, then %s): not a hard reload", before.ServedAt, after.ServedAt)
+	}
+
+	cmdMutate(t, tab, protocol.Action{Type: "reload", Wait: true, Timeout: protocol.Duration(20 * time.Second)})
+	cmdExpect(t, tab, "[document.readyState, window.loads]", `["complete",3]`)
+}
+
+// back and forward move through the tab's history, across documents, a
+// pushState entry and a fragment, each answering the URL it arrived at in
+// one frame.
+func TestBackAndForward(t *testing.T) {
+	tab, frames, _ := tabAt(t, "/")
+	a, b := site("/"), site("/search.html?q=history")
+	cmdMutate(t, tab, protocol.Action{Type: "navigate", URL: b})
+	frames.next()
+
+	step := func(typ, want string, wait bool) {
+		t.Helper()
+		r := cmdMutate(t, tab, protocol.Action{Type: typ, Wait: wait, Timeout: protocol.Duration(20 * time.Second)})
+		if r.URL != want {
+			t.Fatalf("%s arrived at %q, want %q: %+v", typ, r.URL, want, r)
+		}
+		if f := frames.next(); f.Sequence != r.Sequence || f.Action != typ || f.URL != want || f.Source != protocol.SourceAgent {
+			t.Fatalf("%s: frame %+v", typ, f)
+		}
+		cmdExpect(t, tab, "location.href", `"`+want+`"`)
+		frames.next() // the eval's
+	}
+	step("back", a, false)
+	step("forward", b, false)
+	res := cmdFails(t, tab, protocol.Action{Type: "forward"}, protocol.CodeNoHistory)
+	if res.Error != "no next page in history" {
+		t.Fatalf("forward at the end: %+v", res)
+	}
+	step("back", a, true)
+	cmdExpect(t, tab, "document.readyState", `"complete"`)
+	frames.next()
+
+	// A pushState entry: back stays in the same document.
+	cmdEval(t, tab, "window.marker = 'same document', 1")
+	frames.next()
+	cmdMutate(t, tab, protocol.Action{Type: "click", Selector: "#push"})
+	frames.next()
+	step("back", a, false)
+	cmdExpect(t, tab, "window.marker", `"same document"`)
+	frames.next()
+	step("forward", site("/pushed"), false)
+
+	// A fragment entry.
+	cmdMutate(t, tab, protocol.Action{Type: "navigate", URL: site("/links.html")})
+	frames.next()
+	cmdMutate(t, tab, protocol.Action{Type: "navigate", URL: site("/links.html#section")})
+	frames.next()
+	step("back", site("/links.html"), false)
+	step("forward", site("/links.html#section"), false)
+}
+
+// At the ends of the history, back and forward fail with no_history and
+// DR-013's messages, and produce no frame.
+func TestHistoryEnds(t *testing.T) {
+	tab := openTab(t)
+	res := cmdFails(t, tab, protocol.Action{Type: "back"}, protocol.CodeNoHistory)
+	if res.Error != "no previous page in history" {
+		t.Fatalf("back in a new tab: %+v", res)
+	}
+	res = cmdFails(t, tab, protocol.Action{Type: "forward"}, protocol.CodeNoHistory)
+	if res.Error != "no next page in history" {
+		t.Fatalf("forward in a new tab: %+v", res)
+	}
+	cmdMutate(t, tab, protocol.Action{Type: "navigate", URL: site("/read.html")})
+	res = cmdFails(t, tab, protocol.Action{Type: "forward", Wait: true}, protocol.CodeNoHistory)
+	if res.Error != "no next page in history" {
+		t.Fatalf("forward after a navigate: %+v", res)
+	}
+	cmdExpect(t, tab, "document.title", `"Read page"`)
+}

@@ -1,0 +1,156 @@
+package actors
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/framebus/framebus/protocol"
+)
+
+// Acceptance tests of JavaScript dialogs: held open for an agent to answer
+// with the dialog action, reported on the tab's dialog event subject,
+// answered by default after TabOptions.DialogTimeout. The helpers
+// (cmdMutate, cmdEval, ...) are in commands_read_test.go.
+
+// cmdDialogEvent is a message on <prefix>.tab.<tab>.event.dialog.
+type cmdDialogEvent struct {
+	Tab     string `json:"tab"`
+	Type    string `json:"type"`
+	Message string `json:"message"`
+	URL     string `json:"url"`
+	Answer  string `json:"answer"`
+	Open    bool   `json:"open"`
+}
+
+// cmdWatchDialogs subscribes to a tab's dialog events.
+func cmdWatchDialogs(t *testing.T, tab *Tab) *frameWatch {
+	t.Helper()
+	return watchFrames(t, testConn, protocol.DefaultSubjects.TabEvents(tab.ID(), "dialog"))
+}
+
+// cmdNextDialog waits for the next dialog event.
+func cmdNextDialog(t *testing.T, w *frameWatch) cmdDialogEvent {
+	t.Helper()
+	select {
+	case m := <-w.ch:
+		var ev cmdDialogEvent
+		if err := json.Unmarshal(m.Data, &ev); err != nil {
+			t.Fatalf("dialog event %s: %v", m.Data, err)
+		}
+		return ev
+	case <-time.After(10 * time.Second):
+		t.Fatal("no dialog event within 10s")
+	}
+	return cmdDialogEvent{}
+}
+
+// A dialog stays open until the agent answers it: the click that opened
+// it returns, the opening is reported, and the dialog action's answer is
+// what the page's confirm or prompt returns.
+func TestDialogAnsweredByAgent(t *testing.T) {
+	cases := []struct {
+		name    string
+		button  string
+		typ     string
+		message string
+		answer  protocol.Action
+		check   string // page expression
+		want    string // its JSON value after the answer
+	}{
+		{"confirm accepted", "#confirm", "confirm", "sure?", protocol.Action{Answer: "accept"}, "window.confirmed", "true"},
+		{"confirm dismissed", "#confirm", "confirm", "sure?", protocol.Action{Answer: "dismiss"}, "window.confirmed", "false"},
+		{"prompt answered", "#prompt", "prompt", "name?", protocol.Action{Answer: "accept", Text: "hi"}, "window.prompted", `"hi"`},
+		{"prompt dismissed", "#prompt", "prompt", "name?", protocol.Action{Answer: "dismiss"}, "window.prompted", "null"},
+		{"alert", "#alert", "alert", "hello", protocol.Action{Answer: "accept"}, "window.alerted", "true"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			tab, _, _ := tabAt(t, "/dialog.html")
+			events := cmdWatchDialogs(t, tab)
+			cmdMutate(t, tab, protocol.Action{Type: "click", Selector: tc.button, Timeout: protocol.Duration(10 * time.Second)})
+			ev := cmdNextDialog(t, events)
+			if !ev.Open || ev.Tab != tab.ID() || ev.Type != tc.typ || ev.Message != tc.message || ev.URL != site("/dialog.html") {
+				t.Fatalf("dialog event %+v, want an open %s %q on %s", ev, tc.typ, tc.message, site("/dialog.html"))
+			}
+			a := tc.answer
+			a.Type = "dialog"
+			cmdMutate(t, tab, a)
+			cmdExpect(t, tab, tc.check, tc.want)
+			// The dialog is gone: the tab works, and answering again is
+			// a bad request.
+			cmdMutate(t, tab, protocol.Action{Type: "click", Selector: "#plain"})
+			cmdExpect(t, tab, "window.plainClicked", "true")
+			cmdFails(t, tab, protocol.Action{Type: "dialog", Answer: "accept"}, protocol.CodeBadRequest)
+		})
+	}
+}
+
+// While a dialog is open every other action fails fast with dialog_open,
+// says how to answer it, and produces no frame.
+func TestDialogOpenBlocksOtherActions(t *testing.T) {
+	tab, _, _ := tabAt(t, "/dialog.html")
+	events := cmdWatchDialogs(t, tab)
+	cmdMutate(t, tab, protocol.Action{Type: "click", Selector: "#confirm"})
+	if ev := cmdNextDialog(t, events); !ev.Open || ev.Type != "confirm" {
+		t.Fatalf("dialog event %+v", ev)
+	}
+	for _, a := range []protocol.Action{
+		{Type: "eval", Expression: "1"},
+		{Type: "click", Selector: "#plain"},
+		{Type: "text"},
+		{Type: "title"},
+		{Type: "navigate", URL: site("/read.html")},
+	} {
+		a.Timeout = protocol.Duration(5 * time.Second)
+		res := cmdFails(t, tab, a, protocol.CodeDialogOpen)
+		if !strings.Contains(res.Error, "dialog accept") {
+			t.Fatalf("%s while a dialog is open: error %q does not say how to answer it", a.Type, res.Error)
+		}
+	}
+	cmdMutate(t, tab, protocol.Action{Type: "dialog", Answer: "accept"})
+	cmdExpect(t, tab, "[window.confirmed, typeof window.plainClicked]", `[true,"undefined"]`)
+}
+
+// The dialog action with no dialog open is a bad request.
+func TestDialogWithoutDialog(t *testing.T) {
+	tab, _, _ := tabAt(t, "/dialog.html")
+	cmdFails(t, tab, protocol.Action{Type: "dialog", Answer: "accept"}, protocol.CodeBadRequest)
+	cmdFails(t, tab, protocol.Action{Type: "dialog", Answer: "dismiss", Text: "x"}, protocol.CodeBadRequest)
+	cmdExpect(t, tab, "1 + 1", "2")
+}
+
+// A dialog nobody answers within DialogTimeout gets DialogDefault
+// ("accept" unless "dismiss"), reported in a second event; the tab stays
+// usable.
+func TestDialogDefaultAnswerAfterTimeout(t *testing.T) {
+	cases := []struct {
+		def, answer, want string
+	}{
+		{"", "accept", "true"},
+		{"accept", "accept", "true"},
+		{"dismiss", "dismiss", "false"},
+	}
+	for _, tc := range cases {
+		t.Run("default "+tc.answer+" ("+tc.def+")", func(t *testing.T) {
+			tab, _, _ := tabAt(t, "/dialog.html", func(o *TabOptions) {
+				o.DialogTimeout = 300 * time.Millisecond
+				o.DialogDefault = tc.def
+			})
+			events := cmdWatchDialogs(t, tab)
+			cmdMutate(t, tab, protocol.Action{Type: "click", Selector: "#confirm"})
+			if ev := cmdNextDialog(t, events); !ev.Open || ev.Type != "confirm" || ev.Message != "sure?" {
+				t.Fatalf("opening event %+v", ev)
+			}
+			ev := cmdNextDialog(t, events)
+			if ev.Open || ev.Answer != tc.answer || ev.Type != "confirm" || ev.Tab != tab.ID() {
+				t.Fatalf("answering event %+v, want the default answer %q", ev, tc.answer)
+			}
+			cmdPoll(t, tab, "window.confirmed !== undefined", 10*time.Second)
+			cmdExpect(t, tab, "window.confirmed", tc.want)
+			cmdMutate(t, tab, protocol.Action{Type: "click", Selector: "#plain"})
+			cmdExpect(t, tab, "window.plainClicked", "true")
+		})
+	}
+}
