@@ -90,7 +90,7 @@ func (t *Tab) publish(f protocol.Frame) {
 		data, err = json.Marshal(f)
 	}
 	if err == nil {
-		err = t.nc.Publish(t.subj.TabFrames(t.id), data)
+		err = t.nc.Publish(t.frameSubject, data)
 	}
 	if err != nil {
 		t.log.Error().Err(err).Int64("sequence", f.Sequence).Msg("publish frame")

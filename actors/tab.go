@@ -54,6 +54,7 @@ type Tab struct {
 	page          *cdpdriver.Page
 	nc            *nats.Conn
 	subj          protocol.Subjects
+	frameSubject  string // subj.TabFrames(id), made once
 	frames        *frames.Stream
 	nav           *navState
 	settleTimeout time.Duration
@@ -90,6 +91,7 @@ func StartTab(ctx context.Context, opts TabOptions) (*Tab, error) {
 		page:          opts.Page,
 		nc:            opts.Conn,
 		subj:          opts.Subjects,
+		frameSubject:  opts.Subjects.TabFrames(opts.ID),
 		frames:        frames.New(opts.ID, opts.Frames),
 		nav:           newNavState(),
 		settleTimeout: opts.SettleTimeout,
