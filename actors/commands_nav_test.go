@@ -99,6 +99,8 @@ func TestReloadIsHard(t *testing.T) {
 	if r.URL != site("/reload.html") {
 		t.Fatalf("reload arrived at %q: %+v", r.URL, r)
 	}
+	// reload answers at commit (DR-013); ready waits for the load.
+	cmdRead(t, tab, protocol.Action{Type: "ready", Timeout: protocol.Duration(20 * time.Second)})
 	var after struct {
 		Loads    int
 		ServedAt string

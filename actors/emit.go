@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"time"
 
 	"github.com/framebus/framebus/frames"
 	"github.com/framebus/framebus/protocol"
@@ -11,64 +12,158 @@ import (
 
 // Emitting frames: settling a change into a frame, capturing its content,
 // and publishing frames in sequence order.
+//
+// A frame for a new document is appended when the document commits, so the
+// action that caused it answers at commit (DR-013), but its content is the
+// loaded page: the frame stays pending, unpublished, until the document's
+// load event, a change that replaces it, the settle timeout, or the next
+// action (which waits for the load first, so the content is read before the
+// page changes again). Frames after a pending one wait behind it.
 
-// frameFor settles change c into a frame: for a new document it waits for
-// its load (bounded) so the content is the loaded page, then publishes.
+// pendingFrame is a frame appended without its content, waiting for its
+// document to load.
+type pendingFrame struct {
+	seq      int64
+	change   frames.Change
+	loaderID string
+	timer    *time.Timer // fires at the settle timeout
+}
+
+// frameFor turns change c into the next frame.
 func (t *Tab) frameFor(ctx context.Context, c pageChange, change frames.Change) protocol.Frame {
 	change.URL, change.Title = c.url, t.nav.title
 	change.NewDocument = c.kind == frameNavigation
-	if change.NewDocument {
-		ctx, cancel := context.WithTimeout(ctx, t.settleTimeout)
-		loaded := t.waitFor(ctx, func() bool { return t.nav.loaded[c.loaderID] || len(t.nav.changes) > 0 })
-		cancel()
-		if len(t.nav.changes) > 0 {
-			// Replaced before it loaded: its content is gone.
-			return t.emit(ctx, change, "document replaced before it finished loading; content left out", false)
-		}
-		if !loaded {
-			return t.emit(ctx, change, fmt.Sprintf("page did not finish loading within %s; content captured before load", t.settleTimeout), true)
-		}
+	if t.pending != nil {
+		t.completePending(ctx, "document replaced before it finished loading; content left out", false)
+	}
+	if change.NewDocument && !t.nav.loaded[c.loaderID] && t.nav.dialog == nil && t.frames.WantsContent(change) {
+		f := t.frames.Append(change, nil, "")
+		t.outbox = append(t.outbox, f)
+		t.pending = &pendingFrame{seq: f.Sequence, change: change, loaderID: c.loaderID, timer: time.NewTimer(t.settleTimeout)}
+		t.storeInfo(f)
+		return f
 	}
 	return t.emit(ctx, change, "", true)
 }
 
-// emit captures content if the policy wants it and capture allows, appends
-// the frame and publishes it.
+// pendingExpired is the pending frame's timer channel; nil (never ready)
+// when no frame is pending.
+func (t *Tab) pendingExpired() <-chan time.Time {
+	if t.pending == nil {
+		return nil
+	}
+	return t.pending.timer.C
+}
+
+// settlePending completes the pending frame if its document has loaded,
+// has been replaced, or ran out of time. With wait it first waits for one
+// of those (up to the settle timeout).
+func (t *Tab) settlePending(ctx context.Context, wait bool) {
+	p := t.pending
+	if p == nil {
+		return
+	}
+	done := func() bool { return t.nav.loaded[p.loaderID] || len(t.nav.changes) > 0 || t.nav.dialog != nil }
+	expired := false
+	if wait && !done() {
+		select {
+		case <-p.timer.C:
+			expired = true
+		default:
+			expired = !t.waitForOr(ctx, done, p.timer.C)
+		}
+	}
+	switch {
+	case len(t.nav.changes) > 0:
+		t.completePending(ctx, "document replaced before it finished loading; content left out", false)
+	case t.nav.dialog != nil:
+		t.completePending(ctx, "content unavailable: a JavaScript dialog is open", false)
+	case t.nav.loaded[p.loaderID]:
+		t.completePending(ctx, "", true)
+	case expired:
+		t.completePending(ctx, fmt.Sprintf("page did not finish loading within %s; content captured before load", t.settleTimeout), true)
+	}
+}
+
+// completePending reads the pending frame's content (if capture) and
+// releases it, and the frames behind it, for publishing.
+func (t *Tab) completePending(ctx context.Context, note string, capture bool) {
+	p := t.pending
+	t.pending = nil
+	p.timer.Stop()
+	var content *string
+	title := ""
+	if capture {
+		content, title, note = t.capture(ctx, p.change, note)
+	}
+	f, ok := t.frames.Complete(p.seq, title, content, note)
+	if !ok {
+		return
+	}
+	for i := range t.outbox {
+		if t.outbox[i].Sequence == p.seq {
+			t.outbox[i] = f
+		}
+	}
+	if t.frames.Sequence() == f.Sequence {
+		t.storeInfo(f)
+	}
+}
+
+// emit captures content if the policy wants it and capture allows, and
+// appends the frame to the outbox.
 func (t *Tab) emit(ctx context.Context, change frames.Change, note string, capture bool) protocol.Frame {
 	var content *string
-	if capture && t.nav.dialog != nil && t.frames.WantsContent(change) {
-		capture = false // reading the page would wait for the dialog
-		note = joinNote(note, "content unavailable: a JavaScript dialog is open")
-	}
 	if capture && t.frames.WantsContent(change) {
-		cctx, cancel := context.WithTimeout(ctx, t.settleTimeout)
-		url, title, text, err := t.page.Content(cctx, string(t.frames.Format()))
-		cancel()
-		switch {
-		case err != nil:
-			note = joinNote(note, "content unavailable: "+err.Error())
-		case url != change.URL:
-			// The document moved on while we read it; keep the frame honest.
-			note = joinNote(note, "content unavailable: the page changed to "+url+" while it was read")
-		default:
-			content = &text
+		var title string
+		content, title, note = t.capture(ctx, change, note)
+		if title != "" {
 			change.Title = title
-			t.nav.title = title
 		}
 	}
 	f := t.frames.Append(change, content, note)
 	t.outbox = append(t.outbox, f)
-	t.info.Store(&protocol.TabInfo{Tab: t.id, URL: f.URL, Title: f.Title, Sequence: f.Sequence})
+	t.storeInfo(f)
 	return f
 }
 
-// flush publishes the frames in the outbox, in order.
-func (t *Tab) flush() {
-	for i, f := range t.outbox {
-		t.publish(f)
-		t.outbox[i] = protocol.Frame{}
+// capture reads the page content for the frame of change, or says in the
+// note why it could not.
+func (t *Tab) capture(ctx context.Context, change frames.Change, note string) (content *string, title, outNote string) {
+	if t.nav.dialog != nil {
+		return nil, "", joinNote(note, "content unavailable: a JavaScript dialog is open") // reading would wait for it
 	}
-	t.outbox = t.outbox[:0]
+	cctx, cancel := context.WithTimeout(ctx, t.settleTimeout)
+	defer cancel()
+	url, title, text, err := t.page.Content(cctx, string(t.frames.Format()))
+	switch {
+	case err != nil:
+		return nil, "", joinNote(note, "content unavailable: "+err.Error())
+	case url != change.URL:
+		// The document moved on while we read it; keep the frame honest.
+		return nil, "", joinNote(note, "content unavailable: the page changed to "+url+" while it was read")
+	}
+	t.nav.title = title
+	return &text, title, note
+}
+
+func (t *Tab) storeInfo(f protocol.Frame) {
+	t.info.Store(&protocol.TabInfo{Tab: t.id, URL: f.URL, Title: f.Title, Sequence: f.Sequence})
+}
+
+// flush publishes the frames in the outbox, in order, up to a pending one.
+func (t *Tab) flush() {
+	n := 0
+	for _, f := range t.outbox {
+		if t.pending != nil && f.Sequence >= t.pending.seq {
+			break
+		}
+		t.publish(f)
+		n++
+	}
+	rest := copy(t.outbox, t.outbox[n:])
+	clear(t.outbox[rest:])
+	t.outbox = t.outbox[:rest]
 }
 
 func joinNote(a, b string) string {

@@ -1,6 +1,7 @@
 package actors
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -39,5 +40,43 @@ func TestNavigateEdgeCases(t *testing.T) {
 			t.Fatalf("navigate %s reported %q", tc.path, res.Results[0].URL)
 		}
 		seq = res.Sequence
+	}
+}
+
+// DR-013: navigate answers at commit, not at load. The frame of the new
+// document is published once its content is the loaded page; an action
+// that comes before the load waits for it (up to the settle timeout), so
+// the frame's content is read before the page changes again.
+func TestNavigateAnswersAtCommitFrameWaitsForLoad(t *testing.T) {
+	tab := openTab(t, func(o *TabOptions) { o.SettleTimeout = time.Second })
+	frames := watchFrames(t, testConn, protocol.DefaultSubjects.TabFrames(tab.ID()))
+	// The image is held back for 60s: the load cannot fire during the test.
+	res := send(t, tab.ID(), one(protocol.Action{Type: "navigate", URL: site("/slowload.html")}))
+	if !res.OK || res.Results[0].URL != site("/slowload.html") {
+		t.Fatalf("navigate: %+v", res)
+	}
+	seq := res.Sequence
+	if v := send(t, tab.ID(), one(protocol.Action{Type: "url"})); !v.OK || v.Sequence != seq {
+		t.Fatalf("a read-only action after the commit: %+v", v)
+	}
+	select {
+	case m := <-frames.ch:
+		if f, _ := protocol.DecodeFrame(m.Data); f.Sequence == seq {
+			t.Fatalf("frame %d published before its page loaded or the next action came: %+v", seq, f)
+		}
+	default:
+	}
+	// The next state-changing action waits out the settle timeout, then
+	// the frame goes out with the content as it was, and says so.
+	ev := send(t, tab.ID(), one(protocol.Action{Type: "eval", Expression: "window.loadFired", BasedOnSequence: protocol.Based(seq)}))
+	if !ev.OK || string(ev.Results[0].Value) != "false" {
+		t.Fatalf("eval after the commit: %+v", ev)
+	}
+	f := frames.until(seq)
+	if f.FullPage == nil || !strings.Contains(*f.FullPage, "Slow load") || !strings.Contains(f.Note, "did not finish loading within 1s") {
+		t.Fatalf("frame of a page that did not load: %+v", f)
+	}
+	if f2 := frames.next(); f2.Sequence != seq+1 || f2.Action != "eval" {
+		t.Fatalf("next frame %+v", f2)
 	}
 }

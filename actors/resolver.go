@@ -22,7 +22,15 @@ func (t *Tab) runPlan(plan protocol.Plan) protocol.PlanResult {
 	for i, a := range plan.Actions {
 		ctx := context.Background()
 		t.absorb(ctx) // everything received so far counts before the check
-		if err := t.frames.Check(a.BasedOnSequence); err != nil {
+		err := t.frames.Check(a.BasedOnSequence)
+		if spec, _ := protocol.LookupAction(a.Type); err == nil && t.pending != nil && spec.Mutates {
+			// The last frame's content is read before this action can
+			// change the page: wait (bounded) for its document's load.
+			t.settlePending(ctx, true)
+			t.absorb(ctx)
+			err = t.frames.Check(a.BasedOnSequence)
+		}
+		if err != nil {
 			stop(&res, i, err, a.BasedOnSequence, t.frames.Sequence())
 			break
 		}

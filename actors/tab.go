@@ -65,6 +65,7 @@ type Tab struct {
 	// frame goes out right after the plan's reply, so the reply is not
 	// delayed by encoding a frame that may carry a whole page.
 	outbox  []protocol.Frame
+	pending *pendingFrame // the frame whose content waits for its load
 	sub     *nats.Subscription
 	quit    chan struct{}
 	done    chan struct{}
@@ -159,7 +160,12 @@ func (t *Tab) receive(m *nats.Msg) {
 func (t *Tab) run() {
 	defer close(t.done)
 	defer t.sub.Unsubscribe()
-	defer t.flush()
+	defer func() {
+		if t.pending != nil {
+			t.completePending(context.Background(), "tab stopped before the page finished loading; content left out", false)
+		}
+		t.flush()
+	}()
 	for {
 		select {
 		case <-t.page.Notify():
@@ -168,6 +174,13 @@ func (t *Tab) run() {
 		case req := <-t.plans:
 			res := t.runPlan(req.plan)
 			respond(req.msg, res, t.log)
+			t.flush()
+		case <-t.pendingExpired():
+			ctx := context.Background()
+			t.absorb(ctx)
+			if t.pending != nil {
+				t.completePending(ctx, fmt.Sprintf("page did not finish loading within %s; content captured before load", t.settleTimeout), true)
+			}
 			t.flush()
 		case <-t.dialogs.expired():
 			t.answerExpiredDialog()
@@ -185,6 +198,7 @@ func (t *Tab) run() {
 func (t *Tab) absorb(ctx context.Context) {
 	t.nav.observe(t.page.TakeEvents())
 	t.reportDialogs()
+	t.settlePending(ctx, false)
 	for _, c := range t.nav.takeChanges() {
 		t.frameFor(ctx, c, frames.Change{Action: c.kind, Source: protocol.SourcePage})
 	}
@@ -192,6 +206,11 @@ func (t *Tab) absorb(ctx context.Context) {
 
 // waitFor folds events into the state until cond holds or ctx ends.
 func (t *Tab) waitFor(ctx context.Context, cond func() bool) bool {
+	return t.waitForOr(ctx, cond, nil)
+}
+
+// waitForOr is waitFor that also gives up when stop fires.
+func (t *Tab) waitForOr(ctx context.Context, cond func() bool, stop <-chan time.Time) bool {
 	for !cond() {
 		select {
 		case <-t.page.Notify():
@@ -199,6 +218,8 @@ func (t *Tab) waitFor(ctx context.Context, cond func() bool) bool {
 		case <-ctx.Done():
 			return false
 		case <-t.page.Done():
+			return false
+		case <-stop:
 			return false
 		}
 	}

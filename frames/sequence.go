@@ -125,3 +125,28 @@ func (s *Stream) Append(c Change, content *string, note string) protocol.Frame {
 func (s *Stream) History() []protocol.Frame {
 	return append([]protocol.Frame(nil), s.history...)
 }
+
+// Complete fills in the content of frame seq, which was appended without
+// it while its document loaded: its title, content (nil when it could not
+// be read) and note. It returns the completed frame, or false when seq is
+// no longer kept.
+func (s *Stream) Complete(seq int64, title string, content *string, note string) (protocol.Frame, bool) {
+	for i := len(s.history) - 1; i >= 0; i-- {
+		f := &s.history[i]
+		if f.Sequence != seq {
+			continue
+		}
+		if title != "" {
+			f.Title = title
+		}
+		f.FullPage, f.FullPageFormat, f.Note = content, "", note
+		if content != nil {
+			f.FullPageFormat = string(s.opts.Format)
+		}
+		if s.last.Sequence == seq {
+			s.last = *f
+		}
+		return *f, true
+	}
+	return protocol.Frame{}, false
+}

@@ -21,7 +21,7 @@ func TestServeAndClientCommands(t *testing.T) {
 		t.Fatalf("state file = %+v, %v; serve printed %+v", st, err, n.state)
 	}
 
-	nav := mustOK(t, n.env, "navigate", site("/"))
+	nav := mustOK(t, n.env, "navigate", site("/"), "--wait") // the title is known once loaded
 	if nav["url"] != site("/") || nav["title"] != "framebus example shop" || nav["sequence"] != 2.0 {
 		t.Fatalf("navigate: %v", nav)
 	}
