@@ -528,7 +528,7 @@ func TestEveryMutatingActionIsOneFrame(t *testing.T) {
 		{Type: "drag", From: "#item", To: "#target"},
 		{Type: "back"},
 		{Type: "forward"},
-		{Type: "reload"},
+		{Type: "reload", Wait: true}, // it answers at commit without
 		{Type: "eval", Expression: "window.dropped"},
 	}
 	for i := range actions {

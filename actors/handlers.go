@@ -1,6 +1,7 @@
 package actors
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -55,6 +56,7 @@ var handlers = map[string]handler{
 	"title":      read(func(t *Tab, ctx context.Context, a protocol.Action) (any, error) { return t.page.Title(ctx) }),
 	"url":        read(func(t *Tab, ctx context.Context, a protocol.Action) (any, error) { return t.nav.url, nil }),
 	"screenshot": read((*Tab).screenshot),
+	"snapshot":   read((*Tab).snapshot),
 }
 
 // viaRenderer adapts an action that acts through the renderer (input events or
@@ -293,4 +295,56 @@ func (t *Tab) screenshot(ctx context.Context, a protocol.Action) (any, error) {
 		return nil, err
 	}
 	return cdpdriver.Base64(png), nil
+}
+
+// DefaultSnapshotIdle bounds the wait for network idle before a snapshot.
+const DefaultSnapshotIdle = 5 * time.Second
+
+// snapshotValue is the value of a snapshot action.
+type snapshotValue struct {
+	URL         string                   `json:"url"`
+	Title       string                   `json:"title"`
+	Text        string                   `json:"text,omitempty"`  // format text
+	Nodes       []cdpdriver.SnapshotNode `json:"nodes,omitempty"` // format json
+	Count       int                      `json:"count"`
+	Interactive int                      `json:"interactive"`
+	Truncated   bool                     `json:"truncated,omitempty"`
+	// NetworkIdle: the network was idle when it was taken (false when the
+	// wait timed out, or was skipped with noIdle).
+	NetworkIdle bool   `json:"networkIdle"`
+	Note        string `json:"note,omitempty"`
+}
+
+// snapshot waits for network idle (bounded; on timeout it goes ahead and
+// says so), then takes the accessibility snapshot.
+func (t *Tab) snapshot(ctx context.Context, a protocol.Action) (any, error) {
+	v := snapshotValue{}
+	if !a.NoIdle {
+		wait := cmp.Or(a.IdleTimeout.Std(), DefaultSnapshotIdle)
+		ictx, cancel := cdpdriver.WithTimeout(ctx, wait)
+		err := t.page.WaitNetworkIdle(ictx)
+		cancel()
+		var late *cdpdriver.TimeoutError
+		switch {
+		case errors.As(err, &late) && ctx.Err() == nil:
+			v.Note = "taken before network idle: " + err.Error()
+		case err != nil:
+			return nil, err
+		default:
+			v.NetworkIdle = true
+		}
+	}
+	s, err := t.page.Snapshot(ctx, cdpdriver.SnapshotOptions{
+		Selector: a.Selector, InteractiveOnly: a.Interactive, MaxDepth: a.Depth, MaxNodes: a.MaxNodes,
+	})
+	if err != nil {
+		return nil, err
+	}
+	v.URL, v.Title, v.Count, v.Interactive, v.Truncated = s.URL, s.Title, s.Count, s.Interactive, s.Truncated
+	if a.Format == "json" {
+		v.Nodes = s.Nodes
+	} else {
+		v.Text = s.Text()
+	}
+	return v, nil
 }

@@ -73,7 +73,7 @@ func TestNavigateAnswersAtCommitFrameWaitsForLoad(t *testing.T) {
 		t.Fatalf("eval after the commit: %+v", ev)
 	}
 	f := frames.until(seq)
-	if f.FullPage == nil || !strings.Contains(*f.FullPage, "Slow load") || !strings.Contains(f.Note, "did not finish loading within 1s") {
+	if f.FullPage == nil || !strings.Contains(*f.FullPage, "holds back") || !strings.Contains(f.Note, "did not finish loading within 1s") {
 		t.Fatalf("frame of a page that did not load: %+v", f)
 	}
 	if f2 := frames.next(); f2.Sequence != seq+1 || f2.Action != "eval" {

@@ -151,6 +151,7 @@ func codeOf(err error) protocol.Code {
 		noHistory *cdpdriver.NoHistoryError
 		in        *cdpdriver.InputError
 		wait      *cdpdriver.WaitTimeoutError
+		staleRef  *cdpdriver.StaleRefError
 	)
 	switch {
 	case errors.As(err, &perr):
@@ -159,6 +160,8 @@ func codeOf(err error) protocol.Code {
 		return protocol.CodeNavigationFailed
 	case errors.As(err, &nf), errors.As(err, &nv), errors.As(err, &opt):
 		return protocol.CodeElementNotFound
+	case errors.As(err, &staleRef):
+		return protocol.CodeStaleRef
 	case errors.As(err, &covered):
 		return protocol.CodeElementCovered
 	case errors.As(err, &noHistory):

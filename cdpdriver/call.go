@@ -14,12 +14,29 @@ import (
 // into source, so no selector can inject script. Each function starts with
 // findElementJS and answers {error: ...} or its data, by value.
 
+// lookupJS defines lookup(root, selector): the element a selector or a
+// snapshot ref (e12) names, as {el} or {error}. A ref is looked up in the
+// page's ref registry (snapshot.js); a ref whose element is gone is
+// "staleref", never re-bound to another element.
+const lookupJS = `
+	const lookup = (root, selector) => {
+		if (/^e\d+$/.test(selector)) {
+			const reg = window.__framebusRefs, w = reg && reg.byRef.get(selector);
+			const el = w && w.deref();
+			return el && el.isConnected ? {el} : {error: "staleref"};
+		}
+		let el;
+		try { el = root.querySelector(selector); } catch (e) { return {error: "invalid", reason: "" + e.message}; }
+		return el ? {el} : {error: "notfound"};
+	};
+`
+
 // findElementJS is the prologue of an element function: it binds el or
 // returns why it cannot.
-const findElementJS = `
-	let el;
-	try { el = this.querySelector(selector); } catch (e) { return {error: "invalid", reason: "" + e.message}; }
-	if (!el) return {error: "notfound"};
+const findElementJS = lookupJS + `
+	const found = lookup(this, selector);
+	if (found.error) return found;
+	const el = found.el;
 `
 
 // describeJS names an element for messages: tag, id and up to two classes
@@ -50,6 +67,8 @@ func (r elementReply) err(selector string) error {
 		return &InvalidSelectorError{Selector: selector, Reason: r.Reason}
 	case "notfound":
 		return &ElementNotFoundError{Selector: selector}
+	case "staleref":
+		return &StaleRefError{Ref: selector}
 	case "invisible":
 		return &ElementNotVisibleError{Selector: selector}
 	case "covered":

@@ -18,10 +18,11 @@ const objectGroup = "framebus"
 // not already. The selector is an argument, never spliced into source.
 // It returns the element, null when none matches, or a string saying why
 // the selector is invalid.
-const resolveSelectorJS = `function (selector) {
-	let el;
-	try { el = this.querySelector(selector); } catch (e) { return "" + e.message; }
-	if (!el) return null;
+const resolveSelectorJS = `function (selector) {` + lookupJS + `
+	const found = lookup(this, selector);
+	if (found.error === "invalid") return found.reason;
+	if (found.error) return found.error === "staleref" ? 0 : null;
+	const el = found.el;
 	if (el.scrollIntoViewIfNeeded) el.scrollIntoViewIfNeeded(true);
 	else el.scrollIntoView({block: "center", inline: "center", behavior: "instant"});
 	return el;
@@ -45,6 +46,8 @@ func (p *Page) element(ctx context.Context, selector string) (runtime.RemoteObje
 		return "", exceptionError(res.ExceptionDetails)
 	}
 	switch r := res.Result; {
+	case r.Type == "number":
+		return "", &StaleRefError{Ref: selector}
 	case r.Type == "string":
 		var reason string
 		_ = json.Unmarshal(r.Value, &reason)

@@ -86,3 +86,11 @@ func (e *InputError) Error() string { return e.Msg }
 // ErrDialogOpened: a JavaScript dialog opened while the operation waited
 // on the page, and blocks the page until it is answered.
 var ErrDialogOpened = errors.New("a JavaScript dialog opened")
+
+// StaleRefError: a snapshot ref whose element is gone from the page (it
+// was removed, or the page changed). Refs are never re-bound.
+type StaleRefError struct{ Ref string }
+
+func (e *StaleRefError) Error() string {
+	return fmt.Sprintf("stale ref: %s no longer points to an element on the page (removed, or the page changed); take a new snapshot", e.Ref)
+}

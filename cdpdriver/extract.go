@@ -131,9 +131,11 @@ func (e *WaitTimeoutError) Error() string {
 // waitJS polls in the page (every 20ms, no round trips) until the element
 // reaches the state or the deadline passes.
 const waitJS = `function (selector, state, timeoutMs) {
+` + lookupJS + `
 	const check = () => {
-		let el;
-		try { el = this.querySelector(selector); } catch (e) { return {error: "invalid", reason: "" + e.message}; }
+		const found = lookup(this, selector);
+		if (found.error === "invalid") return found;
+		const el = found.el; // a stale ref is gone
 		let visible = false;
 		if (el) {
 			const s = getComputedStyle(el);

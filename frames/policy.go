@@ -19,13 +19,14 @@ const (
 type Format string
 
 const (
-	FormatHTML Format = "html" // the serialized DOM (document.documentElement.outerHTML)
+	FormatSnapshot Format = "snapshot" // the accessibility snapshot, text form, with refs
+	FormatHTML     Format = "html"     // the serialized DOM (document.documentElement.outerHTML)
 	FormatText Format = "text" // the visible text (document.body.innerText)
 	FormatNone Format = "none" // never include content
 )
 
 // DefaultFormat is the content a frame carries unless configured otherwise.
-const DefaultFormat = FormatHTML
+const DefaultFormat = FormatSnapshot
 
 // ParsePolicy checks a policy name; "" means PolicyURLChange.
 func ParsePolicy(s string) (Policy, error) {
@@ -43,8 +44,8 @@ func ParseFormat(s string) (Format, error) {
 	switch f := Format(s); f {
 	case "":
 		return DefaultFormat, nil
-	case FormatHTML, FormatText, FormatNone:
+	case FormatSnapshot, FormatHTML, FormatText, FormatNone:
 		return f, nil
 	}
-	return "", fmt.Errorf("full-page format %q: want html, text or none", s)
+	return "", fmt.Errorf("full-page format %q: want snapshot, html, text or none", s)
 }

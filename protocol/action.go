@@ -20,6 +20,7 @@ type Action struct {
 	By         string   `json:"by,omitempty"`
 	Answer     string   `json:"answer,omitempty"`
 	Files      []string `json:"files,omitempty"`
+	Format     string   `json:"format,omitempty"`
 
 	Wait        bool `json:"wait,omitempty"`
 	Clear       bool `json:"clear,omitempty"`
@@ -34,7 +35,13 @@ type Action struct {
 	Gone        bool `json:"gone,omitempty"`
 	NetworkIdle bool `json:"networkIdle,omitempty"`
 	FullPage    bool `json:"fullPage,omitempty"`
+	Interactive bool `json:"interactive,omitempty"`
+	NoIdle      bool `json:"noIdle,omitempty"`
 
+	Depth    int `json:"depth,omitempty"`
+	MaxNodes int `json:"maxNodes,omitempty"`
+
+	IdleTimeout     Duration `json:"idleTimeout,omitempty"`
 	Timeout         Duration `json:"timeout,omitempty"`
 	BasedOnSequence *int64   `json:"basedOnSequence,omitempty"`
 }
@@ -43,7 +50,7 @@ type Action struct {
 func Based(seq int64) *int64 { return &seq }
 
 // field returns a pointer to the Action field of a declared parameter:
-// *string, *[]string, *bool or *Duration. It is the one place that ties
+// *string, *[]string, *bool, *int or *Duration. It is the one place that ties
 // parameter names to fields; TestEveryActionDeclared checks it covers
 // every declared parameter with the declared kind.
 func (a *Action) field(name string) any {
@@ -96,6 +103,18 @@ func (a *Action) field(name string) any {
 		return &a.NetworkIdle
 	case "fullPage":
 		return &a.FullPage
+	case "format":
+		return &a.Format
+	case "interactive":
+		return &a.Interactive
+	case "noIdle":
+		return &a.NoIdle
+	case "depth":
+		return &a.Depth
+	case "maxNodes":
+		return &a.MaxNodes
+	case "idleTimeout":
+		return &a.IdleTimeout
 	case "timeout":
 		return &a.Timeout
 	}

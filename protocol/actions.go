@@ -17,6 +17,7 @@ const (
 	KindBool
 	KindDuration
 	KindStrings // a list; on the CLI the positional rest of the line
+	KindInt     // a non-negative integer
 )
 
 // Param declares one parameter of an action.
@@ -184,6 +185,17 @@ var actionSpecs = []ActionSpec{
 			{Name: "selector", Help: "only this element"},
 			{Name: "out", ClientOnly: true, Help: "write the PNG to this file instead of printing it as base64"},
 			timeoutParam("the screenshot"),
+		}},
+	{Type: "snapshot", Summary: "the page's accessibility tree: roles, names, states, and a ref for every interactive element",
+		Params: []Param{
+			{Name: "selector", Positional: true, Aliases: []string{"element"}, Help: "CSS selector or ref of the subtree's root (default: the whole page)"},
+			{Name: "interactive", Kind: KindBool, Help: "only interactive elements (and headings)"},
+			{Name: "depth", Kind: KindInt, Help: "the tree's maximum depth (0: unbounded)"},
+			{Name: "maxNodes", Kind: KindInt, Help: "at most this many nodes; a longer snapshot is cut and marked truncated (0: unbounded)"},
+			{Name: "format", Choices: []string{"text", "json"}, Help: "text (one line per node) or json (the tree)"},
+			{Name: "noIdle", Kind: KindBool, Help: "take it at once instead of waiting for network idle first"},
+			{Name: "idleTimeout", Kind: KindDuration, Help: "how long to wait for network idle before taking it anyway (default 5s)"},
+			timeoutParam("the snapshot"),
 		}},
 	{Type: "title", Summary: "the page's title", Params: []Param{timeoutParam("reading")}},
 	{Type: "url", Summary: "the page's URL", Params: []Param{timeoutParam("reading")}},

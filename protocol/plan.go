@@ -235,6 +235,15 @@ func (a *Action) set(p Param, raw json.RawMessage, field string) error {
 		if err := json.Unmarshal(raw, dst); err != nil || isNull(raw) {
 			return badRequest("%s: must be true or false", field)
 		}
+	case *int:
+		n, err := decodeInt(raw, field)
+		if err != nil {
+			return err
+		}
+		if n < 0 || n > math.MaxInt32 {
+			return badRequest("%s: %d is out of range (0 to %d)", field, n, math.MaxInt32)
+		}
+		*dst = int(n)
 	case *Duration:
 		if err := json.Unmarshal(raw, dst); err != nil {
 			return badRequest("%s: %v", field, err)

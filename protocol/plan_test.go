@@ -144,6 +144,8 @@ func TestEveryActionDeclared(t *testing.T) {
 				ok = p.Kind == KindBool
 			case *Duration:
 				ok = p.Kind == KindDuration
+			case *int:
+				ok = p.Kind == KindInt
 			}
 			if !ok {
 				t.Errorf("%s.%s: kind %d does not match its field %T", s.Type, p.Name, p.Kind, f)

@@ -279,6 +279,8 @@ func parseParam(p protocol.Param, words []string) (any, error) {
 	switch p.Kind {
 	case protocol.KindStrings:
 		return words, nil
+	case protocol.KindInt:
+		return strconv.Atoi(strings.Join(words, " "))
 	case protocol.KindBool:
 		return strconv.ParseBool(strings.Join(words, " "))
 	case protocol.KindDuration:
@@ -320,6 +322,9 @@ func declareParam(fs *pflag.FlagSet, p protocol.Param) paramFlag {
 		var v msDuration
 		fs.Var(&v, name, help)
 		return paramFlag{p, name, func() any { return time.Duration(v).String() }}
+	case protocol.KindInt:
+		v := fs.Int(name, 0, help)
+		return paramFlag{p, name, func() any { return *v }}
 	case protocol.KindStrings:
 		v := fs.StringArray(name, nil, help+" (repeat the flag for more)")
 		return paramFlag{p, name, func() any { return *v }}

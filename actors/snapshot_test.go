@@ -1,0 +1,139 @@
+package actors
+
+import (
+	"encoding/json"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/framebus/framebus/protocol"
+)
+
+// snapshotOf takes a snapshot and decodes its value.
+func snapshotOf(t *testing.T, tab *Tab, a protocol.Action) snapshotValue {
+	t.Helper()
+	a.Type = "snapshot"
+	r := cmdRead(t, tab, a)
+	var v snapshotValue
+	if err := json.Unmarshal(r.Value, &v); err != nil {
+		t.Fatalf("snapshot value %s: %v", r.Value, err)
+	}
+	return v
+}
+
+// refFor finds the ref of the line that mentions want in a text snapshot.
+func refFor(t *testing.T, text, want string) string {
+	t.Helper()
+	for _, line := range strings.Split(text, "\n") {
+		if strings.Contains(line, want) {
+			if m := regexp.MustCompile(`\[ref=(e\d+)\]`).FindStringSubmatch(line); m != nil {
+				return m[1]
+			}
+		}
+	}
+	t.Fatalf("no ref on a line with %q in\n%s", want, text)
+	return ""
+}
+
+// Refs click the element they were taken for; an element removed makes
+// its ref stale (stale_ref, never re-bound); an element inserted before
+// does not move it; hidden elements never appear.
+func TestSnapshotRefs(t *testing.T) {
+	tab, _, _ := tabAt(t, "/refs.html")
+	s := snapshotOf(t, tab, protocol.Action{})
+	if !s.NetworkIdle || s.Interactive != 3 {
+		t.Fatalf("snapshot: %+v", s)
+	}
+	for _, hidden := range []string{"Hidden", "Aria hidden"} {
+		if strings.Contains(s.Text, `"`+hidden+`"`) {
+			t.Fatalf("hidden element %q in the snapshot:\n%s", hidden, s.Text)
+		}
+	}
+	for _, want := range []string{`- heading "Refs" [level=1]`, `- button "Alpha" [ref=`, `- textbox "Query" [ref=`} {
+		if !strings.Contains(s.Text, want) {
+			t.Fatalf("snapshot lacks %q:\n%s", want, s.Text)
+		}
+	}
+	alpha, beta := refFor(t, s.Text, `"Alpha"`), refFor(t, s.Text, `"Beta"`)
+
+	// An element inserted before: the ref still clicks the same element.
+	cmdMutate(t, tab, protocol.Action{Type: "eval", Expression: "insertBefore()"})
+	cmdMutate(t, tab, protocol.Action{Type: "click", Selector: beta})
+	cmdExpect(t, tab, "window.clicked", `"b"`)
+	// The same element keeps its ref in a later snapshot.
+	if again := snapshotOf(t, tab, protocol.Action{NoIdle: true}); refFor(t, again.Text, `"Beta"`) != beta {
+		t.Fatalf("Beta changed ref:\n%s", again.Text)
+	}
+	// Refs work in other element-taking actions too.
+	q := refFor(t, s.Text, `"Query"`)
+	cmdMutate(t, tab, protocol.Action{Type: "type", Selector: q, Text: "hi"})
+	cmdExpect(t, tab, "document.getElementById('q').value", `"hi"`)
+
+	// Removed: stale_ref naming the ref, in every kind of action.
+	cmdMutate(t, tab, protocol.Action{Type: "eval", Expression: "document.getElementById('a').remove()"})
+	for _, a := range []protocol.Action{
+		{Type: "click", Selector: alpha},
+		{Type: "focus", Selector: alpha},
+		{Type: "text", Selector: alpha},
+		{Type: "snapshot", Selector: alpha},
+	} {
+		res := cmdFails(t, tab, a, protocol.CodeStaleRef)
+		if !strings.Contains(res.Error, alpha) {
+			t.Fatalf("%s of a removed ref: %+v", a.Type, res)
+		}
+	}
+	cmdExpect(t, tab, "window.clicked", `"b"`) // nothing else was clicked
+	// wait-for --gone on a stale ref is done at once.
+	cmdRead(t, tab, protocol.Action{Type: "wait-for", Selector: alpha, Gone: true, Timeout: protocol.Duration(time.Second)})
+
+	// A new document: the old refs are stale.
+	cmdMutate(t, tab, protocol.Action{Type: "navigate", URL: site("/refs.html")})
+	cmdFails(t, tab, protocol.Action{Type: "click", Selector: beta}, protocol.CodeStaleRef)
+}
+
+// Options: a subtree, interactive only, depth and node caps, JSON.
+func TestSnapshotOptions(t *testing.T) {
+	tab, _, _ := tabAt(t, "/search.html?q=lamps")
+	sub := snapshotOf(t, tab, protocol.Action{Selector: "ol"})
+	if !strings.HasPrefix(sub.Text, "- list:") || strings.Contains(sub.Text, "heading") {
+		t.Fatalf("subtree:\n%s", sub.Text)
+	}
+	inter := snapshotOf(t, tab, protocol.Action{Interactive: true})
+	if strings.Contains(inter.Text, "listitem") || !strings.Contains(inter.Text, `- link "Desk lamp"`) {
+		t.Fatalf("interactive only:\n%s", inter.Text)
+	}
+	shallow := snapshotOf(t, tab, protocol.Action{Depth: 1})
+	if strings.Contains(shallow.Text, "\n  -") {
+		t.Fatalf("depth 1 has nested lines:\n%s", shallow.Text)
+	}
+	capped := snapshotOf(t, tab, protocol.Action{MaxNodes: 3})
+	if !capped.Truncated || capped.Count != 3 || !strings.Contains(capped.Text, "truncated after 3 nodes") {
+		t.Fatalf("capped: %+v", capped)
+	}
+	js := snapshotOf(t, tab, protocol.Action{Format: "json"})
+	if js.Text != "" || len(js.Nodes) == 0 || js.Nodes[0].Role != "heading" {
+		t.Fatalf("json: %+v", js)
+	}
+	cmdFails(t, tab, protocol.Action{Type: "snapshot", Selector: "#missing"}, protocol.CodeElementNotFound)
+}
+
+// The wait for network idle before a snapshot is bounded: on timeout the
+// snapshot is taken anyway and says so.
+func TestSnapshotNetworkIdleTimeout(t *testing.T) {
+	tab, _, _ := tabAt(t, "/fetchslow.html")
+	s := snapshotOf(t, tab, protocol.Action{IdleTimeout: protocol.Duration(300 * time.Millisecond)})
+	if s.NetworkIdle || !strings.Contains(s.Note, "network idle") || !strings.Contains(s.Text, "1500 ms") {
+		t.Fatalf("snapshot during a slow fetch: %+v", s)
+	}
+}
+
+// Frames carry the snapshot as their fullPage by default, refs included.
+func TestFrameContentIsTheSnapshot(t *testing.T) {
+	tab, frames, _ := tabAt(t, "/")
+	r := cmdMutate(t, tab, protocol.Action{Type: "navigate", URL: site("/refs.html")})
+	f := frames.until(r.Sequence)
+	if f.FullPageFormat != "snapshot" || f.FullPage == nil || !strings.Contains(*f.FullPage, `- button "Alpha" [ref=`) {
+		t.Fatalf("frame %+v", f)
+	}
+}
