@@ -84,11 +84,11 @@ func (p *Page) Snapshot(ctx context.Context, o SnapshotOptions) (Snapshot, error
 // Text renders the snapshot in its compact text form, one line per node,
 // indented by depth:
 //
-//	- heading "Example shop" [level=1]
-//	- button "Buy" [ref=e12]
-//	- textbox "Query" [ref=e3] [id=q] [name=q]: lamps
-//	- list:
-//	  - listitem: First
+//   - heading "Example shop" [level=1]
+//   - button "Buy" [ref=e12]
+//   - textbox "Query" [ref=e3] [id=q] [name=q]: lamps
+//   - list:
+//   - listitem: First
 func (s Snapshot) Text() string {
 	var b strings.Builder
 	for _, n := range s.Nodes {

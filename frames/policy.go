@@ -21,8 +21,8 @@ type Format string
 const (
 	FormatSnapshot Format = "snapshot" // the accessibility snapshot, text form, with refs
 	FormatHTML     Format = "html"     // the serialized DOM (document.documentElement.outerHTML)
-	FormatText Format = "text" // the visible text (document.body.innerText)
-	FormatNone Format = "none" // never include content
+	FormatText     Format = "text"     // the visible text (document.body.innerText)
+	FormatNone     Format = "none"     // never include content
 )
 
 // DefaultFormat is the content a frame carries unless configured otherwise.
