@@ -173,15 +173,17 @@ func joinNote(a, b string) string {
 	return a + "; " + b
 }
 
-// publish sends a frame to the tab's frame subject. A
-// frame too large for the bus is sent without its content, with a note,
-// never dropped.
+// publish sends a frame to the tab's frame subject. A frame too large for
+// the bus goes out with its content by reference (see content.go), never
+// dropped or cut.
 func (t *Tab) publish(f protocol.Frame) {
 	data, err := json.Marshal(f)
-	if err == nil && int64(len(data)) > t.nc.MaxPayload() && f.FullPage != nil {
-		size := len(*f.FullPage)
-		f.FullPage, f.FullPageFormat = nil, ""
-		f.Note = joinNote(f.Note, fmt.Sprintf("content of %d bytes exceeds the bus payload limit; left out", size))
+	if max := t.nc.MaxPayload(); err == nil && int64(len(data)) > max && f.FullPage != nil {
+		content := *f.FullPage
+		chunks := t.content.keep(f.Sequence, content, max)
+		f.FullPage = nil
+		f.FullPageRef = &protocol.ContentRef{Subject: t.subj.TabContent(t.id), Sequence: f.Sequence, Bytes: len(content), Chunks: chunks}
+		f.Note = joinNote(f.Note, fmt.Sprintf("content of %d bytes is more than one bus message carries: fetch it in %d chunks (fullPageRef)", len(content), chunks))
 		data, err = json.Marshal(f)
 	}
 	if err == nil {

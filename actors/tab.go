@@ -64,13 +64,15 @@ type Tab struct {
 	// outbox holds frames appended but not yet published: a plan's last
 	// frame goes out right after the plan's reply, so the reply is not
 	// delayed by encoding a frame that may carry a whole page.
-	outbox  []protocol.Frame
-	pending *pendingFrame // the frame whose content waits for its load
-	sub     *nats.Subscription
-	quit    chan struct{}
-	done    chan struct{}
-	info    atomic.Pointer[protocol.TabInfo]
-	stopped atomic.Bool
+	outbox     []protocol.Frame
+	pending    *pendingFrame // the frame whose content waits for its load
+	content    *contentStore // large frame contents, fetched by reference
+	contentSub *nats.Subscription
+	sub        *nats.Subscription
+	quit       chan struct{}
+	done       chan struct{}
+	info       atomic.Pointer[protocol.TabInfo]
+	stopped    atomic.Bool
 }
 
 type planRequest struct {
@@ -93,6 +95,7 @@ func StartTab(ctx context.Context, opts TabOptions) (*Tab, error) {
 		nc:            opts.Conn,
 		subj:          opts.Subjects,
 		frameSubject:  opts.Subjects.TabFrames(opts.ID),
+		content:       newContentStore(),
 		frames:        frames.New(opts.ID, opts.Frames),
 		nav:           newNavState(),
 		settleTimeout: opts.SettleTimeout,
@@ -110,10 +113,17 @@ func StartTab(ctx context.Context, opts TabOptions) (*Tab, error) {
 		return nil, fmt.Errorf("tab %s: read location: %w", t.id, err)
 	}
 	t.nav.url, t.nav.title = url, title
+	// Content fetches are answered before the first frame may need them.
+	csub, err := t.nc.Subscribe(t.subj.TabContent(t.id), t.content.serve)
+	if err != nil {
+		return nil, fmt.Errorf("tab %s: subscribe: %w", t.id, err)
+	}
+	t.contentSub = csub
 	t.emit(ctx, frames.Change{URL: url, Title: title, Action: protocol.FrameOpen, Source: protocol.SourceBrowser, NewDocument: true}, "", true)
 	t.flush()
 	sub, err := t.nc.Subscribe(t.subj.TabPlan(t.id), t.receive)
 	if err != nil {
+		_ = csub.Unsubscribe()
 		return nil, fmt.Errorf("tab %s: subscribe: %w", t.id, err)
 	}
 	// A tab takes plans one at a time anyway; raise the pending limits so a
@@ -159,6 +169,7 @@ func (t *Tab) receive(m *nats.Msg) {
 
 func (t *Tab) run() {
 	defer close(t.done)
+	defer t.contentSub.Unsubscribe()
 	defer t.sub.Unsubscribe()
 	defer func() {
 		if t.pending != nil {

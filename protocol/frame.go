@@ -38,6 +38,9 @@ type Frame struct {
 	// previous frame. FullPageFormat says what it is (html, text, ...).
 	FullPage       *string `json:"fullPage,omitempty"`
 	FullPageFormat string  `json:"fullPageFormat,omitempty"`
+	// FullPageRef stands in for FullPage when the content is larger than
+	// the bus carries in one message: fetch it in chunks (ContentRequest).
+	FullPageRef *ContentRef `json:"fullPageRef,omitempty"`
 	// Note explains an unusual frame, e.g. content left out because the
 	// document was replaced before it finished loading.
 	Note string `json:"note,omitempty"`
@@ -50,4 +53,31 @@ func DecodeFrame(data []byte) (Frame, error) {
 		return Frame{}, badRequest("frame: invalid JSON: %v", err)
 	}
 	return f, nil
+}
+
+// ContentRef says where a frame's content too large for one message is:
+// request its chunks 0..Chunks-1 on Subject with ContentRequest.
+type ContentRef struct {
+	Subject  string `json:"subject"`
+	Sequence int64  `json:"sequence"`
+	Bytes    int    `json:"bytes"`
+	Chunks   int    `json:"chunks"`
+}
+
+// ContentRequest asks for one chunk of a frame's content.
+type ContentRequest struct {
+	Sequence int64 `json:"sequence"`
+	Chunk    int   `json:"chunk"`
+}
+
+// ContentReply is one chunk of a frame's content, or an error (the
+// content is no longer kept: code bad_request).
+type ContentReply struct {
+	OK       bool   `json:"ok"`
+	Error    string `json:"error,omitempty"`
+	Code     Code   `json:"code,omitempty"`
+	Sequence int64  `json:"sequence"`
+	Chunk    int    `json:"chunk"`
+	Chunks   int    `json:"chunks"`
+	Data     string `json:"data"`
 }

@@ -57,6 +57,10 @@ func (s Subjects) AllFrames() string { return s.p() + ".tab.*.frame" }
 // TabPlan is where a tab takes plans (request/reply).
 func (s Subjects) TabPlan(tab string) string { return fmt.Sprintf("%s.tab.%s.plan", s.p(), tab) }
 
+// TabContent is where a tab answers ContentRequests for frame content
+// too large for one message.
+func (s Subjects) TabContent(tab string) string { return fmt.Sprintf("%s.tab.%s.content", s.p(), tab) }
+
 // TabEvents is where a tab publishes page events of one kind (dialog, console, ...).
 func (s Subjects) TabEvents(tab, kind string) string {
 	return fmt.Sprintf("%s.tab.%s.event.%s", s.p(), tab, kind)

@@ -8,8 +8,10 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
+	"github.com/rs/zerolog"
 	"github.com/spf13/pflag"
 
+	"github.com/framebus/framebus/actors"
 	"github.com/framebus/framebus/protocol"
 )
 
@@ -81,7 +83,8 @@ func (c *cli) watch(target clientFlags, all bool) error {
 		mu.Lock()
 		defer mu.Unlock()
 		line.Reset()
-		if err := json.Compact(&line, m.Data); err != nil {
+		data := inlineContent(cl.nc, m.Data, log)
+		if err := json.Compact(&line, data); err != nil {
 			log.Warn().Str("subject", m.Subject).Err(err).Msg("skipping a message that is not JSON")
 			return
 		}
@@ -111,4 +114,31 @@ func (c *cli) watch(target clientFlags, all bool) error {
 	case <-closed:
 		return protocol.Errorf(protocol.CodeUnavailable, "lost the bus connection; the node may have stopped")
 	}
+}
+
+// contentTimeout bounds fetching a frame's content by reference.
+const contentTimeout = 10 * time.Second
+
+// inlineContent returns the frame with its content inline when it came by
+// reference (too large for one bus message), so watch prints whole frames.
+// Anything else, or a fetch that fails (logged), is returned as it came.
+func inlineContent(nc *nats.Conn, data []byte, log zerolog.Logger) []byte {
+	if !bytes.Contains(data, []byte(`"fullPageRef"`)) {
+		return data
+	}
+	f, err := protocol.DecodeFrame(data)
+	if err != nil || f.FullPageRef == nil {
+		return data
+	}
+	content, err := actors.FetchContent(nc, f, contentTimeout)
+	if err != nil {
+		log.Warn().Err(err).Int64("sequence", f.Sequence).Msg("fetch frame content")
+		return data
+	}
+	f.FullPage, f.FullPageRef = content, nil
+	out, err := json.Marshal(f)
+	if err != nil {
+		return data
+	}
+	return out
 }
