@@ -96,7 +96,7 @@ func (t *Tab) completePending(ctx context.Context, note string, capture bool) {
 	if capture {
 		content, title, note = t.capture(ctx, p.change, note)
 	}
-	f, ok := t.frames.Complete(p.seq, title, content, note)
+	f, ok := t.frames.Complete(p.seq, t.frames.FormatOf(p.change), title, content, note)
 	if !ok {
 		return
 	}
@@ -135,7 +135,7 @@ func (t *Tab) capture(ctx context.Context, change frames.Change, note string) (c
 	}
 	cctx, cancel := context.WithTimeout(ctx, t.settleTimeout)
 	defer cancel()
-	url, title, text, err := t.page.Content(cctx, string(t.frames.Format()))
+	url, title, text, err := t.page.Content(cctx, string(t.frames.FormatOf(change)))
 	switch {
 	case err != nil:
 		return nil, "", joinNote(note, "content unavailable: "+err.Error())

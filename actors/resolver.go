@@ -85,7 +85,8 @@ func (t *Tab) execute(ctx context.Context, plan protocol.Plan, index int, a prot
 	if !spec.Mutates || (err != nil && len(changes) == 0) {
 		return r
 	}
-	change := frames.Change{Action: a.Type, Source: protocol.SourceAgent, PlanID: plan.ID, Agent: plan.Agent}
+	change := frames.Change{Action: a.Type, Source: protocol.SourceAgent, PlanID: plan.ID, Agent: plan.Agent,
+		Format: frames.Format(plan.FullPage), Policy: frames.Policy(plan.FullPagePolicy)}
 	var f protocol.Frame
 	if len(changes) == 0 {
 		f = t.frameFor(ctx, pageChange{url: t.nav.url}, change)

@@ -137,3 +137,41 @@ func TestFrameContentIsTheSnapshot(t *testing.T) {
 		t.Fatalf("frame %+v", f)
 	}
 }
+
+// A plan can choose its frames' content (html, text, none) and when they
+// carry it (always, document-change).
+func TestPlanFullPageSettings(t *testing.T) {
+	tab, frames, seq := tabAt(t, "/")
+	plan := func(format, policy string, a protocol.Action) protocol.Frame {
+		t.Helper()
+		a.BasedOnSequence = protocol.Based(seq)
+		res := send(t, tab.ID(), protocol.Plan{FullPage: format, FullPagePolicy: policy, Actions: []protocol.Action{a}})
+		if !res.OK {
+			t.Fatalf("plan %s/%s: %+v", format, policy, res)
+		}
+		seq = res.Sequence
+		return frames.until(seq)
+	}
+	if f := plan("html", "", protocol.Action{Type: "navigate", URL: site("/search.html")}); f.FullPageFormat != "html" || !strings.Contains(*f.FullPage, `<ol id="results">`) {
+		t.Fatalf("html: %+v", f)
+	}
+	if f := plan("text", "always", protocol.Action{Type: "click", Selector: "#result1"}); f.FullPageFormat != "text" || !strings.Contains(*f.FullPage, "Product 1") {
+		t.Fatalf("text, always: %+v", f)
+	}
+	if f := plan("", "always", protocol.Action{Type: "eval", Expression: "1"}); f.FullPageFormat != "snapshot" || f.FullPage == nil {
+		t.Fatalf("always: %+v", f)
+	}
+	if f := plan("", "", protocol.Action{Type: "reload", Wait: true}); f.FullPage != nil {
+		t.Fatalf("url-change, reload: %+v", f)
+	}
+	if f := plan("", "document-change", protocol.Action{Type: "reload", Wait: true}); f.FullPage == nil {
+		t.Fatalf("document-change, reload: %+v", f)
+	}
+	if f := plan("none", "", protocol.Action{Type: "navigate", URL: site("/")}); f.FullPage != nil || f.FullPageFormat != "" {
+		t.Fatalf("none: %+v", f)
+	}
+	res := send(t, tab.ID(), []byte(`{"fullPage":"pdf","action":{"type":"eval","expression":"1"}}`))
+	if res.Code != protocol.CodeBadRequest || !strings.Contains(res.Error, `fullPage: "pdf" is not one of snapshot, html, text, none`) {
+		t.Fatalf("bad fullPage: %+v", res)
+	}
+}

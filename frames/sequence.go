@@ -25,6 +25,10 @@ type Change struct {
 	PlanID, Agent string
 	// NewDocument: a new document was committed (not a same-document change).
 	NewDocument bool
+	// Format and Policy override the stream's for this frame (a plan's
+	// fullPage settings); "" keeps the stream's.
+	Format Format
+	Policy Policy
 }
 
 // Stream is one tab's frame sequence. It is not safe for concurrent use:
@@ -76,18 +80,30 @@ func (s *Stream) Check(based *int64) error {
 
 // WantsContent reports whether the frame for c must carry the page content.
 func (s *Stream) WantsContent(c Change) bool {
-	if s.opts.Format == FormatNone {
+	if s.FormatOf(c) == FormatNone {
 		return false
+	}
+	policy := s.opts.Policy
+	if c.Policy != "" {
+		policy = c.Policy
 	}
 	switch {
 	case s.seq == 0 || c.URL != s.last.URL:
 		return true
-	case s.opts.Policy == PolicyAlways:
+	case policy == PolicyAlways:
 		return true
-	case s.opts.Policy == PolicyDocumentChange:
+	case policy == PolicyDocumentChange:
 		return c.NewDocument
 	}
 	return false
+}
+
+// FormatOf is the content format of the frame for c.
+func (s *Stream) FormatOf(c Change) Format {
+	if c.Format != "" {
+		return c.Format
+	}
+	return s.opts.Format
 }
 
 // Append records c as the next frame and returns it. content is the page
@@ -110,7 +126,7 @@ func (s *Stream) Append(c Change, content *string, note string) protocol.Frame {
 		Note:     note,
 	}
 	if content != nil {
-		f.FullPageFormat = string(s.opts.Format)
+		f.FullPageFormat = string(s.FormatOf(c))
 	}
 	s.last = f
 	if len(s.history) == s.opts.History {
@@ -130,7 +146,7 @@ func (s *Stream) History() []protocol.Frame {
 // it while its document loaded: its title, content (nil when it could not
 // be read) and note. It returns the completed frame, or false when seq is
 // no longer kept.
-func (s *Stream) Complete(seq int64, title string, content *string, note string) (protocol.Frame, bool) {
+func (s *Stream) Complete(seq int64, format Format, title string, content *string, note string) (protocol.Frame, bool) {
 	for i := len(s.history) - 1; i >= 0; i-- {
 		f := &s.history[i]
 		if f.Sequence != seq {
@@ -141,7 +157,7 @@ func (s *Stream) Complete(seq int64, title string, content *string, note string)
 		}
 		f.FullPage, f.FullPageFormat, f.Note = content, "", note
 		if content != nil {
-			f.FullPageFormat = string(s.opts.Format)
+			f.FullPageFormat = string(format)
 		}
 		if s.last.Sequence == seq {
 			s.last = *f

@@ -84,3 +84,34 @@ func TestPolicies(t *testing.T) {
 		t.Fatal("empty format")
 	}
 }
+
+// The wire names a plan may use are exactly the formats and policies
+// frames knows.
+func TestWireNamesAgree(t *testing.T) {
+	for _, name := range protocol.FullPageFormats {
+		if f, err := ParseFormat(name); err != nil || string(f) != name {
+			t.Errorf("format %q: %v", name, err)
+		}
+	}
+	for _, name := range protocol.FullPagePolicies {
+		if p, err := ParsePolicy(name); err != nil || string(p) != name {
+			t.Errorf("policy %q: %v", name, err)
+		}
+	}
+}
+
+// A change's own format and policy override the stream's.
+func TestChangeOverrides(t *testing.T) {
+	s := New("T", Options{})
+	s.Append(Change{URL: "a"}, nil, "")
+	if s.WantsContent(Change{URL: "a"}) || !s.WantsContent(Change{URL: "a", Policy: PolicyAlways}) {
+		t.Fatal("policy override ignored")
+	}
+	if s.WantsContent(Change{URL: "b", Format: FormatNone}) {
+		t.Fatal("format none still wants content")
+	}
+	content := "x"
+	if f := s.Append(Change{URL: "b", Format: FormatHTML}, &content, ""); f.FullPageFormat != "html" {
+		t.Fatalf("format override: %+v", f)
+	}
+}

@@ -19,7 +19,20 @@ type Plan struct {
 	Agent   string   `json:"agent,omitempty"`
 	Action  *Action  `json:"action,omitempty"`
 	Actions []Action `json:"actions,omitempty"`
+	// FullPage and FullPagePolicy override, for the frames this plan's
+	// actions produce, what content they carry (one of FullPageFormats)
+	// and when (one of FullPagePolicies); the node's settings when "".
+	FullPage       string `json:"fullPage,omitempty"`
+	FullPagePolicy string `json:"fullPagePolicy,omitempty"`
 }
+
+// FullPageFormats are the contents a frame's fullPage can hold.
+var FullPageFormats = []string{"snapshot", "html", "text", "none"}
+
+// FullPagePolicies say when a frame carries its content: when the URL
+// changed (the frame seed's rule), also on a new document at the same URL,
+// or always.
+var FullPagePolicies = []string{"url-change", "document-change", "always"}
 
 // MaxPlanActions bounds a plan's length so one request cannot occupy a tab
 // without end.
@@ -60,9 +73,20 @@ func DecodePlan(data []byte) (Plan, error) {
 			if err := decodeString(raw, "agent", &p.Agent); err != nil {
 				return Plan{}, err
 			}
+		case "fullPage", "fullPagePolicy":
+			dst, allowed := &p.FullPage, FullPageFormats
+			if name == "fullPagePolicy" {
+				dst, allowed = &p.FullPagePolicy, FullPagePolicies
+			}
+			if err := decodeString(raw, name, dst); err != nil {
+				return Plan{}, err
+			}
+			if !contains(allowed, *dst) {
+				return Plan{}, badRequest("%s: %q is not one of %s", name, *dst, strings.Join(allowed, ", "))
+			}
 		case "action", "actions":
 		default:
-			return Plan{}, badRequest("%s: unknown plan field (expected action or actions, and optionally id, agent, version)", name)
+			return Plan{}, badRequest("%s: unknown plan field (expected action or actions, and optionally id, agent, version, fullPage, fullPagePolicy)", name)
 		}
 	}
 	single, hasSingle := fields["action"]

@@ -17,6 +17,7 @@ import (
 	"github.com/framebus/framebus/actors"
 	"github.com/framebus/framebus/bus"
 	"github.com/framebus/framebus/cdpdriver"
+	"github.com/framebus/framebus/frames"
 	"github.com/framebus/framebus/protocol"
 )
 
@@ -34,6 +35,9 @@ type serveOptions struct {
 	// action; dialogDefault answers it then.
 	dialogTimeout time.Duration
 	dialogDefault string
+	// fullPage and fullPagePolicy: what content frames carry, and when.
+	fullPage       string
+	fullPagePolicy string
 }
 
 func serveCommand() command {
@@ -56,12 +60,20 @@ temporary profile) and the bus, removes the state file and exits 0.`,
 			fs.StringVar(&o.logLevel, "log-level", "info", "log `level` on stderr: trace, debug, info, warn, error")
 			fs.DurationVar(&o.dialogTimeout, "dialog-timeout", actors.DefaultDialogTimeout, "how long a JavaScript dialog stays open for a `dialog` action before the default answers it; 0 answers at once")
 			fs.StringVar(&o.dialogDefault, "dialog-default", "accept", "the automatic answer to a JavaScript dialog: accept or dismiss")
+			fs.StringVar(&o.fullPage, "full-page", string(frames.DefaultFormat), "the content frames carry: snapshot, html, text or none")
+			fs.StringVar(&o.fullPagePolicy, "full-page-policy", string(frames.PolicyURLChange), "when frames carry it: url-change, document-change or always")
 			return func(c *cli, args []string) error {
 				if len(args) > 0 {
 					return usagef("serve: takes no arguments, got %q", args)
 				}
 				if o.dialogDefault != "accept" && o.dialogDefault != "dismiss" {
 					return usagef("serve: --dialog-default: %q is not accept or dismiss", o.dialogDefault)
+				}
+				if _, err := frames.ParseFormat(o.fullPage); err != nil {
+					return usagef("serve: --full-page: %v", err)
+				}
+				if _, err := frames.ParsePolicy(o.fullPagePolicy); err != nil {
+					return usagef("serve: --full-page-policy: %v", err)
 				}
 				if o.dialogTimeout < 0 {
 					return usagef("serve: --dialog-timeout: must not be negative")
@@ -117,6 +129,7 @@ func (c *cli) serve(o serveOptions) error {
 		// The node's zero means "the default"; the flag's zero, at once.
 		DialogTimeout: cmp.Or(o.dialogTimeout, -1),
 		DialogDefault: o.dialogDefault,
+		Frames:        frames.Options{Format: frames.Format(o.fullPage), Policy: frames.Policy(o.fullPagePolicy)},
 	})
 	cancel()
 	if err != nil {
