@@ -60,7 +60,7 @@ type Tab struct {
 	settleTimeout time.Duration
 	dialogs       dialogPolicy
 	log           zerolog.Logger
-	plans         chan planRequest
+	inbox         chan *nats.Msg // plans, from the subscription
 	// outbox holds frames appended but not yet published: a plan's last
 	// frame goes out right after the plan's reply, so the reply is not
 	// delayed by encoding a frame that may carry a whole page.
@@ -75,10 +75,10 @@ type Tab struct {
 	stopped    atomic.Bool
 }
 
-type planRequest struct {
-	plan protocol.Plan
-	msg  *nats.Msg
-}
+// planQueue is how many plans may wait for a busy tab. Each waits at most
+// its client's deadline anyway; past this many, the bus drops new ones as
+// a slow consumer and their clients time out.
+const planQueue = 8192
 
 // StartTab emits the tab's first frame, subscribes to its plan subject and
 // starts its goroutine.
@@ -101,7 +101,7 @@ func StartTab(ctx context.Context, opts TabOptions) (*Tab, error) {
 		settleTimeout: opts.SettleTimeout,
 		dialogs:       newDialogPolicy(opts.DialogTimeout, opts.DialogDefault),
 		log:           opts.Logger.With().Str("tab", opts.ID).Logger(),
-		plans:         make(chan planRequest),
+		inbox:         make(chan *nats.Msg, planQueue),
 		quit:          make(chan struct{}),
 		done:          make(chan struct{}),
 	}
@@ -121,14 +121,13 @@ func StartTab(ctx context.Context, opts TabOptions) (*Tab, error) {
 	t.contentSub = csub
 	t.emit(ctx, frames.Change{URL: url, Title: title, Action: protocol.FrameOpen, Source: protocol.SourceBrowser, NewDocument: true}, "", true)
 	t.flush()
-	sub, err := t.nc.Subscribe(t.subj.TabPlan(t.id), t.receive)
+	// Plans arrive straight from the connection's reader into the actor's
+	// mailbox: no goroutine in between.
+	sub, err := t.nc.ChanSubscribe(t.subj.TabPlan(t.id), t.inbox)
 	if err != nil {
 		_ = csub.Unsubscribe()
 		return nil, fmt.Errorf("tab %s: subscribe: %w", t.id, err)
 	}
-	// A tab takes plans one at a time anyway; raise the pending limits so a
-	// burst of plans queues instead of being dropped as a slow consumer.
-	_ = sub.SetPendingLimits(-1, -1)
 	t.sub = sub
 	go t.run()
 	return t, nil
@@ -152,25 +151,34 @@ func (t *Tab) Stop() {
 	<-t.done
 }
 
-// receive runs on the subscription's goroutine: it validates the plan so a
-// malformed one is answered at once, and hands good ones to the actor.
+// receive decodes a plan and runs it; a malformed one is answered at once.
 func (t *Tab) receive(m *nats.Msg) {
 	plan, err := protocol.DecodePlan(m.Data)
 	if err != nil {
 		respond(m, protocol.NewErrorReply(err), t.log)
 		return
 	}
-	select {
-	case t.plans <- planRequest{plan: plan, msg: m}:
-	case <-t.done:
-		respond(m, protocol.NewErrorReply(protocol.Errorf(protocol.CodeTabClosed, "tab %s closed", t.id)), t.log)
+	res := t.runPlan(plan)
+	respond(m, res, t.log)
+}
+
+// closeInbox answers the plans still queued with tab_closed.
+func (t *Tab) closeInbox() {
+	_ = t.sub.Unsubscribe()
+	for {
+		select {
+		case m := <-t.inbox:
+			respond(m, protocol.NewErrorReply(protocol.Errorf(protocol.CodeTabClosed, "tab %s closed", t.id)), t.log)
+		default:
+			return
+		}
 	}
 }
 
 func (t *Tab) run() {
 	defer close(t.done)
 	defer t.contentSub.Unsubscribe()
-	defer t.sub.Unsubscribe()
+	defer t.closeInbox()
 	defer func() {
 		if t.pending != nil {
 			t.completePending(context.Background(), "tab stopped before the page finished loading; content left out", false)
@@ -182,9 +190,8 @@ func (t *Tab) run() {
 		case <-t.page.Notify():
 			t.absorb(context.Background())
 			t.flush()
-		case req := <-t.plans:
-			res := t.runPlan(req.plan)
-			respond(req.msg, res, t.log)
+		case m := <-t.inbox:
+			t.receive(m)
 			t.flush()
 		case <-t.pendingExpired():
 			ctx := context.Background()

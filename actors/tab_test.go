@@ -2,6 +2,7 @@ package actors
 
 import (
 	"context"
+	"encoding/json"
 	"net"
 	"strings"
 	"sync"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/mafredri/cdp"
 	"github.com/mafredri/cdp/rpcc"
+	"github.com/nats-io/nats.go"
 
 	"github.com/framebus/framebus/protocol"
 )
@@ -287,5 +289,74 @@ func TestCrashIsAPageFrame(t *testing.T) {
 	res := send(t, tab.ID(), one(protocol.Action{Type: "navigate", URL: site("/search.html"), BasedOnSequence: protocol.Based(3)}))
 	if !res.OK || res.Sequence != 4 {
 		t.Fatalf("navigate after crash: %+v", res)
+	}
+}
+
+// Plans queued behind a busy tab that stops are answered (run, or
+// tab_closed), never left to time out.
+func TestStopAnswersQueuedPlans(t *testing.T) {
+	ctx := context.Background()
+	page, err := testBrowser.OpenPage(ctx, "about:blank")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer testBrowser.ClosePage(ctx, page)
+	tab, err := StartTab(ctx, TabOptions{ID: page.TargetID(), Page: page, Conn: testConn, Subjects: protocol.DefaultSubjects})
+	if err != nil {
+		t.Fatal(err)
+	}
+	frames := watchFrames(t, testConn, protocol.DefaultSubjects.TabFrames(tab.ID()))
+	busy := make(chan *nats.Msg, 1)
+	// The eval's frame goes out when the wait-for starts: then the tab is busy.
+	data, _ := json.Marshal(protocol.Plan{Actions: []protocol.Action{
+		{Type: "eval", Expression: "1"},
+		{Type: "wait-for", Selector: "#never", Timeout: protocol.Duration(2 * time.Second)},
+	}})
+	go func() {
+		m, _ := testConn.Request(protocol.DefaultSubjects.TabPlan(tab.ID()), data, 30*time.Second)
+		busy <- m
+	}()
+	frames.until(2)
+	var queued []*nats.Msg
+	replies := make(chan *nats.Msg, 5)
+	for i := 0; i < 5; i++ {
+		go func() {
+			m, err := testConn.Request(protocol.DefaultSubjects.TabPlan(tab.ID()), []byte(`{"action":{"type":"eval","expression":"1"}}`), 30*time.Second)
+			if err != nil {
+				t.Errorf("queued plan: %v", err)
+			}
+			replies <- m
+		}()
+	}
+	waitUntil(t, func() bool { return len(tab.inbox) == 5 })
+	tab.Stop()
+	for i := 0; i < 5; i++ {
+		m := <-replies
+		if m == nil {
+			continue
+		}
+		res, _ := protocol.DecodePlanResult(m.Data)
+		if !res.OK && res.Code != protocol.CodeTabClosed {
+			t.Errorf("queued plan answered %+v", res)
+		}
+		queued = append(queued, m)
+	}
+	if m := <-busy; m == nil {
+		t.Fatal("the running plan got no answer")
+	}
+	if len(queued) != 5 {
+		t.Fatalf("%d of 5 queued plans answered", len(queued))
+	}
+}
+
+// waitUntil polls cond with a deadline.
+func waitUntil(t *testing.T, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatal("condition not met within 20s")
+		}
+		time.Sleep(5 * time.Millisecond)
 	}
 }

@@ -38,7 +38,8 @@ type Stream struct {
 	opts    Options
 	seq     int64
 	last    protocol.Frame
-	history []protocol.Frame // ring of the latest frames, oldest first
+	history []protocol.Frame // ring of the latest frames; the oldest at head
+	head    int
 }
 
 // New returns an empty stream; its first Append is frame 1.
@@ -129,17 +130,21 @@ func (s *Stream) Append(c Change, content *string, note string) protocol.Frame {
 		f.FullPageFormat = string(s.FormatOf(c))
 	}
 	s.last = f
-	if len(s.history) == s.opts.History {
-		copy(s.history, s.history[1:])
-		s.history = s.history[:len(s.history)-1]
+	// A ring: the oldest frame is overwritten in place, nothing moves.
+	if len(s.history) < s.opts.History {
+		s.history = append(s.history, f)
+	} else {
+		s.history[s.head] = f
+		s.head = (s.head + 1) % len(s.history)
 	}
-	s.history = append(s.history, f)
 	return f
 }
 
 // History returns the kept frames, oldest first.
 func (s *Stream) History() []protocol.Frame {
-	return append([]protocol.Frame(nil), s.history...)
+	out := make([]protocol.Frame, 0, len(s.history))
+	out = append(out, s.history[s.head:]...)
+	return append(out, s.history[:s.head]...)
 }
 
 // Complete fills in the content of frame seq, which was appended without
@@ -147,7 +152,7 @@ func (s *Stream) History() []protocol.Frame {
 // be read) and note. It returns the completed frame, or false when seq is
 // no longer kept.
 func (s *Stream) Complete(seq int64, format Format, title string, content *string, note string) (protocol.Frame, bool) {
-	for i := len(s.history) - 1; i >= 0; i-- {
+	for i := range s.history {
 		f := &s.history[i]
 		if f.Sequence != seq {
 			continue

@@ -260,13 +260,21 @@ func ActionSpecs() []ActionSpec {
 
 // LookupAction returns the declaration of an action type.
 func LookupAction(typ string) (ActionSpec, bool) {
-	for _, s := range actionSpecs {
-		if s.Type == typ {
-			return s, true
-		}
+	if i, ok := actionIndex[typ]; ok {
+		return actionSpecs[i], true
 	}
 	return ActionSpec{}, false
 }
+
+// actionIndex finds a declaration by type without a scan: every plan
+// looks its actions up.
+var actionIndex = func() map[string]int {
+	m := make(map[string]int, len(actionSpecs))
+	for i, s := range actionSpecs {
+		m[s.Type] = i
+	}
+	return m
+}()
 
 // EffectiveTimeout is the action's own timeout or its declared default.
 func (a Action) EffectiveTimeout() time.Duration {
