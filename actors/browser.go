@@ -43,13 +43,21 @@ func (b *Browser) OpenPage(ctx context.Context, url string) (*cdpdriver.Page, er
 		_ = b.conn.CloseTarget(ctx, id)
 		return nil, err
 	}
+	b.conn.Watch(p)
 	return p, nil
 }
 
 // ClosePage closes a tab.
 func (b *Browser) ClosePage(ctx context.Context, p *cdpdriver.Page) error {
+	b.conn.Unwatch(p)
 	p.Close()
 	return b.conn.CloseTarget(ctx, p.TargetID())
+}
+
+// FilterRequests makes every request of every tab pass filter, in the
+// browser's network layer (see cdpdriver.FilterRequests).
+func (b *Browser) FilterRequests(ctx context.Context, filter cdpdriver.RequestFilter) error {
+	return b.conn.FilterRequests(ctx, filter)
 }
 
 // Process is the Chromium process.

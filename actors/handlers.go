@@ -82,7 +82,19 @@ func read(f func(t *Tab, ctx context.Context, a protocol.Action) (any, error)) h
 func (t *Tab) navigate(ctx context.Context, a protocol.Action) (outcome, error) {
 	target, err := cdpdriver.ResolveURL(a.URL, t.nav.url)
 	if err != nil {
+		// A URL Go cannot parse may still be one a browser loads: the
+		// whitelist, which parses as a browser does, has the first word.
+		if t.allow != nil {
+			if derr := t.allow(a.URL); derr != nil {
+				return outcome{}, protocol.Errorf(protocol.CodePermissionDenied, "%v", derr)
+			}
+		}
 		return outcome{}, protocol.Errorf(protocol.CodeBadRequest, "url: %v", err)
+	}
+	if t.allow != nil {
+		if err := t.allow(target); err != nil {
+			return outcome{}, protocol.Errorf(protocol.CodePermissionDenied, "%v", err)
+		}
 	}
 	res, err := t.page.Navigate(ctx, target)
 	var timeout *cdpdriver.TimeoutError

@@ -26,7 +26,9 @@ type navState struct {
 	// openings and closings not yet reported.
 	dialog      *cdpdriver.DialogOpening
 	dialogNotes []dialogNote
-	detached    bool
+	// blocked are the requests the whitelist refused, not yet reported.
+	blocked  []cdpdriver.RequestBlocked
+	detached bool
 }
 
 func newNavState() *navState { return &navState{loaded: map[string]bool{}} }
@@ -73,6 +75,11 @@ func (s *navState) observe(evs []cdpdriver.Event) {
 			s.changes = append(s.changes, pageChange{kind: frameCrash, url: s.url})
 		case cdpdriver.Detached:
 			s.detached = true
+		case cdpdriver.RequestBlocked:
+			s.blocked = append(s.blocked, e)
+			if e.Document {
+				s.navigating = false // aborted: no document is coming
+			}
 		case cdpdriver.DialogOpening:
 			s.dialog = &e
 			s.dialogNotes = append(s.dialogNotes, dialogNote{dialog: e, open: true})

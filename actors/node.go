@@ -10,6 +10,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/rs/zerolog"
 
+	"github.com/framebus/framebus/actors/whitelist"
 	"github.com/framebus/framebus/bus"
 	"github.com/framebus/framebus/cdpdriver"
 	"github.com/framebus/framebus/frames"
@@ -27,6 +28,9 @@ type NodeOptions struct {
 	// DialogTimeout and DialogDefault: see TabOptions.
 	DialogTimeout time.Duration
 	DialogDefault string
+	// Whitelist limits what the browser may load, in its network layer,
+	// for every request of every tab; nil allows every http(s) URL.
+	Whitelist *whitelist.Whitelist
 	// StartURL is where the first tab opens; about:blank when "".
 	StartURL string
 	Logger   zerolog.Logger
@@ -73,6 +77,11 @@ func StartNode(ctx context.Context, opts NodeOptions) (n *Node, err error) {
 	if n.browser, err = StartBrowser(ctx, opts.Launch, opts.Logger.With().Str("component", "browser").Logger()); err != nil {
 		return nil, err
 	}
+	if opts.Whitelist != nil {
+		if err = n.browser.FilterRequests(ctx, opts.Whitelist.Check); err != nil {
+			return nil, err
+		}
+	}
 	if _, err = n.OpenTab(ctx, opts.StartURL); err != nil {
 		return nil, err
 	}
@@ -100,6 +109,7 @@ func (n *Node) OpenTab(ctx context.Context, url string) (*Tab, error) {
 		SettleTimeout: n.opts.SettleTimeout,
 		DialogTimeout: n.opts.DialogTimeout,
 		DialogDefault: n.opts.DialogDefault,
+		Allow:         n.allow,
 		Logger:        n.log,
 	})
 	if err != nil {
@@ -203,3 +213,15 @@ func (n *Node) Close() error {
 	})
 	return n.closeErr
 }
+
+// allow checks a URL a tab is asked to navigate to: against the whitelist
+// when there is one, else only its scheme.
+func (n *Node) allow(url string) error {
+	if n.opts.Whitelist != nil {
+		return n.opts.Whitelist.Check(url)
+	}
+	return openWhitelist.Check(url)
+}
+
+// openWhitelist allows every host, over http and https.
+var openWhitelist, _ = whitelist.New(nil, nil)

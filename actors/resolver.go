@@ -75,6 +75,11 @@ func (t *Tab) execute(ctx context.Context, plan protocol.Plan, index int, a prot
 	}
 	t.settle(actx, out)
 	t.reportDialogs()
+	if denied := t.reportBlocked(); denied != nil {
+		// The whitelist refused a navigation the action caused: that is
+		// what the action did, whatever the browser said of it.
+		err = denied
+	}
 	if err != nil {
 		r.Code, r.Error = codeOf(err), err.Error()
 	} else {

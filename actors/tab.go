@@ -43,7 +43,11 @@ type TabOptions struct {
 	// DialogDefault is the automatic answer, "accept" (when empty) or
 	// "dismiss".
 	DialogDefault string
-	Logger        zerolog.Logger
+	// Allow checks a URL against the node's whitelist before the tab
+	// navigates to it (the browser enforces it for every request anyway);
+	// nil allows every http(s) URL.
+	Allow  func(url string) error
+	Logger zerolog.Logger
 }
 
 // Tab is the actor of one browser tab: one goroutine that owns the tab's
@@ -59,6 +63,7 @@ type Tab struct {
 	nav           *navState
 	settleTimeout time.Duration
 	dialogs       dialogPolicy
+	allow         func(url string) error
 	log           zerolog.Logger
 	inbox         chan *nats.Msg // plans, from the subscription
 	// outbox holds frames appended but not yet published: a plan's last
@@ -100,6 +105,7 @@ func StartTab(ctx context.Context, opts TabOptions) (*Tab, error) {
 		nav:           newNavState(),
 		settleTimeout: opts.SettleTimeout,
 		dialogs:       newDialogPolicy(opts.DialogTimeout, opts.DialogDefault),
+		allow:         opts.Allow,
 		log:           opts.Logger.With().Str("tab", opts.ID).Logger(),
 		inbox:         make(chan *nats.Msg, planQueue),
 		quit:          make(chan struct{}),
@@ -216,6 +222,7 @@ func (t *Tab) run() {
 func (t *Tab) absorb(ctx context.Context) {
 	t.nav.observe(t.page.TakeEvents())
 	t.reportDialogs()
+	t.reportBlocked()
 	t.settlePending(ctx, false)
 	for _, c := range t.nav.takeChanges() {
 		t.frameFor(ctx, c, frames.Change{Action: c.kind, Source: protocol.SourcePage})

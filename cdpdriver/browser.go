@@ -25,6 +25,7 @@ type Browser struct {
 	client *cdp.Client
 	wsURL  *url.URL
 	log    zerolog.Logger
+	filter filterState
 }
 
 // TargetInfo describes a page target.

@@ -8,6 +8,7 @@ import (
 	"net"
 	"os"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/mattn/go-isatty"
@@ -15,6 +16,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/framebus/framebus/actors"
+	"github.com/framebus/framebus/actors/whitelist"
 	"github.com/framebus/framebus/bus"
 	"github.com/framebus/framebus/cdpdriver"
 	"github.com/framebus/framebus/frames"
@@ -38,6 +40,11 @@ type serveOptions struct {
 	// fullPage and fullPagePolicy: what content frames carry, and when.
 	fullPage       string
 	fullPagePolicy string
+	// whitelist: comma-separated host patterns; set means enforced (an
+	// empty value denies every host).
+	whitelist    string
+	whitelistSet bool
+	schemes      string
 }
 
 func serveCommand() command {
@@ -61,6 +68,8 @@ temporary profile) and the bus, removes the state file and exits 0.`,
 			fs.DurationVar(&o.dialogTimeout, "dialog-timeout", actors.DefaultDialogTimeout, "how long a JavaScript dialog stays open for a `dialog` action before the default answers it; 0 answers at once")
 			fs.StringVar(&o.dialogDefault, "dialog-default", "accept", "the automatic answer to a JavaScript dialog: accept or dismiss")
 			fs.StringVar(&o.fullPage, "full-page", string(frames.DefaultFormat), "the content frames carry: snapshot, html, text or none")
+			fs.StringVar(&o.whitelist, "whitelist", "", "comma-separated `hosts` the browser may load (*.example.com for subdomains); enforced for every request; given empty, nothing is allowed; not given, every host is")
+			fs.StringVar(&o.schemes, "schemes", "http,https", "comma-separated URL `schemes` the browser may load besides about:blank")
 			fs.StringVar(&o.fullPagePolicy, "full-page-policy", string(frames.PolicyURLChange), "when frames carry it: url-change, document-change or always")
 			return func(c *cli, args []string) error {
 				if len(args) > 0 {
@@ -74,6 +83,10 @@ temporary profile) and the bus, removes the state file and exits 0.`,
 				}
 				if _, err := frames.ParsePolicy(o.fullPagePolicy); err != nil {
 					return usagef("serve: --full-page-policy: %v", err)
+				}
+				o.whitelistSet = fs.Changed("whitelist")
+				if _, err := o.buildWhitelist(); err != nil {
+					return usagef("serve: %v", err)
 				}
 				if o.dialogTimeout < 0 {
 					return usagef("serve: --dialog-timeout: must not be negative")
@@ -119,6 +132,10 @@ func (c *cli) serve(o serveOptions) error {
 		return startError(c.ctx, err)
 	}
 
+	wl, err := o.buildWhitelist()
+	if err != nil {
+		return usagef("serve: %v", err)
+	}
 	ctx, cancel := context.WithTimeout(c.ctx, startTimeout)
 	node, err := actors.StartNode(ctx, actors.NodeOptions{
 		Bus:      busOpts,
@@ -130,6 +147,7 @@ func (c *cli) serve(o serveOptions) error {
 		DialogTimeout: cmp.Or(o.dialogTimeout, -1),
 		DialogDefault: o.dialogDefault,
 		Frames:        frames.Options{Format: frames.Format(o.fullPage), Policy: frames.Policy(o.fullPagePolicy)},
+		Whitelist:     wl,
 	})
 	cancel()
 	if err != nil {
@@ -229,4 +247,29 @@ func isTerminal(v any) bool {
 func quietLogger(w io.Writer) zerolog.Logger {
 	log, _ := newLogger(w, "warn")
 	return log
+}
+
+// buildWhitelist makes the node's whitelist from --whitelist and
+// --schemes: nil when --whitelist was not given and the schemes are the
+// default (every http(s) host allowed).
+func (o serveOptions) buildWhitelist() (*whitelist.Whitelist, error) {
+	schemes := splitList(o.schemes)
+	if !o.whitelistSet {
+		if o.schemes == "http,https" {
+			return nil, nil
+		}
+		return whitelist.New([]string{"*"}, schemes)
+	}
+	return whitelist.New(splitList(o.whitelist), schemes)
+}
+
+// splitList splits a comma-separated flag value; "" is an empty list.
+func splitList(s string) []string {
+	out := []string{}
+	for _, p := range strings.Split(s, ",") {
+		if p = strings.TrimSpace(p); p != "" {
+			out = append(out, p)
+		}
+	}
+	return out
 }

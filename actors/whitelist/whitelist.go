@@ -1,0 +1,337 @@
+// Package whitelist decides which URLs a framebus node may load: the
+// domain whitelist that is a security boundary for the browser (every
+// document load, enforced in the browser's network layer) and for the HTTP
+// resource.
+//
+// A whitelist is a list of host patterns:
+//
+//	example.com      exactly that host
+//	*.example.com    any subdomain of example.com, at any depth; NOT the
+//	                 bare example.com (list it too to allow it)
+//	*                any host
+//	127.0.0.1, [::1] an IP address, in any form a browser accepts
+//
+// A nil whitelist (none configured) allows every host; an empty one denies
+// every host. Only http and https URLs (and about:blank) are allowed,
+// unless more schemes are configured.
+//
+// Hosts are compared the way a browser resolves them, so a URL cannot
+// reach a denied host by spelling it differently: the host is taken as the
+// WHATWG URL parser takes it (backslashes are slashes, tabs and newlines
+// dropped, user info ignored: http://good.com@evil.com is evil.com),
+// percent-decoded, mapped to ASCII with IDNA (punycode, full-width dots),
+// lower-cased, its trailing dot dropped, and IPv4 addresses in decimal,
+// octal or hex parts (http://2130706433/, http://0x7f.1/) canonicalised.
+//
+//	wl, err := whitelist.New([]string{"*.example.com", "example.com"}, nil)
+//	err = wl.Check("https://mail.example.com/inbox") // nil
+//	err = wl.Check("https://evil.test/")             // *DeniedError naming evil.test
+package whitelist
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"net/netip"
+	"net/url"
+	"strconv"
+	"strings"
+
+	"golang.org/x/net/idna"
+)
+
+// Whitelist is an immutable set of allowed host patterns and schemes.
+type Whitelist struct {
+	all      bool // no whitelist configured, or the pattern "*"
+	exact    map[string]bool
+	suffixes []string // ".example.com" for "*.example.com"
+	schemes  map[string]bool
+}
+
+// DefaultSchemes are the schemes allowed unless others are configured.
+var DefaultSchemes = []string{"http", "https"}
+
+// New builds a whitelist. patterns nil allows every host; an empty,
+// non-nil slice denies every host. schemes nil means DefaultSchemes.
+func New(patterns []string, schemes []string) (*Whitelist, error) {
+	w := &Whitelist{exact: map[string]bool{}, schemes: map[string]bool{}, all: patterns == nil}
+	if schemes == nil {
+		schemes = DefaultSchemes
+	}
+	for _, s := range schemes {
+		s = strings.ToLower(strings.TrimSuffix(strings.TrimSpace(s), ":"))
+		if s == "" {
+			return nil, errors.New("whitelist: empty scheme")
+		}
+		w.schemes[s] = true
+	}
+	for _, p := range patterns {
+		p = strings.TrimSpace(p)
+		switch {
+		case p == "*":
+			w.all = true
+		case strings.HasPrefix(p, "*."):
+			host, err := canonicalHost(p[2:])
+			if err != nil {
+				return nil, fmt.Errorf("whitelist: pattern %q: %w", p, err)
+			}
+			w.suffixes = append(w.suffixes, "."+host)
+		case strings.Contains(p, "*"):
+			return nil, fmt.Errorf("whitelist: pattern %q: a wildcard may only be a leading \"*.\"", p)
+		default:
+			host, err := canonicalHost(p)
+			if err != nil {
+				return nil, fmt.Errorf("whitelist: pattern %q: %w", p, err)
+			}
+			w.exact[host] = true
+		}
+	}
+	return w, nil
+}
+
+// DeniedError says why a URL may not be loaded. Host is the denied host
+// (empty when the scheme is what is denied).
+type DeniedError struct {
+	URL, Host, Scheme string
+	Reason            string
+}
+
+func (e *DeniedError) Error() string {
+	if e.Host != "" {
+		return fmt.Sprintf("permission denied: %s is not in the whitelist", e.Host)
+	}
+	return "permission denied: " + e.Reason
+}
+
+// Check reports whether rawURL may be loaded: nil, or a *DeniedError.
+func (w *Whitelist) Check(rawURL string) error {
+	u, err := Parse(rawURL)
+	if err != nil {
+		return &DeniedError{URL: rawURL, Reason: fmt.Sprintf("%q is not a URL this node can check: %v", rawURL, err)}
+	}
+	if u.Scheme == "about" {
+		if u.Opaque == "blank" || rawURL == "about:blank" {
+			return nil
+		}
+		if !w.schemes["about"] {
+			return &DeniedError{URL: rawURL, Scheme: u.Scheme, Reason: fmt.Sprintf("%s is not allowed (only about:blank)", rawURL)}
+		}
+		return nil
+	}
+	if !w.schemes[u.Scheme] {
+		return &DeniedError{URL: rawURL, Scheme: u.Scheme, Reason: fmt.Sprintf("the %s: scheme is not allowed (allowed: %s)", u.Scheme, w.schemeList())}
+	}
+	if u.Host == "" {
+		if u.Scheme == "http" || u.Scheme == "https" {
+			return &DeniedError{URL: rawURL, Reason: fmt.Sprintf("%q has no host", rawURL)}
+		}
+		return nil // a configured host-less scheme (data:, blob: ...)
+	}
+	if !w.AllowsHost(u.Host) {
+		return &DeniedError{URL: rawURL, Host: u.Host, Scheme: u.Scheme}
+	}
+	return nil
+}
+
+// AllowsHost reports whether a canonical host (as Parse gives it) is
+// allowed.
+func (w *Whitelist) AllowsHost(host string) bool {
+	if w.all || w.exact[host] {
+		return true
+	}
+	for _, s := range w.suffixes {
+		if strings.HasSuffix(host, s) {
+			return true
+		}
+	}
+	return false
+}
+
+func (w *Whitelist) schemeList() string {
+	var s []string
+	for _, k := range DefaultSchemes {
+		if w.schemes[k] {
+			s = append(s, k)
+		}
+	}
+	for k := range w.schemes {
+		if k != "http" && k != "https" {
+			s = append(s, k)
+		}
+	}
+	return strings.Join(s, ", ")
+}
+
+// URL is a parsed URL with its host in canonical form (no port).
+type URL struct {
+	Scheme string
+	Host   string // canonical: IDNA ASCII, lower case, no trailing dot; IPv6 in brackets
+	Port   string
+	Opaque string // for schemes without "//" (about:blank)
+}
+
+// special are the WHATWG "special" schemes, whose URLs always have a host
+// and in which a backslash is a slash.
+var special = map[string]bool{"http": true, "https": true, "ws": true, "wss": true, "ftp": true, "file": true}
+
+// Parse takes rawURL apart the way a browser does, as far as the scheme
+// and the host are concerned.
+func Parse(rawURL string) (URL, error) {
+	// WHATWG: leading and trailing C0 controls and spaces are trimmed,
+	// tabs and newlines anywhere removed.
+	s := strings.TrimFunc(rawURL, func(r rune) bool { return r <= ' ' })
+	s = strings.NewReplacer("\t", "", "\n", "", "\r", "").Replace(s)
+	colon := strings.IndexByte(s, ':')
+	if colon <= 0 {
+		return URL{}, errors.New("no scheme")
+	}
+	scheme := strings.ToLower(s[:colon])
+	for i, r := range scheme {
+		if !(r >= 'a' && r <= 'z' || i > 0 && (r >= '0' && r <= '9' || r == '+' || r == '-' || r == '.')) {
+			return URL{}, fmt.Errorf("bad scheme %q", scheme)
+		}
+	}
+	rest := s[colon+1:]
+	if !special[scheme] {
+		if !strings.HasPrefix(rest, "//") {
+			return URL{Scheme: scheme, Opaque: rest}, nil
+		}
+	} else {
+		rest = strings.ReplaceAll(rest, `\`, "/")
+	}
+	// For special schemes any number of slashes starts the authority.
+	rest = strings.TrimLeft(rest, "/")
+	end := strings.IndexAny(rest, "/?#")
+	authority := rest
+	if end >= 0 {
+		authority = rest[:end]
+	}
+	if at := strings.LastIndexByte(authority, '@'); at >= 0 {
+		authority = authority[at+1:] // user info is not the host
+	}
+	hostport := authority
+	port := ""
+	if strings.HasPrefix(hostport, "[") {
+		close := strings.IndexByte(hostport, ']')
+		if close < 0 {
+			return URL{}, errors.New("unclosed IPv6 address")
+		}
+		if rem := hostport[close+1:]; strings.HasPrefix(rem, ":") {
+			port = rem[1:]
+		}
+		hostport = hostport[:close+1]
+	} else if i := strings.LastIndexByte(hostport, ':'); i >= 0 {
+		hostport, port = hostport[:i], hostport[i+1:]
+	}
+	if hostport == "" {
+		if special[scheme] && scheme != "file" {
+			return URL{}, errors.New("empty host")
+		}
+		return URL{Scheme: scheme}, nil
+	}
+	host, err := canonicalHost(hostport)
+	if err != nil {
+		return URL{}, err
+	}
+	return URL{Scheme: scheme, Host: host, Port: port}, nil
+}
+
+// canonicalHost is the WHATWG host parser's result for a special URL's
+// host: percent-decoded, IDNA-mapped, IPv4/IPv6 canonical.
+func canonicalHost(h string) (string, error) {
+	if strings.HasPrefix(h, "[") {
+		if !strings.HasSuffix(h, "]") {
+			return "", errors.New("unclosed IPv6 address")
+		}
+		a, err := netip.ParseAddr(h[1 : len(h)-1])
+		if err != nil || !a.Is6() {
+			return "", fmt.Errorf("bad IPv6 address %s", h)
+		}
+		if a.Is4In6() {
+			return a.Unmap().String(), nil
+		}
+		return "[" + a.String() + "]", nil
+	}
+	dec, err := url.PathUnescape(h)
+	if err != nil {
+		return "", fmt.Errorf("bad percent-encoding in host %q", h)
+	}
+	ascii, err := idna.Lookup.ToASCII(dec)
+	if err != nil {
+		// Browsers refuse such hosts too; refusing here is the safe side.
+		return "", fmt.Errorf("host %q: %v", h, err)
+	}
+	ascii = strings.TrimSuffix(strings.ToLower(ascii), ".")
+	if ascii == "" {
+		return "", errors.New("empty host")
+	}
+	if strings.ContainsAny(ascii, " #%/:<>?@[\\]^|") {
+		return "", fmt.Errorf("forbidden character in host %q", h)
+	}
+	if ip, ok, err := parseIPv4(ascii); err != nil {
+		return "", err
+	} else if ok {
+		return ip, nil
+	}
+	return ascii, nil
+}
+
+// parseIPv4 is the WHATWG IPv4 parser: a host whose last label is a number
+// is an IPv4 address, written with 1 to 4 parts, each decimal, octal (0)
+// or hex (0x), the last filling the remaining bytes.
+func parseIPv4(host string) (string, bool, error) {
+	parts := strings.Split(host, ".")
+	if len(parts) > 1 && parts[len(parts)-1] == "" {
+		parts = parts[:len(parts)-1]
+	}
+	last := parts[len(parts)-1]
+	if _, ok := ipv4Number(last); !ok {
+		return "", false, nil // not an IPv4 address: a domain
+	}
+	if len(parts) > 4 {
+		return "", false, fmt.Errorf("bad IPv4 address %q", host)
+	}
+	nums := make([]uint64, len(parts))
+	for i, p := range parts {
+		n, ok := ipv4Number(p)
+		if !ok {
+			return "", false, fmt.Errorf("bad IPv4 address %q", host)
+		}
+		nums[i] = n
+	}
+	for _, n := range nums[:len(nums)-1] {
+		if n > 255 {
+			return "", false, fmt.Errorf("bad IPv4 address %q", host)
+		}
+	}
+	lastMax := uint64(1) << (8 * (5 - len(nums)))
+	if nums[len(nums)-1] >= lastMax {
+		return "", false, fmt.Errorf("bad IPv4 address %q", host)
+	}
+	v := nums[len(nums)-1]
+	for i, n := range nums[:len(nums)-1] {
+		v += n << (8 * (3 - i))
+	}
+	if v > math.MaxUint32 {
+		return "", false, fmt.Errorf("bad IPv4 address %q", host)
+	}
+	return fmt.Sprintf("%d.%d.%d.%d", v>>24, v>>16&255, v>>8&255, v&255), true, nil
+}
+
+func ipv4Number(s string) (uint64, bool) {
+	if s == "" {
+		return 0, false
+	}
+	base := 10
+	switch {
+	case strings.HasPrefix(s, "0x") || strings.HasPrefix(s, "0X"):
+		s, base = s[2:], 16
+		if s == "" {
+			return 0, true
+		}
+	case len(s) > 1 && s[0] == '0':
+		s, base = s[1:], 8
+	}
+	n, err := strconv.ParseUint(s, base, 64)
+	return n, err == nil
+}

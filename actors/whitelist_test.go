@@ -1,0 +1,156 @@
+package actors
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/framebus/framebus/actors/whitelist"
+	"github.com/framebus/framebus/bus"
+	"github.com/framebus/framebus/cdpdriver"
+	"github.com/framebus/framebus/protocol"
+)
+
+// The whitelist is a security boundary in the browser's network layer: a
+// table of attempts to reach a denied host, each of which must end on
+// permission_denied or leave the tab on the allowed page, and the denied
+// server must never see a request.
+func TestWhitelistBoundary(t *testing.T) {
+	var evilHits atomic.Int64
+	evil := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		evilHits.Add(1)
+		fmt.Fprint(w, "<title>evil</title>evil")
+	}))
+	defer evil.Close()
+	good := httptest.NewServer(siteHandler())
+	defer good.Close()
+	_, evilPort, _ := net.SplitHostPort(evil.Listener.Addr().String())
+	_, goodPort, _ := net.SplitHostPort(good.Listener.Addr().String())
+
+	wl, err := whitelist.New([]string{"*.example.test", "example.test"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	node, err := StartNode(ctx, NodeOptions{
+		Bus: bus.Options{},
+		Launch: cdpdriver.LaunchOptions{Headless: true, Args: []string{
+			// Distinct origins on loopback: every test domain is 127.0.0.1.
+			"--host-resolver-rules=MAP *.example.test 127.0.0.1, MAP example.test 127.0.0.1, MAP evil.test 127.0.0.1, MAP *.evil.test 127.0.0.1",
+		}},
+		Whitelist:     wl,
+		SettleTimeout: 2 * time.Second,
+		Logger:        zerolog.Nop(),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer node.Close()
+	nc, err := node.Bus().Connect("whitelist-test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	tab := node.Tabs()[0].Tab
+	run := func(a protocol.Action) protocol.ActionResult {
+		t.Helper()
+		data := fmt.Appendf(nil, `{"action":%s}`, mustJSON(t, a))
+		msg, err := nc.Request(node.Subjects().TabPlan(tab), data, 30*time.Second)
+		if err != nil {
+			t.Fatalf("%s: %v", a.Type, err)
+		}
+		res, err := protocol.DecodePlanResult(msg.Data)
+		if err != nil || len(res.Results) != 1 {
+			t.Fatalf("%s: %s %v", a.Type, msg.Data, err)
+		}
+		return res.Results[0]
+	}
+	evilURL := "http://evil.test:" + evilPort
+	allowed := "http://mail.example.test:" + goodPort + "/bypass.html?evil=" + url.QueryEscape(evilURL)
+	here := func() string {
+		t.Helper()
+		r := run(protocol.Action{Type: "url"})
+		var u string
+		fmt.Sscanf(strings.Trim(string(r.Value), `"`), "%s", &u)
+		return u
+	}
+	// Allowed hosts load, subdomains included.
+	for _, u := range []string{"http://docs.example.test:" + goodPort + "/", "http://example.test:" + goodPort + "/", allowed} {
+		if r := run(protocol.Action{Type: "navigate", URL: u, Wait: true}); !r.OK {
+			t.Fatalf("allowed %s: %+v", u, r)
+		}
+	}
+
+	navigations := []string{
+		evilURL + "/",
+		"http://EVIL.test.:" + evilPort + "/",
+		"http://mail.example.test:" + goodPort + "@evil.test:" + evilPort + "/",
+		`http://evil.test:` + evilPort + `\@mail.example.test/`,
+		"http://example.test.evil.test:" + evilPort + "/",
+		"http://%65vil.test:" + evilPort + "/",
+		"http://2130706433:" + evilPort + "/", // 127.0.0.1, the evil server
+		"http://0x7f.1:" + evilPort + "/",
+		"http://[::ffff:127.0.0.1]:" + evilPort + "/",
+		"http://еvil.test:" + evilPort + "/", // Cyrillic е
+		"javascript:location='" + evilURL + "'",
+		"data:text/html,<script>location='" + evilURL + "'</script>",
+		"file:///etc/passwd",
+	}
+	for _, u := range navigations {
+		r := run(protocol.Action{Type: "navigate", URL: u})
+		if r.OK || r.Code != protocol.CodePermissionDenied {
+			t.Errorf("navigate %s: %+v, want permission_denied", u, r)
+		}
+	}
+	if r := run(protocol.Action{Type: "navigate", URL: evilURL + "/"}); !strings.Contains(r.Error, "evil.test") {
+		t.Errorf("the error does not name the denied domain: %+v", r)
+	}
+
+	// Ways for a page to go there on its own or through an action.
+	redirect := "http://mail.example.test:" + goodPort + "/redirect?to=" + url.QueryEscape(evilURL+"/redirected")
+	r := run(protocol.Action{Type: "navigate", URL: redirect})
+	if r.OK || r.Code != protocol.CodePermissionDenied || !strings.Contains(r.Error, "evil.test") {
+		t.Errorf("HTTP redirect: %+v, want permission_denied naming evil.test", r)
+	}
+	for _, sel := range []string{"#link", "#submit", "#js", "#assign", "#popup", "#iframe", "#img", "#refresh", "#beacon"} {
+		if r := run(protocol.Action{Type: "navigate", URL: allowed, Wait: true}); !r.OK {
+			t.Fatalf("back to the allowed page: %+v", r)
+		}
+		r := run(protocol.Action{Type: "click", Selector: sel})
+		if !r.OK && r.Code != protocol.CodePermissionDenied {
+			t.Errorf("click %s: %+v", sel, r)
+		}
+		// Whatever the click started has had its chance to go out.
+		run(protocol.Action{Type: "eval", Expression: "new Promise(r => setTimeout(r, 300))"})
+		if u := here(); !strings.HasPrefix(u, "http://mail.example.test:"+goodPort+"/bypass.html") {
+			t.Errorf("after click %s the tab is at %s", sel, u)
+		}
+	}
+	// A fetch from the page fails in the page.
+	if r := run(protocol.Action{Type: "eval", Expression: "fetch('" + evilURL + "/fetch').then(() => 'reached', e => 'failed')"}); string(r.Value) != `"failed"` {
+		t.Errorf("fetch: %+v", r)
+	}
+	if n := evilHits.Load(); n != 0 {
+		t.Fatalf("the denied server saw %d requests", n)
+	}
+}
+
+func mustJSON(t *testing.T, v any) []byte {
+	t.Helper()
+	data, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return data
+}
