@@ -47,6 +47,21 @@ func (b *Browser) OpenPage(ctx context.Context, url string) (*cdpdriver.Page, er
 	return p, nil
 }
 
+// AttachPage connects to a tab that already exists (one a page opened).
+func (b *Browser) AttachPage(ctx context.Context, id string) (*cdpdriver.Page, error) {
+	p, err := cdpdriver.OpenPage(ctx, b.conn.PageWebSocketURL(id), id, b.log)
+	if err != nil {
+		return nil, err
+	}
+	b.conn.Watch(p)
+	return p, nil
+}
+
+// WatchOpened reports the tabs pages open themselves.
+func (b *Browser) WatchOpened(ctx context.Context) (<-chan cdpdriver.PageOpened, error) {
+	return b.conn.WatchOpened(ctx)
+}
+
 // ClosePage closes a tab.
 func (b *Browser) ClosePage(ctx context.Context, p *cdpdriver.Page) error {
 	b.conn.Unwatch(p)

@@ -2,6 +2,7 @@ package actors
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"sync"
@@ -82,6 +83,11 @@ func StartNode(ctx context.Context, opts NodeOptions) (n *Node, err error) {
 			return nil, err
 		}
 	}
+	opened, err := n.browser.WatchOpened(ctx)
+	if err != nil {
+		return nil, err
+	}
+	go n.adoptOpened(opened)
 	if _, err = n.OpenTab(ctx, opts.StartURL); err != nil {
 		return nil, err
 	}
@@ -100,6 +106,41 @@ func (n *Node) OpenTab(ctx context.Context, url string) (*Tab, error) {
 	if err != nil {
 		return nil, err
 	}
+	return n.startTab(ctx, page)
+}
+
+// attachTimeout bounds adopting a tab a page opened.
+const attachTimeout = 30 * time.Second
+
+// adoptOpened gives every tab a page opens (window.open, target=_blank)
+// an actor and a frame stream of its own, and announces it on the
+// opener's event.opened subject.
+func (n *Node) adoptOpened(opened <-chan cdpdriver.PageOpened) {
+	for o := range opened {
+		ctx, cancel := context.WithTimeout(context.Background(), attachTimeout)
+		page, err := n.browser.AttachPage(ctx, o.TargetID)
+		var tab *Tab
+		if err == nil {
+			tab, err = n.startTab(ctx, page)
+		}
+		cancel()
+		if err != nil {
+			n.log.Warn().Err(err).Str("target", o.TargetID).Msg("adopt a tab a page opened")
+			continue
+		}
+		data, _ := json.Marshal(openedEvent{Tab: o.OpenerID, Opened: tab.Info()})
+		_ = n.nc.Publish(n.subj.TabEvents(o.OpenerID, "opened"), data)
+	}
+}
+
+// openedEvent is the message on <prefix>.tab.<opener>.event.opened.
+type openedEvent struct {
+	Tab    string           `json:"tab"`    // the opener
+	Opened protocol.TabInfo `json:"opened"` // the new tab
+}
+
+// startTab starts the actor of a connected page and registers it.
+func (n *Node) startTab(ctx context.Context, page *cdpdriver.Page) (*Tab, error) {
 	tab, err := StartTab(ctx, TabOptions{
 		ID:            page.TargetID(),
 		Page:          page,

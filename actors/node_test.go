@@ -74,3 +74,80 @@ func TestNodeLifecycle(t *testing.T) {
 }
 
 func itoa(n int) string { b, _ := json.Marshal(n); return string(b) }
+
+// Tabs a page opens itself (window.open, target=_blank) get an actor and
+// a frame stream of their own, are announced on the opener's
+// event.opened, take plans, and are retired when they close.
+func TestOpenedTabsGetActors(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	node, err := StartNode(ctx, NodeOptions{Launch: cdpdriver.LaunchOptions{Headless: true}, Prefix: "fbopen"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer node.Close()
+	subj := node.Subjects()
+	nc, err := node.Bus().Connect("opened-test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	opener := node.Tabs()[0].Tab
+	events, err := nc.SubscribeSync(subj.TabEvents(opener, "opened"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	plan := func(tab string, a protocol.Action) protocol.PlanResult {
+		t.Helper()
+		data, _ := json.Marshal(one(a))
+		msg, err := nc.Request(subj.TabPlan(tab), data, 30*time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res, _ := protocol.DecodePlanResult(msg.Data)
+		return res
+	}
+	if r := plan(opener, protocol.Action{Type: "navigate", URL: site("/opener.html"), Wait: true}); !r.OK {
+		t.Fatalf("navigate: %+v", r)
+	}
+	for _, tc := range []struct{ sel, url string }{{"#open", site("/search.html?q=popup")}, {"#blank", site("/product.html?id=7")}} {
+		if r := plan(opener, protocol.Action{Type: "click", Selector: tc.sel}); !r.OK {
+			t.Fatalf("click %s: %+v", tc.sel, r)
+		}
+		m, err := events.NextMsg(20 * time.Second)
+		if err != nil {
+			t.Fatalf("no event.opened after %s: %v", tc.sel, err)
+		}
+		var ev openedEvent
+		if err := json.Unmarshal(m.Data, &ev); err != nil || ev.Tab != opener || ev.Opened.Tab == "" || ev.Opened.Tab == opener {
+			t.Fatalf("event.opened %s", m.Data)
+		}
+		// The new tab takes plans; its URL arrives as it loads.
+		var got string
+		deadline := time.Now().Add(20 * time.Second)
+		for got != tc.url && time.Now().Before(deadline) {
+			r := plan(ev.Opened.Tab, protocol.Action{Type: "url"})
+			if !r.OK {
+				t.Fatalf("plan on the opened tab: %+v", r)
+			}
+			_ = json.Unmarshal(r.Results[0].Value, &got)
+			time.Sleep(20 * time.Millisecond)
+		}
+		if got != tc.url {
+			t.Fatalf("opened tab is at %q, want %q", got, tc.url)
+		}
+	}
+	if n := len(node.Tabs()); n != 3 {
+		t.Fatalf("node lists %d tabs, want 3", n)
+	}
+	// The page closes its window: the tab is retired.
+	if r := plan(opener, protocol.Action{Type: "eval", Expression: "window.popup.close()"}); !r.OK {
+		t.Fatalf("close the popup: %+v", r)
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for len(node.Tabs()) != 2 && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+	}
+	if n := len(node.Tabs()); n != 2 {
+		t.Fatalf("after the popup closed the node lists %d tabs, want 2", n)
+	}
+}
