@@ -26,6 +26,8 @@ type NodeOptions struct {
 	Frames frames.Options
 	// SettleTimeout: see TabOptions.
 	SettleTimeout time.Duration
+	// ActionTimeout: see TabOptions.
+	ActionTimeout time.Duration
 	// DialogTimeout and DialogDefault: see TabOptions.
 	DialogTimeout time.Duration
 	DialogDefault string
@@ -148,6 +150,7 @@ func (n *Node) startTab(ctx context.Context, page *cdpdriver.Page) (*Tab, error)
 		Subjects:      n.subj,
 		Frames:        n.opts.Frames,
 		SettleTimeout: n.opts.SettleTimeout,
+		ActionTimeout: n.opts.ActionTimeout,
 		DialogTimeout: n.opts.DialogTimeout,
 		DialogDefault: n.opts.DialogDefault,
 		Allow:         n.allow,

@@ -60,6 +60,9 @@ func (t *Tab) execute(ctx context.Context, plan protocol.Plan, index int, a prot
 	}
 	t.flush() // frames so far go out before the page changes again
 	spec, _ := protocol.LookupAction(a.Type)
+	if a.Timeout == 0 && spec.DefaultTimeout == 0 && t.actionTimeout > 0 {
+		a.Timeout = protocol.Duration(t.actionTimeout) // the node's default
+	}
 	actx, cancel := cdpdriver.WithTimeout(ctx, a.EffectiveTimeout())
 	defer cancel()
 	// An action blocked by a dialog it opened (a click whose handler calls

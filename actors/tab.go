@@ -36,6 +36,9 @@ type TabOptions struct {
 	// SettleTimeout bounds the wait for a new document's load before a
 	// frame's content is captured; DefaultSettleTimeout when 0.
 	SettleTimeout time.Duration
+	// ActionTimeout is the deadline of an action that sets none and has no
+	// declared default of its own; protocol.DefaultActionTimeout when 0.
+	ActionTimeout time.Duration
 	// DialogTimeout is how long a JavaScript dialog stays open for an
 	// agent's dialog action before DialogDefault answers it:
 	// DefaultDialogTimeout when 0; negative answers every dialog at once.
@@ -64,6 +67,7 @@ type Tab struct {
 	settleTimeout time.Duration
 	dialogs       dialogPolicy
 	allow         func(url string) error
+	actionTimeout time.Duration
 	log           zerolog.Logger
 	inbox         chan *nats.Msg // plans, from the subscription
 	// outbox holds frames appended but not yet published: a plan's last
@@ -106,6 +110,7 @@ func StartTab(ctx context.Context, opts TabOptions) (*Tab, error) {
 		settleTimeout: opts.SettleTimeout,
 		dialogs:       newDialogPolicy(opts.DialogTimeout, opts.DialogDefault),
 		allow:         opts.Allow,
+		actionTimeout: opts.ActionTimeout,
 		log:           opts.Logger.With().Str("tab", opts.ID).Logger(),
 		inbox:         make(chan *nats.Msg, planQueue),
 		quit:          make(chan struct{}),

@@ -1,6 +1,7 @@
 package actors
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -31,5 +32,19 @@ func TestNavigateTimeoutLeavesTabUsable(t *testing.T) {
 	}
 	if v := send(t, tab.ID(), one(protocol.Action{Type: "eval", Expression: "document.readyState"})); string(v.Results[0].Value) != `"complete"` {
 		t.Fatalf("after --wait readyState is %s", v.Results[0].Value)
+	}
+}
+
+// The node's default action timeout (browser.timeout) bounds actions that
+// set none.
+func TestNodeActionTimeout(t *testing.T) {
+	tab := openTab(t, func(o *TabOptions) { o.ActionTimeout = 300 * time.Millisecond })
+	send(t, tab.ID(), one(protocol.Action{Type: "navigate", URL: site("/")}))
+	res := send(t, tab.ID(), one(protocol.Action{Type: "wait-for", Selector: "#never"}))
+	if res.OK || res.Code != protocol.CodeTimeout || !strings.Contains(res.Error, "300ms") {
+		t.Fatalf("wait-for under a 300ms node default: %+v", res)
+	}
+	if r := send(t, tab.ID(), one(protocol.Action{Type: "wait-for", Selector: "#never", Timeout: protocol.Duration(100 * time.Millisecond)})); !strings.Contains(r.Error, "100ms") {
+		t.Fatalf("the action's own timeout wins: %+v", r)
 	}
 }

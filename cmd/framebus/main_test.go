@@ -62,8 +62,9 @@ func site(path string) string { return testSite.URL + path }
 func testEnv(extra ...string) []string {
 	var env []string
 	for _, kv := range os.Environ() {
-		if strings.HasPrefix(kv, envURL+"=") || strings.HasPrefix(kv, envState+"=") || strings.HasPrefix(kv, "GORACE=") {
-			continue
+		if strings.HasPrefix(kv, envURL+"=") || strings.HasPrefix(kv, envState+"=") || strings.HasPrefix(kv, "GORACE=") ||
+			strings.HasPrefix(kv, "FRAMEBUS_") && !strings.HasPrefix(kv, "FRAMEBUS_CHROMIUM=") || strings.HasPrefix(kv, "XDG_CONFIG_HOME=") {
+			continue // nor any configuration of the machine's own
 		}
 		env = append(env, kv)
 	}
@@ -71,8 +72,19 @@ func testEnv(extra ...string) []string {
 		// The race runtime otherwise sleeps a second before every exit.
 		env = append(env, strings.TrimSpace("GORACE="+os.Getenv("GORACE")+" atexit_sleep_ms=0"))
 	}
+	env = append(env, "XDG_CONFIG_HOME="+testConfigHome)
 	return append(env, extra...)
 }
+
+// testConfigHome is an empty configuration directory for the processes
+// the tests start, so a config.yaml of the machine's cannot change them.
+var testConfigHome = func() string {
+	dir, err := os.MkdirTemp("", "framebus-config-")
+	if err != nil {
+		panic(err)
+	}
+	return dir
+}()
 
 // result is what a finished framebus process left.
 type result struct {

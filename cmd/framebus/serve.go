@@ -1,7 +1,6 @@
 package main
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"io"
@@ -26,25 +25,9 @@ import (
 // startTimeout bounds starting a node: the bus, Chromium and the first tab.
 const startTimeout = 2 * time.Minute
 
+// serveOptions is what serve runs with: the effective configuration.
 type serveOptions struct {
-	headed   bool
-	listen   string
-	busURL   string
-	prefix   string
-	startURL string
-	logLevel string
-	// dialogTimeout: how long a JavaScript dialog waits for a dialog
-	// action; dialogDefault answers it then.
-	dialogTimeout time.Duration
-	dialogDefault string
-	// fullPage and fullPagePolicy: what content frames carry, and when.
-	fullPage       string
-	fullPagePolicy string
-	// whitelist: comma-separated host patterns; set means enforced (an
-	// empty value denies every host).
-	whitelist    string
-	whitelistSet bool
-	schemes      string
+	cfg config
 }
 
 func serveCommand() command {
@@ -58,59 +41,37 @@ so other framebus commands find the node. Logs go to stderr.
 On SIGINT or SIGTERM it closes the tabs, stops Chromium (removing its
 temporary profile) and the bus, removes the state file and exits 0.`,
 		setup: func(fs *pflag.FlagSet) func(c *cli, args []string) error {
-			var o serveOptions
-			fs.BoolVar(&o.headed, "headed", false, "show the browser window (default: headless)")
-			fs.StringVar(&o.listen, "listen", "127.0.0.1:0", "`host:port` of the embedded NATS server's listener; port 0 picks a free port")
-			fs.StringVar(&o.busURL, "bus-url", "", "use the NATS server at this `URL` (nats://host:port) instead of embedding one")
-			fs.StringVar(&o.prefix, "prefix", protocol.DefaultPrefix, "subject `prefix`")
-			fs.StringVar(&o.startURL, "start-url", "about:blank", "`URL` the first tab opens")
-			fs.StringVar(&o.logLevel, "log-level", "info", "log `level` on stderr: trace, debug, info, warn, error")
-			fs.DurationVar(&o.dialogTimeout, "dialog-timeout", actors.DefaultDialogTimeout, "how long a JavaScript dialog stays open for a `dialog` action before the default answers it; 0 answers at once")
-			fs.StringVar(&o.dialogDefault, "dialog-default", "accept", "the automatic answer to a JavaScript dialog: accept or dismiss")
-			fs.StringVar(&o.fullPage, "full-page", string(frames.DefaultFormat), "the content frames carry: snapshot, html, text or none")
-			fs.StringVar(&o.whitelist, "whitelist", "", "comma-separated `hosts` the browser may load (*.example.com for subdomains); enforced for every request; given empty, nothing is allowed; not given, every host is")
-			fs.StringVar(&o.schemes, "schemes", "http,https", "comma-separated URL `schemes` the browser may load besides about:blank")
-			fs.StringVar(&o.fullPagePolicy, "full-page-policy", string(frames.PolicyURLChange), "when frames carry it: url-change, document-change or always")
+			configFile := declareServeFlags(fs)
 			return func(c *cli, args []string) error {
 				if len(args) > 0 {
 					return usagef("serve: takes no arguments, got %q", args)
 				}
-				if o.dialogDefault != "accept" && o.dialogDefault != "dismiss" {
-					return usagef("serve: --dialog-default: %q is not accept or dismiss", o.dialogDefault)
-				}
-				if _, err := frames.ParseFormat(o.fullPage); err != nil {
-					return usagef("serve: --full-page: %v", err)
-				}
-				if _, err := frames.ParsePolicy(o.fullPagePolicy); err != nil {
-					return usagef("serve: --full-page-policy: %v", err)
-				}
-				o.whitelistSet = fs.Changed("whitelist")
-				if _, err := o.buildWhitelist(); err != nil {
-					return usagef("serve: %v", err)
-				}
-				if o.dialogTimeout < 0 {
-					return usagef("serve: --dialog-timeout: must not be negative")
-				}
-				if fs.Changed("listen") && o.busURL != "" {
+				if fs.Changed("listen") && fs.Changed("bus-url") {
 					return usagef("serve: --listen and --bus-url exclude each other: --listen is for the embedded server")
 				}
-				return c.serve(o)
+				cfg, _, err := c.loadConfig(*configFile)
+				if err != nil {
+					return err
+				}
+				cfg.applyFlags(fs)
+				if err := cfg.validate(); err != nil {
+					return err
+				}
+				return c.serve(serveOptions{cfg: cfg})
 			}
 		},
 	}
 }
 
 func (c *cli) serve(o serveOptions) error {
-	log, err := newLogger(c.stderr, o.logLevel)
+	cfg := o.cfg
+	log, err := newLogger(c.stderr, cfg.LogLevel)
 	if err != nil {
 		return err
 	}
-	if _, err := protocol.NewSubjects(o.prefix); err != nil {
-		return usagef("--prefix: %v", err)
-	}
-	busOpts := bus.Options{URL: o.busURL}
-	if o.busURL == "" {
-		host, port, err := splitListen(o.listen)
+	busOpts := bus.Options{URL: cfg.Bus.URL}
+	if cfg.Bus.URL == "" {
+		host, port, err := splitListen(cfg.Bus.Listen)
 		if err != nil {
 			return err
 		}
@@ -127,26 +88,33 @@ func (c *cli) serve(o serveOptions) error {
 
 	// Find the browser before starting anything: the commonest failure on
 	// a fresh machine, answered with how to install it.
-	chromium, err := cdpdriver.FindChromium()
-	if err != nil {
-		return startError(c.ctx, err)
+	chromium := cfg.Browser.Binary
+	if chromium == "" {
+		if chromium, err = cdpdriver.FindChromium(); err != nil {
+			return startError(c.ctx, err)
+		}
 	}
-
-	wl, err := o.buildWhitelist()
+	wl, err := cfg.whitelist()
 	if err != nil {
-		return usagef("serve: %v", err)
+		return usagef("whitelist: %v", err)
+	}
+	launch := cdpdriver.LaunchOptions{Headless: cfg.Browser.Headless, Binary: chromium, UserDataDir: cfg.profileDir()}
+	if launch.UserDataDir != "" {
+		if err := os.MkdirAll(launch.UserDataDir, 0o700); err != nil {
+			return usagef("browser.profileDir: %v", err)
+		}
 	}
 	ctx, cancel := context.WithTimeout(c.ctx, startTimeout)
 	node, err := actors.StartNode(ctx, actors.NodeOptions{
-		Bus:      busOpts,
-		Launch:   cdpdriver.LaunchOptions{Headless: !o.headed, Binary: chromium},
-		Prefix:   o.prefix,
-		StartURL: o.startURL,
-		Logger:   log,
-		// The node's zero means "the default"; the flag's zero, at once.
-		DialogTimeout: cmp.Or(o.dialogTimeout, -1),
-		DialogDefault: o.dialogDefault,
-		Frames:        frames.Options{Format: frames.Format(o.fullPage), Policy: frames.Policy(o.fullPagePolicy)},
+		Bus:           busOpts,
+		Launch:        launch,
+		Prefix:        cfg.Bus.Prefix,
+		StartURL:      cfg.Browser.StartURL,
+		Logger:        log,
+		ActionTimeout: cfg.timeout(),
+		DialogTimeout: cfg.dialogTimeout(),
+		DialogDefault: cfg.Browser.DialogDefault,
+		Frames:        frames.Options{Format: frames.Format(cfg.Frames.FullPage), Policy: frames.Policy(cfg.Frames.Policy)},
 		Whitelist:     wl,
 	})
 	cancel()
@@ -229,12 +197,20 @@ func startError(ctx context.Context, err error) error {
 
 // newLogger is the console logger on stderr. Colour only on a terminal.
 func newLogger(w io.Writer, level string) (zerolog.Logger, error) {
-	lvl, err := zerolog.ParseLevel(level)
-	if err != nil || level == "" {
-		return zerolog.Nop(), usagef("--log-level %q: want trace, debug, info, warn, error or disabled", level)
+	lvl, err := newLogLevel(level)
+	if err != nil {
+		return zerolog.Nop(), err
 	}
 	out := zerolog.ConsoleWriter{Out: w, TimeFormat: "15:04:05.000", NoColor: !isTerminal(w)}
 	return zerolog.New(out).Level(lvl).With().Timestamp().Logger(), nil
+}
+
+func newLogLevel(level string) (zerolog.Level, error) {
+	lvl, err := zerolog.ParseLevel(level)
+	if err != nil || level == "" {
+		return lvl, usagef("--log-level %q: want trace, debug, info, warn, error or disabled", level)
+	}
+	return lvl, nil
 }
 
 // isTerminal reports whether v (a reader or writer) is a terminal.
@@ -249,18 +225,16 @@ func quietLogger(w io.Writer) zerolog.Logger {
 	return log
 }
 
-// buildWhitelist makes the node's whitelist from --whitelist and
-// --schemes: nil when --whitelist was not given and the schemes are the
-// default (every http(s) host allowed).
-func (o serveOptions) buildWhitelist() (*whitelist.Whitelist, error) {
-	schemes := splitList(o.schemes)
-	if !o.whitelistSet {
-		if o.schemes == "http,https" {
+// whitelist is the node's whitelist: nil when none is configured and the
+// schemes are the default (every http(s) host allowed).
+func (cfg config) whitelist() (*whitelist.Whitelist, error) {
+	if cfg.Whitelist == nil {
+		if strings.Join(cfg.Schemes, ",") == "http,https" {
 			return nil, nil
 		}
-		return whitelist.New([]string{"*"}, schemes)
+		return whitelist.New([]string{"*"}, cfg.Schemes)
 	}
-	return whitelist.New(splitList(o.whitelist), schemes)
+	return whitelist.New(*cfg.Whitelist, cfg.Schemes)
 }
 
 // splitList splits a comma-separated flag value; "" is an empty list.
@@ -272,4 +246,26 @@ func splitList(s string) []string {
 		}
 	}
 	return out
+}
+
+// declareServeFlags declares serve's flags, which config takes too, and
+// returns the --config flag.
+func declareServeFlags(fs *pflag.FlagSet) *string {
+	d := defaultConfig()
+	configFile := fs.String("config", "", "YAML configuration `file` (default $"+envConfig+", else "+defaultConfigHint()+" when it exists); flags override it")
+	fs.Bool("headed", false, "show the browser window (default: headless)")
+	fs.Duration("timeout", time.Duration(d.Browser.Timeout)*time.Millisecond, "default deadline of an action that sets none (browser.timeout)")
+	fs.String("profile-dir", "", "`dir`ectory of persistent profiles; the browser uses <dir>/default (default: a temporary profile)")
+	fs.String("listen", d.Bus.Listen, "`host:port` of the embedded NATS server's listener; port 0 picks a free port")
+	fs.String("bus-url", "", "use the NATS server at this `URL` (nats://host:port) instead of embedding one")
+	fs.String("prefix", d.Bus.Prefix, "subject `prefix`")
+	fs.String("start-url", d.Browser.StartURL, "`URL` the first tab opens")
+	fs.String("log-level", d.LogLevel, "log `level` on stderr: trace, debug, info, warn, error")
+	fs.Duration("dialog-timeout", actors.DefaultDialogTimeout, "how long a JavaScript dialog stays open for a `dialog` action before the default answers it; 0 answers at once")
+	fs.String("dialog-default", d.Browser.DialogDefault, "the automatic answer to a JavaScript dialog: accept or dismiss")
+	fs.String("full-page", d.Frames.FullPage, "the content frames carry: snapshot, html, text or none")
+	fs.String("full-page-policy", d.Frames.Policy, "when frames carry it: url-change, document-change or always")
+	fs.String("whitelist", "", "comma-separated `hosts` the browser may load (*.example.com for subdomains); enforced for every request; given empty, nothing is allowed; not given, every host is")
+	fs.String("schemes", strings.Join(d.Schemes, ","), "comma-separated URL `schemes` the browser may load besides about:blank")
+	return configFile
 }

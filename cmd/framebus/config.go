@@ -1,0 +1,337 @@
+package main
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/spf13/pflag"
+	"go.yaml.in/yaml/v3"
+
+	"github.com/framebus/framebus/actors"
+	"github.com/framebus/framebus/frames"
+	"github.com/framebus/framebus/protocol"
+)
+
+// The node's configuration: defaults, then a YAML file, then environment
+// variables, then serve's flags, each overriding the one before. YAML is
+// read with go.yaml.in/yaml/v3, the YAML organisation's maintained line of
+// the standard Go YAML library, with unknown keys refused so a typo is an
+// error rather than a silently ignored setting.
+
+// config is the effective configuration. Durations are written as Go
+// durations ("10s"); browser.timeout is milliseconds, as the spec has it.
+type config struct {
+	Browser   browserConfig `yaml:"browser" json:"browser"`
+	Whitelist *[]string     `yaml:"whitelist" json:"whitelist"` // nil: every host; empty: none
+	Schemes   []string      `yaml:"schemes" json:"schemes"`
+	Frames    framesConfig  `yaml:"frames" json:"frames"`
+	Bus       busConfig     `yaml:"bus" json:"bus"`
+	LogLevel  string        `yaml:"logLevel" json:"logLevel"`
+}
+
+type browserConfig struct {
+	Headless bool `yaml:"headless" json:"headless"`
+	// Timeout is the default deadline of an action that sets none, in ms.
+	Timeout int `yaml:"timeout" json:"timeout"`
+	// ProfileDir holds persistent profiles; the node's browser uses
+	// <profileDir>/default. Empty: a fresh temporary profile per run.
+	ProfileDir    string `yaml:"profileDir" json:"profileDir"`
+	Binary        string `yaml:"binary" json:"binary"`
+	StartURL      string `yaml:"startURL" json:"startURL"`
+	DialogTimeout string `yaml:"dialogTimeout" json:"dialogTimeout"`
+	DialogDefault string `yaml:"dialogDefault" json:"dialogDefault"`
+}
+
+type framesConfig struct {
+	FullPage string `yaml:"fullPage" json:"fullPage"`
+	Policy   string `yaml:"policy" json:"policy"`
+}
+
+type busConfig struct {
+	Listen string `yaml:"listen" json:"listen"` // the embedded server's listener
+	URL    string `yaml:"url" json:"url"`       // an existing server instead
+	Prefix string `yaml:"prefix" json:"prefix"`
+}
+
+func defaultConfig() config {
+	return config{
+		Browser: browserConfig{
+			Headless:      true,
+			Timeout:       int(protocol.DefaultActionTimeout / time.Millisecond),
+			StartURL:      "about:blank",
+			DialogTimeout: actors.DefaultDialogTimeout.String(),
+			DialogDefault: "accept",
+		},
+		Schemes:  []string{"http", "https"},
+		Frames:   framesConfig{FullPage: string(frames.DefaultFormat), Policy: string(frames.PolicyURLChange)},
+		Bus:      busConfig{Listen: "127.0.0.1:0", Prefix: protocol.DefaultPrefix},
+		LogLevel: "info",
+	}
+}
+
+// Environment variables of the configuration.
+const (
+	envConfig     = "FRAMEBUS_CONFIG"
+	envHeadless   = "FRAMEBUS_HEADLESS"
+	envTimeout    = "FRAMEBUS_TIMEOUT"
+	envProfileDir = "FRAMEBUS_PROFILE_DIR"
+	envWhitelist  = "FRAMEBUS_WHITELIST"
+	envSchemes    = "FRAMEBUS_SCHEMES"
+	envListen     = "FRAMEBUS_LISTEN"
+	envBusURL     = "FRAMEBUS_BUS_URL"
+	envPrefix     = "FRAMEBUS_PREFIX"
+	envLogLevel   = "FRAMEBUS_LOG_LEVEL"
+)
+
+// defaultConfigPath is read when it exists and no file is named.
+func defaultConfigPath() string {
+	dir, err := os.UserConfigDir()
+	if err != nil {
+		return ""
+	}
+	return filepath.Join(dir, "framebus", "config.yaml")
+}
+
+// loadConfig applies the file (path, else $FRAMEBUS_CONFIG, else the
+// default path when it exists) and the environment to the defaults. It
+// returns the file it read ("" for none).
+func (c *cli) loadConfig(path string) (config, string, error) {
+	cfg := defaultConfig()
+	named := path != ""
+	if !named {
+		path = c.getenv(envConfig)
+		named = path != ""
+	}
+	if !named {
+		path = defaultConfigPath()
+	}
+	if path != "" {
+		data, err := os.ReadFile(path)
+		switch {
+		case err == nil:
+			dec := yaml.NewDecoder(bytes.NewReader(data))
+			dec.KnownFields(true)
+			if err := dec.Decode(&cfg); err != nil && !errors.Is(err, io.EOF) {
+				return cfg, path, usagef("config %s: %v", path, err)
+			}
+		case !named && errors.Is(err, fs.ErrNotExist):
+			path = ""
+		default:
+			return cfg, path, usagef("config: %v", err)
+		}
+	}
+	if err := cfg.applyEnv(c.getenv); err != nil {
+		return cfg, path, err
+	}
+	return cfg, path, nil
+}
+
+func (cfg *config) applyEnv(getenv func(string) string) error {
+	if v := getenv(envHeadless); v != "" {
+		b, err := strconv.ParseBool(v)
+		if err != nil {
+			return usagef("$%s: %q is not true or false", envHeadless, v)
+		}
+		cfg.Browser.Headless = b
+	}
+	if v := getenv(envTimeout); v != "" {
+		ms, err := parseMillis(v)
+		if err != nil {
+			return usagef("$%s: %v", envTimeout, err)
+		}
+		cfg.Browser.Timeout = ms
+	}
+	if v, ok := lookupEnv(getenv, envWhitelist); ok {
+		list := splitList(v)
+		cfg.Whitelist = &list
+	}
+	for name, dst := range map[string]*string{
+		envProfileDir: &cfg.Browser.ProfileDir, envListen: &cfg.Bus.Listen, envBusURL: &cfg.Bus.URL,
+		envPrefix: &cfg.Bus.Prefix, envLogLevel: &cfg.LogLevel,
+	} {
+		if v := getenv(name); v != "" {
+			*dst = v
+		}
+	}
+	if v := getenv(envSchemes); v != "" {
+		cfg.Schemes = splitList(v)
+	}
+	return nil
+}
+
+// lookupEnv tells an empty variable (an empty whitelist: deny all) from
+// an unset one. getenv cannot; os.LookupEnv can, for the real process.
+func lookupEnv(getenv func(string) string, name string) (string, bool) {
+	if v := getenv(name); v != "" {
+		return v, true
+	}
+	if _, ok := os.LookupEnv(name); ok && getenv(name) == "" {
+		return "", true
+	}
+	return "", false
+}
+
+// parseMillis reads a timeout: a number of milliseconds or a duration.
+func parseMillis(s string) (int, error) {
+	if n, err := strconv.Atoi(s); err == nil && n > 0 {
+		return n, nil
+	}
+	d, err := time.ParseDuration(s)
+	if err != nil || d <= 0 {
+		return 0, fmt.Errorf("%q is not a timeout: give milliseconds (30000) or a duration (30s)", s)
+	}
+	return int(d / time.Millisecond), nil
+}
+
+// applyFlags lets the serve flags that were given override the rest.
+func (cfg *config) applyFlags(fs *pflag.FlagSet) {
+	str := func(name string, dst *string) {
+		if fs.Changed(name) {
+			*dst, _ = fs.GetString(name)
+		}
+	}
+	if fs.Changed("headed") {
+		headed, _ := fs.GetBool("headed")
+		cfg.Browser.Headless = !headed
+	}
+	if fs.Changed("timeout") {
+		d, _ := fs.GetDuration("timeout")
+		cfg.Browser.Timeout = int(d / time.Millisecond)
+	}
+	if fs.Changed("dialog-timeout") {
+		d, _ := fs.GetDuration("dialog-timeout")
+		cfg.Browser.DialogTimeout = d.String()
+	}
+	if fs.Changed("whitelist") {
+		v, _ := fs.GetString("whitelist")
+		list := splitList(v)
+		cfg.Whitelist = &list
+	}
+	if fs.Changed("schemes") {
+		v, _ := fs.GetString("schemes")
+		cfg.Schemes = splitList(v)
+	}
+	str("profile-dir", &cfg.Browser.ProfileDir)
+	str("start-url", &cfg.Browser.StartURL)
+	str("dialog-default", &cfg.Browser.DialogDefault)
+	str("full-page", &cfg.Frames.FullPage)
+	str("full-page-policy", &cfg.Frames.Policy)
+	str("listen", &cfg.Bus.Listen)
+	str("bus-url", &cfg.Bus.URL)
+	str("prefix", &cfg.Bus.Prefix)
+	str("log-level", &cfg.LogLevel)
+}
+
+// validate checks every setting and says which one is wrong.
+func (cfg config) validate() error {
+	if cfg.Browser.Timeout <= 0 {
+		return usagef("browser.timeout (--timeout): %d is not a timeout in milliseconds", cfg.Browser.Timeout)
+	}
+	if d, err := time.ParseDuration(cfg.Browser.DialogTimeout); err != nil || d < 0 {
+		return usagef("browser.dialogTimeout (--dialog-timeout): %q is not a duration (10s, 0 answers at once)", cfg.Browser.DialogTimeout)
+	}
+	if cfg.Browser.DialogDefault != "accept" && cfg.Browser.DialogDefault != "dismiss" {
+		return usagef("browser.dialogDefault (--dialog-default): %q is not accept or dismiss", cfg.Browser.DialogDefault)
+	}
+	if _, err := frames.ParseFormat(cfg.Frames.FullPage); err != nil {
+		return usagef("frames.fullPage (--full-page): %v", err)
+	}
+	if _, err := frames.ParsePolicy(cfg.Frames.Policy); err != nil {
+		return usagef("frames.policy (--full-page-policy): %v", err)
+	}
+	if _, err := cfg.whitelist(); err != nil {
+		return usagef("whitelist (--whitelist): %v", err)
+	}
+	if _, err := protocol.NewSubjects(cfg.Bus.Prefix); err != nil {
+		return usagef("bus.prefix (--prefix): %v", err)
+	}
+	if cfg.Bus.URL == "" {
+		if _, _, err := splitListen(cfg.Bus.Listen); err != nil {
+			return err
+		}
+	}
+	if _, err := newLogLevel(cfg.LogLevel); err != nil {
+		return err
+	}
+	return nil
+}
+
+// timeout is the default action deadline.
+func (cfg config) timeout() time.Duration {
+	return time.Duration(cfg.Browser.Timeout) * time.Millisecond
+}
+
+// dialogTimeout is the node's dialog timeout: 0 in the configuration
+// means "answer at once", which the node spells as negative.
+func (cfg config) dialogTimeout() time.Duration {
+	d, _ := time.ParseDuration(cfg.Browser.DialogTimeout)
+	if d == 0 {
+		return -1
+	}
+	return d
+}
+
+// profileDir is the browser's persistent profile, "" for a temporary one.
+func (cfg config) profileDir() string {
+	if cfg.Browser.ProfileDir == "" {
+		return ""
+	}
+	dir := cfg.Browser.ProfileDir
+	if strings.HasPrefix(dir, "~/") {
+		if home, err := os.UserHomeDir(); err == nil {
+			dir = filepath.Join(home, dir[2:])
+		}
+	}
+	return filepath.Join(dir, "default")
+}
+
+func defaultConfigHint() string {
+	if p := defaultConfigPath(); p != "" {
+		return p
+	}
+	return "~/.config/framebus/config.yaml"
+}
+
+func configCommand() command {
+	return command{
+		name:    "config",
+		summary: "print the configuration serve would run with: defaults, file, environment, flags",
+		group:   groupNode,
+		details: `Prints {"ok":true,"file":FILE,"config":{...}}. The layers, each overriding the one
+before: defaults; the YAML file (--config, $` + envConfig + `, else ` + defaultConfigHint() + `
+when it exists); the environment ($` + envHeadless + `, $` + envTimeout + ` (ms or a duration),
+$` + envProfileDir + `, $` + envWhitelist + ` (comma-separated; set empty to deny all),
+$` + envSchemes + `, $` + envListen + `, $` + envBusURL + `, $` + envPrefix + `, $` + envLogLevel + `);
+then the flags serve was given. It takes serve's flags.`,
+		setup: func(fs *pflag.FlagSet) func(c *cli, args []string) error {
+			configFile := declareServeFlags(fs) // the same flags as serve
+			return func(c *cli, args []string) error {
+				if len(args) > 0 {
+					return usagef("config: takes no arguments, got %q", args)
+				}
+				cfg, file, err := c.loadConfig(*configFile)
+				if err != nil {
+					return err
+				}
+				cfg.applyFlags(fs)
+				if err := cfg.validate(); err != nil {
+					return err
+				}
+				c.printJSON(struct {
+					OK     bool   `json:"ok"`
+					File   string `json:"file"`
+					Config config `json:"config"`
+				}{true, file, cfg})
+				return nil
+			}
+		},
+	}
+}

@@ -1,0 +1,93 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// The effective configuration: defaults, then the file, then the
+// environment, then flags; framebus config prints it.
+func TestConfigLayers(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "framebus.yaml")
+	yaml := `
+browser:
+  headless: false
+  timeout: 12000
+  profileDir: /tmp/profiles
+whitelist: [example.test, "*.example.test"]
+frames:
+  fullPage: html
+bus:
+  prefix: acme
+`
+	if err := os.WriteFile(file, []byte(yaml), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	show := func(env []string, args ...string) config {
+		t.Helper()
+		r := framebus(t, env, "", append([]string{"config"}, args...)...)
+		var out struct {
+			OK     bool   `json:"ok"`
+			File   string `json:"file"`
+			Config config `json:"config"`
+		}
+		if err := json.Unmarshal([]byte(r.stdout), &out); err != nil || r.status != 0 || !out.OK {
+			t.Fatalf("config %q: exit %d, %s %v", args, r.status, r.stdout, err)
+		}
+		return out.Config
+	}
+	def := show(testEnv())
+	if !def.Browser.Headless || def.Browser.Timeout != 30000 || def.Whitelist != nil || def.Frames.FullPage != "snapshot" || def.Bus.Prefix != "framebus" {
+		t.Fatalf("defaults: %+v", def)
+	}
+	fromFile := show(testEnv(), "--config", file)
+	if fromFile.Browser.Headless || fromFile.Browser.Timeout != 12000 || fromFile.Whitelist == nil || len(*fromFile.Whitelist) != 2 || fromFile.Frames.FullPage != "html" || fromFile.Bus.Prefix != "acme" {
+		t.Fatalf("from the file: %+v", fromFile)
+	}
+	// The environment overrides the file ($FRAMEBUS_CONFIG names it).
+	env := testEnv(envConfig+"="+file, envTimeout+"=5s", envWhitelist+"=only.test", envHeadless+"=true")
+	fromEnv := show(env)
+	if !fromEnv.Browser.Headless || fromEnv.Browser.Timeout != 5000 || len(*fromEnv.Whitelist) != 1 || (*fromEnv.Whitelist)[0] != "only.test" || fromEnv.Bus.Prefix != "acme" {
+		t.Fatalf("from the environment: %+v", fromEnv)
+	}
+	// Flags override both.
+	fromFlags := show(env, "--timeout", "750ms", "--whitelist", "", "--headed", "--prefix", "flagged")
+	if fromFlags.Browser.Headless || fromFlags.Browser.Timeout != 750 || fromFlags.Whitelist == nil || len(*fromFlags.Whitelist) != 0 || fromFlags.Bus.Prefix != "flagged" {
+		t.Fatalf("from flags: %+v", fromFlags)
+	}
+}
+
+// Bad configuration is a usage error naming the setting.
+func TestConfigErrors(t *testing.T) {
+	dir := t.TempDir()
+	cases := []struct{ yaml, mention string }{
+		{"browser:\n  timeout: -5\n", "browser.timeout"},
+		{"browser:\n  headles: true\n", "field headles not found"},
+		{"whitelist: [\"ex*ample.test\"]\n", "whitelist"},
+		{"frames:\n  fullPage: pdf\n", "frames.fullPage"},
+		{"bus:\n  prefix: \"a..b\"\n", "bus.prefix"},
+		{"browser: [1, 2]\n", "cannot unmarshal"},
+	}
+	for i, tc := range cases {
+		file := filepath.Join(dir, "c"+itoa(i)+".yaml")
+		if err := os.WriteFile(file, []byte(tc.yaml), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		for _, cmd := range []string{"config", "serve"} {
+			r := framebus(t, testEnv(), "", cmd, "--config", file)
+			if m := r.reply(t); r.status != exitUsage || m["code"] != "bad_request" || !strings.Contains(m["error"].(string), tc.mention) {
+				t.Errorf("%s with %q: exit %d, %s", cmd, tc.yaml, r.status, r.stdout)
+			}
+		}
+	}
+	r := framebus(t, testEnv(), "", "config", "--config", filepath.Join(dir, "missing.yaml"))
+	if r.status != exitUsage || !strings.Contains(r.stdout, "missing.yaml") {
+		t.Errorf("missing file: exit %d, %s", r.status, r.stdout)
+	}
+}
+
+func itoa(n int) string { b, _ := json.Marshal(n); return string(b) }
