@@ -41,7 +41,7 @@ func commands() []command {
 	for _, spec := range protocol.ActionSpecs() {
 		cmds = append(cmds, actionCommand(spec))
 	}
-	return append(cmds, helpCommand())
+	return append(cmds, replCommand(), helpCommand())
 }
 
 // lookupCommand finds a command by name. Built-in commands come first in

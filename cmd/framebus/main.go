@@ -65,7 +65,12 @@ var errReported = errors.New("failure already reported")
 
 // run executes one command line and returns the exit status.
 func (c *cli) run(args []string) int {
-	err := c.dispatch(args)
+	return c.report(c.dispatch(args))
+}
+
+// report prints a command's failure as its reply and returns the exit
+// status.
+func (c *cli) report(err error) int {
 	switch {
 	case err == nil:
 		return exitOK
