@@ -46,12 +46,13 @@ type Node struct {
 	subj    protocol.Subjects
 	bus     *bus.Bus
 	nc      *nats.Conn
-	browser *Browser
+	browser *Browser // nil while closed
 	log     zerolog.Logger
 
-	mu    sync.Mutex // guards tabs
+	mu    sync.Mutex // guards browser, tabs, pages
 	tabs  []*Tab
 	pages map[string]*cdpdriver.Page
+	life  lifecycle
 
 	listSub   *nats.Subscription
 	closeOnce sync.Once
@@ -77,26 +78,68 @@ func StartNode(ctx context.Context, opts NodeOptions) (n *Node, err error) {
 	if n.nc, err = n.bus.Connect("framebus-node"); err != nil {
 		return nil, err
 	}
-	if n.browser, err = StartBrowser(ctx, opts.Launch, opts.Logger.With().Str("component", "browser").Logger()); err != nil {
-		return nil, err
-	}
-	if opts.Whitelist != nil {
-		if err = n.browser.FilterRequests(ctx, opts.Whitelist.Check); err != nil {
-			return nil, err
-		}
-	}
-	opened, err := n.browser.WatchOpened(ctx)
-	if err != nil {
-		return nil, err
-	}
-	go n.adoptOpened(opened)
-	if _, err = n.OpenTab(ctx, opts.StartURL); err != nil {
+	if err = n.launchBrowser(ctx); err != nil {
 		return nil, err
 	}
 	if n.listSub, err = n.nc.Subscribe(subj.Tabs(), n.answerTabs); err != nil {
 		return nil, err
 	}
+	if err = n.serveLifecycle(); err != nil {
+		return nil, err
+	}
 	return n, nil
+}
+
+// launchBrowser starts Chromium with the whitelist's filter, adopts the
+// tabs its pages open, and opens the first tab.
+func (n *Node) launchBrowser(ctx context.Context) error {
+	b, err := StartBrowser(ctx, n.opts.Launch, n.opts.Logger.With().Str("component", "browser").Logger())
+	if err != nil {
+		return err
+	}
+	if n.opts.Whitelist != nil {
+		if err := b.FilterRequests(ctx, n.opts.Whitelist.Check); err != nil {
+			b.Close()
+			return err
+		}
+	}
+	opened, err := b.WatchOpened(ctx)
+	if err != nil {
+		b.Close()
+		return err
+	}
+	n.mu.Lock()
+	n.browser = b
+	n.mu.Unlock()
+	go n.adoptOpened(opened)
+	if _, err = n.OpenTab(ctx, n.opts.StartURL); err != nil {
+		n.closeBrowser()
+		return err
+	}
+	return nil
+}
+
+// closeBrowser retires every tab and stops Chromium. Pages are closed
+// before their actors are stopped, so an action in flight ends at once
+// (its connection is gone) instead of running out its deadline.
+func (n *Node) closeBrowser() error {
+	n.mu.Lock()
+	b, tabs, pages := n.browser, n.tabs, n.pages
+	n.browser, n.tabs, n.pages = nil, nil, map[string]*cdpdriver.Page{}
+	n.mu.Unlock()
+	for _, p := range pages {
+		p.Close()
+	}
+	for _, t := range tabs {
+		t.Stop()
+	}
+	if b == nil {
+		return nil
+	}
+	if err := b.Close(); err != nil {
+		return fmt.Errorf("close browser: %w", err)
+	}
+	return nil
 }
 
 // OpenTab opens a new tab at url and starts its actor.
@@ -104,7 +147,11 @@ func (n *Node) OpenTab(ctx context.Context, url string) (*Tab, error) {
 	if url == "" {
 		url = "about:blank"
 	}
-	page, err := n.browser.OpenPage(ctx, url)
+	b := n.Browser()
+	if b == nil {
+		return nil, n.notRunning()
+	}
+	page, err := b.OpenPage(ctx, url)
 	if err != nil {
 		return nil, err
 	}
@@ -120,7 +167,12 @@ const attachTimeout = 30 * time.Second
 func (n *Node) adoptOpened(opened <-chan cdpdriver.PageOpened) {
 	for o := range opened {
 		ctx, cancel := context.WithTimeout(context.Background(), attachTimeout)
-		page, err := n.browser.AttachPage(ctx, o.TargetID)
+		b := n.Browser()
+		if b == nil {
+			cancel()
+			return
+		}
+		page, err := b.AttachPage(ctx, o.TargetID)
 		var tab *Tab
 		if err == nil {
 			tab, err = n.startTab(ctx, page)
@@ -157,7 +209,9 @@ func (n *Node) startTab(ctx context.Context, page *cdpdriver.Page) (*Tab, error)
 		Logger:        n.log,
 	})
 	if err != nil {
-		_ = n.browser.ClosePage(ctx, page)
+		if b := n.Browser(); b != nil {
+			_ = b.ClosePage(ctx, page)
+		}
 		return nil, err
 	}
 	n.mu.Lock()
@@ -215,8 +269,12 @@ func (n *Node) Bus() *bus.Bus { return n.bus }
 // Subjects is the node's subject scheme.
 func (n *Node) Subjects() protocol.Subjects { return n.subj }
 
-// Browser is the node's browser.
-func (n *Node) Browser() *Browser { return n.browser }
+// Browser is the node's browser, nil while it is closed.
+func (n *Node) Browser() *Browser {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.browser
+}
 
 func (n *Node) answerTabs(m *nats.Msg) {
 	respond(m, protocol.TabList{OK: true, Tabs: n.Tabs()}, n.log)
@@ -230,20 +288,9 @@ func (n *Node) Close() error {
 		if n.listSub != nil {
 			_ = n.listSub.Unsubscribe()
 		}
-		n.mu.Lock()
-		tabs, pages := n.tabs, n.pages
-		n.tabs, n.pages = nil, map[string]*cdpdriver.Page{}
-		n.mu.Unlock()
-		for _, t := range tabs {
-			t.Stop()
-		}
-		for _, p := range pages {
-			p.Close()
-		}
-		if n.browser != nil {
-			if err := n.browser.Close(); err != nil {
-				errs = append(errs, fmt.Errorf("close browser: %w", err))
-			}
+		n.stopLifecycle()
+		if err := n.closeBrowser(); err != nil {
+			errs = append(errs, err)
 		}
 		if n.nc != nil {
 			_ = n.nc.Drain()

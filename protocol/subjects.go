@@ -68,3 +68,12 @@ func (s Subjects) TabEvents(tab, kind string) string {
 
 // Tabs is the request subject every node answers with its tabs.
 func (s Subjects) Tabs() string { return s.p() + ".tabs" }
+
+// Browser is where a profile's browser takes lifecycle requests (OpStatus,
+// OpLaunch, ...).
+func (s Subjects) Browser(profile, op string) string {
+	return fmt.Sprintf("%s.browser.%s.%s", s.p(), profile, op)
+}
+
+// AllTabPlans matches the plan subject of every tab.
+func (s Subjects) AllTabPlans() string { return s.p() + ".tab.*.plan" }

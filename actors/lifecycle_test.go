@@ -1,0 +1,136 @@
+package actors
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+
+	"github.com/framebus/framebus/cdpdriver"
+	"github.com/framebus/framebus/protocol"
+)
+
+// The lifecycle on the bus: status, newtab, pages, closetab, close and
+// launch; status and close are answered while a tab is stuck in a long
+// wait-for; plans to a closed browser's tabs say how to launch it.
+func TestLifecycleOnTheBus(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	node, err := StartNode(ctx, NodeOptions{Launch: cdpdriver.LaunchOptions{Headless: true}, Prefix: "fblife"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer node.Close()
+	subj := node.Subjects()
+	nc, err := nats.Connect(node.Bus().ClientURL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	ask := func(op string, req any, out any) {
+		t.Helper()
+		data, _ := json.Marshal(req)
+		msg, err := nc.Request(subj.Browser(protocol.DefaultProfile, op), data, 10*time.Second)
+		if err != nil {
+			t.Fatalf("%s: %v", op, err)
+		}
+		if err := json.Unmarshal(msg.Data, out); err != nil {
+			t.Fatalf("%s: %s: %v", op, msg.Data, err)
+		}
+	}
+	status := func() protocol.ProfileStatus {
+		t.Helper()
+		var st protocol.StatusReply
+		ask(protocol.OpStatus, nil, &st)
+		if !st.OK || len(st.Profiles) != 1 || st.Profiles[0].Name != "default" {
+			t.Fatalf("status %+v", st)
+		}
+		return st.Profiles[0]
+	}
+	if st := status(); !st.Running || st.PageCount != 1 || !strings.HasPrefix(st.Endpoint, "ws://127.0.0.1:") || st.Driver != "managed" {
+		t.Fatalf("status of a running node: %+v", st)
+	}
+	first := node.Tabs()[0].Tab
+
+	var opened protocol.TabReply
+	ask(protocol.OpNewTab, protocol.NewTabRequest{URL: site("/")}, &opened)
+	if !opened.OK || opened.Tab.Tab == "" {
+		t.Fatalf("newtab: %+v", opened)
+	}
+	var pages protocol.TabList
+	ask(protocol.OpPages, nil, &pages)
+	if len(pages.Tabs) != 2 {
+		t.Fatalf("pages: %+v", pages)
+	}
+	var closed protocol.TabReply
+	ask(protocol.OpCloseTab, protocol.CloseTabRequest{Tab: opened.Tab.Tab}, &closed)
+	if !closed.OK || closed.Tab.Tab != opened.Tab.Tab || len(node.Tabs()) != 1 {
+		t.Fatalf("closetab: %+v, %d tabs left", closed, len(node.Tabs()))
+	}
+	var bad map[string]any
+	ask(protocol.OpCloseTab, protocol.CloseTabRequest{Tab: "NOSUCHTAB"}, &bad)
+	if bad["code"] != "tab_not_found" {
+		t.Fatalf("closetab of an unknown tab: %v", bad)
+	}
+
+	// A tab stuck in a 30s wait-for does not hold up status or close.
+	stuck := make(chan *nats.Msg, 1)
+	go func() {
+		data, _ := json.Marshal(one(protocol.Action{Type: "wait-for", Selector: "#never", Timeout: protocol.Duration(30 * time.Second)}))
+		m, _ := nc.Request(subj.TabPlan(first), data, time.Minute)
+		stuck <- m
+	}()
+	waitUntil(t, func() bool { return len(node.Tab(first).inbox) == 0 }) // it took the plan
+	if st := status(); !st.Running {
+		t.Fatalf("status while a tab is stuck: %+v", st)
+	}
+	var afterClose protocol.StatusReply
+	ask(protocol.OpClose, nil, &afterClose)
+	if afterClose.Profiles[0].Running || afterClose.Profiles[0].PageCount != 0 {
+		t.Fatalf("close: %+v", afterClose)
+	}
+	select {
+	case m := <-stuck:
+		if m == nil {
+			t.Fatal("the stuck plan got no answer")
+		}
+		if res, _ := protocol.DecodePlanResult(m.Data); res.OK {
+			t.Fatalf("the stuck plan succeeded after close: %s", m.Data)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("the stuck plan was not answered after close")
+	}
+
+	// The closed browser's tabs answer with how to launch it.
+	data, _ := json.Marshal(one(protocol.Action{Type: "eval", Expression: "1"}))
+	m, err := nc.Request(subj.TabPlan(first), data, 10*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res, _ := protocol.DecodePlanResult(m.Data); res.Code != protocol.CodeBrowserNotRunning || !strings.Contains(res.Error, "framebus launch") {
+		t.Fatalf("plan to a closed browser: %s", m.Data)
+	}
+
+	var launched protocol.StatusReply
+	ask(protocol.OpLaunch, nil, &launched)
+	st := launched.Profiles[0]
+	if !st.Running || st.PageCount != 1 {
+		t.Fatalf("launch: %+v", launched)
+	}
+	var again protocol.StatusReply
+	ask(protocol.OpLaunch, nil, &again)
+	if again.Profiles[0].Endpoint != st.Endpoint {
+		t.Fatalf("a second launch started another browser: %+v then %+v", st, again.Profiles[0])
+	}
+	tab := node.Tabs()[0].Tab
+	data, _ = json.Marshal(one(protocol.Action{Type: "eval", Expression: "40 + 2"}))
+	if m, err = nc.Request(subj.TabPlan(tab), data, 30*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if res, _ := protocol.DecodePlanResult(m.Data); !res.OK || string(res.Results[0].Value) != "42" {
+		t.Fatalf("plan after launch: %s", m.Data)
+	}
+}
