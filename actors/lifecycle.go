@@ -29,9 +29,6 @@ type lifecycle struct {
 	mu         sync.Mutex // serialises launch and close
 	subs       []*nats.Subscription
 	notRunning *nats.Subscription // answers plans while the browser is closed
-	// closed are the tabs the closed browser had: only their plans are
-	// answered, so the tabs of other nodes on the bus are left alone.
-	closed map[string]bool
 }
 
 // serveLifecycle subscribes to the lifecycle requests.
@@ -100,14 +97,10 @@ func (n *Node) Launch(ctx context.Context) error {
 func (n *Node) CloseBrowser() error {
 	n.life.mu.Lock()
 	defer n.life.mu.Unlock()
-	if n.life.closed == nil {
-		n.life.closed = map[string]bool{}
-	}
-	for _, t := range n.Tabs() {
-		n.life.closed[t.Tab] = true
-	}
 	if n.life.notRunning == nil && n.life.subs != nil {
-		closed := maps.Clone(n.life.closed)
+		n.mu.Lock()
+		closed := maps.Clone(n.known)
+		n.mu.Unlock()
 		sub, err := n.nc.Subscribe(n.subj.AllTabPlans(), func(m *nats.Msg) {
 			if closed[tabOfPlanSubject(m.Subject)] {
 				respond(m, protocol.NewErrorReply(n.notRunning()), n.log)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -132,5 +133,21 @@ func TestLifecycleOnTheBus(t *testing.T) {
 	}
 	if res, _ := protocol.DecodePlanResult(m.Data); !res.OK || string(res.Results[0].Value) != "42" {
 		t.Fatalf("plan after launch: %s", m.Data)
+	}
+
+	// A browser that dies on its own: the node runs on without it.
+	if err := syscall.Kill(node.Browser().Process().Pid(), syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	waitUntil(t, func() bool { return !status().Running })
+	if m, err = nc.Request(subj.TabPlan(tab), data, 10*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if res, _ := protocol.DecodePlanResult(m.Data); res.Code != protocol.CodeBrowserNotRunning {
+		t.Fatalf("plan after the browser died: %s", m.Data)
+	}
+	ask(protocol.OpLaunch, nil, &launched)
+	if !launched.Profiles[0].Running {
+		t.Fatalf("launch after a crash: %+v", launched)
 	}
 }

@@ -49,9 +49,13 @@ type Node struct {
 	browser *Browser // nil while closed
 	log     zerolog.Logger
 
-	mu    sync.Mutex // guards browser, tabs, pages
+	mu    sync.Mutex // guards browser, tabs, pages, known
 	tabs  []*Tab
 	pages map[string]*cdpdriver.Page
+	// known are the ids of every tab this node has had: a closed
+	// browser's tabs answer browser_not_running, other nodes' tabs are
+	// left to their nodes.
+	known map[string]bool
 	life  lifecycle
 
 	listSub   *nats.Subscription
@@ -112,11 +116,23 @@ func (n *Node) launchBrowser(ctx context.Context) error {
 	n.browser = b
 	n.mu.Unlock()
 	go n.adoptOpened(opened)
+	go n.watchExit(b)
 	if _, err = n.OpenTab(ctx, n.opts.StartURL); err != nil {
 		n.closeBrowser()
 		return err
 	}
 	return nil
+}
+
+// watchExit notices a browser that exits on its own (a crash, a kill)
+// and leaves the node without one, as CloseBrowser does: status tells,
+// launch starts it again.
+func (n *Node) watchExit(b *Browser) {
+	<-b.Process().Done()
+	if n.Browser() == b {
+		n.log.Error().Msg("chromium exited on its own; the node runs on without a browser until launch")
+		_ = n.CloseBrowser()
+	}
 }
 
 // closeBrowser retires every tab and stops Chromium. Pages are closed
@@ -217,6 +233,10 @@ func (n *Node) startTab(ctx context.Context, page *cdpdriver.Page) (*Tab, error)
 	n.mu.Lock()
 	n.tabs = append(n.tabs, tab)
 	n.pages[tab.ID()] = page
+	if n.known == nil {
+		n.known = map[string]bool{}
+	}
+	n.known[tab.ID()] = true
 	n.mu.Unlock()
 	go n.retireWhenDone(tab)
 	return tab, nil

@@ -54,6 +54,8 @@ func (f *clientFlags) declare(fs *pflag.FlagSet, withTab bool) {
 type client struct {
 	nc   *nats.Conn
 	subj protocol.Subjects
+	// active is the tab chosen with tab select (from the state file).
+	active string
 }
 
 // connect finds the bus (--bus, $FRAMEBUS_URL, the state file) and dials
@@ -67,7 +69,7 @@ func (c *cli) dial(f clientFlags, opts ...nats.Option) (*client, error) {
 	if f.tab != "" && !protocol.ValidTabID(f.tab) {
 		return nil, usagef("--tab: %q is not a tab id (letters, digits, '-' and '_')", f.tab)
 	}
-	url, prefix := f.bus, f.prefix
+	url, prefix, active := f.bus, f.prefix, ""
 	if url == "" {
 		url = c.getenv(envURL)
 	}
@@ -80,7 +82,7 @@ func (c *cli) dial(f clientFlags, opts ...nats.Option) (*client, error) {
 		if err != nil {
 			return nil, errNoNode(err)
 		}
-		url = st.Bus
+		url, active = st.Bus, st.Active
 		if prefix == "" {
 			prefix = st.Prefix
 		}
@@ -97,7 +99,7 @@ func (c *cli) dial(f clientFlags, opts ...nats.Option) (*client, error) {
 	if err != nil {
 		return nil, errNoNode(err)
 	}
-	return &client{nc: nc, subj: subj}, nil
+	return &client{nc: nc, subj: subj, active: active}, nil
 }
 
 func (cl *client) close() { cl.nc.Close() }
@@ -117,7 +119,8 @@ func (cl *client) tabs(ctx context.Context) (protocol.TabList, error) {
 	return list, nil
 }
 
-// resolveTab is the tab given, or the first one the node lists.
+// resolveTab is the tab given, else the one tab select chose while it is
+// open, else the first one the node lists.
 func (cl *client) resolveTab(ctx context.Context, tab string) (string, error) {
 	if tab != "" {
 		return tab, nil // checked by dial
@@ -127,7 +130,12 @@ func (cl *client) resolveTab(ctx context.Context, tab string) (string, error) {
 		return "", err
 	}
 	if len(list.Tabs) == 0 {
-		return "", protocol.Errorf(protocol.CodeTabNotFound, "the node on the bus has no tabs")
+		return "", protocol.Errorf(protocol.CodeTabNotFound, "the node on the bus has no tabs (open one with: framebus tab new)")
+	}
+	for _, t := range list.Tabs {
+		if t.Tab == cl.active {
+			return t.Tab, nil // chosen with tab select, and still open
+		}
 	}
 	return list.Tabs[0].Tab, nil
 }

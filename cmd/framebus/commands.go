@@ -38,6 +38,7 @@ var groupOrder = []string{groupNode, groupPlans, groupActions, groupOther}
 // action. Nothing here lists actions by hand.
 func commands() []command {
 	cmds := []command{serveCommand(), configCommand(), demoCommand(), planCommand(), watchCommand()}
+	cmds = append(cmds, lifecycleCommands()...)
 	for _, spec := range protocol.ActionSpecs() {
 		cmds = append(cmds, actionCommand(spec))
 	}

@@ -47,7 +47,7 @@ func replCommand() command {
 		group:   groupOther,
 		details: `Each line is a command as on the command line, without "framebus":
   framebus [example.com]> navigate example.com/search --wait
-A unique prefix of a command is enough (nav, cl); help lists them.
+A unique prefix of a command is enough (nav, cli); help lists them.
 --tab, --bus and --prefix given to repl apply to every command.
 History: up and down arrows, kept in $` + envHistory + ` (default ~/.cache/framebus/repl_history).
 exit, quit, Ctrl-D or Ctrl-C end it. When stdin is not a terminal, lines are

@@ -30,7 +30,7 @@ func TestPromptURL(t *testing.T) {
 
 func TestResolveCommand(t *testing.T) {
 	for word, want := range map[string]string{
-		"navigate": "navigate", "nav": "navigate", "cl": "click", "ev": "eval",
+		"navigate": "navigate", "nav": "navigate", "cli": "click", "cl": "", "ev": "eval",
 		"text": "text", "type": "type", "scr": "", "s": "", "zzz": "", "serve": "", "watch": "",
 	} {
 		cmd, err := resolveCommand(word)
@@ -100,7 +100,7 @@ func TestREPLOnATerminal(t *testing.T) {
 	host := strings.TrimPrefix(site(""), "http://")
 	tty.WriteString("nav " + site("/search.html?q=x") + " --wait\r")
 	expect("the prompt after navigate", regexp.MustCompile(`framebus \[`+regexp.QuoteMeta(host+"/search.html?q=x")+`\]> `))
-	tty.WriteString("cl #result2\r")
+	tty.WriteString("cli #result2\r")
 	expect("the prompt after a click", regexp.MustCompile(`framebus \[`+regexp.QuoteMeta(host+"/product.html?id=2")+`\]> `))
 	tty.WriteString("\x1b[A\x1b[A\r") // up twice: the navigate again
 	expect("the navigate recalled from history", regexp.MustCompile(`(?s)product\.html\?id=2\]> .*framebus \[`+regexp.QuoteMeta(host+"/search.html?q=x")+`\]> `))
@@ -116,7 +116,7 @@ func TestREPLOnATerminal(t *testing.T) {
 		t.Fatal("repl did not exit")
 	}
 	data, err := os.ReadFile(history)
-	if err != nil || !strings.Contains(string(data), "cl #result2") {
+	if err != nil || !strings.Contains(string(data), "cli #result2") {
 		t.Fatalf("history file: %q %v", data, err)
 	}
 }

@@ -141,14 +141,11 @@ func (c *cli) serve(o serveOptions) error {
 	log.Info().Str("bus", st.Bus).Str("tabs", describeTabs(st.Tabs)).Str("state", path).
 		Msg("node ready; stop it with Ctrl-C or SIGTERM")
 
+	// A browser that exits on its own leaves the node running without
+	// one (status says so; launch starts it again), as close does.
 	var stopErr error
-	select {
-	case <-c.ctx.Done():
-		log.Info().Msg("shutting down (a second signal ends the process at once)")
-	case <-node.Browser().Process().Done():
-		log.Error().Msg("chromium exited; shutting the node down")
-		stopErr = protocol.Errorf(protocol.CodeBrowserNotRunning, "chromium exited while the node was running; start it again with: framebus serve")
-	}
+	<-c.ctx.Done()
+	log.Info().Msg("shutting down (a second signal ends the process at once)")
 	c.stopSignals()
 	start := time.Now()
 	closeErr := node.Close()

@@ -18,6 +18,8 @@ type nodeState struct {
 	Prefix string             `json:"prefix"`
 	PID    int                `json:"pid"`
 	Tabs   []protocol.TabInfo `json:"tabs"`
+	// Active is the tab client commands use without --tab (tab select).
+	Active string `json:"active,omitempty"`
 }
 
 // statePath is $FRAMEBUS_STATE, else <user cache dir>/framebus/node.json.

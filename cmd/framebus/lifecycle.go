@@ -1,0 +1,173 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"time"
+
+	"github.com/spf13/pflag"
+
+	"github.com/framebus/framebus/protocol"
+)
+
+// The browser lifecycle commands (ADR-006): status, launch, close, pages,
+// and tab new|close|select. Each is one request to the node on
+// <prefix>.browser.<profile>.<op>; its reply is printed as it comes.
+
+// lifecycleWait bounds a lifecycle request; launch starts a browser.
+const lifecycleWait = 90 * time.Second
+
+// lifecycleOp declares a command that sends one lifecycle request.
+func lifecycleOp(name, op, summary string) command {
+	return command{
+		name:    name,
+		summary: summary,
+		group:   groupNode,
+		setup: func(fs *pflag.FlagSet) func(c *cli, args []string) error {
+			var target clientFlags
+			target.declare(fs, false)
+			return func(c *cli, args []string) error {
+				if len(args) > 0 {
+					return usagef("%s: takes no arguments, got %q", name, args)
+				}
+				return c.lifecycle(target, op, nil)
+			}
+		},
+	}
+}
+
+func lifecycleCommands() []command {
+	return []command{
+		lifecycleOp("status", protocol.OpStatus, "whether the browser runs, its pages and its DevTools endpoint; never an error"),
+		lifecycleOp("launch", protocol.OpLaunch, "start the node's browser (a no-op when it runs); prints the status"),
+		lifecycleOp("close", protocol.OpClose, "stop the node's browser and its tabs (the node keeps running); prints the status"),
+		lifecycleOp("pages", protocol.OpPages, "list the tabs: ids, URLs, titles, frames (list_pages)"),
+		tabCommand(),
+	}
+}
+
+func tabCommand() command {
+	return command{
+		name:    "tab",
+		args:    "new [url] | close [id] | select <id>",
+		summary: "open a tab, close one, or choose the tab commands use without --tab",
+		group:   groupNode,
+		details: `tab new [url]   opens a tab (about:blank by default) and prints it
+tab close [id]  closes a tab (default: the one commands use)
+tab select <id> makes commands without --tab use this tab (kept in the state file)`,
+		setup: func(fs *pflag.FlagSet) func(c *cli, args []string) error {
+			var target clientFlags
+			target.declare(fs, false)
+			return func(c *cli, args []string) error {
+				if len(args) == 0 {
+					return usagef("tab: want new [url], close [id] or select <id>")
+				}
+				switch sub, rest := args[0], args[1:]; {
+				case sub == "new" && len(rest) <= 1:
+					req := protocol.NewTabRequest{}
+					if len(rest) == 1 {
+						req.URL = rest[0]
+					}
+					return c.lifecycle(target, protocol.OpNewTab, req)
+				case sub == "close" && len(rest) <= 1:
+					return c.closeTab(target, rest)
+				case sub == "select" && len(rest) == 1:
+					return c.selectTab(target, rest[0])
+				}
+				return usagef("tab: want new [url], close [id] or select <id>, got %q", args)
+			}
+		},
+	}
+}
+
+// lifecycle sends one lifecycle request and prints the reply; a reply
+// with ok false is a failure.
+func (c *cli) lifecycle(target clientFlags, op string, req any) error {
+	cl, err := c.connect(target)
+	if err != nil {
+		return err
+	}
+	defer cl.close()
+	var data []byte
+	if req != nil {
+		data, _ = json.Marshal(req)
+	}
+	ctx, cancel := context.WithTimeout(c.ctx, lifecycleWait)
+	defer cancel()
+	msg, err := cl.nc.RequestWithContext(ctx, cl.subj.Browser(protocol.DefaultProfile, op), data)
+	if err != nil {
+		return errNoNode(err)
+	}
+	var head struct {
+		OK bool `json:"ok"`
+	}
+	if err := json.Unmarshal(msg.Data, &head); err != nil {
+		return protocol.Errorf(protocol.CodeInternal, "%s reply: invalid JSON: %v", op, err)
+	}
+	c.printJSON(json.RawMessage(msg.Data))
+	if !head.OK {
+		return errReported
+	}
+	return nil
+}
+
+func (c *cli) closeTab(target clientFlags, args []string) error {
+	id := ""
+	if len(args) == 1 {
+		id = args[0]
+	} else {
+		cl, err := c.connect(target)
+		if err != nil {
+			return err
+		}
+		id, err = cl.resolveTab(c.ctx, "")
+		cl.close()
+		if err != nil {
+			return err
+		}
+	}
+	if !protocol.ValidTabID(id) {
+		return usagef("tab close: %q is not a tab id", id)
+	}
+	return c.lifecycle(target, protocol.OpCloseTab, protocol.CloseTabRequest{Tab: id})
+}
+
+// selectTab records the tab commands use without --tab, in the state
+// file of the node, after checking the node has it.
+func (c *cli) selectTab(target clientFlags, id string) error {
+	if target.bus != "" || c.getenv(envURL) != "" {
+		return usagef("tab select: keeps the choice in the state file of framebus serve, which --bus and $%s bypass; give --tab to each command instead", envURL)
+	}
+	cl, err := c.connect(target)
+	if err != nil {
+		return err
+	}
+	list, err := cl.tabs(c.ctx)
+	cl.close()
+	if err != nil {
+		return err
+	}
+	var found *protocol.TabInfo
+	for i := range list.Tabs {
+		if list.Tabs[i].Tab == id {
+			found = &list.Tabs[i]
+		}
+	}
+	if found == nil {
+		return protocol.Errorf(protocol.CodeTabNotFound, "no tab %s on the bus (open: %s)", id, describeTabs(list.Tabs))
+	}
+	path, err := c.statePath()
+	if err != nil {
+		return protocol.Errorf(protocol.CodeInternal, "%v", err)
+	}
+	st, err := readState(path)
+	if err != nil {
+		return errNoNode(err)
+	}
+	st.Active = id
+	if err := writeState(path, st); err != nil {
+		return protocol.Errorf(protocol.CodeInternal, "write state file %s: %v", path, err)
+	}
+	c.printJSON(protocol.TabReply{OK: true, Tab: *found})
+	return nil
+}
