@@ -3,6 +3,7 @@ package actors
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/rs/zerolog"
 
@@ -78,8 +79,22 @@ func (b *Browser) FilterRequests(ctx context.Context, filter cdpdriver.RequestFi
 // Process is the Chromium process.
 func (b *Browser) Process() *cdpdriver.Process { return b.proc }
 
-// Close disconnects and stops Chromium, removing a temporary profile.
+// shutdownGrace bounds a clean exit before the process is stopped.
+const shutdownGrace = 5 * time.Second
+
+// Close stops Chromium, cleanly first so a persistent profile keeps its
+// state (cookies, localStorage), then by signal if it lingers; a
+// temporary profile is removed.
 func (b *Browser) Close() error {
+	ctx, cancel := context.WithTimeout(context.Background(), shutdownGrace)
+	defer cancel()
+	if err := b.conn.Shutdown(ctx); err == nil {
+		select {
+		case <-b.proc.Done():
+		case <-ctx.Done():
+			b.log.Warn().Msg("chromium did not exit after Browser.close; stopping it")
+		}
+	}
 	b.conn.Close()
 	return b.proc.Close()
 }

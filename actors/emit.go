@@ -138,7 +138,13 @@ func (t *Tab) capture(ctx context.Context, change frames.Change, note string) (c
 	url, title, text, err := t.page.Content(cctx, string(t.frames.FormatOf(change)))
 	switch {
 	case err != nil:
-		return nil, "", joinNote(note, "content unavailable: "+err.Error())
+		// The title, at least, is worth a second try of its own.
+		if u, tt, lerr := t.page.Location(cctx); lerr == nil && u == change.URL {
+			title = tt
+		} else {
+			title = ""
+		}
+		return nil, title, joinNote(note, "content unavailable: "+err.Error())
 	case url != change.URL:
 		// The document moved on while we read it; keep the frame honest.
 		return nil, "", joinNote(note, "content unavailable: the page changed to "+url+" while it was read")

@@ -3,6 +3,7 @@ package actors
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"maps"
 	"strings"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 
+	"github.com/framebus/framebus/cdpdriver"
 	"github.com/framebus/framebus/protocol"
 )
 
@@ -87,6 +89,7 @@ func (n *Node) Launch(ctx context.Context) error {
 	if n.life.notRunning != nil {
 		_ = n.life.notRunning.Unsubscribe()
 		n.life.notRunning = nil
+		_ = n.nc.FlushTimeout(startFlushTimeout) // gone from the server before launch answers
 	}
 	return nil
 }
@@ -108,6 +111,7 @@ func (n *Node) CloseBrowser() error {
 		})
 		if err == nil {
 			n.life.notRunning = sub
+			_ = n.nc.FlushTimeout(startFlushTimeout)
 		}
 	}
 	return n.closeBrowser()
@@ -126,7 +130,11 @@ func (n *Node) answerLaunch(m *nats.Msg) {
 	ctx, cancel := context.WithTimeout(context.Background(), lifecycleTimeout)
 	defer cancel()
 	if err := n.Launch(ctx); err != nil {
-		respond(m, protocol.NewErrorReply(protocol.Errorf(protocol.CodeBrowserNotRunning, "launch: %v", err)), n.log)
+		code := protocol.CodeBrowserNotRunning
+		if errors.Is(err, cdpdriver.ErrProfileInUse) {
+			code = protocol.CodeProfileInUse
+		}
+		respond(m, protocol.NewErrorReply(protocol.Errorf(code, "launch: %v", err)), n.log)
 		return
 	}
 	respond(m, n.Status(), n.log)

@@ -3,6 +3,7 @@ package actors
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"strings"
 	"syscall"
 	"testing"
@@ -149,5 +150,55 @@ func TestLifecycleOnTheBus(t *testing.T) {
 	ask(protocol.OpLaunch, nil, &launched)
 	if !launched.Profiles[0].Running {
 		t.Fatalf("launch after a crash: %+v", launched)
+	}
+}
+
+// A persistent profile keeps cookies and localStorage across close and
+// launch; a second node on the same profile gets "profile in use".
+func TestProfilePersistsAndIsExclusive(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	dir := t.TempDir()
+	node, err := StartNode(ctx, NodeOptions{Launch: cdpdriver.LaunchOptions{Headless: true, UserDataDir: dir}, Prefix: "fbprofile"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer node.Close()
+	nc, err := node.Bus().Connect("profile-test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	eval := func(expr string) string {
+		t.Helper()
+		plan := protocol.Plan{Actions: []protocol.Action{
+			{Type: "navigate", URL: site("/"), Wait: true},
+			{Type: "eval", Expression: expr},
+		}}
+		data, _ := json.Marshal(plan)
+		m, err := nc.Request(node.Subjects().TabPlan(node.Tabs()[0].Tab), data, 30*time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res, _ := protocol.DecodePlanResult(m.Data)
+		if !res.OK {
+			t.Fatalf("%s: %s", expr, m.Data)
+		}
+		return string(res.Results[1].Value)
+	}
+	eval("document.cookie = 'kept=yes; max-age=3600; path=/', localStorage.setItem('note', 'remembered'), 1")
+
+	_, err = StartNode(ctx, NodeOptions{Launch: cdpdriver.LaunchOptions{Headless: true, UserDataDir: dir}, Prefix: "fbprofile2"})
+	if !errors.Is(err, cdpdriver.ErrProfileInUse) {
+		t.Fatalf("a second node on the same profile: %v, want profile in use", err)
+	}
+
+	if err := node.CloseBrowser(); err != nil {
+		t.Fatal(err)
+	}
+	if err := node.Launch(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got := eval("[document.cookie, localStorage.getItem('note')].join('|')"); got != `"kept=yes|remembered"` {
+		t.Fatalf("after close and launch: %s", got)
 	}
 }

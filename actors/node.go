@@ -70,9 +70,10 @@ func StartNode(ctx context.Context, opts NodeOptions) (n *Node, err error) {
 		return nil, err
 	}
 	n = &Node{opts: opts, subj: subj, log: opts.Logger, pages: map[string]*cdpdriver.Page{}}
+	started := n // the returns below set n to nil
 	defer func() {
 		if err != nil {
-			n.Close()
+			started.Close()
 		}
 	}()
 	opts.Bus.Logger = opts.Logger.With().Str("component", "bus").Logger()

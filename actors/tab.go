@@ -84,6 +84,10 @@ type Tab struct {
 	stopped    atomic.Bool
 }
 
+// startFlushTimeout bounds the round trip that confirms a new tab's
+// subscriptions.
+const startFlushTimeout = 10 * time.Second
+
 // planQueue is how many plans may wait for a busy tab. Each waits at most
 // its client's deadline anyway; past this many, the bus drops new ones as
 // a slow consumer and their clients time out.
@@ -140,6 +144,13 @@ func StartTab(ctx context.Context, opts TabOptions) (*Tab, error) {
 		return nil, fmt.Errorf("tab %s: subscribe: %w", t.id, err)
 	}
 	t.sub = sub
+	// Once StartTab returns the tab takes plans: the server has the
+	// subscriptions (a round trip), not just the connection's buffer.
+	if err := t.nc.FlushTimeout(startFlushTimeout); err != nil {
+		_ = csub.Unsubscribe()
+		_ = sub.Unsubscribe()
+		return nil, fmt.Errorf("tab %s: subscribe: %w", t.id, err)
+	}
 	go t.run()
 	return t, nil
 }

@@ -115,6 +115,17 @@ func (b *Browser) Client() *cdp.Client { return b.client }
 // Done is closed when the websocket is lost (browser exited, Close called).
 func (b *Browser) Done() <-chan struct{} { return b.conn.Context().Done() }
 
+// Shutdown asks the browser to exit cleanly (Browser.close), which saves
+// its profile: cookies, localStorage, session. The process exits soon
+// after; Process.Close waits for it.
+func (b *Browser) Shutdown(ctx context.Context) error {
+	err := b.client.Browser.Close(ctx)
+	if err == nil || b.conn.Context().Err() != nil {
+		return nil // done, or the connection went with the browser
+	}
+	return b.wrap(ctx, "close browser", err)
+}
+
 // Close closes the websocket only; the browser and its tabs keep running.
 func (b *Browser) Close() error { return b.conn.Close() }
 

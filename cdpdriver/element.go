@@ -97,7 +97,12 @@ func isStaleObject(err error) bool {
 	if !errors.As(err, &rerr) {
 		return false
 	}
-	return strings.Contains(rerr.Message, "Cannot find context") || strings.Contains(rerr.Message, "Could not find object")
+	for _, m := range []string{"Cannot find context", "Could not find object", "Execution context was destroyed", "Cannot find default execution context"} {
+		if strings.Contains(rerr.Message, m) {
+			return true
+		}
+	}
+	return false
 }
 
 // release frees a remote object without waiting for the answer.

@@ -34,7 +34,8 @@ type Process struct {
 	wsURL       string
 	devtoolsURL string
 	userDataDir string
-	ownDir      bool // we created userDataDir, so Close removes it
+	ownDir      bool     // we created userDataDir, so Close removes it
+	lock        *os.File // holds a given userDataDir's lock (profilelock.go)
 	log         zerolog.Logger
 	stderr      *launchStderr
 
@@ -46,6 +47,9 @@ type Process struct {
 }
 
 const (
+	// launchHelperGrace is how long helpers may outlive the browser
+	// process before they are killed.
+	launchHelperGrace    = 2 * time.Second
 	launchDefaultTimeout = 30 * time.Second
 	// launchTermGrace is how long Close lets Chromium shut down after
 	// SIGTERM before it is killed.
@@ -118,6 +122,17 @@ func Launch(ctx context.Context, opts LaunchOptions) (*Process, error) {
 			return nil, fmt.Errorf("launch chromium: create profile dir: %w", err)
 		}
 		p.userDataDir, p.ownDir = dir, true
+	} else {
+		lock, err := lockProfile(p.userDataDir)
+		if err != nil {
+			return nil, err
+		}
+		p.lock = lock
+		defer func() {
+			if p.cmd == nil || p.cmd.Process == nil {
+				p.unlock() // the launch failed before Chromium ran
+			}
+		}()
 	}
 
 	args := append([]string(nil), launchFlags...)
@@ -236,9 +251,13 @@ func (p *Process) stop() error {
 	// Helpers (zygote, renderers, GPU, utilities) may outlive the browser
 	// process for a moment; they share its group, so sweep them too. The
 	// group id cannot be reused while any member lives.
-	_ = launchSignalGroup(pgid, syscall.SIGKILL)
 	// Every process of the group holds the stderr pipe; its end of file
 	// means the last one is gone and nothing writes to the profile anymore.
+	// Helpers get a moment to finish on their own first: after a clean
+	// exit the network service is still writing the cookie store.
+	if !p.stderr.wait(launchHelperGrace) {
+		_ = launchSignalGroup(pgid, syscall.SIGKILL)
+	}
 	if !p.stderr.wait(launchDrainWait) {
 		p.log.Warn().Msg("a chromium helper still holds stderr open")
 		p.stderr.close()
@@ -246,6 +265,7 @@ func (p *Process) stop() error {
 	if err := p.removeDir(); err != nil {
 		errs = append(errs, err)
 	}
+	p.unlock()
 	p.log.Debug().Dur("took", time.Since(start)).Msg("chromium stopped")
 	return errors.Join(errs...)
 }
@@ -370,4 +390,12 @@ func (s *launchStderr) describeTail() string {
 		return "; it wrote nothing to stderr"
 	}
 	return "; last stderr lines:\n\t" + strings.Join(s.tail, "\n\t")
+}
+
+// unlock releases a given profile's lock, once Chromium is gone.
+func (p *Process) unlock() {
+	if p.lock != nil {
+		p.lock.Close()
+		p.lock = nil
+	}
 }

@@ -304,6 +304,29 @@ func TestLaunchKeepsGivenUserDataDir(t *testing.T) {
 	}
 }
 
+// A given profile runs one browser at a time: a second launch on it is a
+// clear "profile in use" error, and works again once the first closed.
+func TestLaunchProfileInUse(t *testing.T) {
+	launchTestNeedChromium(t)
+	dir := filepath.Join(t.TempDir(), "profile")
+	first, err := Launch(context.Background(), LaunchOptions{Headless: true, UserDataDir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = Launch(context.Background(), LaunchOptions{Headless: true, UserDataDir: dir})
+	if !errors.Is(err, ErrProfileInUse) || !strings.Contains(err.Error(), dir) || !strings.Contains(err.Error(), strconv.Itoa(os.Getpid())) {
+		t.Fatalf("second launch on %s: %v, want profile in use naming the dir and the holder", dir, err)
+	}
+	if err := first.Close(); err != nil {
+		t.Fatal(err)
+	}
+	again, err := Launch(context.Background(), LaunchOptions{Headless: true, UserDataDir: dir})
+	if err != nil {
+		t.Fatalf("launch after the first closed: %v", err)
+	}
+	again.Close()
+}
+
 // TestLaunchFailures: a binary that is not Chromium gives an error quoting
 // its stderr, promptly, and leaves no process and no temp profile behind.
 func TestLaunchFailures(t *testing.T) {

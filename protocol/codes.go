@@ -18,6 +18,7 @@ const (
 	CodeJSError           Code = "js_error"
 	CodePermissionDenied  Code = "permission_denied"
 	CodeBrowserNotRunning Code = "browser_not_running"
+	CodeProfileInUse      Code = "profile_in_use"
 	CodeTabNotFound       Code = "tab_not_found"
 	CodeTabClosed         Code = "tab_closed"
 	CodeUnavailable       Code = "unavailable"
@@ -41,6 +42,7 @@ var Codes = []struct {
 	{CodeJSError, "the page's JavaScript threw; the message is the exception text"},
 	{CodePermissionDenied, "the whitelist forbids the domain; the message names it"},
 	{CodeBrowserNotRunning, "the profile's browser is not running; the message says how to launch it"},
+	{CodeProfileInUse, "the browser profile is in use by another node or browser; the message names the directory and who holds it"},
 	{CodeTabNotFound, "no tab with that id on the bus"},
 	{CodeTabClosed, "the tab closed or its browser connection was lost while the request waited"},
 	{CodeUnavailable, "nothing answered on the bus (no node running, or it is shutting down)"},

@@ -182,6 +182,8 @@ func startError(ctx context.Context, err error) error {
 		return protocol.Errorf(protocol.CodeUnavailable, "interrupted while the node was starting")
 	case errors.Is(err, cdpdriver.ErrChromiumNotFound):
 		code = protocol.CodeBrowserNotRunning
+	case errors.Is(err, cdpdriver.ErrProfileInUse):
+		code = protocol.CodeProfileInUse
 	case errors.Is(err, bus.ErrInvalidOptions):
 		return usagef("%v", err)
 	case errors.Is(err, bus.ErrServerStart), errors.Is(err, bus.ErrConnect):
