@@ -31,24 +31,7 @@ import (
 // 2-core machine, see cmd/framebus/procs.go), and the two rows show why.
 func BenchmarkEvalRoundTrip(b *testing.B) {
 	ctx := context.Background()
-	tab, page := benchTab(b, "/")
-	defer func() { tab.Stop(); _ = testBrowser.ClosePage(ctx, page) }()
-
-	// The raw connection is a second DevTools client of the same tab, so
-	// both paths reach the same renderer.
-	rawConn, err := rpcc.DialContext(ctx, testBrowser.conn.PageWebSocketURL(page.TargetID()))
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer rawConn.Close()
-	raw := cdp.NewClient(rawConn)
-
-	// The agents are clients of their own, as they would be.
-	inproc, err := testBus.Connect("bench-agent")
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer inproc.Close()
+	tab, raw, inproc := benchSetup(b, "/")
 	tcp, err := nats.Connect(testBus.ClientURL())
 	if err != nil {
 		b.Fatal(err)
@@ -123,19 +106,7 @@ func p50(d []time.Duration) time.Duration {
 // BenchmarkEvalRoundTrip).
 func BenchmarkInput(b *testing.B) {
 	ctx := context.Background()
-	tab, page := benchTab(b, "/bench.html")
-	defer func() { tab.Stop(); _ = testBrowser.ClosePage(ctx, page) }()
-	rawConn, err := rpcc.DialContext(ctx, testBrowser.conn.PageWebSocketURL(page.TargetID()))
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer rawConn.Close()
-	raw := cdp.NewClient(rawConn)
-	agent, err := testBus.Connect("bench-agent")
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer agent.Close()
+	tab, raw, agent := benchSetup(b, "/bench.html")
 
 	seq := tab.Info().Sequence
 	plan := func(a protocol.Action) {
@@ -214,6 +185,26 @@ func BenchmarkInput(b *testing.B) {
 	b.ReportMetric(float64(p50(rt).Microseconds()), "type-raw-p50-µs")
 	b.ReportMetric(float64(p50(bt).Microseconds()), "type-bus-p50-µs")
 	b.ReportMetric(float64(p50(bt))/float64(p50(rt)), "type-bus/raw")
+}
+
+// benchSetup opens a tab at path, a raw DevTools client of the same tab
+// (a second client, so both paths reach the same renderer) and an
+// in-process agent connection of its own, all closed when b ends.
+func benchSetup(b *testing.B, path string) (*Tab, *cdp.Client, *nats.Conn) {
+	ctx := context.Background()
+	tab, page := benchTab(b, path)
+	b.Cleanup(func() { tab.Stop(); _ = testBrowser.ClosePage(ctx, page) })
+	rawConn, err := rpcc.DialContext(ctx, testBrowser.conn.PageWebSocketURL(page.TargetID()))
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { rawConn.Close() })
+	agent, err := testBus.Connect("bench-agent")
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(agent.Close)
+	return tab, cdp.NewClient(rawConn), agent
 }
 
 // benchTab opens a tab with its actor and loads path in it through a plan,

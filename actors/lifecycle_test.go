@@ -19,13 +19,7 @@ import (
 // launch; status and close are answered while a tab is stuck in a long
 // wait-for; plans to a closed browser's tabs say how to launch it.
 func TestLifecycleOnTheBus(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	node, err := StartNode(ctx, NodeOptions{Launch: cdpdriver.LaunchOptions{Headless: true}, Prefix: "fblife"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer node.Close()
+	node := startTestNode(t, NodeOptions{Prefix: "fblife"})
 	subj := node.Subjects()
 	nc, err := nats.Connect(node.Bus().ClientURL())
 	if err != nil {
@@ -159,11 +153,7 @@ func TestProfilePersistsAndIsExclusive(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	dir := t.TempDir()
-	node, err := StartNode(ctx, NodeOptions{Launch: cdpdriver.LaunchOptions{Headless: true, UserDataDir: dir}, Prefix: "fbprofile"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer node.Close()
+	node := startTestNode(t, NodeOptions{Launch: cdpdriver.LaunchOptions{UserDataDir: dir}, Prefix: "fbprofile"})
 	nc, err := node.Bus().Connect("profile-test")
 	if err != nil {
 		t.Fatal(err)

@@ -176,6 +176,21 @@ func tabAt(t *testing.T, path string, opts ...func(*TabOptions)) (*Tab, *frameWa
 	return tab, frames, res.Sequence
 }
 
+// startTestNode starts a node of its own (bus, browser, tab), headless
+// unless opts say otherwise, closed when the test ends.
+func startTestNode(t *testing.T, opts NodeOptions) *Node {
+	t.Helper()
+	opts.Launch.Headless = true
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	node, err := StartNode(ctx, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { node.Close() })
+	return node
+}
+
 // autoDialogs makes a tab answer JavaScript dialogs at once (accept).
 func autoDialogs(o *TabOptions) { o.DialogTimeout = -1 }
 

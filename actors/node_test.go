@@ -79,13 +79,7 @@ func itoa(n int) string { b, _ := json.Marshal(n); return string(b) }
 // a frame stream of their own, are announced on the opener's
 // event.opened, take plans, and are retired when they close.
 func TestOpenedTabsGetActors(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	node, err := StartNode(ctx, NodeOptions{Launch: cdpdriver.LaunchOptions{Headless: true}, Prefix: "fbopen"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer node.Close()
+	node := startTestNode(t, NodeOptions{Prefix: "fbopen"})
 	subj := node.Subjects()
 	nc, err := node.Bus().Connect("opened-test")
 	if err != nil {
