@@ -1,38 +1,57 @@
 // The accessibility snapshot, computed in the page in one pass over the
 // DOM (light and open shadow trees, same-origin iframes). It is called with
 // Runtime.callFunctionOn on the document, with the subtree's selector and
-// the options as its arguments, and answers
-// {json: JSON of {title, url, nodes, interactive, count, truncated}} by
-// value (one string travels much faster than a deep object), or {error}.
+// the options as its arguments, and answers {wire: the snapshot in a
+// compact line format (see the end of the function)} by value, or {error}.
 //
 // Roles follow HTML-AAM's implicit mappings (an explicit role attribute
 // wins), names follow the accessible name computation the way Chromium does
 // it (aria-labelledby, aria-label, native label, content, title; in a name
 // from content, inline parts are joined as they render, block parts and
 // embedded names with a space, and landmarks, groups, tables and other
-// containers are left out). Testdata fixtures check both against
-// Chromium's own tree (snapshot_fidelity_test.go).
+// containers are left out; CSS generated content is not read). The
+// fixtures in testdata/snapshot check both against Chromium's own tree
+// (snapshot_fidelity_test.go).
 //
-// Left out, with their subtree: display:none, aria-hidden=true, inert (and
-// everything outside an open modal dialog), content-visibility:hidden
-// content, the content of a closed <details> but its summary, zero-size
-// boxes that clip their content, and zero-size controls (unless a label
-// makes them usable). visibility:hidden leaves the element out but not a
-// descendant that sets visibility:visible again. Shown: content that is
-// only off-screen, visually hidden (the 1px clip pattern) or transparent
-// (opacity:0; Chromium keeps it, and pages put transparent native controls
-// over custom drawings). Decoration is left out too: presentational
-// images, images without alt inside named content, and generic wrappers,
-// whose children take their place.
+// Left out, with their subtree: display:none (the hidden attribute),
+// aria-hidden=true, inert, everything outside an open modal dialog,
+// content-visibility:hidden content, all of a closed <details> but its
+// summary, the content of a box with no width or no height that clips its
+// overflow, controls, images, iframes and empty elements of zero size (a
+// zero-size control with a label stays: the label makes it usable;
+// content overflowing a zero-size box that does not clip stays).
+// visibility:hidden leaves the element out but not a descendant that is
+// visible again. Shown:
+// content that is only off-screen, visually hidden (the 1px clip pattern)
+// or transparent (opacity:0: Chromium keeps it, and pages put transparent
+// native controls over custom drawings). Decoration is left out too:
+// presentational images and SVG, and generic wrappers (div, span,
+// unnamed section and form, presentational tables), whose children take
+// their place. Closed shadow roots and cross-origin frames are out of
+// reach.
 //
-// The tree is compacted: adjacent inline text is one text node; phrasing
-// markup (strong, em, code, ...) is text; the text of a label, legend,
-// caption or figcaption that names a shown element is left out (it is
-// that element's name); a node whose name comes from its content and
-// whose children add nothing but that text (and images) has no children;
-// a non-interactive node whose children hold refs (a cell, a heading with
-// a link) has no name, its children say it; rows have no name from
-// content; table row groups (thead, tbody, tfoot) are left out.
+// The tree is compacted: adjacent inline text is one text node (phrasing
+// markup like strong, em and code is text; a block or a line break starts
+// a new one); the text of a label, legend, caption or figcaption that
+// names a shown element is left out (it is that element's name); a node
+// whose name comes from its content and whose children add nothing but
+// that text (and images) has no children; a non-interactive node whose
+// children hold refs (a cell, a heading with a link) has no name, the
+// children say it; rows have no name; table row groups (thead, tbody,
+// tfoot) are left out; images, sliders, progress bars, meters and
+// separators have no children.
+//
+// Interactive (a ref): widget roles (button, link, checkbox, textbox,
+// option, tab, gridcell, ...), the root of a contenteditable region, an
+// element with tabindex >= 0, one with an onclick handler, and the
+// outermost of nested elements with cursor:pointer.
+//
+// Speed (a 1,000-row table in a few tens of milliseconds): children are
+// read with firstChild/nextSibling, attributes only of elements that have
+// any, one computed style per element, sizes only where they matter, names
+// from content of non-interactive nodes only when their children do not
+// already say them, and the answer is a compact line format instead of
+// JSON.
 //
 // Refs: every interactive element gets a ref (e1, e2, ...) kept in a
 // per-document registry, so the same element keeps its ref across
@@ -58,7 +77,9 @@ function (selector, opts) {
 	const maxNodes = opts.maxNodes > 0 ? opts.maxNodes : Infinity;
 	let count = 0, truncated = false, interactiveCount = 0;
 
-	const norm = (s) => (s || "").replace(/\s+/g, " ").trim();
+	// norm collapses white space; most strings need nothing done.
+	const messy = /[\t\n\r\f]| {2}|^ | $/;
+	const norm = (s) => !s ? "" : messy.test(s) ? s.replace(/\s+/g, " ").trim() : s;
 	const isSpace = (c) => c === 32 || c === 10 || c === 9 || c === 13 || c === 12;
 
 	// One computed style per element: names from content visit elements
@@ -73,12 +94,19 @@ function (selector, opts) {
 		return s;
 	};
 
+	// attr reads an attribute of an element that has any (attrs is
+	// el.hasAttributes(): most elements have none, and then no attribute
+	// is looked up).
+	const attr = (el, attrs, name) => attrs ? el.getAttribute(name) : null;
+
 	// Roles.
 
 	const validRoles = new Set(("alert alertdialog application article banner blockquote button caption cell checkbox code columnheader combobox complementary contentinfo definition deletion dialog directory document emphasis feed figure form generic grid gridcell group heading img insertion link list listbox listitem log main marquee math menu menubar menuitem menuitemcheckbox menuitemradio meter navigation none note option paragraph presentation progressbar radio radiogroup region row rowgroup rowheader scrollbar search searchbox separator slider spinbutton status strong subscript superscript switch tab table tablist tabpanel term textbox time timer toolbar tooltip tree treegrid treeitem").split(" "));
 
+	const inputType = (el) => (el.getAttribute("type") || "text").toLowerCase();
+
 	const inputRole = (el) => {
-		const t = (el.getAttribute("type") || "text").toLowerCase();
+		const t = inputType(el);
 		switch (t) {
 		case "button": case "submit": case "reset": case "image": case "file": case "color": return "button";
 		case "checkbox": return "checkbox";
@@ -103,16 +131,20 @@ function (selector, opts) {
 		const row = el.parentElement;
 		if (!row) return "columnheader";
 		if (row.parentElement && row.parentElement.localName === "thead") return "columnheader";
-		for (const c of row.children) if (c.localName !== "th") return "rowheader";
+		for (let c = row.firstElementChild; c; c = c.nextElementSibling) if (c.localName !== "th") return "rowheader";
 		return "columnheader";
 	};
 
 	// implicitRole: HTML-AAM. table is the kind of table an element is in
 	// ("table", "grid", "layout" or ""), scoped whether a header or footer
 	// is inside sectioning content (then it is no landmark).
-	const implicitRole = (el, tag, table, scoped) => {
+	const implicitRole = (el, tag, attrs, table, scoped) => {
 		switch (tag) {
-		case "a": case "area": return el.hasAttribute("href") ? "link" : null;
+		case "div": case "span": case "b": case "i": case "u": case "s": case "small": case "strong": case "em": case "code":
+		case "label": case "font": case "center": case "pre": case "abbr": case "cite": case "q": case "mark": case "time":
+		case "body": case "html": case "sub": case "sup": case "del": case "ins": case "kbd": case "samp": case "var":
+			return null;
+		case "a": case "area": return attrs && el.hasAttribute("href") ? "link" : null;
 		case "button": return "button";
 		case "input": return inputRole(el);
 		case "textarea": return "textbox";
@@ -130,16 +162,17 @@ function (selector, opts) {
 		case "search": return "search";
 		case "header": return scoped ? null : "banner";
 		case "footer": return scoped ? null : "contentinfo";
-		case "form": return hasOwnName(el) ? "form" : null;
-		case "section": return hasOwnName(el) ? "region" : null;
+		case "form": return attrs && hasOwnName(el) ? "form" : null;
+		case "section": return attrs && hasOwnName(el) ? "region" : null;
 		case "article": return "article";
 		case "table": return "table";
 		case "caption": return table === "layout" ? null : "caption";
+		case "thead": case "tbody": case "tfoot": return table === "layout" ? null : "rowgroup";
 		case "tr": return table === "layout" ? null : "row";
 		case "td": return table === "layout" ? null : table === "grid" ? "gridcell" : "cell";
 		case "th": return table === "layout" ? null : thRole(el);
 		case "img": return el.getAttribute("alt") === "" && !el.hasAttribute("title") ? "presentation" : "img";
-		case "svg": return el.hasAttribute("aria-label") || el.hasAttribute("aria-labelledby") || el.querySelector(":scope > title") ? "img" : null;
+		case "svg": return attrs && (el.hasAttribute("aria-label") || el.hasAttribute("aria-labelledby")) || el.querySelector(":scope > title") ? "img" : null;
 		case "dialog": return "dialog";
 		case "details": return "group";
 		case "summary": return el.parentElement && el.parentElement.localName === "details" ? "button" : null;
@@ -162,8 +195,8 @@ function (selector, opts) {
 	const focusableTag = (el, tag) => tag === "button" || tag === "input" || tag === "select" || tag === "textarea" ||
 		((tag === "a" || tag === "area") && el.hasAttribute("href")) || el.hasAttribute("tabindex");
 
-	const roleOf = (el, tag, table, scoped) => {
-		const explicit = el.getAttribute("role");
+	const roleOf = (el, tag, attrs, table, scoped) => {
+		const explicit = attr(el, attrs, "role");
 		if (explicit) {
 			for (let r of explicit.trim().toLowerCase().split(/\s+/)) {
 				if (r === "image") r = "img";
@@ -175,50 +208,83 @@ function (selector, opts) {
 				return r;
 			}
 		}
-		return implicitRole(el, tag, table, scoped);
+		return implicitRole(el, tag, attrs, table, scoped);
 	};
 
 	const interactiveRoles = new Set(["button", "link", "checkbox", "radio", "textbox", "searchbox", "combobox", "listbox", "option", "menuitem", "menuitemcheckbox", "menuitemradio", "tab", "switch", "slider", "spinbutton", "treeitem", "gridcell"]);
-	const nameFromContentRoles = new Set(["button", "cell", "checkbox", "columnheader", "gridcell", "heading", "link", "menuitem", "menuitemcheckbox", "menuitemradio", "option", "radio", "row", "rowheader", "switch", "tab", "tooltip", "treeitem", "caption", "term"]);
+	const nameFromContentRoles = new Set(["button", "cell", "checkbox", "columnheader", "gridcell", "heading", "link", "menuitem", "menuitemcheckbox", "menuitemradio", "option", "radio", "rowheader", "switch", "tab", "tooltip", "treeitem", "caption", "term"]);
 	// Roles whose content a name from content leaves out (as Chromium
-	// does): landmarks, containers, composite widgets.
-	const skippedInNameRoles = new Set(["alert", "alertdialog", "application", "article", "banner", "blockquote", "complementary", "contentinfo", "dialog", "document", "feed", "figure", "grid", "group", "listbox", "log", "main", "marquee", "menu", "menubar", "navigation", "note", "radiogroup", "region", "row", "rowgroup", "search", "separator", "status", "table", "tablist", "tabpanel", "timer", "toolbar", "tree", "treegrid", "form", "scrollbar", "progressbar", "meter", "slider", "spinbutton", "combobox", "img"]);
+	// does): landmarks, containers, composite widgets; and images, named
+	// by their alt text or label only.
+	const skippedInNameRoles = new Set(["alert", "alertdialog", "application", "article", "banner", "blockquote", "complementary", "contentinfo", "dialog", "document", "feed", "figure", "grid", "group", "listbox", "log", "main", "marquee", "menu", "menubar", "navigation", "note", "radiogroup", "region", "row", "rowgroup", "search", "separator", "status", "table", "tablist", "tabpanel", "timer", "toolbar", "tree", "treegrid", "form", "img"]);
 	// Roles whose children are presentational: leaves in the snapshot.
 	const leafRoles = new Set(["img", "progressbar", "meter", "slider", "separator", "scrollbar"]);
+	// Replaced elements: their content is not their children.
+	const replaced = new Set(["input", "textarea", "select", "img", "iframe", "svg", "video", "audio", "canvas", "object", "embed", "progress", "meter"]);
+	// Containers left out when they are empty, unnamed and without states.
+	const droppedWhenEmpty = new Set(["group", "list", "listitem", "paragraph", "blockquote", "figure", "toolbar", "menu", "menubar", "tablist", "radiogroup", "tree", "article", "region", "search", "navigation", "main", "complementary", "banner", "contentinfo", "form", "definition", "term", "tabpanel", "math", "generic", "rowgroup", "document", "application", "note", "feed"]);
+	// Landmarks and sectioning roles: a header or footer inside is no
+	// banner or contentinfo.
+	const scopingRoles = new Set(["article", "complementary", "main", "navigation", "region"]);
 
-	// Visibility.
+	// Values.
 
-	// gone: the element and its subtree are left out.
-	const gone = (el, style) => el.getAttribute("aria-hidden") === "true" || el.inert ||
-		style.display === "none";
-
-	const textboxValue = (el, tag) => {
-		if (tag === "input" || tag === "textarea") return el.value;
-		return el.textContent;
-	};
-
-	const rangeValue = (el) => {
-		const vt = el.getAttribute("aria-valuetext");
+	const rangeValue = (el, attrs) => {
+		const vt = attr(el, attrs, "aria-valuetext");
 		if (vt) return vt;
-		const v = el.getAttribute("aria-valuenow");
+		const v = attr(el, attrs, "aria-valuenow");
 		if (v !== null) return v;
 		return el.value !== undefined && el.value !== null ? "" + el.value : "";
 	};
 
-	// closedDetailsContent: a child of a closed <details> other than its
-	// summary, which does not render.
-	const closedDetailsContent = (parent, child) => parent.localName === "details" && !parent.open && parent.nodeType === 1 &&
-		!(child.localName === "summary" && parent.querySelector(":scope > summary") === child);
+	// Children.
+
+	// childSource: where the children that render are: a shadow host's
+	// shadow root, a slot's assigned nodes (an array), an iframe's document
+	// body (same origin; an array), or the node itself. Children are then
+	// read with firstChild and nextSibling, much faster than iterating a
+	// NodeList.
+	const none = [];
+	const childSource = (node) => {
+		if (node.nodeType === 1) {
+			if (node.shadowRoot) return node.shadowRoot;
+			const tag = node.localName;
+			if (tag === "slot") {
+				const assigned = node.assignedNodes({flatten: true});
+				return assigned.length ? assigned : node;
+			}
+			if (tag === "iframe" || tag === "frame") {
+				try {
+					const d = node.contentDocument;
+					return d && d.body ? [d.body] : none;
+				} catch (e) { return none; }
+			}
+		}
+		return node;
+	};
+
+	// summaryOf: a <details>'s summary, the only child that renders while
+	// it is closed.
+	const summaryOf = (details) => {
+		for (let c = details.firstElementChild; c; c = c.nextElementSibling) if (c.localName === "summary") return c;
+		return null;
+	};
+
+	const firstChild = (el, tag) => {
+		for (let c = el.firstElementChild; c; c = c.nextElementSibling) if (c.localName === tag) return c;
+		return null;
+	};
 
 	// Names.
 
 	// embeddedName: what an element contributes to a name from content
 	// when it is a control or an image, or undefined when its content
 	// counts instead.
-	const embeddedName = (el, tag, role) => {
-		if (tag === "img" || (tag === "input" && (el.getAttribute("type") || "").toLowerCase() === "image")) return el.getAttribute("alt") || "";
+	const embeddedName = (el, tag, attrs, role) => {
+		if (tag === "img") return el.getAttribute("alt") || "";
 		if (tag === "input") {
-			const t = (el.getAttribute("type") || "text").toLowerCase();
+			const t = inputType(el);
+			if (t === "image") return el.getAttribute("alt") || "";
 			if (t === "checkbox" || t === "radio" || t === "hidden") return "";
 			if (t === "submit" || t === "reset" || t === "button") return el.hasAttribute("value") ? el.value : t === "submit" ? "Submit" : t === "reset" ? "Reset" : "";
 			return el.value;
@@ -226,51 +292,55 @@ function (selector, opts) {
 		if (tag === "textarea") return el.value;
 		if (tag === "select") return Array.from(el.selectedOptions, (o) => o.text).join(" ");
 		switch (role) {
-		case "textbox": case "searchbox": return textboxValue(el, tag);
+		case "textbox": case "searchbox": return el.textContent;
 		case "combobox": return "";
-		case "slider": case "spinbutton": case "progressbar": case "meter": case "scrollbar": return rangeValue(el);
+		case "slider": case "spinbutton": case "progressbar": case "meter": case "scrollbar": return rangeValue(el, attrs);
 		}
 		return undefined;
 	};
 
-	// contentName: the text of a subtree for a name from content. force
-	// includes hidden content (a hidden element named by aria-labelledby).
-	// skip is an element to leave out (the control a label names).
-	const contentName = (node, force, skip, seen) => {
-		if (seen.has(node)) return "";
-		seen.add(node);
+	// contentName: the text of a subtree for a name from content, not yet
+	// normalized. force includes hidden content (a hidden element named by
+	// aria-labelledby); skip is an element to leave out (the control a
+	// label names).
+	const contentName = (node, force, skip) => {
 		let out = "";
-		for (const child of childNodesOf(node)) {
-			if (child.nodeType === 3) { out += child.data; continue; }
-			if (child.nodeType !== 1 || child === skip) continue;
-			if (node.nodeType === 1 && closedDetailsContent(node, child)) continue;
+		const src = childSource(node), list = Array.isArray(src);
+		const summary = node.nodeType === 1 && node.localName === "details" && !node.open ? summaryOf(node) || node : null;
+		for (let i = 0, child = list ? src[0] : src.firstChild; child; child = list ? src[++i] : child.nextSibling) {
+			if (summary && child !== summary) continue; // a closed <details>: only its summary renders
+			const type = child.nodeType;
+			if (type === 3) { out += child.data; continue; }
+			if (type !== 1 || child === skip) continue;
 			const tag = child.localName;
 			if (tag === "script" || tag === "style" || tag === "template" || tag === "noscript") continue;
+			const attrs = child.hasAttributes();
 			const style = styleOf(child);
-			if (!force && (style.display === "none" || child.getAttribute("aria-hidden") === "true" || child.inert || style.visibility !== "visible")) continue;
+			if (!force && (style.display === "none" || style.visibility !== "visible" || attrs && (child.getAttribute("aria-hidden") === "true" || child.inert))) continue;
 			if (tag === "br") { out += " "; continue; }
-			const label = child.getAttribute("aria-label");
+			const label = attr(child, attrs, "aria-label");
 			if (label && label.trim()) { out += " " + label + " "; continue; }
-			const role = roleOf(child, tag, "", true);
-			const embedded = embeddedName(child, tag, role);
+			const role = roleOf(child, tag, attrs, "", true);
+			const embedded = embeddedName(child, tag, attrs, role);
 			if (embedded !== undefined) { out += " " + embedded + " "; continue; }
 			if (role && skippedInNameRoles.has(role)) continue;
-			const part = contentName(child, force, skip, seen);
+			const part = contentName(child, force, skip);
 			const d = style.display;
 			out += d === "inline" || d === "contents" ? part : " " + part + " ";
 		}
-		return node.nodeType === 1 ? norm(out) : out;
+		return out;
 	};
 
-	const textOfIds = (el, attr) => {
-		const ids = (el.getAttribute(attr) || "").trim().split(/\s+/).filter(Boolean);
+	const textOfIds = (el, name) => {
+		const ids = (el.getAttribute(name) || "").trim().split(/\s+/).filter(Boolean);
 		const root = el.getRootNode();
 		const parts = [];
 		for (const id of ids) {
 			const t = (root.getElementById ? root.getElementById(id) : null) || el.ownerDocument.getElementById(id);
 			if (!t) continue;
 			const label = t.getAttribute("aria-label");
-			const part = label && label.trim() ? label : (embeddedName(t, t.localName, roleOf(t, t.localName, "", true)) ?? contentName(t, true, null, new Set()));
+			const attrs = t.hasAttributes();
+			const part = label && label.trim() ? label : (embeddedName(t, t.localName, attrs, roleOf(t, t.localName, attrs, "", true)) ?? contentName(t, true, null));
 			if (part) parts.push(part);
 		}
 		return norm(parts.join(" "));
@@ -281,97 +351,83 @@ function (selector, opts) {
 		if (!labels || !labels.length) return "";
 		const parts = [];
 		for (const l of labels) {
-			const t = contentName(l, false, el, new Set());
+			const t = norm(contentName(l, false, el));
 			if (t) parts.push(t);
 		}
 		return parts.join(" ");
 	};
 
-	const firstChild = (el, tag) => {
-		for (const c of el.children) if (c.localName === tag) return c;
-		return null;
-	};
+	// nativelyNamed: elements named by something other than their own
+	// attributes.
+	const nativelyNamed = new Set(["input", "textarea", "select", "meter", "progress", "output", "fieldset", "table", "figure", "svg"]);
 
-	// accessibleName answers [name, fromContent].
-	const accessibleName = (el, tag, role) => {
+	// nativeName: the name from aria-labelledby, aria-label or the host
+	// language (labels, legends, captions, alt text); the name from
+	// content and the title come after it.
+	const nativeName = (el, tag, attrs) => {
 		let name = "";
-		if (el.hasAttribute("aria-labelledby")) name = textOfIds(el, "aria-labelledby");
+		if (!attrs && !nativelyNamed.has(tag)) return "";
+		if (attrs && el.hasAttribute("aria-labelledby")) name = textOfIds(el, "aria-labelledby");
 		if (!name) {
-			const label = el.getAttribute("aria-label");
+			const label = attr(el, attrs, "aria-label");
 			if (label) name = norm(label);
 		}
-		if (!name) {
-			switch (tag) {
-			case "input": case "textarea": case "select": case "meter": case "progress": case "output": {
-				const type = tag === "input" ? (el.getAttribute("type") || "").toLowerCase() : "";
-				if (type === "submit" || type === "reset" || type === "button") {
-					name = el.hasAttribute("value") ? el.value : type === "submit" ? "Submit" : type === "reset" ? "Reset" : "";
-				} else if (type === "image") {
-					name = el.getAttribute("alt") || el.getAttribute("value") || "Submit";
-				} else {
-					name = labelsText(el);
-					if (!name && el.hasAttribute("title")) name = el.getAttribute("title");
-					if (!name && el.hasAttribute("placeholder")) name = el.getAttribute("placeholder");
-				}
-				break;
+		if (name) return name;
+		switch (tag) {
+		case "input": case "textarea": case "select": case "meter": case "progress": case "output": {
+			const type = tag === "input" ? inputType(el) : "";
+			if (type === "submit" || type === "reset" || type === "button") {
+				name = el.hasAttribute("value") ? el.value : type === "submit" ? "Submit" : type === "reset" ? "Reset" : "";
+			} else if (type === "image") {
+				name = el.getAttribute("alt") || el.getAttribute("value") || "Submit";
+			} else {
+				name = labelsText(el);
+				if (!name && attrs && el.hasAttribute("title")) name = el.getAttribute("title");
+				if (!name && attrs && el.hasAttribute("placeholder")) name = el.getAttribute("placeholder");
 			}
-			case "img": case "area":
-				name = el.getAttribute("alt") || "";
-				break;
-			case "fieldset": {
-				const legend = firstChild(el, "legend");
-				if (legend) name = contentName(legend, false, null, new Set());
-				break;
-			}
-			case "table": {
-				const cap = firstChild(el, "caption");
-				if (cap) name = contentName(cap, false, null, new Set());
-				break;
-			}
-			case "figure": {
-				const cap = firstChild(el, "figcaption");
-				if (cap) name = contentName(cap, false, null, new Set());
-				break;
-			}
-			case "optgroup":
-				name = el.getAttribute("label") || "";
-				break;
-			case "svg": {
-				const t = el.querySelector(":scope > title");
-				if (t) name = t.textContent;
-				break;
-			}
-			case "iframe":
-				name = el.getAttribute("title") || "";
-				break;
-			}
+			break;
 		}
-		let fromContent = false;
-		if (!name && role && role !== "row" && nameFromContentRoles.has(role)) {
-			name = contentName(el, false, null, new Set());
-			fromContent = !!name;
+		case "img": case "area":
+			name = el.getAttribute("alt") || "";
+			break;
+		case "fieldset": case "table": case "figure": {
+			const cap = firstChild(el, tag === "fieldset" ? "legend" : tag === "table" ? "caption" : "figcaption");
+			if (cap) name = contentName(cap, false, null);
+			break;
 		}
-		if (!name && el.hasAttribute("title")) name = el.getAttribute("title");
-		return [norm(name), fromContent];
+		case "optgroup":
+			name = el.getAttribute("label") || "";
+			break;
+		case "svg": {
+			const t = el.querySelector(":scope > title");
+			if (t) name = t.textContent;
+			break;
+		}
+		case "iframe":
+			name = el.getAttribute("title") || "";
+			break;
+		}
+		return norm(name);
 	};
 
-	// names: the element whose text a labelling child (label, legend,
-	// caption, figcaption) gives as its name, if it is shown; the child's
-	// text is then left out of the tree.
-	const names = (el, tag) => {
+	// labels: whether a labelling element (label, legend, caption,
+	// figcaption) names an element that is shown; its text is then left
+	// out of the tree, as that element's name says it.
+	const labels = (el, tag) => {
 		let owner = null;
+		const parent = el.parentElement;
 		switch (tag) {
 		case "label":
 			owner = el.control;
 			break;
 		case "legend":
-			owner = el.parentElement && el.parentElement.localName === "fieldset" && firstChild(el.parentElement, "legend") === el ? el.parentElement : null;
+			owner = parent && parent.localName === "fieldset" && firstChild(parent, "legend") === el ? parent : null;
 			break;
 		case "caption":
-			owner = el.parentElement && el.parentElement.localName === "table" && firstChild(el.parentElement, "caption") === el ? el.parentElement : null;
+			owner = parent && parent.localName === "table" && firstChild(parent, "caption") === el ? parent : null;
 			break;
 		case "figcaption":
-			owner = el.parentElement && el.parentElement.localName === "figure" && firstChild(el.parentElement, "figcaption") === el ? el.parentElement : null;
+			owner = parent && parent.localName === "figure" && firstChild(parent, "figcaption") === el ? parent : null;
 			break;
 		}
 		if (!owner || owner.hasAttribute("aria-label") || owner.hasAttribute("aria-labelledby")) return false;
@@ -382,8 +438,8 @@ function (selector, opts) {
 
 	// Interactivity.
 
-	const clickable = (el, tag, style) => {
-		if (el.hasAttribute("onclick") || typeof el.onclick === "function") return true;
+	const clickable = (el, tag, attrs, style) => {
+		if (attrs && el.hasAttribute("onclick") || typeof el.onclick === "function") return true;
 		if (tag === "label" || tag === "body" || tag === "html") return false;
 		if (style.cursor === "pointer") {
 			const p = el.parentElement;
@@ -392,12 +448,19 @@ function (selector, opts) {
 		return false;
 	};
 
-	const isInteractive = (el, tag, role, style) => {
+	// editableRoot: the root of a contenteditable region (its descendants
+	// are editable too, but one ref types into all of it).
+	const editableRoot = (el, attrs) => attrs && el.hasAttribute("contenteditable") && el.isContentEditable &&
+		!(el.parentElement && el.parentElement.isContentEditable);
+
+	const isInteractive = (el, tag, attrs, role, style) => {
 		if (role && interactiveRoles.has(role)) return true;
-		if (el.isContentEditable && (!el.parentElement || !el.parentElement.isContentEditable)) return true;
-		const ti = el.getAttribute("tabindex");
-		if (ti !== null && +ti >= 0) return true;
-		return clickable(el, tag, style);
+		if (attrs) {
+			if (editableRoot(el, attrs)) return true;
+			const ti = el.getAttribute("tabindex");
+			if (ti !== null && +ti >= 0) return true;
+		}
+		return clickable(el, tag, attrs, style);
 	};
 
 	const focused = (() => {
@@ -416,41 +479,44 @@ function (selector, opts) {
 
 	const formTags = new Set(["button", "input", "select", "textarea", "option", "optgroup", "fieldset"]);
 
-	const states = (el, tag, role, node) => {
-		const aria = (n) => el.getAttribute("aria-" + n);
+	const states = (el, tag, attrs, role, node) => {
 		if (role === "checkbox" || role === "radio" || role === "switch" || role === "menuitemcheckbox" || role === "menuitemradio") {
 			if (tag === "input" && (el.type === "checkbox" || el.type === "radio")) node.checked = el.indeterminate ? "mixed" : el.checked;
 			else {
-				const c = aria("checked");
+				const c = attr(el, attrs, "aria-checked");
 				node.checked = c === "mixed" ? "mixed" : c === "true";
 			}
 		}
-		if (aria("disabled") === "true" || (formTags.has(tag) && el.matches(":disabled"))) node.disabled = true;
-		const expanded = aria("expanded");
-		if (expanded !== null) node.expanded = expanded === "true";
-		else if (tag === "summary" && role === "button") node.expanded = el.parentElement.open;
-		if (tag === "option") node.selected = el.selected;
-		else {
-			const s = aria("selected");
-			if (s !== null) node.selected = s === "true";
+		if (attrs) {
+			if (el.getAttribute("aria-disabled") === "true") node.disabled = true;
+			const expanded = el.getAttribute("aria-expanded");
+			if (expanded !== null) node.expanded = expanded === "true";
+			const selected = el.getAttribute("aria-selected");
+			if (selected !== null && tag !== "option") node.selected = selected === "true";
+			const pressed = el.getAttribute("aria-pressed");
+			if (pressed !== null) node.pressed = pressed === "mixed" ? "mixed" : pressed === "true";
+			if (el.getAttribute("aria-required") === "true") node.required = true;
 		}
-		const pressed = aria("pressed");
-		if (pressed !== null) node.pressed = pressed === "mixed" ? "mixed" : pressed === "true";
-		if (el.required === true || aria("required") === "true") node.required = true;
+		if (formTags.has(tag)) {
+			if (el.matches(":disabled")) node.disabled = true;
+			if (el.required === true) node.required = true;
+		}
+		if (tag === "summary" && role === "button" && node.expanded === undefined) node.expanded = el.parentElement.open;
+		if (tag === "option") node.selected = el.selected;
 		if (el === focused) node.focused = true;
 		if (role === "heading") {
-			const lvl = +aria("level");
+			const lvl = +attr(el, attrs, "aria-level");
 			node.level = lvl >= 1 ? Math.floor(lvl) : /^h[1-6]$/.test(tag) ? +tag[1] : 2;
 		}
 		if (tag === "input" || tag === "textarea") {
-			const type = (el.getAttribute("type") || "").toLowerCase();
+			const type = tag === "input" ? inputType(el) : "";
 			if (type !== "checkbox" && type !== "radio" && type !== "submit" && type !== "button" && type !== "reset" && type !== "image" && type !== "file") {
 				node.value = type === "password" ? (el.value ? "••••" : "") : el.value;
 			}
 		} else if (tag === "select" && role === "combobox") {
 			node.value = el.selectedOptions[0] ? norm(el.selectedOptions[0].text) : "";
 		} else if (role === "slider" || role === "spinbutton" || role === "progressbar" || role === "meter" || role === "scrollbar") {
-			const v = rangeValue(el);
+			const v = rangeValue(el, attrs);
 			if (v !== "") node.value = v;
 		}
 	};
@@ -471,43 +537,17 @@ function (selector, opts) {
 		if (a) node.attrs = a;
 	};
 
-	// childNodesOf: the children that render: a shadow host's shadow tree,
-	// a slot's assigned nodes, an iframe's document body (same origin).
-	const childNodesOf = (node) => {
-		if (node.nodeType === 1) {
-			if (node.shadowRoot) return node.shadowRoot.childNodes;
-			const tag = node.localName;
-			if (tag === "slot") {
-				const assigned = node.assignedNodes({flatten: true});
-				return assigned.length ? assigned : node.childNodes;
-			}
-			if (tag === "iframe" || tag === "frame") {
-				try {
-					const d = node.contentDocument;
-					return d && d.body ? [d.body] : [];
-				} catch (e) { return []; }
-			}
-		}
-		return node.childNodes;
-	};
-
-	// Sizes: zero-size boxes. offsetWidth and offsetHeight are cheaper than
-	// a bounding rectangle; SVG and MathML elements have no offset sizes.
-	const sizeOf = (el) => {
-		if (el.offsetWidth !== undefined) return [el.offsetWidth, el.offsetHeight];
-		const r = el.getBoundingClientRect();
-		return [r.width, r.height];
-	};
-	const clips = (style) => style.overflow !== "visible";
+	// Visibility.
 
 	// The modal dialog, if one is open: everything else is inert.
 	let modal = null;
-	try { modal = document.querySelector(":modal"); } catch (e) { /* old browser */ }
+	try { modal = document.querySelector(":modal"); } catch (e) { /* no :modal */ }
 
 	// Text merging: adjacent inline text becomes one text node. lastText is
 	// the text node the next text may extend (null after anything else),
-	// lastSpace whether the text so far ended with white space.
-	let lastText = null, lastSpace = false, lastOut = null;
+	// lastOut the list it is in, lastSpace whether the text so far ended
+	// with white space.
+	let lastText = null, lastOut = null, lastSpace = false;
 
 	const pushText = (out, data) => {
 		const n = data.length;
@@ -515,7 +555,7 @@ function (selector, opts) {
 		while (i < n && isSpace(data.charCodeAt(i))) i++;
 		if (i === n) { if (n) lastSpace = true; return; }
 		while (j > i && isSpace(data.charCodeAt(j - 1))) j--;
-		const t = norm(data.slice(i, j));
+		const t = norm(i > 0 || j < n ? data.slice(i, j) : data);
 		if (lastText && lastOut === out) {
 			lastText.name += (lastSpace || i > 0 ? " " : "") + t;
 		} else {
@@ -526,7 +566,7 @@ function (selector, opts) {
 		}
 		lastSpace = j < n;
 	};
-	const brk = () => { lastText = null; lastSpace = false; };
+	const brk = () => { lastText = null; };
 
 	const push = (out, node) => {
 		if (count >= maxNodes) { truncated = true; return false; }
@@ -548,7 +588,7 @@ function (selector, opts) {
 		return false;
 	};
 
-	// Context of the walk, changed only where it changes: the kind of
+	// Context of the walk, a new object only where it changes: the kind of
 	// table we are in, whether we are inside sectioning content, inside the
 	// modal dialog, inside a labelling element whose text is left out.
 	const rootCtx = {table: "", scoped: false, inModal: !modal, dropText: false};
@@ -557,6 +597,20 @@ function (selector, opts) {
 		const c = {table: ctx.table, scoped: ctx.scoped, inModal: ctx.inModal, dropText: ctx.dropText};
 		c[k] = v;
 		return c;
+	};
+
+	// walkKids walks the children that render of el.
+	const walkKids = (el, depth, out, ctx, visible) => {
+		const src = childSource(el);
+		if (Array.isArray(src)) {
+			for (let i = 0; i < src.length; i++) walk(src[i], depth, out, ctx, visible);
+			return;
+		}
+		const summary = el.localName === "details" && !el.open ? summaryOf(el) || el : null;
+		for (let c = src.firstChild; c; c = c.nextSibling) {
+			if (summary && c !== summary) continue; // a closed <details>: only its summary renders
+			walk(c, depth, out, ctx, visible);
+		}
 	};
 
 	// walk adds the snapshot nodes of a DOM node to out: one node, or the
@@ -570,7 +624,10 @@ function (selector, opts) {
 			if (visible && !ctx.dropText) pushText(out, dom.data);
 			return;
 		}
-		if (type === 11) { for (const c of dom.childNodes) walk(c, depth, out, ctx, visible); return; }
+		if (type === 11) {
+			for (let c = dom.firstChild; c; c = c.nextSibling) walk(c, depth, out, ctx, visible);
+			return;
+		}
 		if (type !== 1) return;
 		const el = dom;
 		const tag = el.localName;
@@ -585,25 +642,36 @@ function (selector, opts) {
 			if (el === modal) ctx = derive(ctx, "inModal", true);
 			else if (!el.contains(modal) && !(el.shadowRoot && el.shadowRoot.contains(modal))) return; // inert behind the modal
 		}
+		const attrs = el.hasAttributes();
+		if (attrs && (el.getAttribute("aria-hidden") === "true" || el.inert)) return;
 		const style = styleOf(el);
-		if (gone(el, style)) return;
 		const display = style.display;
+		if (display === "none") return;
 		if (display === "contents") {
-			for (const c of childNodesOf(el)) walk(c, depth, out, ctx, visible);
+			walkKids(el, depth, out, ctx, visible);
 			return;
 		}
 		const shown = style.visibility === "visible";
-		const kidsHidden = style.contentVisibility === "hidden";
-		let role = roleOf(el, tag, ctx.table, ctx.scoped);
-		const interactive = shown && isInteractive(el, tag, role, style);
-		// Zero size: measured only where it can matter (boxes are rarely
-		// empty, and measuring every element is a good part of the cost).
-		if ((interactive || role === "img" || clips(style)) && tag !== "option" && tag !== "optgroup" && tag !== "body" && tag !== "iframe") {
-			const [w, h] = sizeOf(el);
-			if (w === 0 || h === 0) {
-				if (clips(style)) return; // its content is cut off
-				if (w === 0 && h === 0 && (interactive ? !(el.labels && el.labels.length) : !el.firstElementChild)) return;
-			}
+		let role = roleOf(el, tag, attrs, ctx.table, ctx.scoped);
+		const interactive = shown && isInteractive(el, tag, attrs, role, style);
+		// Zero size: a box with no width or no height that clips its
+		// overflow hides its content; a replaced element (a control, an
+		// image, an iframe) or an empty element with neither is not seen
+		// either. A control stays if a label makes it usable. Content that
+		// overflows a zero-size box that does not clip it (floats in an
+		// inline link) is seen. Measured only where it can matter: boxes
+		// are rarely empty, and measuring is a good part of the cost.
+		if (tag !== "option" && tag !== "optgroup" && tag !== "body" &&
+			(interactive || role === "img" || tag === "iframe" || display !== "inline" && el.firstChild && style.overflow !== "visible")) {
+			let w = el.offsetWidth, h;
+			if (w === undefined) { // SVG, MathML
+				const r = el.getBoundingClientRect();
+				w = r.width;
+				h = r.height;
+			} else h = el.offsetHeight;
+			if ((w === 0 || h === 0) &&
+				(display !== "inline" && style.overflow !== "visible" || w === 0 && h === 0 && (replaced.has(tag) || !el.firstChild)) &&
+				!(interactive && el.labels && el.labels.length)) return;
 		}
 		// The context for the children.
 		let kctx = ctx;
@@ -615,56 +683,71 @@ function (selector, opts) {
 			kctx = derive(kctx, "scoped", true);
 			break;
 		case "label": case "legend": case "caption": case "figcaption":
-			if (names(el, tag)) kctx = derive(kctx, "dropText", true);
+			if (!interactive && labels(el, tag)) {
+				kctx = derive(kctx, "dropText", true);
+				role = null;
+			}
 			break;
 		}
-		if (!kctx.scoped && (role === "article" || role === "complementary" || role === "main" || role === "navigation" || role === "region")) kctx = derive(kctx, "scoped", true);
-		if (kctx.dropText && !ctx.dropText) role = null; // a labelling element is left out, its text too
-		const inline = display === "inline";
+		if (role && !kctx.scoped && scopingRoles.has(role)) kctx = derive(kctx, "scoped", true);
 
 		// Left out, content kept: invisible elements (a child may be
-		// visible), presentational and generic wrappers, row groups.
-		if (!shown || (!interactive && (!role || role === "presentation" || role === "generic" && !hasOwnName(el) ||
-			(role === "rowgroup" && (tag === "thead" || tag === "tbody" || tag === "tfoot"))))) {
+		// visible), presentational and generic wrappers, table row groups.
+		if (!shown || !interactive && (!role || role === "presentation" || role === "generic" && !(attrs && hasOwnName(el)) ||
+			role === "rowgroup" && tag !== "div" && tag !== "span")) {
 			if (role === "presentation" && (tag === "img" || tag === "svg")) return; // decorative
-			if (kidsHidden) return;
+			if (style.contentVisibility === "hidden") return;
+			const inline = display === "inline";
 			if (!inline) brk();
-			const closedDetails = tag === "details" && !el.open;
-			for (const c of childNodesOf(el)) {
-				if (closedDetails && closedDetailsContent(el, c)) continue;
-				walk(c, depth, out, kctx, shown);
-			}
+			walkKids(el, depth, out, kctx, shown);
 			if (!inline) brk();
 			return;
 		}
 		brk();
 		const node = {role: role || "generic"};
-		const [name, fromContent] = accessibleName(el, tag, role);
-		if (name && role !== "row" || name && !fromContent) node.name = name;
-		if (interactive) {
-			node.ref = refOf(el);
-			interactiveCount++;
+		// The name. A non-interactive element named by its content is named
+		// after its children are known: when they hold refs, they say it.
+		let name = nativeName(el, tag, attrs), fromContent = false, later = false;
+		if (!name && role && nameFromContentRoles.has(role)) {
+			if (interactive) {
+				name = norm(contentName(el, false, null));
+				fromContent = !!name;
+			} else later = true;
 		}
-		states(el, tag, role, node);
-		if (interactive) locators(el, tag, node);
+		if (!name && !later && attrs && el.hasAttribute("title")) name = norm(el.getAttribute("title"));
+		if (name) node.name = name;
+		if (interactive) node.ref = refOf(el);
+		states(el, tag, attrs, role, node);
+		if (interactive && attrs) locators(el, tag, node);
 		if (!push(out, node)) return;
-		if (depth + 1 >= maxDepth || kidsHidden) return;
-		// Leaf controls: their content is their name or value.
-		if (tag === "input" || tag === "textarea" || tag === "img" || tag === "svg" || leafRoles.has(role)) return;
-		if (tag === "select" && role !== "listbox") return;
+		if (interactive) interactiveCount++;
+		const leaf = depth + 1 >= maxDepth || tag === "input" || tag === "textarea" || tag === "img" || tag === "svg" ||
+			leafRoles.has(role) || tag === "select" && role !== "listbox";
 		const kids = [];
-		const closedDetails = tag === "details" && !el.open;
-		for (const c of childNodesOf(el)) {
-			if (closedDetails && closedDetailsContent(el, c)) continue;
-			walk(c, depth + 1, kids, kctx, true);
+		const walked = !leaf && style.contentVisibility !== "hidden";
+		if (walked) {
+			walkKids(el, depth + 1, kids, kctx, true);
+			brk();
 		}
-		brk();
-		if (!kids.length) return;
-		if (fromContent) {
-			// A name made of the content says that content once.
-			if (onlyText(kids)) return;
-			if (!interactive && hasRef(kids)) delete node.name;
+		if (later) {
+			if (!hasRef(kids)) {
+				name = norm(contentName(el, false, null));
+				fromContent = !!name;
+				if (!name && attrs && el.hasAttribute("title")) name = norm(el.getAttribute("title"));
+				if (name) node.name = name;
+			}
 		}
+		if (!kids.length) {
+			// An empty container says nothing (an empty paragraph, a
+			// group whose content is hidden).
+			if (walked && !truncated && !interactive && droppedWhenEmpty.has(role) && Object.keys(node).length === 1 && out[out.length - 1] === node) {
+				out.pop();
+				count--;
+			}
+			return;
+		}
+		// A name made of the content says that content once.
+		if (fromContent && onlyText(kids)) return;
 		node.children = kids;
 	};
 
@@ -680,13 +763,14 @@ function (selector, opts) {
 		}
 	}
 	const nodes = [];
-	if (selector) walk(rootEl, 0, nodes, rootCtx, true);
-	else for (const c of childNodesOf(rootEl)) walk(c, 0, nodes, rootCtx, true);
+	if (!rootEl) { /* an empty document */ }
+	else if (selector) walk(rootEl, 0, nodes, rootCtx, true);
+	else walkKids(rootEl, 0, nodes, rootCtx, true);
 
 	let result = nodes;
 	if (opts.interactiveOnly) {
-		// Keep interactive nodes and the named structure (headings,
-		// landmarks) leading to them; drop the rest.
+		// Keep interactive nodes and headings; the rest gives its place
+		// to what it holds of them.
 		const keep = (list) => {
 			const res = [];
 			for (const n of list) {
@@ -698,5 +782,46 @@ function (selector, opts) {
 		};
 		result = keep(nodes);
 	}
-	return {json: JSON.stringify({title: document.title, url: location.href, nodes: result, interactive: interactiveCount, count, truncated})};
+	// The answer: a JSON line with the snapshot's fields, then one line
+	// per node in document order (see parseSnapshotWire in snapshot.go):
+	// depth TAB role, then TAB-separated fields, each a key letter and its
+	// value: n name, r ref, l level, c checked, p pressed (1, 0 or m for
+	// mixed), e expanded, s selected (1 or 0), d disabled, q required,
+	// f focused, v value, and the locators i id, a aria-label, t test id,
+	// m name attribute, h href. Backslash, tab, newline and carriage
+	// return in values are escaped with a backslash. Much smaller than the
+	// same tree in JSON, so it crosses the protocol and is decoded in a
+	// fraction of the time.
+	const special = /[\\\t\n\r]/;
+	const esc = (v) => special.test(v) ? v.replace(/[\\\t\n\r]/g, (c) => c === "\\" ? "\\\\" : c === "\t" ? "\\t" : c === "\n" ? "\\n" : "\\r") : v;
+	const tri = (v) => v === "mixed" ? "m" : v ? "1" : "0";
+	const lines = [JSON.stringify({title: document.title, url: location.href, interactive: interactiveCount, count, truncated})];
+	const emit = (list, depth) => {
+		for (const n of list) {
+			let l = depth + "\t" + n.role;
+			if (n.name) l += "\tn" + esc(n.name);
+			if (n.ref) l += "\tr" + n.ref;
+			if (n.level) l += "\tl" + n.level;
+			if (n.checked !== undefined) l += "\tc" + tri(n.checked);
+			if (n.pressed !== undefined) l += "\tp" + tri(n.pressed);
+			if (n.expanded !== undefined) l += "\te" + tri(n.expanded);
+			if (n.selected !== undefined) l += "\ts" + tri(n.selected);
+			if (n.disabled) l += "\td";
+			if (n.required) l += "\tq";
+			if (n.focused) l += "\tf";
+			if (n.value !== undefined) l += "\tv" + esc(n.value);
+			const a = n.attrs;
+			if (a) {
+				if (a.id !== undefined) l += "\ti" + esc(a.id);
+				if (a.ariaLabel !== undefined) l += "\ta" + esc(a.ariaLabel);
+				if (a.testId !== undefined) l += "\tt" + esc(a.testId);
+				if (a.name !== undefined) l += "\tm" + esc(a.name);
+				if (a.href !== undefined) l += "\th" + esc(a.href);
+			}
+			lines.push(l);
+			if (n.children) emit(n.children, depth + 1);
+		}
+	};
+	emit(result, 0);
+	return {wire: lines.join("\n")};
 }

@@ -1,0 +1,225 @@
+package cdpdriver
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/rs/zerolog"
+)
+
+// update rewrites the golden files of TestSnapshotGolden:
+//
+//	go test ./cdpdriver -run TestSnapshotGolden -update
+var update = flag.Bool("update", false, "rewrite the snapshot golden files in testdata/snapshot")
+
+// snapshotTestFixtures is the folder of the fixture pages (shared with the
+// other packages' tests, so at the module root).
+const snapshotTestFixtures = "../testdata/snapshot"
+
+// snapshotTestPages lists the fixture pages, sorted.
+func snapshotTestPages(t testing.TB) []string {
+	t.Helper()
+	pages, err := filepath.Glob(filepath.Join(snapshotTestFixtures, "*.html"))
+	if err != nil || len(pages) == 0 {
+		t.Fatalf("no fixture pages in %s: %v", snapshotTestFixtures, err)
+	}
+	for i, p := range pages {
+		pages[i] = strings.TrimSuffix(filepath.Base(p), ".html")
+	}
+	return pages
+}
+
+// snapshotTestServer serves the fixture pages on loopback, and
+// /rows.html?n=N, a generated table of N rows, each with a link, a button,
+// an input and text.
+func snapshotTestServer(t testing.TB) *httptest.Server {
+	t.Helper()
+	mux := http.NewServeMux()
+	mux.Handle("/", http.FileServer(http.Dir(snapshotTestFixtures)))
+	mux.HandleFunc("/rows.html", func(w http.ResponseWriter, r *http.Request) {
+		n, err := strconv.Atoi(r.URL.Query().Get("n"))
+		if err != nil || n < 0 {
+			http.Error(w, "bad n", http.StatusBadRequest)
+			return
+		}
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		_, _ = w.Write(snapshotTestRowsPage(n))
+	})
+	srv := httptest.NewServer(mux) // 127.0.0.1
+	t.Cleanup(srv.Close)
+	return srv
+}
+
+// snapshotTestRowsPage is a page with a table of n rows; each row has a
+// link, a button, a text input and text.
+func snapshotTestRowsPage(n int) []byte {
+	var b strings.Builder
+	b.WriteString(`<!doctype html><html lang="en"><head><meta charset="utf-8"><title>Rows</title></head><body>
+<h1>Orders</h1>
+<table><caption>Orders</caption>
+<thead><tr><th>Order</th><th>Customer</th><th>Action</th><th>Note</th></tr></thead>
+<tbody>
+`)
+	for i := 1; i <= n; i++ {
+		fmt.Fprintf(&b, `<tr><td><a href="/orders/%d">Order %d</a></td><td>Customer number %d placed this order</td>`+
+			`<td><button type="button" data-testid="cancel-%d">Cancel</button></td>`+
+			`<td><input name="note-%d" aria-label="Note for order %d"></td></tr>
+`, i, i, i, i, i, i)
+	}
+	b.WriteString("</tbody></table></body></html>\n")
+	return []byte(b.String())
+}
+
+// snapshotTestBrowser connects to the shared browser; the connection is
+// closed when the test ends.
+func snapshotTestBrowser(t testing.TB) *Browser {
+	t.Helper()
+	proc := launchTestBrowser(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	b, err := ConnectBrowser(ctx, proc.BrowserWebSocketURL(), zerolog.Nop())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { b.Close() })
+	return b
+}
+
+// snapshotTestOpen opens url in a new tab and waits for its load event;
+// the tab is closed when the test ends.
+func snapshotTestOpen(ctx context.Context, t testing.TB, b *Browser, url string) *Page {
+	t.Helper()
+	id, err := b.NewTarget(ctx, "about:blank")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = b.CloseTarget(ctx, id)
+	})
+	p, err := OpenPage(ctx, b.PageWebSocketURL(id), id, zerolog.Nop())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { p.Close() })
+	if _, err := p.Navigate(ctx, url); err != nil {
+		t.Fatal(err)
+	}
+	want, _ := json.Marshal(url)
+	expr := "location.href === " + string(want) + ` && document.readyState === "complete"`
+	launchTestWaitFor(t, 30*time.Second, "load "+url, func() error {
+		v, err := p.Eval(ctx, expr, 5*time.Second)
+		if err != nil {
+			return err
+		}
+		if string(v) != "true" {
+			return fmt.Errorf("not loaded yet")
+		}
+		return nil
+	})
+	return p
+}
+
+func snapshotTestCtx(t testing.TB, d time.Duration) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// TestSnapshotGolden compares the text form of each fixture's snapshot with
+// testdata/snapshot/<page>.golden (-update rewrites them). A fresh tab
+// numbers its refs from e1 in document order, so the output is stable.
+func TestSnapshotGolden(t *testing.T) {
+	b := snapshotTestBrowser(t)
+	srv := snapshotTestServer(t)
+	for _, page := range snapshotTestPages(t) {
+		t.Run(page, func(t *testing.T) {
+			ctx := snapshotTestCtx(t, 60*time.Second)
+			p := snapshotTestOpen(ctx, t, b, srv.URL+"/"+page+".html")
+			s, err := p.Snapshot(ctx, SnapshotOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := s.Text()
+			golden := filepath.Join("testdata", "snapshot", page+".golden")
+			if *update {
+				if err := os.MkdirAll(filepath.Dir(golden), 0o755); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.WriteFile(golden, []byte(got), 0o644); err != nil {
+					t.Fatal(err)
+				}
+				return
+			}
+			want, err := os.ReadFile(golden)
+			if err != nil {
+				t.Fatalf("%v (run with -update to create it)", err)
+			}
+			if got != string(want) {
+				t.Errorf("snapshot of %s.html differs from %s (run with -update to accept):\n%s", page, golden, snapshotTestDiff(string(want), got))
+			}
+		})
+	}
+}
+
+// snapshotTestDiff shows the lines that differ between want and got, with
+// their line numbers.
+func snapshotTestDiff(want, got string) string {
+	w, g := strings.Split(want, "\n"), strings.Split(got, "\n")
+	var b strings.Builder
+	for i := 0; i < len(w) || i < len(g); i++ {
+		var wl, gl string
+		if i < len(w) {
+			wl = w[i]
+		}
+		if i < len(g) {
+			gl = g[i]
+		}
+		if wl != gl {
+			fmt.Fprintf(&b, "line %d:\n  want: %s\n  got:  %s\n", i+1, wl, gl)
+		}
+	}
+	return b.String()
+}
+
+// parseSnapshotWire decodes every field of the line format snapshot.js
+// answers in, escapes included, and rejects a malformed tree.
+func TestSnapshotWire(t *testing.T) {
+	wire := `{"title":"T","url":"http://x/","interactive":2,"count":4,"truncated":true}` + "\n" +
+		"0\tlist\tnItems\n" +
+		"1\tcheckbox\tnA\\tB\\\\C\tre1\tcm\tq\td\tf\ti\\n1\taL\ttT\tmN\n" +
+		"1\tbutton\tre2\tp1\te0\ts1\tv\thH\n" +
+		"0\theading\tnH\tl3"
+	s, err := parseSnapshotWire(wire)
+	if err != nil {
+		t.Fatal(err)
+	}
+	js, _ := json.Marshal(s)
+	want := `{"url":"http://x/","title":"T","nodes":[{"role":"list","name":"Items","children":[` +
+		`{"role":"checkbox","name":"A\tB\\C","ref":"e1","checked":"mixed","disabled":true,"required":true,"focused":true,"attrs":{"id":"\n1","ariaLabel":"L","testId":"T","name":"N"}},` +
+		`{"role":"button","ref":"e2","pressed":true,"expanded":false,"selected":true,"value":"","attrs":{"href":"H"}}]},` +
+		`{"role":"heading","name":"H","level":3}],"interactive":2,"count":4,"truncated":true}`
+	if string(js) != want {
+		t.Fatalf("parsed\n%s\nwant\n%s", js, want)
+	}
+	empty, err := parseSnapshotWire(`{"title":"","url":"about:blank","interactive":0,"count":0,"truncated":false}`)
+	if err != nil || empty.Nodes == nil || len(empty.Nodes) != 0 {
+		t.Fatalf("empty snapshot: %+v, %v", empty, err)
+	}
+	for _, bad := range []string{"", "{}\n1\tbutton", "{}\nx\tbutton", "{}\n0\tbutton\t"} {
+		if _, err := parseSnapshotWire(bad); err == nil {
+			t.Errorf("parseSnapshotWire(%q) succeeded", bad)
+		}
+	}
+}
