@@ -305,8 +305,13 @@ func decodeObject(data []byte, path string) (map[string]json.RawMessage, error) 
 	if trimmed[0] != '{' {
 		return nil, badRequest("%s: expected a JSON object, got %s", path, describeJSON(trimmed))
 	}
-	var fields map[string]json.RawMessage
-	if err := json.Unmarshal(trimmed, &fields); err != nil {
+	if !json.Valid(trimmed) {
+		var v any // for the decoder's description of what is wrong
+		err := json.Unmarshal(trimmed, &v)
+		return nil, badRequest("%s: invalid JSON: %v", path, err)
+	}
+	fields, err := members(trimmed)
+	if err != nil {
 		return nil, badRequest("%s: invalid JSON: %v", path, err)
 	}
 	return fields, nil
