@@ -44,7 +44,7 @@ type clientFlags struct {
 
 func (f *clientFlags) declare(fs *pflag.FlagSet, withTab bool) {
 	if withTab {
-		fs.StringVar(&f.tab, "tab", "", "tab `ID` (default: the first tab the node lists)")
+		fs.StringVar(&f.tab, "tab", "", "tab `ID` (default: the one tab select chose, else the first tab the node lists)")
 	}
 	fs.StringVar(&f.bus, "bus", "", "NATS `URL` of the bus (default: $"+envURL+", else the state file of framebus serve)")
 	fs.StringVar(&f.prefix, "prefix", "", "subject `prefix` (default: the one in the state file, else "+protocol.DefaultPrefix+")")
