@@ -116,19 +116,15 @@ func TestOpenedTabsGetActors(t *testing.T) {
 			t.Fatalf("event.opened %s", m.Data)
 		}
 		// The new tab takes plans; its URL arrives as it loads.
-		var got string
-		deadline := time.Now().Add(20 * time.Second)
-		for got != tc.url && time.Now().Before(deadline) {
+		waitUntil(t, func() bool {
 			r := plan(ev.Opened.Tab, protocol.Action{Type: "url"})
 			if !r.OK {
 				t.Fatalf("plan on the opened tab: %+v", r)
 			}
+			var got string
 			_ = json.Unmarshal(r.Results[0].Value, &got)
-			time.Sleep(20 * time.Millisecond)
-		}
-		if got != tc.url {
-			t.Fatalf("opened tab is at %q, want %q", got, tc.url)
-		}
+			return got == tc.url
+		})
 	}
 	if n := len(node.Tabs()); n != 3 {
 		t.Fatalf("node lists %d tabs, want 3", n)
@@ -137,11 +133,5 @@ func TestOpenedTabsGetActors(t *testing.T) {
 	if r := plan(opener, protocol.Action{Type: "eval", Expression: "window.popup.close()"}); !r.OK {
 		t.Fatalf("close the popup: %+v", r)
 	}
-	deadline := time.Now().Add(20 * time.Second)
-	for len(node.Tabs()) != 2 && time.Now().Before(deadline) {
-		time.Sleep(20 * time.Millisecond)
-	}
-	if n := len(node.Tabs()); n != 2 {
-		t.Fatalf("after the popup closed the node lists %d tabs, want 2", n)
-	}
+	waitUntil(t, func() bool { return len(node.Tabs()) == 2 }) // the popup's tab retired
 }

@@ -8,7 +8,6 @@ import (
 	"sort"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/mafredri/cdp/protocol/accessibility"
 	"github.com/mafredri/cdp/protocol/dom"
@@ -290,12 +289,7 @@ func TestSnapshotFidelity(t *testing.T) {
 	var disagreements []string
 	for _, page := range snapshotTestPages(t) {
 		t.Run(page, func(t *testing.T) {
-			ctx := snapshotTestCtx(t, 60*time.Second)
-			p := snapshotTestOpen(ctx, t, b, srv.URL+"/"+page+".html")
-			s, err := p.Snapshot(ctx, SnapshotOptions{})
-			if err != nil {
-				t.Fatal(err)
-			}
+			ctx, p, s := snapshotTestFixture(t, b, srv, page)
 			text := s.Text()
 			if strings.Contains(text, "HIDDEN") {
 				t.Errorf("hidden content in the snapshot:\n%s", text)

@@ -145,12 +145,7 @@ func TestSnapshotGolden(t *testing.T) {
 	srv := snapshotTestServer(t)
 	for _, page := range snapshotTestPages(t) {
 		t.Run(page, func(t *testing.T) {
-			ctx := snapshotTestCtx(t, 60*time.Second)
-			p := snapshotTestOpen(ctx, t, b, srv.URL+"/"+page+".html")
-			s, err := p.Snapshot(ctx, SnapshotOptions{})
-			if err != nil {
-				t.Fatal(err)
-			}
+			_, _, s := snapshotTestFixture(t, b, srv, page)
 			got := s.Text()
 			golden := filepath.Join("testdata", "snapshot", page+".golden")
 			if *update {
@@ -222,4 +217,16 @@ func TestSnapshotWire(t *testing.T) {
 			t.Errorf("parseSnapshotWire(%q) succeeded", bad)
 		}
 	}
+}
+
+// snapshotTestFixture opens a fixture page in a fresh tab and snapshots it.
+func snapshotTestFixture(t *testing.T, b *Browser, srv *httptest.Server, page string) (context.Context, *Page, Snapshot) {
+	t.Helper()
+	ctx := snapshotTestCtx(t, 60*time.Second)
+	p := snapshotTestOpen(ctx, t, b, srv.URL+"/"+page+".html")
+	s, err := p.Snapshot(ctx, SnapshotOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ctx, p, s
 }
