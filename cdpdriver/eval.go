@@ -24,11 +24,18 @@ import (
 func (p *Page) Eval(ctx context.Context, expression string, timeout time.Duration) (json.RawMessage, error) {
 	ctx, cancel := WithTimeout(ctx, timeout)
 	defer cancel()
+	start := time.Now()
 	reply, err := p.client.Runtime.Evaluate(ctx, EvalArgs(expression, timeout))
 	if err != nil {
 		var rerr *rpcc.ResponseError
 		if errors.As(err, &rerr) && isSerializationFailure(rerr.Message) {
 			return nil, &SerializationError{Reason: serializationReason(rerr.Message)}
+		}
+		// When the termination lands while Chromium is wrapping up the
+		// result, it answers with a bare internal error instead of the
+		// "terminated" exception; past the deadline that is the timeout.
+		if errors.As(err, &rerr) && rerr.Code == rpcInternalError && timeout > 0 && time.Since(start) >= timeout {
+			return nil, &TimeoutError{Op: "evaluation", After: timeout}
 		}
 		return nil, p.wrap(ctx, "evaluation", err)
 	}
@@ -92,6 +99,9 @@ func exceptionError(d *runtime.ExceptionDetails) error {
 	}
 	return &JSError{Text: text}
 }
+
+// rpcInternalError is JSON-RPC's "Internal error" code.
+const rpcInternalError = -32603
 
 // isTerminated: Chromium stopped the script because Runtime.evaluate's own
 // timeout passed.

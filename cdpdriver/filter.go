@@ -71,6 +71,14 @@ func (b *Browser) decide(ev *fetch.RequestPausedReply, filter RequestFilter) {
 		return
 	}
 	doc := ev.ResourceType == network.ResourceTypeDocument
+	// The page hears of the refusal before the browser fails the request,
+	// so whoever sees the navigation fail also finds the reason queued.
+	b.filter.mu.Lock()
+	p := b.filter.pages[string(ev.FrameID)]
+	b.filter.mu.Unlock()
+	if p != nil {
+		p.events.push(RequestBlocked{URL: ev.Request.URL, ResourceType: string(ev.ResourceType), Document: doc, Err: err})
+	}
 	reason := network.ErrorReasonBlockedByClient
 	if doc {
 		reason = network.ErrorReasonAborted // no error page: the page stays
@@ -79,12 +87,6 @@ func (b *Browser) decide(ev *fetch.RequestPausedReply, filter RequestFilter) {
 		b.log.Warn().Err(ferr).Str("url", ev.Request.URL).Msg("fail request")
 	}
 	b.log.Info().Str("url", ev.Request.URL).Str("type", string(ev.ResourceType)).Err(err).Msg("request blocked")
-	b.filter.mu.Lock()
-	p := b.filter.pages[string(ev.FrameID)]
-	b.filter.mu.Unlock()
-	if p != nil {
-		p.events.push(RequestBlocked{URL: ev.Request.URL, ResourceType: string(ev.ResourceType), Document: doc, Err: err})
-	}
 }
 
 // Watch makes the browser report the page's blocked requests as its
