@@ -77,9 +77,15 @@ func (r elementReply) err(selector string) error {
 		return &InputError{} // WaitFor turns it into a WaitTimeoutError
 	case "nooption":
 		return &OptionNotFoundError{Selector: selector, Value: r.Reason}
+	case "uninstalled":
+		return errUninstalled
 	}
 	return &InputError{Msg: r.Reason}
 }
+
+// errUninstalled: a function framebus installs in a document once (see
+// snapshotCallJS) is not there yet.
+var errUninstalled = errors.New("not installed in this document")
 
 // callOnDocument runs function(selector, args...) with this = document and
 // decodes its by-value answer into out, which must embed elementReply's
@@ -108,21 +114,44 @@ func (p *Page) callOnDocument(ctx context.Context, op, selector, fn string, awai
 	if res.ExceptionDetails != nil {
 		return fmt.Errorf("%s: %w", op, exceptionError(res.ExceptionDetails))
 	}
-	var head elementReply
-	if len(res.Result.Value) > 0 {
-		if err := json.Unmarshal(res.Result.Value, &head); err != nil {
-			return fmt.Errorf("%s: unexpected answer %s: %w", op, res.Result.Value, err)
+	if len(res.Result.Value) == 0 {
+		return nil
+	}
+	// An answer that embeds elementReply is decoded once: a snapshot's is
+	// large.
+	if withHead, ok := out.(interface{ head() *elementReply }); ok {
+		*withHead.head() = elementReply{} // a reused answer keeps no old error
+		if err := json.Unmarshal(res.Result.Value, out); err != nil {
+			return fmt.Errorf("%s: unexpected answer %s: %w", op, truncateForError(res.Result.Value), err)
 		}
+		return withHead.head().err(selector)
+	}
+	var head elementReply
+	if err := json.Unmarshal(res.Result.Value, &head); err != nil {
+		return fmt.Errorf("%s: unexpected answer %s: %w", op, truncateForError(res.Result.Value), err)
 	}
 	if err := head.err(selector); err != nil {
 		return err
 	}
-	if out != nil && len(res.Result.Value) > 0 {
+	if out != nil {
 		if err := json.Unmarshal(res.Result.Value, out); err != nil {
-			return fmt.Errorf("%s: unexpected answer %s: %w", op, res.Result.Value, err)
+			return fmt.Errorf("%s: unexpected answer %s: %w", op, truncateForError(res.Result.Value), err)
 		}
 	}
 	return nil
+}
+
+// head gives callOnDocument the error fields of an answer that embeds
+// elementReply.
+func (r *elementReply) head() *elementReply { return r }
+
+// truncateForError keeps an unexpected answer short in an error message.
+func truncateForError(v []byte) []byte {
+	const max = 200
+	if len(v) <= max {
+		return v
+	}
+	return append(v[:max:max], "..."...)
 }
 
 type runtimeObjectID = runtime.RemoteObjectID
