@@ -2,7 +2,9 @@ package cdpdriver
 
 import (
 	"context"
+	"crypto/rand"
 	_ "embed"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -19,21 +21,35 @@ var snapshotJS string
 // registry is, and later snapshots call it there: a function whose source
 // is sent with every call is a new closure each time, so V8 never keeps
 // its optimised code, and a 1,000-row page takes a third longer.
-const (
+//
+// The installed function carries a token the page cannot know (it is made
+// at start and only ever sent to the page inside these functions), so a
+// page that defines window.__framebusSnapshot itself before the first
+// snapshot is never called: the call answers "uninstalled", and the
+// install, if the page's property cannot be replaced, runs the function
+// uninstalled.
+var (
+	snapshotToken = newSnapshotToken()
 	// snapshotCallJS calls the installed function, or answers
 	// "uninstalled" in a document that has none yet.
 	snapshotCallJS = `function (selector, opts) {
-	const f = window.__framebusSnapshot;
-	return typeof f === "function" ? f(selector, opts) : {error: "uninstalled"};
+	const f = Object.getOwnPropertyDescriptor(window, "__framebusSnapshot");
+	return f && f.value && f.value.token === "` + snapshotToken + `" ? f.value(selector, opts) : {error: "uninstalled"};
+}`
+	// snapshotInstallJS installs the function and calls it.
+	snapshotInstallJS = `function (selector, opts) {
+	const f = (` + snapshotJS + `);
+	Object.defineProperty(f, "token", {value: "` + snapshotToken + `"});
+	try { Object.defineProperty(window, "__framebusSnapshot", {value: f}); } catch (e) { /* the page's own, fixed */ }
+	return f(selector, opts);
 }`
 )
 
-// snapshotInstallJS installs the function and calls it.
-var snapshotInstallJS = `function (selector, opts) {
-	const f = (` + snapshotJS + `);
-	Object.defineProperty(window, "__framebusSnapshot", {value: f}); // fixed once set
-	return f(selector, opts);
-}`
+func newSnapshotToken() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:]) // crypto/rand never fails on Linux
+	return hex.EncodeToString(b[:])
+}
 
 // SnapshotOptions shape a snapshot.
 type SnapshotOptions struct {

@@ -230,3 +230,34 @@ func snapshotTestFixture(t *testing.T, b *Browser, srv *httptest.Server, page st
 	}
 	return ctx, p, s
 }
+
+// A page that defines the installed snapshot function's name itself, before
+// the first snapshot, is never called in its place: not as a plain
+// property, and not as a fixed one that cannot be replaced.
+func TestSnapshotPageCannotPreemptTheFunction(t *testing.T) {
+	b := snapshotTestBrowser(t)
+	srv := snapshotTestServer(t)
+	fake := `() => ({wire: '{"title":"fake","url":"x","interactive":0,"count":0}'})`
+	for name, define := range map[string]string{
+		"plain": `window.__framebusSnapshot = ` + fake + `; 1`,
+		"fixed": `Object.defineProperty(window, "__framebusSnapshot", {value: Object.assign(` + fake + `, {token: "guess"})}); 1`,
+	} {
+		t.Run(name, func(t *testing.T) {
+			ctx := snapshotTestCtx(t, 60*time.Second)
+			p := snapshotTestOpen(ctx, t, b, srv.URL+"/rows.html?n=3")
+			var one int
+			if err := p.evalValue(ctx, "define", define, &one); err != nil {
+				t.Fatal(err)
+			}
+			for range 2 { // installing, then installed (or not installable)
+				s, err := p.Snapshot(ctx, SnapshotOptions{})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if s.Title != "Rows" || s.Interactive != 9 {
+					t.Fatalf("snapshot %q with %d interactive elements, want the page's: Rows with 9", s.Title, s.Interactive)
+				}
+			}
+		})
+	}
+}
