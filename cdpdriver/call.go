@@ -88,9 +88,9 @@ func (r elementReply) err(selector string) error {
 var errUninstalled = errors.New("not installed in this document")
 
 // callOnDocument runs function(selector, args...) with this = document and
-// decodes its by-value answer into out, which must embed elementReply's
-// fields or be nil. await makes a returned promise be awaited.
-func (p *Page) callOnDocument(ctx context.Context, op, selector, fn string, await bool, out any, args ...any) error {
+// decodes its by-value answer into out (nil when only an error matters).
+// await makes a returned promise be awaited.
+func (p *Page) callOnDocument(ctx context.Context, op, selector, fn string, await bool, out answer, args ...any) error {
 	callArgs := make([]runtime.CallArgument, 0, len(args)+1)
 	for _, a := range append([]any{selector}, args...) {
 		raw, err := json.Marshal(a)
@@ -117,32 +117,23 @@ func (p *Page) callOnDocument(ctx context.Context, op, selector, fn string, awai
 	if len(res.Result.Value) == 0 {
 		return nil
 	}
-	// An answer that embeds elementReply is decoded once: a snapshot's is
-	// large.
-	if withHead, ok := out.(interface{ head() *elementReply }); ok {
-		*withHead.head() = elementReply{} // a reused answer keeps no old error
-		if err := json.Unmarshal(res.Result.Value, out); err != nil {
-			return fmt.Errorf("%s: unexpected answer %s: %w", op, truncateForError(res.Result.Value), err)
-		}
-		return withHead.head().err(selector)
+	if out == nil {
+		out = &elementReply{}
 	}
-	var head elementReply
-	if err := json.Unmarshal(res.Result.Value, &head); err != nil {
+	head := out.head()
+	*head = elementReply{} // a reused answer keeps no old error
+	// Decoded once: a snapshot's answer is large.
+	if err := json.Unmarshal(res.Result.Value, out); err != nil {
 		return fmt.Errorf("%s: unexpected answer %s: %w", op, truncateForError(res.Result.Value), err)
 	}
-	if err := head.err(selector); err != nil {
-		return err
-	}
-	if out != nil {
-		if err := json.Unmarshal(res.Result.Value, out); err != nil {
-			return fmt.Errorf("%s: unexpected answer %s: %w", op, truncateForError(res.Result.Value), err)
-		}
-	}
-	return nil
+	return head.err(selector)
 }
 
-// head gives callOnDocument the error fields of an answer that embeds
-// elementReply.
+// answer is what a function called on the document answers: a struct that
+// embeds elementReply, whose fields say what went wrong.
+type answer interface{ head() *elementReply }
+
+// head gives callOnDocument an answer's error fields.
 func (r *elementReply) head() *elementReply { return r }
 
 // truncateForError keeps an unexpected answer short in an error message.

@@ -38,6 +38,9 @@ type Page struct {
 	// lookups; docGeneration says which document it belongs to.
 	doc           runtime.RemoteObjectID
 	docGeneration uint64
+	// snapshotGeneration is 1 + the document generation the snapshot
+	// function was last installed in, 0 before any (see snapshotCallJS).
+	snapshotGeneration uint64
 
 	dialogs dialogState
 }

@@ -116,13 +116,22 @@ func (p *Page) Snapshot(ctx context.Context, o SnapshotOptions) (Snapshot, error
 		Wire string `json:"wire"`
 	}
 	opts := map[string]any{"interactiveOnly": o.InteractiveOnly, "maxDepth": o.MaxDepth, "maxNodes": o.MaxNodes}
-	err := p.callOnDocument(ctx, "snapshot", o.Selector, snapshotCallJS, false, &r, opts)
+	// A new document has no function yet: install it at once rather than
+	// ask first. The generation can lag a navigation, so "uninstalled"
+	// still falls back to installing.
+	gen := p.decoder.generation.Load() + 1 // 0: never installed
+	fn := snapshotCallJS
+	if p.snapshotGeneration != gen {
+		fn = snapshotInstallJS
+	}
+	err := p.callOnDocument(ctx, "snapshot", o.Selector, fn, false, &r, opts)
 	if errors.Is(err, errUninstalled) {
 		err = p.callOnDocument(ctx, "snapshot", o.Selector, snapshotInstallJS, false, &r, opts)
 	}
 	if err != nil {
 		return Snapshot{}, err
 	}
+	p.snapshotGeneration = gen
 	s, err := parseSnapshotWire(r.Wire)
 	if err != nil {
 		return Snapshot{}, fmt.Errorf("snapshot: unexpected answer: %w", err)
