@@ -11,11 +11,13 @@ import (
 )
 
 // Browser owns one Chromium process and its browser-level connection, and
-// opens page targets in it.
+// opens page targets in it; or, attached, only the connection to a browser
+// someone else runs.
 type Browser struct {
-	proc *cdpdriver.Process
-	conn *cdpdriver.Browser
-	log  zerolog.Logger
+	proc     *cdpdriver.Process // nil when attached
+	conn     *cdpdriver.Browser
+	endpoint string // the browser websocket
+	log      zerolog.Logger
 }
 
 // StartBrowser launches Chromium and connects to it.
@@ -30,7 +32,36 @@ func StartBrowser(ctx context.Context, opts cdpdriver.LaunchOptions, log zerolog
 		proc.Close()
 		return nil, err
 	}
-	return &Browser{proc: proc, conn: conn, log: log}, nil
+	return &Browser{proc: proc, conn: conn, endpoint: proc.BrowserWebSocketURL(), log: log}, nil
+}
+
+// AttachBrowser connects to a browser already running, by its DevTools
+// URL (see cdpdriver.ResolveBrowserURL). Closing it only disconnects.
+func AttachBrowser(ctx context.Context, devtools string, log zerolog.Logger) (*Browser, error) {
+	ws, err := cdpdriver.ResolveBrowserURL(ctx, devtools)
+	if err != nil {
+		return nil, err
+	}
+	conn, err := cdpdriver.ConnectBrowser(ctx, ws, log)
+	if err != nil {
+		return nil, err
+	}
+	return &Browser{conn: conn, endpoint: ws, log: log}, nil
+}
+
+// Pages lists the browser's page targets (the tabs already open).
+func (b *Browser) Pages(ctx context.Context) ([]cdpdriver.TargetInfo, error) {
+	all, err := b.conn.Targets(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var pages []cdpdriver.TargetInfo
+	for _, t := range all {
+		if t.Type == "page" {
+			pages = append(pages, t)
+		}
+	}
+	return pages, nil
 }
 
 // OpenPage opens a new tab at url and connects to it.
@@ -76,16 +107,32 @@ func (b *Browser) FilterRequests(ctx context.Context, filter cdpdriver.RequestFi
 	return b.conn.FilterRequests(ctx, filter)
 }
 
-// Process is the Chromium process.
+// Process is the Chromium process; nil when attached.
 func (b *Browser) Process() *cdpdriver.Process { return b.proc }
+
+// Endpoint is the browser's DevTools websocket.
+func (b *Browser) Endpoint() string { return b.endpoint }
+
+// Gone is closed when the browser is gone for this node: its process
+// exited, or (attached) the connection to it was lost.
+func (b *Browser) Gone() <-chan struct{} {
+	if b.proc == nil {
+		return b.conn.Done()
+	}
+	return b.proc.Done()
+}
 
 // shutdownGrace bounds a clean exit before the process is stopped.
 const shutdownGrace = 5 * time.Second
 
 // Close stops Chromium, cleanly first so a persistent profile keeps its
 // state (cookies, localStorage), then by signal if it lingers; a
-// temporary profile is removed.
+// temporary profile is removed. An attached browser is only disconnected:
+// it and its tabs keep running.
 func (b *Browser) Close() error {
+	if b.proc == nil {
+		return b.conn.Close()
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), shutdownGrace)
 	defer cancel()
 	if err := b.conn.Shutdown(ctx); err == nil {

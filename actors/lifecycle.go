@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"maps"
 	"strings"
 	"sync"
@@ -17,12 +16,12 @@ import (
 )
 
 // The browser lifecycle on the bus (ADR-006): status, launch, close,
-// pages (list_pages), newtab and closetab for the node's profile, on
+// pages (list_pages), newtab, closetab and connect for each profile, on
 // <prefix>.browser.<profile>.<op>. Each request is answered on its
 // subscription's own goroutine, never behind a tab's actor, so a stuck tab
 // cannot block status or close. Launch and close are serialised by
-// lifecycle.mu; while the browser is closed, a plan sent to any tab is
-// answered browser_not_running with how to launch it.
+// lifecycle.mu; while the browser is closed, a plan sent to any of the
+// profile's tabs is answered browser_not_running with how to start it.
 
 // lifecycleTimeout bounds launching the browser or opening a tab on request.
 const lifecycleTimeout = time.Minute
@@ -33,180 +32,181 @@ type lifecycle struct {
 	notRunning *nats.Subscription // answers plans while the browser is closed
 }
 
-// serveLifecycle subscribes to the lifecycle requests.
-func (n *Node) serveLifecycle() error {
+// serveLifecycle subscribes to the profile's lifecycle requests.
+func (p *Profile) serveLifecycle() error {
+	nc := p.node.nc
 	for op, h := range map[string]nats.MsgHandler{
-		protocol.OpStatus:   n.answerStatus,
-		protocol.OpLaunch:   n.answerLaunch,
-		protocol.OpClose:    n.answerClose,
-		protocol.OpPages:    n.answerTabs,
-		protocol.OpNewTab:   n.answerNewTab,
-		protocol.OpCloseTab: n.answerCloseTab,
+		protocol.OpStatus:   p.answerStatus,
+		protocol.OpLaunch:   p.answerLaunch,
+		protocol.OpConnect:  p.answerConnect,
+		protocol.OpClose:    p.answerClose,
+		protocol.OpPages:    p.answerPages,
+		protocol.OpNewTab:   p.answerNewTab,
+		protocol.OpCloseTab: p.answerCloseTab,
 	} {
-		sub, err := n.nc.Subscribe(n.subj.Browser(protocol.DefaultProfile, op), h)
+		sub, err := nc.Subscribe(p.node.subj.Profile(p.name, op), h)
 		if err != nil {
 			return err
 		}
-		n.life.subs = append(n.life.subs, sub)
+		p.life.mu.Lock()
+		p.life.subs = append(p.life.subs, sub)
+		p.life.mu.Unlock()
 	}
-	return n.nc.Flush()
+	return nc.FlushTimeout(startFlushTimeout)
 }
 
-func (n *Node) stopLifecycle() {
-	n.life.mu.Lock()
-	defer n.life.mu.Unlock()
-	for _, s := range n.life.subs {
+func (p *Profile) stopLifecycle() {
+	p.life.mu.Lock()
+	defer p.life.mu.Unlock()
+	for _, s := range p.life.subs {
 		_ = s.Unsubscribe()
 	}
-	n.life.subs = nil
-	if n.life.notRunning != nil {
-		_ = n.life.notRunning.Unsubscribe()
-		n.life.notRunning = nil
+	p.life.subs = nil
+	if p.life.notRunning != nil {
+		_ = p.life.notRunning.Unsubscribe()
+		p.life.notRunning = nil
 	}
 }
 
-// Status is the node's profile status.
-func (n *Node) Status() protocol.StatusReply {
-	st := protocol.ProfileStatus{Name: protocol.DefaultProfile, Driver: "managed"}
-	if b := n.Browser(); b != nil {
-		st.Running = true
-		st.Endpoint = b.Process().BrowserWebSocketURL()
-		st.PageCount = len(n.Tabs())
+// Launch starts a managed profile's browser if it is not running; an
+// attach profile cannot be launched (not_launchable).
+func (p *Profile) Launch(ctx context.Context) error {
+	if !p.Managed() {
+		return p.notLaunchable()
 	}
-	return protocol.StatusReply{OK: true, Profiles: []protocol.ProfileStatus{st}}
+	return p.ensureRunning(ctx)
 }
 
-// Launch starts the browser if it is not running.
-func (n *Node) Launch(ctx context.Context) error {
-	n.life.mu.Lock()
-	defer n.life.mu.Unlock()
-	if n.Browser() != nil {
+// Connect connects an attach profile to its browser if it is not
+// connected; a managed profile is launched instead.
+func (p *Profile) Connect(ctx context.Context) error {
+	if p.Managed() {
+		return protocol.Errorf(protocol.CodeBadRequest, "profile %q is managed: framebus launches its browser; use launch", p.name)
+	}
+	return p.ensureRunning(ctx)
+}
+
+func (p *Profile) ensureRunning(ctx context.Context) error {
+	p.life.mu.Lock()
+	defer p.life.mu.Unlock()
+	if p.Browser() != nil {
 		return nil
 	}
-	if err := n.launchBrowser(ctx); err != nil {
+	if err := p.start(ctx); err != nil {
 		return err
 	}
-	if n.life.notRunning != nil {
-		_ = n.life.notRunning.Unsubscribe()
-		n.life.notRunning = nil
-		_ = n.nc.FlushTimeout(startFlushTimeout) // gone from the server before launch answers
+	if p.life.notRunning != nil {
+		_ = p.life.notRunning.Unsubscribe()
+		p.life.notRunning = nil
+		_ = p.node.nc.FlushTimeout(startFlushTimeout) // gone from the server before launch answers
 	}
 	return nil
 }
 
-// CloseBrowser stops the browser and retires its tabs; the node and its
-// bus keep running, and plans are answered browser_not_running until
-// Launch.
-func (n *Node) CloseBrowser() error {
-	n.life.mu.Lock()
-	defer n.life.mu.Unlock()
-	if n.life.notRunning == nil && n.life.subs != nil {
-		n.mu.Lock()
-		closed := maps.Clone(n.known)
-		n.mu.Unlock()
-		sub, err := n.nc.Subscribe(n.subj.AllTabPlans(), func(m *nats.Msg) {
+// Close stops the profile's browser (a managed one saves its state as it
+// exits cleanly; an attached one is only disconnected) and retires its
+// tabs; the node keeps running, and plans to those tabs are answered
+// browser_not_running until the profile starts again.
+func (p *Profile) Close() error {
+	p.life.mu.Lock()
+	defer p.life.mu.Unlock()
+	if p.life.notRunning == nil && p.life.subs != nil {
+		p.mu.Lock()
+		closed := maps.Clone(p.known)
+		p.mu.Unlock()
+		sub, err := p.node.nc.Subscribe(p.node.subj.AllTabPlans(), func(m *nats.Msg) {
 			if closed[tabOfPlanSubject(m.Subject)] {
-				respond(m, protocol.NewErrorReply(n.notRunning()), n.log)
+				respond(m, protocol.NewErrorReply(p.notRunning()), p.log)
 			}
 		})
 		if err == nil {
-			n.life.notRunning = sub
-			_ = n.nc.FlushTimeout(startFlushTimeout)
+			p.life.notRunning = sub
+			_ = p.node.nc.FlushTimeout(startFlushTimeout)
 		}
 	}
-	return n.closeBrowser()
+	return p.closeBrowser()
 }
 
-// notRunning is the browser_not_running error, with how to launch.
-func (n *Node) notRunning() error {
-	return protocol.Errorf(protocol.CodeBrowserNotRunning,
-		"browser not running for profile %q; launch it with: framebus launch (a request on %s)",
-		protocol.DefaultProfile, n.subj.Browser(protocol.DefaultProfile, protocol.OpLaunch))
+func (p *Profile) answerStatus(m *nats.Msg) {
+	respond(m, protocol.StatusReply{OK: true, Profiles: []protocol.ProfileStatus{p.Status()}}, p.log)
 }
 
-func (n *Node) answerStatus(m *nats.Msg) { respond(m, n.Status(), n.log) }
+func (p *Profile) answerLaunch(m *nats.Msg) { p.answerStart(m, p.Launch) }
 
-func (n *Node) answerLaunch(m *nats.Msg) {
+func (p *Profile) answerConnect(m *nats.Msg) { p.answerStart(m, p.Connect) }
+
+func (p *Profile) answerStart(m *nats.Msg, start func(context.Context) error) {
 	ctx, cancel := context.WithTimeout(context.Background(), lifecycleTimeout)
 	defer cancel()
-	if err := n.Launch(ctx); err != nil {
-		code := protocol.CodeBrowserNotRunning
-		if errors.Is(err, cdpdriver.ErrProfileInUse) {
-			code = protocol.CodeProfileInUse
-		}
-		respond(m, protocol.NewErrorReply(protocol.Errorf(code, "launch: %v", err)), n.log)
+	if err := start(ctx); err != nil {
+		respond(m, protocol.NewErrorReply(startError(err)), p.log)
 		return
 	}
-	respond(m, n.Status(), n.log)
+	p.answerStatus(m)
 }
 
-func (n *Node) answerClose(m *nats.Msg) {
-	if err := n.CloseBrowser(); err != nil {
-		respond(m, protocol.NewErrorReply(protocol.Errorf(protocol.CodeInternal, "%v", err)), n.log)
+// startError gives a failed launch or connect its code.
+func startError(err error) error {
+	var perr *protocol.Error
+	switch {
+	case errors.As(err, &perr):
+		return err
+	case errors.Is(err, cdpdriver.ErrProfileInUse):
+		return protocol.Errorf(protocol.CodeProfileInUse, "launch: %v", err)
+	}
+	return protocol.Errorf(protocol.CodeBrowserNotRunning, "start: %v", err)
+}
+
+func (p *Profile) answerClose(m *nats.Msg) {
+	if err := p.Close(); err != nil {
+		respond(m, protocol.NewErrorReply(protocol.Errorf(protocol.CodeInternal, "%v", err)), p.log)
 		return
 	}
-	respond(m, n.Status(), n.log)
+	p.answerStatus(m)
 }
 
-func (n *Node) answerNewTab(m *nats.Msg) {
+func (p *Profile) answerPages(m *nats.Msg) {
+	respond(m, protocol.TabList{OK: true, Tabs: p.Tabs()}, p.log)
+}
+
+func (p *Profile) answerNewTab(m *nats.Msg) {
 	var req protocol.NewTabRequest
 	if len(m.Data) > 0 {
 		if err := json.Unmarshal(m.Data, &req); err != nil {
-			respond(m, protocol.NewErrorReply(protocol.Errorf(protocol.CodeBadRequest, "newtab: invalid JSON: %v", err)), n.log)
+			respond(m, protocol.NewErrorReply(protocol.Errorf(protocol.CodeBadRequest, "newtab: invalid JSON: %v", err)), p.log)
 			return
 		}
 	}
 	if req.URL != "" {
-		if err := n.allow(req.URL); err != nil {
-			respond(m, protocol.NewErrorReply(protocol.Errorf(protocol.CodePermissionDenied, "%v", err)), n.log)
+		if err := p.node.allow(req.URL); err != nil {
+			respond(m, protocol.NewErrorReply(protocol.Errorf(protocol.CodePermissionDenied, "%v", err)), p.log)
 			return
 		}
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), lifecycleTimeout)
 	defer cancel()
-	tab, err := n.OpenTab(ctx, req.URL)
+	tab, err := p.OpenTab(ctx, req.URL)
 	if err != nil {
-		respond(m, protocol.NewErrorReply(err), n.log)
+		respond(m, protocol.NewErrorReply(err), p.log)
 		return
 	}
-	respond(m, protocol.TabReply{OK: true, Tab: tab.Info()}, n.log)
+	respond(m, protocol.TabReply{OK: true, Tab: tab.Info()}, p.log)
 }
 
-func (n *Node) answerCloseTab(m *nats.Msg) {
+func (p *Profile) answerCloseTab(m *nats.Msg) {
 	var req protocol.CloseTabRequest
 	if err := json.Unmarshal(m.Data, &req); err != nil || req.Tab == "" {
-		respond(m, protocol.NewErrorReply(protocol.Errorf(protocol.CodeBadRequest, `closetab: want {"tab": "ID"}`)), n.log)
+		respond(m, protocol.NewErrorReply(protocol.Errorf(protocol.CodeBadRequest, `closetab: want {"tab": "ID"}`)), p.log)
 		return
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), lifecycleTimeout)
 	defer cancel()
-	info, err := n.CloseTab(ctx, req.Tab)
+	info, err := p.CloseTab(ctx, req.Tab)
 	if err != nil {
-		respond(m, protocol.NewErrorReply(err), n.log)
+		respond(m, protocol.NewErrorReply(err), p.log)
 		return
 	}
-	respond(m, protocol.TabReply{OK: true, Tab: info}, n.log)
-}
-
-// CloseTab closes a tab: its page first, so an action in flight ends at
-// once, then its actor.
-func (n *Node) CloseTab(ctx context.Context, id string) (protocol.TabInfo, error) {
-	tab := n.Tab(id)
-	b := n.Browser()
-	if tab == nil || b == nil {
-		return protocol.TabInfo{}, protocol.Errorf(protocol.CodeTabNotFound, "no tab %s on this node", id)
-	}
-	info := tab.Info()
-	n.mu.Lock()
-	page := n.pages[id]
-	n.mu.Unlock()
-	if page != nil {
-		if err := b.ClosePage(ctx, page); err != nil {
-			return info, fmt.Errorf("close tab %s: %w", id, err)
-		}
-	}
-	tab.Stop()
-	return info, nil
+	respond(m, protocol.TabReply{OK: true, Tab: info}, p.log)
 }
 
 // tabOfPlanSubject is the tab token of <prefix>.tab.<tab>.plan.

@@ -2,9 +2,10 @@ package actors
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"sync"
 	"time"
 
@@ -34,42 +35,49 @@ type NodeOptions struct {
 	// Whitelist limits what the browser may load, in its network layer,
 	// for every request of every tab; nil allows every http(s) URL.
 	Whitelist *whitelist.Whitelist
-	// StartURL is where the first tab opens; about:blank when "".
+	// StartURL is where the first tab of a launched browser opens;
+	// about:blank when "".
 	StartURL string
-	Logger   zerolog.Logger
+	// Profiles are the node's profiles besides the default one (whose
+	// browser uses Launch as it is and starts with the node): named
+	// managed profiles, launched on request, and attach profiles,
+	// connected at start when their browser answers.
+	Profiles []ProfileOptions
+	// ProfileDir holds named profiles and the per-domain profiles of
+	// sessions, <ProfileDir>/<name>/. "" gives named profiles temporary
+	// directories and refuses sessions, which exist to persist.
+	ProfileDir string
+	Logger     zerolog.Logger
 }
 
-// Node wires a bus, a browser and its tab actors together, and shuts them
-// all down in order.
+// Node wires a bus, its browser profiles and their tab actors together,
+// and shuts them all down in order.
 type Node struct {
-	opts    NodeOptions
-	subj    protocol.Subjects
-	bus     *bus.Bus
-	nc      *nats.Conn
-	browser *Browser // nil while closed
-	log     zerolog.Logger
+	opts NodeOptions
+	subj protocol.Subjects
+	bus  *bus.Bus
+	nc   *nats.Conn
+	log  zerolog.Logger
 
-	mu    sync.Mutex // guards browser, tabs, pages, known
-	tabs  []*Tab
-	pages map[string]*cdpdriver.Page
-	// known are the ids of every tab this node has had: a closed
-	// browser's tabs answer browser_not_running, other nodes' tabs are
-	// left to their nodes.
-	known map[string]bool
-	life  lifecycle
+	mu       sync.Mutex // guards profiles, order
+	profiles map[string]*Profile
+	order    []string // profile names, the default first
+	sessions sessions
 
-	listSub   *nats.Subscription
+	subs      []*nats.Subscription // tabs, browser status, sessions
 	closeOnce sync.Once
 	closeErr  error
 }
 
-// StartNode starts the bus, launches the browser and opens one tab.
+// StartNode starts the bus, launches the default profile's browser and
+// opens one tab; it sets up the other profiles and connects the attach
+// ones whose browser answers.
 func StartNode(ctx context.Context, opts NodeOptions) (n *Node, err error) {
 	subj, err := protocol.NewSubjects(opts.Prefix)
 	if err != nil {
 		return nil, err
 	}
-	n = &Node{opts: opts, subj: subj, log: opts.Logger, pages: map[string]*cdpdriver.Page{}}
+	n = &Node{opts: opts, subj: subj, log: opts.Logger, profiles: map[string]*Profile{}}
 	started := n // the returns below set n to nil
 	defer func() {
 		if err != nil {
@@ -83,205 +91,164 @@ func StartNode(ctx context.Context, opts NodeOptions) (n *Node, err error) {
 	if n.nc, err = n.bus.Connect("framebus-node"); err != nil {
 		return nil, err
 	}
-	if err = n.launchBrowser(ctx); err != nil {
+	def, err := n.addProfile(protocol.DefaultProfile, "", opts.Launch)
+	if err != nil {
 		return nil, err
 	}
-	if n.listSub, err = n.nc.Subscribe(subj.Tabs(), n.answerTabs); err != nil {
+	for _, po := range opts.Profiles {
+		if _, err := n.addProfile(po.Name, po.Attach, n.profileLaunch(po.Name)); err != nil {
+			return nil, err
+		}
+	}
+	if err = def.Launch(ctx); err != nil {
 		return nil, err
 	}
-	if err = n.serveLifecycle(); err != nil {
+	for _, po := range opts.Profiles {
+		if po.Attach == "" {
+			continue
+		}
+		if err := n.Profile(po.Name).Connect(ctx); err != nil {
+			n.log.Warn().Err(err).Str("profile", po.Name).Msg("attach profile not connected; connect it once its browser runs")
+		}
+	}
+	for subject, h := range map[string]nats.MsgHandler{
+		subj.Tabs():          n.answerTabs,
+		subj.BrowserStatus(): n.answerStatus,
+		subj.SessionList():   n.answerSessions,
+	} {
+		if err = n.subscribe(subject, "", h); err != nil {
+			return nil, err
+		}
+	}
+	// One node of those sharing the bus takes each session start.
+	if err = n.subscribe(subj.SessionStart(), "framebus-sessions", n.answerSessionStart); err != nil {
+		return nil, err
+	}
+	if err = n.nc.FlushTimeout(startFlushTimeout); err != nil {
 		return nil, err
 	}
 	return n, nil
 }
 
-// launchBrowser starts Chromium with the whitelist's filter, adopts the
-// tabs its pages open, and opens the first tab.
-func (n *Node) launchBrowser(ctx context.Context) error {
-	b, err := StartBrowser(ctx, n.opts.Launch, n.opts.Logger.With().Str("component", "browser").Logger())
+func (n *Node) subscribe(subject, queue string, h nats.MsgHandler) error {
+	sub, err := n.nc.QueueSubscribe(subject, queue, h)
 	if err != nil {
-		return err
-	}
-	if n.opts.Whitelist != nil {
-		if err := b.FilterRequests(ctx, n.opts.Whitelist.Check); err != nil {
-			b.Close()
-			return err
-		}
-	}
-	opened, err := b.WatchOpened(ctx)
-	if err != nil {
-		b.Close()
 		return err
 	}
 	n.mu.Lock()
-	n.browser = b
+	n.subs = append(n.subs, sub)
 	n.mu.Unlock()
-	go n.adoptOpened(opened)
-	go n.watchExit(b)
-	if _, err = n.OpenTab(ctx, n.opts.StartURL); err != nil {
-		n.closeBrowser()
-		return err
-	}
 	return nil
 }
 
-// watchExit notices a browser that exits on its own (a crash, a kill)
-// and leaves the node without one, as CloseBrowser does: status tells,
-// launch starts it again.
-func (n *Node) watchExit(b *Browser) {
-	<-b.Process().Done()
-	if n.Browser() == b {
-		n.log.Error().Msg("chromium exited on its own; the node runs on without a browser until launch")
-		_ = n.CloseBrowser()
+// profileLaunch is how a named managed profile launches: the node's
+// launch options on <ProfileDir>/<name>.
+func (n *Node) profileLaunch(name string) cdpdriver.LaunchOptions {
+	launch := n.opts.Launch
+	launch.UserDataDir = ""
+	if n.opts.ProfileDir != "" {
+		launch.UserDataDir = filepath.Join(n.opts.ProfileDir, name)
 	}
+	return launch
 }
 
-// closeBrowser retires every tab and stops Chromium. Pages are closed
-// before their actors are stopped, so an action in flight ends at once
-// (its connection is gone) instead of running out its deadline.
-func (n *Node) closeBrowser() error {
-	n.mu.Lock()
-	b, tabs, pages := n.browser, n.tabs, n.pages
-	n.browser, n.tabs, n.pages = nil, nil, map[string]*cdpdriver.Page{}
-	n.mu.Unlock()
-	for _, p := range pages {
-		p.Close()
-	}
-	for _, t := range tabs {
-		t.Stop()
-	}
-	if b == nil {
-		return nil
-	}
-	if err := b.Close(); err != nil {
-		return fmt.Errorf("close browser: %w", err)
-	}
-	return nil
-}
-
-// OpenTab opens a new tab at url and starts its actor.
-func (n *Node) OpenTab(ctx context.Context, url string) (*Tab, error) {
-	if url == "" {
-		url = "about:blank"
-	}
-	b := n.Browser()
-	if b == nil {
-		return nil, n.notRunning()
-	}
-	page, err := b.OpenPage(ctx, url)
-	if err != nil {
+// addProfile registers a profile and serves its lifecycle; it does not
+// start its browser.
+func (n *Node) addProfile(name, attach string, launch cdpdriver.LaunchOptions) (*Profile, error) {
+	if err := protocol.CheckProfileName(name); err != nil {
 		return nil, err
 	}
-	return n.startTab(ctx, page)
-}
-
-// attachTimeout bounds adopting a tab a page opened.
-const attachTimeout = 30 * time.Second
-
-// adoptOpened gives every tab a page opens (window.open, target=_blank)
-// an actor and a frame stream of its own, and announces it on the
-// opener's event.opened subject.
-func (n *Node) adoptOpened(opened <-chan cdpdriver.PageOpened) {
-	for o := range opened {
-		ctx, cancel := context.WithTimeout(context.Background(), attachTimeout)
-		b := n.Browser()
-		if b == nil {
-			cancel()
-			return
+	if launch.UserDataDir != "" && attach == "" {
+		if err := os.MkdirAll(launch.UserDataDir, 0o700); err != nil {
+			return nil, fmt.Errorf("profile %s: %w", name, err)
 		}
-		page, err := b.AttachPage(ctx, o.TargetID)
-		var tab *Tab
-		if err == nil {
-			tab, err = n.startTab(ctx, page)
-		}
-		cancel()
-		if err != nil {
-			n.log.Warn().Err(err).Str("target", o.TargetID).Msg("adopt a tab a page opened")
-			continue
-		}
-		data, _ := json.Marshal(openedEvent{Tab: o.OpenerID, Opened: tab.Info()})
-		_ = n.nc.Publish(n.subj.TabEvents(o.OpenerID, "opened"), data)
 	}
-}
-
-// openedEvent is the message on <prefix>.tab.<opener>.event.opened.
-type openedEvent struct {
-	Tab    string           `json:"tab"`    // the opener
-	Opened protocol.TabInfo `json:"opened"` // the new tab
-}
-
-// startTab starts the actor of a connected page and registers it.
-func (n *Node) startTab(ctx context.Context, page *cdpdriver.Page) (*Tab, error) {
-	tab, err := StartTab(ctx, TabOptions{
-		ID:            page.TargetID(),
-		Page:          page,
-		Conn:          n.nc,
-		Subjects:      n.subj,
-		Frames:        n.opts.Frames,
-		SettleTimeout: n.opts.SettleTimeout,
-		ActionTimeout: n.opts.ActionTimeout,
-		DialogTimeout: n.opts.DialogTimeout,
-		DialogDefault: n.opts.DialogDefault,
-		Allow:         n.allow,
-		Logger:        n.log,
-	})
-	if err != nil {
-		if b := n.Browser(); b != nil {
-			_ = b.ClosePage(ctx, page)
-		}
+	p := newProfile(n, name, attach, launch)
+	n.mu.Lock()
+	if _, dup := n.profiles[name]; dup {
+		n.mu.Unlock()
+		return nil, protocol.Errorf(protocol.CodeBadRequest, "profile %q is declared twice", name)
+	}
+	n.profiles[name] = p
+	n.order = append(n.order, name)
+	n.mu.Unlock()
+	if err := p.serveLifecycle(); err != nil {
 		return nil, err
 	}
-	n.mu.Lock()
-	n.tabs = append(n.tabs, tab)
-	n.pages[tab.ID()] = page
-	if n.known == nil {
-		n.known = map[string]bool{}
-	}
-	n.known[tab.ID()] = true
-	n.mu.Unlock()
-	go n.retireWhenDone(tab)
-	return tab, nil
+	return p, nil
 }
 
-// retireWhenDone drops a tab from the node once its actor stopped (its
-// page went away), so it is no longer listed.
-func (n *Node) retireWhenDone(tab *Tab) {
-	<-tab.Done()
+// Profile returns the profile called name, or nil.
+func (n *Node) Profile(name string) *Profile {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	for i, t := range n.tabs {
-		if t == tab {
-			n.tabs = append(n.tabs[:i], n.tabs[i+1:]...)
-			break
-		}
-	}
-	if p, ok := n.pages[tab.ID()]; ok {
-		p.Close()
-		delete(n.pages, tab.ID())
-	}
+	return n.profiles[name]
 }
 
-// Tabs lists the node's tabs.
-func (n *Node) Tabs() []protocol.TabInfo {
+// Profiles are the node's profiles, the default first.
+func (n *Node) Profiles() []*Profile {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	var out []protocol.TabInfo
-	for _, t := range n.tabs {
-		out = append(out, t.Info())
+	out := make([]*Profile, 0, len(n.order))
+	for _, name := range n.order {
+		out = append(out, n.profiles[name])
 	}
 	return out
 }
 
-// Tab returns the tab with id, or nil.
+func (n *Node) defaultProfile() *Profile { return n.Profile(protocol.DefaultProfile) }
+
+// OpenTab opens a new tab at url in the default profile.
+func (n *Node) OpenTab(ctx context.Context, url string) (*Tab, error) {
+	return n.defaultProfile().OpenTab(ctx, url)
+}
+
+// Tabs lists the tabs of every profile.
+func (n *Node) Tabs() []protocol.TabInfo {
+	var out []protocol.TabInfo
+	for _, p := range n.Profiles() {
+		out = append(out, p.Tabs()...)
+	}
+	return out
+}
+
+// Tab returns the tab with id in any profile, or nil.
 func (n *Node) Tab(id string) *Tab {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	for _, t := range n.tabs {
-		if t.ID() == id {
+	for _, p := range n.Profiles() {
+		if t := p.Tab(id); t != nil {
 			return t
 		}
 	}
 	return nil
+}
+
+// CloseTab closes a tab of any profile.
+func (n *Node) CloseTab(ctx context.Context, id string) (protocol.TabInfo, error) {
+	for _, p := range n.Profiles() {
+		if p.Tab(id) != nil {
+			return p.CloseTab(ctx, id)
+		}
+	}
+	return protocol.TabInfo{}, protocol.Errorf(protocol.CodeTabNotFound, "no tab %s on this node", id)
+}
+
+// Browser is the default profile's browser, nil while it is closed.
+func (n *Node) Browser() *Browser { return n.defaultProfile().Browser() }
+
+// Launch starts the default profile's browser if it is not running.
+func (n *Node) Launch(ctx context.Context) error { return n.defaultProfile().Launch(ctx) }
+
+// CloseBrowser stops the default profile's browser and retires its tabs;
+// see Profile.Close.
+func (n *Node) CloseBrowser() error { return n.defaultProfile().Close() }
+
+// Status is the status of every profile; it never fails.
+func (n *Node) Status() protocol.StatusReply {
+	st := protocol.StatusReply{OK: true, Profiles: []protocol.ProfileStatus{}}
+	for _, p := range n.Profiles() {
+		st.Profiles = append(st.Profiles, p.Status())
+	}
+	return st
 }
 
 // Bus is the node's bus, to connect more clients to it.
@@ -290,27 +257,41 @@ func (n *Node) Bus() *bus.Bus { return n.bus }
 // Subjects is the node's subject scheme.
 func (n *Node) Subjects() protocol.Subjects { return n.subj }
 
-// Browser is the node's browser, nil while it is closed.
-func (n *Node) Browser() *Browser {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	return n.browser
-}
-
 func (n *Node) answerTabs(m *nats.Msg) {
 	respond(m, protocol.TabList{OK: true, Tabs: n.Tabs()}, n.log)
 }
 
-// Close stops the tab actors, Chromium (with its temporary profile) and the
-// bus, in that order. Safe to call more than once.
+func (n *Node) answerStatus(m *nats.Msg) { respond(m, n.Status(), n.log) }
+
+// Close stops the tab actors, every profile's browser (saving persistent
+// profiles, removing temporary ones, disconnecting from attached ones) and
+// the bus, in that order. Safe to call more than once.
 func (n *Node) Close() error {
 	n.closeOnce.Do(func() {
 		var errs []error
-		if n.listSub != nil {
-			_ = n.listSub.Unsubscribe()
+		n.mu.Lock()
+		subs := n.subs
+		n.subs = nil
+		n.mu.Unlock()
+		for _, s := range subs {
+			_ = s.Unsubscribe()
 		}
-		n.stopLifecycle()
-		if err := n.closeBrowser(); err != nil {
+		profiles := n.Profiles()
+		var wg sync.WaitGroup
+		errc := make(chan error, len(profiles))
+		for _, p := range profiles {
+			p.stopLifecycle()
+			wg.Add(1)
+			go func() { // browsers shut down side by side
+				defer wg.Done()
+				if err := p.closeBrowser(); err != nil {
+					errc <- err
+				}
+			}()
+		}
+		wg.Wait()
+		close(errc)
+		for err := range errc {
 			errs = append(errs, err)
 		}
 		if n.nc != nil {

@@ -29,6 +29,7 @@ const DefaultSettleTimeout = 10 * time.Second
 // TabOptions configure a tab actor.
 type TabOptions struct {
 	ID       string // subject-safe tab id
+	Profile  string // the browser profile the tab runs in, for TabInfo
 	Page     *cdpdriver.Page
 	Conn     *nats.Conn
 	Subjects protocol.Subjects
@@ -58,6 +59,7 @@ type TabOptions struct {
 // it from NATS through a channel; frames leave it on NATS.
 type Tab struct {
 	id            string
+	profile       string
 	page          *cdpdriver.Page
 	nc            *nats.Conn
 	subj          protocol.Subjects
@@ -104,6 +106,7 @@ func StartTab(ctx context.Context, opts TabOptions) (*Tab, error) {
 	}
 	t := &Tab{
 		id:            opts.ID,
+		profile:       opts.Profile,
 		page:          opts.Page,
 		nc:            opts.Conn,
 		subj:          opts.Subjects,

@@ -19,6 +19,9 @@ const (
 	CodePermissionDenied  Code = "permission_denied"
 	CodeBrowserNotRunning Code = "browser_not_running"
 	CodeProfileInUse      Code = "profile_in_use"
+	CodeProfileNotFound   Code = "profile_not_found"
+	CodeNotLaunchable     Code = "not_launchable"
+	CodeSessionNotFound   Code = "session_not_found"
 	CodeTabNotFound       Code = "tab_not_found"
 	CodeTabClosed         Code = "tab_closed"
 	CodeUnavailable       Code = "unavailable"
@@ -43,6 +46,9 @@ var Codes = []struct {
 	{CodePermissionDenied, "the whitelist forbids the domain; the message names it"},
 	{CodeBrowserNotRunning, "the profile's browser is not running; the message says how to launch it"},
 	{CodeProfileInUse, "the browser profile is in use by another node or browser; the message names the directory and who holds it"},
+	{CodeProfileNotFound, "no profile of that name on the node; the message lists the profiles it has"},
+	{CodeNotLaunchable, "the profile attaches to a browser framebus does not start (driver \"attach\"); connect to it instead"},
+	{CodeSessionNotFound, "no session with that id on the bus"},
 	{CodeTabNotFound, "no tab with that id on the bus"},
 	{CodeTabClosed, "the tab closed or its browser connection was lost while the request waited"},
 	{CodeUnavailable, "nothing answered on the bus (no node running, or it is shutting down)"},

@@ -1,11 +1,45 @@
 package protocol
 
+import "strings"
+
 // Browser lifecycle on the bus (ADR-006): requests on
 // <prefix>.browser.<profile>.<op>, answered by the node that runs the
-// profile even while its tabs are busy.
+// profile even while its tabs are busy; <prefix>.browser.status answers
+// the status of every profile of a node.
 
 // DefaultProfile is the node's managed browser profile.
 const DefaultProfile = "default"
+
+// Profile drivers, ProfileStatus.Driver.
+const (
+	DriverManaged = "managed" // launched and owned by the node
+	DriverAttach  = "attach"  // a browser already running, reached by its DevTools URL
+)
+
+// ValidProfileName reports whether name can name a profile: letters,
+// digits, '-' and '_' in dot-separated labels, so a domain is a name
+// (per-domain profiles are named by their domain).
+func ValidProfileName(name string) bool {
+	return len(name) <= 253 && prefixPattern.MatchString(name)
+}
+
+// ProfileToken is a profile's name as one subject token: dots, which
+// separate subject tokens, become '_' (a host name has no '_', so two
+// domains never share a token).
+func ProfileToken(name string) string { return strings.ReplaceAll(name, ".", "_") }
+
+// CheckProfileName is ValidProfileName as a bad_request error.
+func CheckProfileName(name string) error {
+	if !ValidProfileName(name) {
+		return badRequest("profile: %q is not a profile name (letters, digits, '-' and '_', labels separated by '.')", name)
+	}
+	return nil
+}
+
+// ProfileNotFound is the error for a profile a node does not have.
+func ProfileNotFound(name string, have []string) error {
+	return Errorf(CodeProfileNotFound, "no profile %q on this node (profiles: %s)", name, strings.Join(have, ", "))
+}
 
 // Lifecycle operations, the last token of their subject.
 const (
@@ -15,15 +49,22 @@ const (
 	OpPages    = "pages"    // the tabs (list_pages): a TabList
 	OpNewTab   = "newtab"   // NewTabRequest in, TabReply out
 	OpCloseTab = "closetab" // CloseTabRequest in, TabReply out
+	OpConnect  = "connect"  // connect an attach profile to its browser; answers the status
 )
 
 // ProfileStatus says whether a profile's browser runs (ADR-006's status).
 type ProfileStatus struct {
 	Name      string `json:"name"`
-	Driver    string `json:"driver"` // "managed": launched and owned by the node
+	Driver    string `json:"driver"` // DriverManaged or DriverAttach
 	Running   bool   `json:"running"`
 	PageCount int    `json:"pageCount"`
 	Endpoint  string `json:"endpoint,omitempty"` // the DevTools websocket while running
+	// Dir is a managed profile's directory; "" for a temporary one.
+	Dir string `json:"dir,omitempty"`
+	// Attach is where an attach profile finds its browser.
+	Attach string `json:"attach,omitempty"`
+	// Session is the id of the session running on this profile, if any.
+	Session string `json:"session,omitempty"`
 }
 
 // StatusReply answers status, launch and close.
@@ -46,4 +87,41 @@ type CloseTabRequest struct {
 type TabReply struct {
 	OK  bool    `json:"ok"`
 	Tab TabInfo `json:"tab"`
+}
+
+// Sessions (the spec's browser sessions): a session runs the persistent
+// profile of one domain, <profileDir>/<domain>/, created on first use.
+
+// SessionStartRequest starts a session for Domain; its first tab opens at
+// URL (about:blank when empty).
+type SessionStartRequest struct {
+	Domain string `json:"domain"`
+	URL    string `json:"url,omitempty"`
+}
+
+// SessionStopRequest stops a session, saving its state.
+type SessionStopRequest struct {
+	Session string `json:"session"`
+}
+
+// SessionInfo describes a session.
+type SessionInfo struct {
+	Session string        `json:"session"`
+	Domain  string        `json:"domain"`
+	Profile ProfileStatus `json:"profile"`
+	Tabs    []TabInfo     `json:"tabs"`
+}
+
+// SessionReply answers session start and stop.
+type SessionReply struct {
+	OK bool `json:"ok"`
+	SessionInfo
+	// Created: this start made the domain's profile directory (first use).
+	Created bool `json:"created,omitempty"`
+}
+
+// SessionList answers session list.
+type SessionList struct {
+	OK       bool          `json:"ok"`
+	Sessions []SessionInfo `json:"sessions"`
 }

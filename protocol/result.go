@@ -81,6 +81,8 @@ type TabInfo struct {
 	Title    string `json:"title"`
 	Sequence int64  `json:"sequence"`
 	Node     string `json:"node,omitempty"`
+	// Profile is the browser profile the tab runs in.
+	Profile string `json:"profile,omitempty"`
 }
 
 // TabList is a node's answer on the tabs subject.

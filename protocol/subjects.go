@@ -14,6 +14,11 @@ const DefaultPrefix = "framebus"
 //	<prefix>.tab.<tab>.plan         plans for a tab (request/reply)
 //	<prefix>.tab.<tab>.event.<kind> page events of a tab (publish)
 //	<prefix>.tabs                   list the tabs on the bus (request/reply, every node answers)
+//	<prefix>.browser.status         every profile's status (request/reply)
+//	<prefix>.browser.<profile>.<op> a profile's lifecycle (request/reply; see Op*)
+//	<prefix>.session.start          start a domain's session (request/reply, one node of a queue group)
+//	<prefix>.session.list           the sessions (request/reply)
+//	<prefix>.session.<id>.stop      stop a session (request/reply)
 type Subjects struct {
 	Prefix string
 }
@@ -74,6 +79,22 @@ func (s Subjects) Tabs() string { return s.p() + ".tabs" }
 func (s Subjects) Browser(profile, op string) string {
 	return fmt.Sprintf("%s.browser.%s.%s", s.p(), profile, op)
 }
+
+// BrowserStatus is where a node answers the status of all its profiles.
+func (s Subjects) BrowserStatus() string { return s.p() + ".browser.status" }
+
+// Profile returns the lifecycle subject of a profile by name (see
+// ProfileToken).
+func (s Subjects) Profile(name, op string) string { return s.Browser(ProfileToken(name), op) }
+
+// SessionStart is where a node (one of a queue group) starts sessions.
+func (s Subjects) SessionStart() string { return s.p() + ".session.start" }
+
+// SessionList is where a node answers its sessions.
+func (s Subjects) SessionList() string { return s.p() + ".session.list" }
+
+// SessionStop is where the node running a session stops it.
+func (s Subjects) SessionStop(id string) string { return fmt.Sprintf("%s.session.%s.stop", s.p(), id) }
 
 // AllTabPlans matches the plan subject of every tab.
 func (s Subjects) AllTabPlans() string { return s.p() + ".tab.*.plan" }

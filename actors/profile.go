@@ -1,0 +1,386 @@
+package actors
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/framebus/framebus/cdpdriver"
+	"github.com/framebus/framebus/protocol"
+)
+
+// ProfileOptions declare a profile besides the node's default one.
+type ProfileOptions struct {
+	// Name is the profile's name (protocol.ValidProfileName); per-domain
+	// session profiles are named by their domain.
+	Name string
+	// Attach, when set, makes this an attach profile: the DevTools URL of
+	// a browser framebus does not start (http://HOST:PORT or the browser
+	// websocket). Connecting adopts its open tabs; closing only
+	// disconnects. Empty: a managed profile, launched in
+	// NodeOptions.ProfileDir/<Name> (a temporary directory when that is "").
+	Attach string
+}
+
+// Profile is one browser profile of a node: the browser running it (or
+// none while closed), its tabs and their actors, and its lifecycle on the
+// bus. A managed profile launches Chromium on its own directory; an attach
+// profile connects to a browser someone else runs.
+type Profile struct {
+	node   *Node
+	name   string
+	attach string                  // the DevTools URL of an attach profile
+	launch cdpdriver.LaunchOptions // of a managed profile
+	log    zerolog.Logger
+
+	mu      sync.Mutex // guards browser, tabs, pages, known, session
+	browser *Browser   // nil while closed
+	tabs    []*Tab
+	pages   map[string]*cdpdriver.Page
+	// known are the ids of every tab this profile has had: a closed
+	// browser's tabs answer browser_not_running, other profiles' and
+	// nodes' tabs are left to them.
+	known   map[string]bool
+	session string // the session running on this profile, if any
+	// startURL, when set, is where a launch opens the first tab instead
+	// of the node's StartURL (a session's URL).
+	startURL string
+	// perDomain: a session's profile, named by its domain.
+	perDomain bool
+	life      lifecycle
+}
+
+func newProfile(n *Node, name, attach string, launch cdpdriver.LaunchOptions) *Profile {
+	return &Profile{
+		node: n, name: name, attach: attach, launch: launch,
+		log:   n.log.With().Str("profile", name).Logger(),
+		pages: map[string]*cdpdriver.Page{},
+		known: map[string]bool{},
+	}
+}
+
+// Name is the profile's name.
+func (p *Profile) Name() string { return p.name }
+
+// Managed reports whether the node launches this profile's browser.
+func (p *Profile) Managed() bool { return p.attach == "" }
+
+// Browser is the profile's browser, nil while it is closed.
+func (p *Profile) Browser() *Browser {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.browser
+}
+
+// start launches (managed) or connects (attach) the browser with the
+// whitelist's filter, adopts the tabs its pages open, and opens the first
+// tab; an attached browser's open tabs are adopted instead.
+func (p *Profile) start(ctx context.Context) error {
+	blog := p.log.With().Str("component", "browser").Logger()
+	var b *Browser
+	var err error
+	if p.Managed() {
+		b, err = StartBrowser(ctx, p.launch, blog)
+	} else {
+		b, err = AttachBrowser(ctx, p.attach, blog)
+	}
+	if err != nil {
+		return err
+	}
+	if wl := p.node.opts.Whitelist; wl != nil {
+		if err := b.FilterRequests(ctx, wl.Check); err != nil {
+			b.Close()
+			return err
+		}
+	}
+	opened, err := b.WatchOpened(ctx)
+	if err != nil {
+		b.Close()
+		return err
+	}
+	p.mu.Lock()
+	p.browser = b
+	p.mu.Unlock()
+	go p.adoptOpened(opened)
+	go p.watchGone(b)
+	if p.Managed() {
+		_, err = p.OpenTab(ctx, p.firstURL())
+	} else {
+		err = p.adoptExisting(ctx)
+	}
+	if err != nil {
+		p.closeBrowser()
+		return err
+	}
+	return nil
+}
+
+// setStartURL sets where the next launch opens its first tab ("": the
+// node's StartURL).
+func (p *Profile) setStartURL(url string) {
+	p.mu.Lock()
+	p.startURL = url
+	p.mu.Unlock()
+}
+
+func (p *Profile) firstURL() string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.startURL != "" {
+		return p.startURL
+	}
+	return p.node.opts.StartURL
+}
+
+// adoptExisting gives the tabs already open in an attached browser their
+// actors, or opens one when it has none.
+func (p *Profile) adoptExisting(ctx context.Context) error {
+	b := p.Browser()
+	pages, err := b.Pages(ctx)
+	if err != nil {
+		return err
+	}
+	for _, t := range pages {
+		page, err := b.AttachPage(ctx, t.ID)
+		if err == nil {
+			_, err = p.startTab(ctx, page)
+		}
+		if err != nil {
+			p.log.Warn().Err(err).Str("target", t.ID).Msg("adopt an open tab")
+		}
+	}
+	if len(p.Tabs()) == 0 {
+		_, err = p.OpenTab(ctx, p.node.opts.StartURL)
+	}
+	return err
+}
+
+// watchGone notices a browser that goes away on its own (a crash, a kill,
+// a lost connection) and leaves the profile without one, as close does:
+// status tells, launch (or connect) starts it again.
+func (p *Profile) watchGone(b *Browser) {
+	<-b.Gone()
+	if p.Browser() == b {
+		p.log.Error().Msg("the browser went away on its own; the profile stays closed until launch or connect")
+		_ = p.Close()
+	}
+}
+
+// closeBrowser retires every tab and stops (or disconnects from) the
+// browser. Pages are closed before their actors are stopped, so an action
+// in flight ends at once (its connection is gone) instead of running out
+// its deadline.
+func (p *Profile) closeBrowser() error {
+	p.mu.Lock()
+	b, tabs, pages := p.browser, p.tabs, p.pages
+	p.browser, p.tabs, p.pages = nil, nil, map[string]*cdpdriver.Page{}
+	p.mu.Unlock()
+	for _, pg := range pages {
+		pg.Close()
+	}
+	for _, t := range tabs {
+		t.Stop()
+	}
+	if b == nil {
+		return nil
+	}
+	if err := b.Close(); err != nil {
+		return fmt.Errorf("close browser of profile %s: %w", p.name, err)
+	}
+	return nil
+}
+
+// OpenTab opens a new tab at url and starts its actor.
+func (p *Profile) OpenTab(ctx context.Context, url string) (*Tab, error) {
+	if url == "" {
+		url = "about:blank"
+	}
+	b := p.Browser()
+	if b == nil {
+		return nil, p.notRunning()
+	}
+	page, err := b.OpenPage(ctx, url)
+	if err != nil {
+		return nil, err
+	}
+	return p.startTab(ctx, page)
+}
+
+// attachTimeout bounds adopting a tab a page opened.
+const attachTimeout = 30 * time.Second
+
+// adoptOpened gives every tab a page opens (window.open, target=_blank)
+// an actor and a frame stream of its own, and announces it on the
+// opener's event.opened subject.
+func (p *Profile) adoptOpened(opened <-chan cdpdriver.PageOpened) {
+	for o := range opened {
+		ctx, cancel := context.WithTimeout(context.Background(), attachTimeout)
+		b := p.Browser()
+		if b == nil {
+			cancel()
+			return
+		}
+		page, err := b.AttachPage(ctx, o.TargetID)
+		var tab *Tab
+		if err == nil {
+			tab, err = p.startTab(ctx, page)
+		}
+		cancel()
+		if err != nil {
+			p.log.Warn().Err(err).Str("target", o.TargetID).Msg("adopt a tab a page opened")
+			continue
+		}
+		data, _ := json.Marshal(openedEvent{Tab: o.OpenerID, Opened: tab.Info()})
+		_ = p.node.nc.Publish(p.node.subj.TabEvents(o.OpenerID, "opened"), data)
+	}
+}
+
+// openedEvent is the message on <prefix>.tab.<opener>.event.opened.
+type openedEvent struct {
+	Tab    string           `json:"tab"`    // the opener
+	Opened protocol.TabInfo `json:"opened"` // the new tab
+}
+
+// startTab starts the actor of a connected page and registers it.
+func (p *Profile) startTab(ctx context.Context, page *cdpdriver.Page) (*Tab, error) {
+	n := p.node
+	tab, err := StartTab(ctx, TabOptions{
+		ID:            page.TargetID(),
+		Profile:       p.name,
+		Page:          page,
+		Conn:          n.nc,
+		Subjects:      n.subj,
+		Frames:        n.opts.Frames,
+		SettleTimeout: n.opts.SettleTimeout,
+		ActionTimeout: n.opts.ActionTimeout,
+		DialogTimeout: n.opts.DialogTimeout,
+		DialogDefault: n.opts.DialogDefault,
+		Allow:         n.allow,
+		Logger:        p.log,
+	})
+	if err != nil {
+		if b := p.Browser(); b != nil && p.Managed() {
+			_ = b.ClosePage(ctx, page)
+		} else {
+			page.Close()
+		}
+		return nil, err
+	}
+	p.mu.Lock()
+	p.tabs = append(p.tabs, tab)
+	p.pages[tab.ID()] = page
+	p.known[tab.ID()] = true
+	p.mu.Unlock()
+	go p.retireWhenDone(tab)
+	return tab, nil
+}
+
+// retireWhenDone drops a tab from the profile once its actor stopped (its
+// page went away), so it is no longer listed.
+func (p *Profile) retireWhenDone(tab *Tab) {
+	<-tab.Done()
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for i, t := range p.tabs {
+		if t == tab {
+			p.tabs = append(p.tabs[:i], p.tabs[i+1:]...)
+			break
+		}
+	}
+	if pg, ok := p.pages[tab.ID()]; ok {
+		pg.Close()
+		delete(p.pages, tab.ID())
+	}
+}
+
+// Tabs lists the profile's tabs.
+func (p *Profile) Tabs() []protocol.TabInfo {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	out := []protocol.TabInfo{}
+	for _, t := range p.tabs {
+		out = append(out, t.Info())
+	}
+	return out
+}
+
+// Tab returns the profile's tab with id, or nil.
+func (p *Profile) Tab(id string) *Tab {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, t := range p.tabs {
+		if t.ID() == id {
+			return t
+		}
+	}
+	return nil
+}
+
+// CloseTab closes a tab: its page first, so an action in flight ends at
+// once, then its actor. An attached browser's tab is closed too: the agent
+// asked for it.
+func (p *Profile) CloseTab(ctx context.Context, id string) (protocol.TabInfo, error) {
+	tab := p.Tab(id)
+	b := p.Browser()
+	if tab == nil || b == nil {
+		return protocol.TabInfo{}, protocol.Errorf(protocol.CodeTabNotFound, "no tab %s in profile %s", id, p.name)
+	}
+	info := tab.Info()
+	p.mu.Lock()
+	page := p.pages[id]
+	p.mu.Unlock()
+	if page != nil {
+		if err := b.ClosePage(ctx, page); err != nil {
+			return info, fmt.Errorf("close tab %s: %w", id, err)
+		}
+	}
+	tab.Stop()
+	return info, nil
+}
+
+// Status is the profile's status (ADR-006); it never fails.
+func (p *Profile) Status() protocol.ProfileStatus {
+	st := protocol.ProfileStatus{Name: p.name, Driver: protocol.DriverManaged, Attach: p.attach}
+	if !p.Managed() {
+		st.Driver = protocol.DriverAttach
+	} else {
+		st.Dir = p.launch.UserDataDir
+	}
+	p.mu.Lock()
+	b := p.browser
+	st.Session = p.session
+	st.PageCount = len(p.tabs)
+	p.mu.Unlock()
+	if b != nil {
+		st.Running = true
+		st.Endpoint = b.Endpoint()
+	}
+	return st
+}
+
+// notRunning is the browser_not_running error, with how to start it.
+func (p *Profile) notRunning() error {
+	how := "framebus launch"
+	op := protocol.OpLaunch
+	if !p.Managed() {
+		how, op = "framebus connect", protocol.OpConnect
+	}
+	if p.name != protocol.DefaultProfile {
+		how += " --profile " + p.name
+	}
+	return protocol.Errorf(protocol.CodeBrowserNotRunning,
+		"browser not running for profile %q; start it with: %s (a request on %s)",
+		p.name, how, p.node.subj.Profile(p.name, op))
+}
+
+// notLaunchable is launch's error on an attach profile (ADR-006's
+// "chrome" profile): framebus does not start that browser.
+func (p *Profile) notLaunchable() error {
+	return protocol.Errorf(protocol.CodeNotLaunchable,
+		"cannot launch profile %q: it attaches to a browser framebus does not start (%s); run that browser with --remote-debugging-port, then: framebus connect --profile %s",
+		p.name, p.attach, p.name)
+}

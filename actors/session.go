@@ -1,0 +1,204 @@
+package actors
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"io/fs"
+	"os"
+	"sync"
+
+	"github.com/nats-io/nats.go"
+
+	"github.com/framebus/framebus/actors/whitelist"
+	"github.com/framebus/framebus/protocol"
+)
+
+// Sessions (the spec's browser sessions): starting a session for a domain
+// runs that domain's own persistent profile, <ProfileDir>/<domain>/,
+// created on first use and reused after, so its cookies and localStorage
+// come back and no other domain's profile sees them. A session has an id;
+// stopping it closes its browser cleanly, which saves its state. One node
+// of those sharing a bus takes each start (a queue group); the stop
+// subject names the session, so only the node running it answers.
+
+type sessions struct {
+	mu   sync.Mutex // serialises start and stop
+	byID map[string]*session
+}
+
+type session struct {
+	id      string
+	domain  string
+	profile *Profile
+	stopSub *nats.Subscription
+}
+
+// StartSession starts (or returns, when it runs) the session of a domain.
+func (n *Node) StartSession(ctx context.Context, req protocol.SessionStartRequest) (protocol.SessionReply, error) {
+	domain, err := sessionDomain(req.Domain)
+	if err != nil {
+		return protocol.SessionReply{}, err
+	}
+	if err := n.allow("https://" + domain + "/"); err != nil {
+		return protocol.SessionReply{}, protocol.Errorf(protocol.CodePermissionDenied, "session for %s: %v", domain, err)
+	}
+	if req.URL != "" {
+		if err := n.allow(req.URL); err != nil {
+			return protocol.SessionReply{}, protocol.Errorf(protocol.CodePermissionDenied, "%v", err)
+		}
+	}
+	if n.opts.ProfileDir == "" {
+		return protocol.SessionReply{}, protocol.Errorf(protocol.CodeBadRequest,
+			"sessions keep a profile per domain and need a profile directory; set browser.profileDir (or $FRAMEBUS_PROFILE_DIR)")
+	}
+	n.sessions.mu.Lock()
+	defer n.sessions.mu.Unlock()
+	p := n.Profile(domain)
+	if p != nil && !p.perDomain {
+		return protocol.SessionReply{}, protocol.Errorf(protocol.CodeBadRequest,
+			"%q names a configured profile, not a domain's; sessions are for domains", domain)
+	}
+	created := false
+	if p == nil {
+		dir := n.profileLaunch(domain).UserDataDir
+		_, statErr := os.Stat(dir)
+		created = errors.Is(statErr, fs.ErrNotExist)
+		if p, err = n.addProfile(domain, "", n.profileLaunch(domain)); err != nil {
+			return protocol.SessionReply{}, err
+		}
+		p.perDomain = true
+	}
+	p.setStartURL(req.URL)
+	if err := p.Launch(ctx); err != nil {
+		return protocol.SessionReply{}, startError(err)
+	}
+	s := n.sessionOf(p)
+	if s == nil {
+		if s, err = n.newSession(domain, p); err != nil {
+			_ = p.Close()
+			return protocol.SessionReply{}, err
+		}
+	}
+	return protocol.SessionReply{OK: true, SessionInfo: s.info(), Created: created}, nil
+}
+
+// newSession gives a started profile a session id and serves its stop.
+func (n *Node) newSession(domain string, p *Profile) (*session, error) {
+	var b [6]byte
+	_, _ = rand.Read(b[:])
+	s := &session{id: "s" + hex.EncodeToString(b[:]), domain: domain, profile: p}
+	sub, err := n.nc.Subscribe(n.subj.SessionStop(s.id), n.answerSessionStop)
+	if err != nil {
+		return nil, err
+	}
+	if err := n.nc.FlushTimeout(startFlushTimeout); err != nil {
+		_ = sub.Unsubscribe()
+		return nil, err
+	}
+	s.stopSub = sub
+	if n.sessions.byID == nil {
+		n.sessions.byID = map[string]*session{}
+	}
+	n.sessions.byID[s.id] = s
+	p.mu.Lock()
+	p.session = s.id
+	p.mu.Unlock()
+	return s, nil
+}
+
+// sessionOf is the session running on p, or nil; sessions.mu is held.
+func (n *Node) sessionOf(p *Profile) *session {
+	for _, s := range n.sessions.byID {
+		if s.profile == p {
+			return s
+		}
+	}
+	return nil
+}
+
+// StopSession closes a session's browser, which saves its cookies and
+// localStorage in its profile, and ends the session.
+func (n *Node) StopSession(id string) (protocol.SessionReply, error) {
+	n.sessions.mu.Lock()
+	defer n.sessions.mu.Unlock()
+	s := n.sessions.byID[id]
+	if s == nil {
+		return protocol.SessionReply{}, protocol.Errorf(protocol.CodeSessionNotFound, "no session %s on this node", id)
+	}
+	err := s.profile.Close()
+	_ = s.stopSub.Unsubscribe()
+	delete(n.sessions.byID, id)
+	s.profile.mu.Lock()
+	s.profile.session = ""
+	s.profile.mu.Unlock()
+	if err != nil {
+		return protocol.SessionReply{}, protocol.Errorf(protocol.CodeInternal, "stop session %s: %v", id, err)
+	}
+	info := s.info()
+	info.Session = id
+	return protocol.SessionReply{OK: true, SessionInfo: info}, nil
+}
+
+// Sessions lists the node's sessions.
+func (n *Node) Sessions() []protocol.SessionInfo {
+	n.sessions.mu.Lock()
+	defer n.sessions.mu.Unlock()
+	out := []protocol.SessionInfo{}
+	for _, s := range n.sessions.byID {
+		out = append(out, s.info())
+	}
+	return out
+}
+
+func (s *session) info() protocol.SessionInfo {
+	return protocol.SessionInfo{Session: s.id, Domain: s.domain, Profile: s.profile.Status(), Tabs: s.profile.Tabs()}
+}
+
+// sessionDomain is the canonical host a session is for: what a browser
+// makes of it (lowercase, IDNA, no trailing dot), a name, not an address
+// or a host with a port.
+func sessionDomain(raw string) (string, error) {
+	if raw == "" {
+		return "", protocol.Errorf(protocol.CodeBadRequest, "session: domain is missing")
+	}
+	u, err := whitelist.Parse("https://" + raw + "/")
+	if err != nil || u.Port != "" || !protocol.ValidProfileName(u.Host) {
+		return "", protocol.Errorf(protocol.CodeBadRequest, "session: %q is not a domain (want a host name such as mail.example.com)", raw)
+	}
+	return u.Host, nil
+}
+
+func (n *Node) answerSessionStart(m *nats.Msg) {
+	var req protocol.SessionStartRequest
+	if err := json.Unmarshal(m.Data, &req); err != nil {
+		respond(m, protocol.NewErrorReply(protocol.Errorf(protocol.CodeBadRequest, `session start: want {"domain": "..."}: %v`, err)), n.log)
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), lifecycleTimeout)
+	defer cancel()
+	reply, err := n.StartSession(ctx, req)
+	if err != nil {
+		respond(m, protocol.NewErrorReply(err), n.log)
+		return
+	}
+	respond(m, reply, n.log)
+}
+
+func (n *Node) answerSessionStop(m *nats.Msg) {
+	reply, err := n.StopSession(sessionOfStopSubject(m.Subject))
+	if err != nil {
+		respond(m, protocol.NewErrorReply(err), n.log)
+		return
+	}
+	respond(m, reply, n.log)
+}
+
+func (n *Node) answerSessions(m *nats.Msg) {
+	respond(m, protocol.SessionList{OK: true, Sessions: n.Sessions()}, n.log)
+}
+
+// sessionOfStopSubject is the id token of <prefix>.session.<id>.stop.
+func sessionOfStopSubject(subject string) string { return tabOfPlanSubject(subject) }
