@@ -8,6 +8,7 @@ import (
 	"errors"
 	"io/fs"
 	"os"
+	"strings"
 	"sync"
 
 	"github.com/nats-io/nats.go"
@@ -164,8 +165,10 @@ func sessionDomain(raw string) (string, error) {
 	if raw == "" {
 		return "", protocol.Errorf(protocol.CodeBadRequest, "session: domain is missing")
 	}
+	// Only a host: no user, port, path or escapes for the URL parser to
+	// take apart.
 	u, err := whitelist.Parse("https://" + raw + "/")
-	if err != nil || u.Port != "" || !protocol.ValidProfileName(u.Host) {
+	if strings.ContainsAny(raw, "/\\@?#:%[] \t\r\n") || err != nil || !protocol.ValidProfileName(u.Host) {
 		return "", protocol.Errorf(protocol.CodeBadRequest, "session: %q is not a domain (want a host name such as mail.example.com)", raw)
 	}
 	return u.Host, nil
