@@ -6,8 +6,11 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"maps"
+	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -29,7 +32,10 @@ import (
 // config is the effective configuration. Durations are written as Go
 // durations ("10s"); browser.timeout is milliseconds, as the spec has it.
 type config struct {
-	Browser   browserConfig `yaml:"browser" json:"browser"`
+	Browser browserConfig `yaml:"browser" json:"browser"`
+	// Profiles are named profiles besides the default one: managed ones
+	// (launched on request in <profileDir>/<name>) and attach ones.
+	Profiles  map[string]profileConfig `yaml:"profiles" json:"profiles,omitempty"`
 	Whitelist *[]string     `yaml:"whitelist" json:"whitelist"` // nil: every host; empty: none
 	Schemes   []string      `yaml:"schemes" json:"schemes"`
 	Frames    framesConfig  `yaml:"frames" json:"frames"`
@@ -41,13 +47,22 @@ type browserConfig struct {
 	Headless bool `yaml:"headless" json:"headless"`
 	// Timeout is the default deadline of an action that sets none, in ms.
 	Timeout int `yaml:"timeout" json:"timeout"`
-	// ProfileDir holds persistent profiles; the node's browser uses
-	// <profileDir>/default. Empty: a fresh temporary profile per run.
+	// ProfileDir holds persistent profiles: the default one in
+	// <profileDir>/default, named and per-domain (session) ones in
+	// <profileDir>/<name>. Empty: the default profile is a fresh
+	// temporary one per run, and named and session profiles live in
+	// $XDG_DATA_HOME/framebus/profiles (~/.local/share/...).
 	ProfileDir    string `yaml:"profileDir" json:"profileDir"`
 	Binary        string `yaml:"binary" json:"binary"`
 	StartURL      string `yaml:"startURL" json:"startURL"`
 	DialogTimeout string `yaml:"dialogTimeout" json:"dialogTimeout"`
 	DialogDefault string `yaml:"dialogDefault" json:"dialogDefault"`
+}
+
+// profileConfig declares a named profile; with attach it is an attach
+// profile, the DevTools URL of a browser framebus does not start.
+type profileConfig struct {
+	Attach string `yaml:"attach" json:"attach,omitempty"`
 }
 
 type framesConfig struct {
@@ -261,6 +276,17 @@ func (cfg config) validate() error {
 	if _, err := newLogLevel(cfg.LogLevel); err != nil {
 		return err
 	}
+	for name, p := range cfg.Profiles {
+		if !protocol.ValidProfileName(name) || name == protocol.DefaultProfile {
+			return usagef("profiles: %q is not a profile name (letters, digits, '-' and '_', labels separated by '.'; not %q)", name, protocol.DefaultProfile)
+		}
+		if p.Attach != "" {
+			u, err := url.Parse(p.Attach)
+			if err != nil || u.Host == "" || !slices.Contains([]string{"http", "https", "ws", "wss"}, u.Scheme) {
+				return usagef("profiles.%s.attach: %q is not a DevTools URL (http://HOST:PORT or ws://HOST:PORT/devtools/browser/ID)", name, p.Attach)
+			}
+		}
+	}
 	return nil
 }
 
@@ -279,18 +305,47 @@ func (cfg config) dialogTimeout() time.Duration {
 	return d
 }
 
-// profileDir is the browser's persistent profile, "" for a temporary one.
+// profileDir is the default profile's directory, "" for a temporary one.
 func (cfg config) profileDir() string {
 	if cfg.Browser.ProfileDir == "" {
 		return ""
 	}
-	dir := cfg.Browser.ProfileDir
+	return filepath.Join(expandHome(cfg.Browser.ProfileDir), protocol.DefaultProfile)
+}
+
+// profilesDir is where named and per-domain profiles live: profileDir,
+// else $XDG_DATA_HOME/framebus/profiles (they exist to persist).
+func (cfg config) profilesDir(getenv func(string) string) string {
+	if cfg.Browser.ProfileDir != "" {
+		return expandHome(cfg.Browser.ProfileDir)
+	}
+	data := getenv("XDG_DATA_HOME")
+	if data == "" {
+		home, err := os.UserHomeDir()
+		if err != nil {
+			return ""
+		}
+		data = filepath.Join(home, ".local", "share")
+	}
+	return filepath.Join(data, "framebus", "profiles")
+}
+
+func expandHome(dir string) string {
 	if strings.HasPrefix(dir, "~/") {
 		if home, err := os.UserHomeDir(); err == nil {
-			dir = filepath.Join(home, dir[2:])
+			return filepath.Join(home, dir[2:])
 		}
 	}
-	return filepath.Join(dir, "default")
+	return dir
+}
+
+// profiles are the named profiles in name order.
+func (cfg config) profiles() []actors.ProfileOptions {
+	var out []actors.ProfileOptions
+	for _, name := range slices.Sorted(maps.Keys(cfg.Profiles)) {
+		out = append(out, actors.ProfileOptions{Name: name, Attach: cfg.Profiles[name].Attach})
+	}
+	return out
 }
 
 func defaultConfigHint() string {

@@ -23,6 +23,10 @@ frames:
   fullPage: html
 bus:
   prefix: acme
+profiles:
+  work: {}
+  chrome:
+    attach: http://127.0.0.1:9222
 `
 	if err := os.WriteFile(file, []byte(yaml), 0o644); err != nil {
 		t.Fatal(err)
@@ -45,7 +49,8 @@ bus:
 		t.Fatalf("defaults: %+v", def)
 	}
 	fromFile := show(testEnv(), "--config", file)
-	if fromFile.Browser.Headless || fromFile.Browser.Timeout != 12000 || fromFile.Whitelist == nil || len(*fromFile.Whitelist) != 2 || fromFile.Frames.FullPage != "html" || fromFile.Bus.Prefix != "acme" {
+	if fromFile.Browser.Headless || fromFile.Browser.Timeout != 12000 || fromFile.Whitelist == nil || len(*fromFile.Whitelist) != 2 || fromFile.Frames.FullPage != "html" || fromFile.Bus.Prefix != "acme" ||
+		len(fromFile.Profiles) != 2 || fromFile.Profiles["chrome"].Attach != "http://127.0.0.1:9222" {
 		t.Fatalf("from the file: %+v", fromFile)
 	}
 	// The environment overrides the file ($FRAMEBUS_CONFIG names it).
@@ -71,6 +76,9 @@ func TestConfigErrors(t *testing.T) {
 		{"frames:\n  fullPage: pdf\n", "frames.fullPage"},
 		{"bus:\n  prefix: \"a..b\"\n", "bus.prefix"},
 		{"browser: [1, 2]\n", "cannot unmarshal"},
+		{"profiles:\n  \"a b\": {}\n", "not a profile name"},
+		{"profiles:\n  default: {}\n", "not a profile name"},
+		{"profiles:\n  chrome:\n    attach: 127.0.0.1:9222\n", "profiles.chrome.attach"},
 	}
 	for i, tc := range cases {
 		file := filepath.Join(dir, "c"+itoa(i)+".yaml")

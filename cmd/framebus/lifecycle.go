@@ -1,10 +1,13 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
+	"errors"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/spf13/pflag"
 
 	"github.com/framebus/framebus/protocol"
@@ -26,11 +29,12 @@ func lifecycleOp(name, op, summary string) command {
 		setup: func(fs *pflag.FlagSet) func(c *cli, args []string) error {
 			var target clientFlags
 			target.declare(fs, false)
+			profile := declareProfile(fs, op == protocol.OpStatus)
 			return func(c *cli, args []string) error {
 				if len(args) > 0 {
 					return usagef("%s: takes no arguments, got %q", name, args)
 				}
-				return c.lifecycle(target, op, nil)
+				return c.lifecycle(target, *profile, op, nil)
 			}
 		},
 	}
@@ -38,11 +42,13 @@ func lifecycleOp(name, op, summary string) command {
 
 func lifecycleCommands() []command {
 	return []command{
-		lifecycleOp("status", protocol.OpStatus, "whether the browser runs, its pages and its DevTools endpoint; never an error"),
-		lifecycleOp("launch", protocol.OpLaunch, "start the node's browser (a no-op when it runs); prints the status"),
-		lifecycleOp("close", protocol.OpClose, "stop the node's browser and its tabs (the node keeps running); prints the status"),
-		lifecycleOp("pages", protocol.OpPages, "list the tabs: ids, URLs, titles, frames (list_pages)"),
+		lifecycleOp("status", protocol.OpStatus, "each profile: whether its browser runs, its pages, its DevTools endpoint; never an error"),
+		lifecycleOp("launch", protocol.OpLaunch, "start a profile's browser (a no-op when it runs); prints the status"),
+		lifecycleOp("connect", protocol.OpConnect, "connect an attach profile to the browser it names (a no-op when connected); prints the status"),
+		lifecycleOp("close", protocol.OpClose, "stop a profile's browser and its tabs, saving its state (an attach profile only disconnects); prints the status"),
+		lifecycleOp("pages", protocol.OpPages, "list a profile's tabs: ids, URLs, titles, frames (list_pages)"),
 		tabCommand(),
+		sessionCommand(),
 	}
 }
 
@@ -58,6 +64,7 @@ tab select <id> makes commands without --tab use this tab (kept in the state fil
 		setup: func(fs *pflag.FlagSet) func(c *cli, args []string) error {
 			var target clientFlags
 			target.declare(fs, false)
+			profile := declareProfile(fs, false)
 			return func(c *cli, args []string) error {
 				if len(args) == 0 {
 					return usagef("tab: want new [url], close [id] or select <id>")
@@ -68,7 +75,7 @@ tab select <id> makes commands without --tab use this tab (kept in the state fil
 					if len(rest) == 1 {
 						req.URL = rest[0]
 					}
-					return c.lifecycle(target, protocol.OpNewTab, req)
+					return c.lifecycle(target, *profile, protocol.OpNewTab, req)
 				case sub == "close" && len(rest) <= 1:
 					return c.closeTab(target, rest)
 				case sub == "select" && len(rest) == 1:
@@ -80,9 +87,25 @@ tab select <id> makes commands without --tab use this tab (kept in the state fil
 	}
 }
 
-// lifecycle sends one lifecycle request and prints the reply; a reply
-// with ok false is a failure.
-func (c *cli) lifecycle(target clientFlags, op string, req any) error {
+// declareProfile declares --profile; all says that without it the
+// command covers every profile.
+func declareProfile(fs *pflag.FlagSet, all bool) *string {
+	def := "default: " + protocol.DefaultProfile
+	if all {
+		def = "default: every profile"
+	}
+	return fs.String("profile", "", "the browser profile `NAME` ("+def+"); a session's profile is named by its domain")
+}
+
+// lifecycle sends one lifecycle request to a profile ("" for the default
+// one, or for status every profile) and prints the reply; a reply with ok
+// false is a failure.
+func (c *cli) lifecycle(target clientFlags, profile, op string, req any) error {
+	if profile != "" {
+		if err := protocol.CheckProfileName(profile); err != nil {
+			return usagef("--profile: %v", err)
+		}
+	}
 	cl, err := c.connect(target)
 	if err != nil {
 		return err
@@ -92,17 +115,36 @@ func (c *cli) lifecycle(target clientFlags, op string, req any) error {
 	if req != nil {
 		data, _ = json.Marshal(req)
 	}
+	subject := cl.subj.Profile(cmp.Or(profile, protocol.DefaultProfile), op)
+	if op == protocol.OpStatus && profile == "" {
+		subject = cl.subj.BrowserStatus()
+	}
+	return c.request(cl, subject, data, func(err error) error {
+		if profile != "" && errors.Is(err, nats.ErrNoResponders) {
+			return cl.noProfile(c.ctx, profile, err)
+		}
+		return errNoNode(err)
+	})
+}
+
+// request sends one request, prints the reply and fails when it says
+// ok false; noReply turns a request that got no answer into the error.
+// The reply is also decoded into each of into.
+func (c *cli) request(cl *client, subject string, data []byte, noReply func(error) error, into ...any) error {
 	ctx, cancel := context.WithTimeout(c.ctx, lifecycleWait)
 	defer cancel()
-	msg, err := cl.nc.RequestWithContext(ctx, cl.subj.Browser(protocol.DefaultProfile, op), data)
+	msg, err := cl.nc.RequestWithContext(ctx, subject, data)
 	if err != nil {
-		return errNoNode(err)
+		return noReply(err)
 	}
 	var head struct {
 		OK bool `json:"ok"`
 	}
 	if err := json.Unmarshal(msg.Data, &head); err != nil {
-		return protocol.Errorf(protocol.CodeInternal, "%s reply: invalid JSON: %v", op, err)
+		return protocol.Errorf(protocol.CodeInternal, "%s reply: invalid JSON: %v", subject, err)
+	}
+	for _, v := range into {
+		_ = json.Unmarshal(msg.Data, v)
 	}
 	c.printJSON(json.RawMessage(msg.Data))
 	if !head.OK {
@@ -129,7 +171,7 @@ func (c *cli) closeTab(target clientFlags, args []string) error {
 	if !protocol.ValidTabID(id) {
 		return usagef("tab close: %q is not a tab id", id)
 	}
-	return c.lifecycle(target, protocol.OpCloseTab, protocol.CloseTabRequest{Tab: id})
+	return c.closeTabIn(target, id)
 }
 
 // selectTab records the tab commands use without --tab, in the state
@@ -170,4 +212,45 @@ func (c *cli) selectTab(target clientFlags, id string) error {
 	}
 	c.printJSON(protocol.TabReply{OK: true, Tab: *found})
 	return nil
+}
+
+// closeTabIn closes a tab in whichever profile has it: the node's tab list
+// says which.
+func (c *cli) closeTabIn(target clientFlags, id string) error {
+	cl, err := c.connect(target)
+	if err != nil {
+		return err
+	}
+	list, err := cl.tabs(c.ctx)
+	cl.close()
+	if err != nil {
+		return err
+	}
+	profile := ""
+	for _, t := range list.Tabs {
+		if t.Tab == id {
+			profile = t.Profile
+		}
+	}
+	return c.lifecycle(target, profile, protocol.OpCloseTab, protocol.CloseTabRequest{Tab: id})
+}
+
+// noProfile is the error for a profile nothing answers for: the
+// profiles the node has, when it answers at all.
+func (cl *client) noProfile(ctx context.Context, profile string, cause error) error {
+	ctx, cancel := context.WithTimeout(ctx, tabsTimeout)
+	defer cancel()
+	msg, err := cl.nc.RequestWithContext(ctx, cl.subj.BrowserStatus(), nil)
+	if err != nil {
+		return errNoNode(cause)
+	}
+	var st protocol.StatusReply
+	if err := json.Unmarshal(msg.Data, &st); err != nil {
+		return protocol.Errorf(protocol.CodeInternal, "status reply: invalid JSON: %v", err)
+	}
+	var names []string
+	for _, p := range st.Profiles {
+		names = append(names, p.Name)
+	}
+	return protocol.ProfileNotFound(profile, names)
 }

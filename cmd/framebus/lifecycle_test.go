@@ -1,6 +1,8 @@
 package main
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -45,6 +47,65 @@ func TestLifecycleCommands(t *testing.T) {
 		t.Fatalf("eval after launch: %v", v)
 	}
 	for _, args := range [][]string{{"tab"}, {"tab", "open"}, {"tab", "select"}, {"status", "extra"}} {
+		if r := framebus(t, n.env, "", args...); r.status != exitUsage {
+			t.Errorf("%q: exit %d, %s", args, r.status, r.stdout)
+		}
+	}
+}
+
+// Sessions and profiles at the command line: a session of a domain in
+// $XDG_DATA_HOME/framebus/profiles/<domain>, its tab made the one commands
+// use, status of one profile or all, the errors for unknown profiles and
+// sessions.
+func TestSessionAndProfileCommands(t *testing.T) {
+	data := t.TempDir()
+	n := startNode(t, "XDG_DATA_HOME="+data)
+	started := mustOK(t, n.env, "session", "start", "localhost", site("/"))
+	id, _ := started["session"].(string)
+	dir := filepath.Join(data, "framebus", "profiles", "localhost")
+	if id == "" || started["created"] != true || started["profile"].(map[string]any)["dir"] != dir {
+		t.Fatalf("session start: %v", started)
+	}
+	if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
+		t.Fatalf("the session's profile directory: %v", err)
+	}
+	if v := mustOK(t, n.env, "url"); v["value"] != site("/") {
+		t.Fatalf("commands after session start use %v, want the session's tab", v)
+	}
+	if st := mustOK(t, n.env, "status"); len(st["profiles"].([]any)) != 2 {
+		t.Fatalf("status of every profile: %v", st)
+	}
+	one := mustOK(t, n.env, "status", "--profile", "localhost")
+	if p := one["profiles"].([]any); len(p) != 1 || p[0].(map[string]any)["session"] != id {
+		t.Fatalf("status --profile localhost: %v", one)
+	}
+	if list := mustOK(t, n.env, "session", "list"); len(list["sessions"].([]any)) != 1 {
+		t.Fatalf("session list: %v", list)
+	}
+	for _, tc := range []struct {
+		args []string
+		code string
+		says string
+	}{
+		{[]string{"status", "--profile", "nosuch"}, "profile_not_found", "default, localhost"},
+		{[]string{"launch", "--profile", "nosuch"}, "profile_not_found", "nosuch"},
+		{[]string{"connect"}, "bad_request", "use launch"},
+		{[]string{"session", "start", "localhost:80"}, "bad_request", "not a domain"},
+	} {
+		r := framebus(t, n.env, "", tc.args...)
+		if m := r.reply(t); r.status != 1 || m["code"] != tc.code || !strings.Contains(m["error"].(string), tc.says) {
+			t.Errorf("%q: exit %d, %s, want %s saying %q", tc.args, r.status, r.stdout, tc.code, tc.says)
+		}
+	}
+	stopped := mustOK(t, n.env, "session", "stop", id)
+	if stopped["profile"].(map[string]any)["running"] != false {
+		t.Fatalf("session stop: %v", stopped)
+	}
+	r := framebus(t, n.env, "", "session", "stop", id)
+	if m := r.reply(t); r.status != 1 || m["code"] != "session_not_found" {
+		t.Fatalf("stopping a stopped session: exit %d, %s", r.status, r.stdout)
+	}
+	for _, args := range [][]string{{"session"}, {"session", "begin", "x"}, {"session", "stop", "bad id"}, {"status", "--profile", "a b"}} {
 		if r := framebus(t, n.env, "", args...); r.status != exitUsage {
 			t.Errorf("%q: exit %d, %s", args, r.status, r.stdout)
 		}

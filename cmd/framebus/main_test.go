@@ -235,10 +235,11 @@ type node struct {
 	env       []string // finds this node through the state file
 }
 
-func startNode(t *testing.T) *node {
+// startNode runs framebus serve with extra environment variables.
+func startNode(t *testing.T, extra ...string) *node {
 	t.Helper()
 	stateFile := filepath.Join(t.TempDir(), "node.json")
-	env := testEnv(envState + "=" + stateFile)
+	env := testEnv(append([]string{envState + "=" + stateFile}, extra...)...)
 	p := startProcess(t, env, "serve")
 	var line string
 	waitFor(t, "serve prints its first line", 60*time.Second, func() bool {

@@ -116,6 +116,8 @@ func (c *cli) serve(o serveOptions) error {
 		DialogDefault: cfg.Browser.DialogDefault,
 		Frames:        frames.Options{Format: frames.Format(cfg.Frames.FullPage), Policy: frames.Policy(cfg.Frames.Policy)},
 		Whitelist:     wl,
+		Profiles:      cfg.profiles(),
+		ProfileDir:    cfg.profilesDir(c.getenv),
 	})
 	cancel()
 	if err != nil {
