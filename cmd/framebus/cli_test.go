@@ -173,6 +173,11 @@ func TestREADMEListsEveryAction(t *testing.T) {
 			t.Errorf("README.md does not mention the %s command", spec.Type)
 		}
 	}
+	for _, c := range protocol.Codes {
+		if !strings.Contains(string(data), "| `"+string(c.Code)+"` |") {
+			t.Errorf("README.md's error code table does not list %s", c.Code)
+		}
+	}
 }
 
 // Usage errors exit 2 with a bad_request reply that says what is wrong.

@@ -36,11 +36,11 @@ type config struct {
 	// Profiles are named profiles besides the default one: managed ones
 	// (launched on request in <profileDir>/<name>) and attach ones.
 	Profiles  map[string]profileConfig `yaml:"profiles" json:"profiles,omitempty"`
-	Whitelist *[]string     `yaml:"whitelist" json:"whitelist"` // nil: every host; empty: none
-	Schemes   []string      `yaml:"schemes" json:"schemes"`
-	Frames    framesConfig  `yaml:"frames" json:"frames"`
-	Bus       busConfig     `yaml:"bus" json:"bus"`
-	LogLevel  string        `yaml:"logLevel" json:"logLevel"`
+	Whitelist *[]string                `yaml:"whitelist" json:"whitelist"` // nil: every host; empty: none
+	Schemes   []string                 `yaml:"schemes" json:"schemes"`
+	Frames    framesConfig             `yaml:"frames" json:"frames"`
+	Bus       busConfig                `yaml:"bus" json:"bus"`
+	LogLevel  string                   `yaml:"logLevel" json:"logLevel"`
 }
 
 type browserConfig struct {

@@ -53,16 +53,19 @@ func TestLifecycleCommands(t *testing.T) {
 	}
 }
 
-// Sessions and profiles at the command line: a session of a domain in
-// $XDG_DATA_HOME/framebus/profiles/<domain>, its tab made the one commands
-// use, status of one profile or all, the errors for unknown profiles and
-// sessions.
+// Sessions and profiles at the command line: with $FRAMEBUS_PROFILE_DIR
+// the default profile runs in <dir>/default and a domain's session in
+// <dir>/<domain>, its tab made the one commands use; status of one profile
+// or all; the errors for unknown profiles and sessions.
 func TestSessionAndProfileCommands(t *testing.T) {
-	data := t.TempDir()
-	n := startNode(t, "XDG_DATA_HOME="+data)
+	profiles := t.TempDir()
+	n := startNode(t, envProfileDir+"="+profiles)
+	if got := chromiumProfile(t, n.cmd.Process.Pid); got != filepath.Join(profiles, "default") {
+		t.Fatalf("the default profile runs in %s, want %s/default", got, profiles)
+	}
 	started := mustOK(t, n.env, "session", "start", "localhost", site("/"))
 	id, _ := started["session"].(string)
-	dir := filepath.Join(data, "framebus", "profiles", "localhost")
+	dir := filepath.Join(profiles, "localhost")
 	if id == "" || started["created"] != true || started["profile"].(map[string]any)["dir"] != dir {
 		t.Fatalf("session start: %v", started)
 	}

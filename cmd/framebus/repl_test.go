@@ -54,7 +54,7 @@ func TestResolveCommand(t *testing.T) {
 		"nav": "navigate", "cli": "click", "ev": "eval", "clo": "close", "st": "status",
 		"la": "launch", "wat": "watch", "he": "help", "scre": "screenshot",
 		// several candidates, one of them an action
-		"cl": "click", "c": "click", "w": "wait-for",
+		"cl": "click", "c": "click", "w": "wait-for", "se": "select",
 	} {
 		cmd, err := resolveCommand(word)
 		if err != nil || cmd.name != want {
@@ -62,7 +62,7 @@ func TestResolveCommand(t *testing.T) {
 		}
 	}
 	for word, mention := range map[string][]string{
-		"s":     {"ambiguous", "scroll", "select", "screenshot", "snapshot", "status"},
+		"s":     {"ambiguous", "scroll", "select", "screenshot", "session", "snapshot", "status"},
 		"scr":   {"ambiguous", "scroll", "screenshot"},
 		"t":     {"ambiguous", "type", "text", "title", "tab"},
 		"p":     {"ambiguous", "plan", "pages"},
@@ -144,7 +144,7 @@ func TestEditKey(t *testing.T) {
 		{"  wai", 5, "  wait-for ", 11},
 		{"scre", 4, "screenshot ", 11},
 		{"sn", 2, "snapshot ", 9},
-		{"se", 2, "select ", 7}, // serve does not run in the REPL
+		{"sel", 3, "select ", 7}, // serve does not run in the REPL
 		{"ex", 2, "exit ", 5},
 		{"cli #a", 3, "click #a", 5},
 		{"nax #a", 2, "navigate #a", 8}, // the rest of the word is replaced
@@ -410,7 +410,7 @@ func TestREPLOnATerminal(t *testing.T) {
 	at = term.expect("url after watch", at, regexp.MustCompile(regexp.QuoteMeta(`"value":"`+site("/search.html?q=x")+`"`)))
 
 	term.send("s\r")
-	at = term.expect("an ambiguous prefix", at, regexp.MustCompile(`"s\\" is ambiguous: it could be screenshot, scroll, select, snapshot, status`))
+	at = term.expect("an ambiguous prefix", at, regexp.MustCompile(`"s\\" is ambiguous: it could be screenshot, scroll, select, session, snapshot, status`))
 	term.send("serve\r")
 	at = term.expect("serve refused", at, regexp.MustCompile(`serve does not run in the REPL`))
 	term.send("help cli\r")
