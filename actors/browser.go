@@ -51,17 +51,21 @@ func AttachBrowser(ctx context.Context, devtools string, log zerolog.Logger) (*B
 
 // Pages lists the browser's page targets (the tabs already open).
 func (b *Browser) Pages(ctx context.Context) ([]cdpdriver.TargetInfo, error) {
-	all, err := b.conn.Targets(ctx)
+	return b.conn.Targets(ctx)
+}
+
+// NewTarget opens a tab at url without connecting to it.
+func (b *Browser) NewTarget(ctx context.Context, url string) (string, error) {
+	id, err := b.conn.NewTarget(ctx, url)
 	if err != nil {
-		return nil, err
+		return "", fmt.Errorf("open tab: %w", err)
 	}
-	var pages []cdpdriver.TargetInfo
-	for _, t := range all {
-		if t.Type == "page" {
-			pages = append(pages, t)
-		}
-	}
-	return pages, nil
+	return id, nil
+}
+
+// CloseTarget closes a tab by id.
+func (b *Browser) CloseTarget(ctx context.Context, id string) error {
+	return b.conn.CloseTarget(ctx, id)
 }
 
 // OpenPage opens a new tab at url and connects to it.
@@ -89,7 +93,7 @@ func (b *Browser) AttachPage(ctx context.Context, id string) (*cdpdriver.Page, e
 	return p, nil
 }
 
-// WatchOpened reports the tabs pages open themselves.
+// WatchOpened reports the tabs that appear (see cdpdriver.WatchOpened).
 func (b *Browser) WatchOpened(ctx context.Context) (<-chan cdpdriver.PageOpened, error) {
 	return b.conn.WatchOpened(ctx)
 }

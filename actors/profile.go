@@ -44,7 +44,10 @@ type Profile struct {
 	// known are the ids of every tab this profile has had: a closed
 	// browser's tabs answer browser_not_running, other profiles' and
 	// nodes' tabs are left to them.
-	known   map[string]bool
+	known map[string]bool
+	// claimed are the tabs that have an actor or one on the way, so a tab
+	// the node opens and the watcher sees appear gets one actor, not two.
+	claimed map[string]bool
 	session string // the session running on this profile, if any
 	// startURL, when set, is where a launch opens the first tab instead
 	// of the node's StartURL (a session's URL).
@@ -57,9 +60,51 @@ type Profile struct {
 func newProfile(n *Node, name, attach string, launch cdpdriver.LaunchOptions) *Profile {
 	return &Profile{
 		node: n, name: name, attach: attach, launch: launch,
-		log:   n.log.With().Str("profile", name).Logger(),
-		pages: map[string]*cdpdriver.Page{},
-		known: map[string]bool{},
+		log:     n.log.With().Str("profile", name).Logger(),
+		pages:   map[string]*cdpdriver.Page{},
+		known:   map[string]bool{},
+		claimed: map[string]bool{},
+	}
+}
+
+// claim reserves the actor of a tab; false when it is taken already.
+func (p *Profile) claim(id string) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.claimed[id] {
+		return false
+	}
+	p.claimed[id] = true
+	return true
+}
+
+func (p *Profile) unclaim(id string) {
+	p.mu.Lock()
+	delete(p.claimed, id)
+	p.mu.Unlock()
+}
+
+// adoptPoll is how often OpenTab looks for the actor the watcher is
+// giving a tab it opened.
+const adoptPoll = 5 * time.Millisecond
+
+// awaitTab waits for the actor of a tab someone else claimed.
+func (p *Profile) awaitTab(ctx context.Context, id string) (*Tab, error) {
+	for {
+		if t := p.Tab(id); t != nil {
+			return t, nil
+		}
+		p.mu.Lock()
+		pending := p.claimed[id]
+		p.mu.Unlock()
+		if !pending {
+			return nil, fmt.Errorf("open tab %s: its actor failed to start (see the log)", id)
+		}
+		select {
+		case <-ctx.Done():
+			return nil, fmt.Errorf("open tab %s: %w", id, ctx.Err())
+		case <-time.After(adoptPoll):
+		}
 	}
 }
 
@@ -145,11 +190,10 @@ func (p *Profile) adoptExisting(ctx context.Context) error {
 		return err
 	}
 	for _, t := range pages {
-		page, err := b.AttachPage(ctx, t.ID)
-		if err == nil {
-			_, err = p.startTab(ctx, page)
+		if !p.claim(t.ID) {
+			continue
 		}
-		if err != nil {
+		if err := p.adopt(ctx, b, t.ID); err != nil {
 			p.log.Warn().Err(err).Str("target", t.ID).Msg("adopt an open tab")
 		}
 	}
@@ -177,7 +221,7 @@ func (p *Profile) watchGone(b *Browser) {
 func (p *Profile) closeBrowser() error {
 	p.mu.Lock()
 	b, tabs, pages := p.browser, p.tabs, p.pages
-	p.browser, p.tabs, p.pages = nil, nil, map[string]*cdpdriver.Page{}
+	p.browser, p.tabs, p.pages, p.claimed = nil, nil, map[string]*cdpdriver.Page{}, map[string]bool{}
 	p.mu.Unlock()
 	for _, pg := range pages {
 		pg.Close()
@@ -203,39 +247,68 @@ func (p *Profile) OpenTab(ctx context.Context, url string) (*Tab, error) {
 	if b == nil {
 		return nil, p.notRunning()
 	}
-	page, err := b.OpenPage(ctx, url)
+	id, err := b.NewTarget(ctx, url)
 	if err != nil {
 		return nil, err
 	}
-	return p.startTab(ctx, page)
+	if !p.claim(id) { // the watcher saw it appear first
+		return p.awaitTab(ctx, id)
+	}
+	page, err := b.AttachPage(ctx, id)
+	if err != nil {
+		p.unclaim(id)
+		_ = b.CloseTarget(ctx, id)
+		return nil, err
+	}
+	tab, err := p.startTab(ctx, page)
+	if err != nil {
+		p.unclaim(id)
+	}
+	return tab, err
+}
+
+// adopt gives a claimed tab that exists already its actor.
+func (p *Profile) adopt(ctx context.Context, b *Browser, id string) error {
+	page, err := b.AttachPage(ctx, id)
+	if err == nil {
+		_, err = p.startTab(ctx, page)
+	}
+	if err != nil {
+		p.unclaim(id)
+	}
+	return err
 }
 
 // attachTimeout bounds adopting a tab a page opened.
 const attachTimeout = 30 * time.Second
 
-// adoptOpened gives every tab a page opens (window.open, target=_blank)
-// an actor and a frame stream of its own, and announces it on the
+// adoptOpened gives every tab that appears (one a page opens with
+// window.open or target=_blank, or a person's new tab) an actor and a
+// frame stream of its own, and announces one a page opened on the
 // opener's event.opened subject.
 func (p *Profile) adoptOpened(opened <-chan cdpdriver.PageOpened) {
 	for o := range opened {
-		ctx, cancel := context.WithTimeout(context.Background(), attachTimeout)
 		b := p.Browser()
 		if b == nil {
-			cancel()
 			return
 		}
-		page, err := b.AttachPage(ctx, o.TargetID)
-		var tab *Tab
-		if err == nil {
-			tab, err = p.startTab(ctx, page)
+		if !p.claim(o.TargetID) {
+			continue // the node opened it and gives it its actor
 		}
+		ctx, cancel := context.WithTimeout(context.Background(), attachTimeout)
+		err := p.adopt(ctx, b, o.TargetID)
 		cancel()
 		if err != nil {
-			p.log.Warn().Err(err).Str("target", o.TargetID).Msg("adopt a tab a page opened")
+			p.log.Warn().Err(err).Str("target", o.TargetID).Msg("adopt a tab that appeared")
 			continue
 		}
-		data, _ := json.Marshal(openedEvent{Tab: o.OpenerID, Opened: tab.Info()})
-		_ = p.node.nc.Publish(p.node.subj.TabEvents(o.OpenerID, "opened"), data)
+		if o.OpenerID == "" {
+			continue
+		}
+		if tab := p.Tab(o.TargetID); tab != nil {
+			data, _ := json.Marshal(openedEvent{Tab: o.OpenerID, Opened: tab.Info()})
+			_ = p.node.nc.Publish(p.node.subj.TabEvents(o.OpenerID, "opened"), data)
+		}
 	}
 }
 
@@ -295,6 +368,7 @@ func (p *Profile) retireWhenDone(tab *Tab) {
 		pg.Close()
 		delete(p.pages, tab.ID())
 	}
+	delete(p.claimed, tab.ID())
 }
 
 // Tabs lists the profile's tabs.

@@ -94,6 +94,28 @@ func TestProfilesManagedAndAttached(t *testing.T) {
 	if len(pages.Tabs) != 1 || pages.Tabs[0].Tab != chromeTab || !strings.HasPrefix(pages.Tabs[0].URL, site("/")) {
 		t.Fatalf("chrome pages after reconnecting: %+v", pages)
 	}
+	// A tab someone opens in that browser gets an actor; one the node
+	// opens gets exactly one.
+	user, err := cdpdriver.ConnectBrowser(ctx, outside.BrowserWebSocketURL(), zerolog.Nop())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer user.Close()
+	if _, err := user.NewTarget(ctx, site("/form.html")); err != nil {
+		t.Fatal(err)
+	}
+	waitUntil(t, func() bool { return len(node.Profile("chrome").Tabs()) == 2 })
+	var opened protocol.TabReply
+	if raw := c.ask(subj.Profile("chrome", protocol.OpNewTab), protocol.NewTabRequest{URL: site("/")}, &opened); !opened.OK {
+		t.Fatalf("newtab in the attached browser: %s", raw)
+	}
+	c.ask(subj.Profile("chrome", protocol.OpPages), nil, &pages)
+	if len(pages.Tabs) != 3 {
+		t.Fatalf("chrome pages after a person's tab and newtab: %+v", pages)
+	}
+	if res := c.plan(subj, opened.Tab.Tab, one(protocol.Action{Type: "eval", Expression: "location.pathname"})); !res.OK || string(res.Results[0].Value) != `"/"` {
+		t.Fatalf("plan on the new tab: %+v", res)
+	}
 	if raw := lifecycle("default", protocol.OpConnect); !strings.Contains(string(raw), "use launch") {
 		t.Fatalf("connect of a managed profile: %s", raw)
 	}
@@ -116,7 +138,7 @@ func TestProfilesManagedAndAttached(t *testing.T) {
 	}
 	var all protocol.TabList
 	c.ask(subj.Tabs(), nil, &all)
-	if len(all.Tabs) != 3 {
+	if len(all.Tabs) != 5 { // default, work, chrome × 3
 		t.Fatalf("tabs of all profiles: %+v", all)
 	}
 
