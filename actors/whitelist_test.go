@@ -154,3 +154,35 @@ func mustJSON(t *testing.T, v any) []byte {
 	}
 	return data
 }
+
+// An empty whitelist denies every host: navigations, new tabs and
+// sessions alike, and nothing reaches the server.
+func TestEmptyWhitelistDeniesAll(t *testing.T) {
+	var hits atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { hits.Add(1) }))
+	defer srv.Close()
+	none, err := whitelist.New([]string{}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	node := startTestNode(t, NodeOptions{Prefix: "fbdenyall", Whitelist: none, ProfileDir: t.TempDir()})
+	c := newBusClient(t, node)
+	subj := node.Subjects()
+	res := c.plan(subj, node.Tabs()[0].Tab, one(protocol.Action{Type: "navigate", URL: srv.URL + "/"}))
+	if res.Code != protocol.CodePermissionDenied || !strings.Contains(res.Error, "127.0.0.1") {
+		t.Errorf("navigate: %+v", res)
+	}
+	var r protocol.PlanResult
+	if raw := c.ask(subj.Profile(protocol.DefaultProfile, protocol.OpNewTab), protocol.NewTabRequest{URL: srv.URL + "/"}, &r); r.Code != protocol.CodePermissionDenied {
+		t.Errorf("newtab: %s", raw)
+	}
+	if raw := c.ask(subj.SessionStart(), protocol.SessionStartRequest{Domain: "example.test"}, &r); r.Code != protocol.CodePermissionDenied {
+		t.Errorf("session start: %s", raw)
+	}
+	// A page can not get there either: about:blank scripting a navigation.
+	c.plan(subj, node.Tabs()[0].Tab, one(protocol.Action{Type: "eval", Expression: "location.href = '" + srv.URL + "/script'; 1"}))
+	c.plan(subj, node.Tabs()[0].Tab, one(protocol.Action{Type: "eval", Expression: "new Promise(r => setTimeout(r, 300))"}))
+	if n := hits.Load(); n != 0 {
+		t.Fatalf("the server saw %d requests", n)
+	}
+}
