@@ -3,6 +3,9 @@ package actors
 import (
 	"context"
 	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
 	"sort"
 	"strconv"
 	"testing"
@@ -20,12 +23,19 @@ import (
 )
 
 // BenchmarkEvalRoundTrip measures, in one run and interleaved so machine
-// noise hits all three alike, a one-action `eval 1+1` plan sent by a client
-// over the bus (in-process and over TCP) against the same Runtime.evaluate
-// sent on a raw mafredri/cdp connection to the same tab: the same command
-// the driver sends (cdpdriver.EvalArgs: awaitPromise, deep serialization,
-// the timeout), so the difference is what the bus, the actor and the
-// driver add.
+// noise hits all paths alike, a one-action `eval 1+1` plan sent by a
+// client over the bus (in-process and over TCP) against the same
+// Runtime.evaluate sent on a raw mafredri/cdp connection to the same tab:
+// the same command the driver sends (cdpdriver.EvalArgs: awaitPromise,
+// deep serialization, the timeout), so the difference is what the bus,
+// the actor and the driver add.
+//
+// The TCP path is measured twice: from a client in this process, which
+// shares the node's Ps, and from a client process of its own (this test
+// binary run as one, see runBenchClient), which is how agents and
+// observers reach a node over TCP; that process times its own raw
+// Runtime.evaluate alongside, so its ratio compares like with like.
+//
 // It reports each path's p50 and the bus/raw ratios. Run it with
 // -cpu 1,2: framebus serve runs with GOMAXPROCS = half the CPUs (one on a
 // 2-core machine, see cmd/framebus/procs.go), and the two rows show why.
@@ -40,21 +50,13 @@ func BenchmarkEvalRoundTrip(b *testing.B) {
 
 	seq := tab.Info().Sequence
 	plan := func(nc *nats.Conn) {
-		data, _ := json.Marshal(protocol.Plan{Action: &protocol.Action{Type: "eval", Expression: "1+1", BasedOnSequence: protocol.Based(seq)}})
-		msg, err := nc.Request(protocol.DefaultSubjects.TabPlan(tab.ID()), data, 10*time.Second)
-		if err != nil {
+		if seq, err = evalPlan(nc, tab.ID(), seq); err != nil {
 			b.Fatal(err)
 		}
-		var res protocol.PlanResult
-		if err := json.Unmarshal(msg.Data, &res); err != nil || !res.OK || string(res.Results[0].Value) != "2" {
-			b.Fatalf("plan: %s %v", msg.Data, err)
-		}
-		seq = res.Sequence
 	}
 	rawEval := func() {
-		r, err := raw.Runtime.Evaluate(ctx, cdpdriver.EvalArgs("1+1", 30*time.Second))
-		if err != nil || r.Result.DeepSerializedValue == nil || string(r.Result.DeepSerializedValue.Value) != "2" {
-			b.Fatalf("raw evaluate: %v", err)
+		if err := evalRaw(ctx, raw); err != nil {
+			b.Fatal(err)
 		}
 	}
 	for i := 0; i < 200; i++ { // warm both sides up
@@ -81,6 +83,112 @@ func BenchmarkEvalRoundTrip(b *testing.B) {
 	b.ReportMetric(float64(tc.Microseconds()), "bus-tcp-p50-µs")
 	b.ReportMetric(float64(in)/float64(r), "inproc/raw")
 	b.ReportMetric(float64(tc)/float64(r), "tcp/raw")
+
+	out := runBenchClientProcess(b, tab, b.N)
+	b.ReportMetric(float64(out.Raw.Microseconds()), "proc-raw-p50-µs")
+	b.ReportMetric(float64(out.Bus.Microseconds()), "proc-tcp-p50-µs")
+	b.ReportMetric(float64(out.Bus)/float64(out.Raw), "proc-tcp/raw")
+}
+
+// evalPlan sends a one-action eval 1+1 plan based on seq and checks its
+// answer; it returns the tab's sequence after it.
+func evalPlan(nc *nats.Conn, tab string, seq int64) (int64, error) {
+	data, _ := json.Marshal(protocol.Plan{Action: &protocol.Action{Type: "eval", Expression: "1+1", BasedOnSequence: protocol.Based(seq)}})
+	msg, err := nc.Request(protocol.DefaultSubjects.TabPlan(tab), data, 10*time.Second)
+	if err != nil {
+		return seq, err
+	}
+	var res protocol.PlanResult
+	if err := json.Unmarshal(msg.Data, &res); err != nil || !res.OK || string(res.Results[0].Value) != "2" {
+		return seq, fmt.Errorf("plan: %s %v", msg.Data, err)
+	}
+	return res.Sequence, nil
+}
+
+// evalRaw sends the driver's Runtime.evaluate of 1+1 and checks its answer.
+func evalRaw(ctx context.Context, raw *cdp.Client) error {
+	r, err := raw.Runtime.Evaluate(ctx, cdpdriver.EvalArgs("1+1", 30*time.Second))
+	if err != nil || r.Result.DeepSerializedValue == nil || string(r.Result.DeepSerializedValue.Value) != "2" {
+		return fmt.Errorf("raw evaluate: %v", err)
+	}
+	return nil
+}
+
+// The bench client process: this test binary started with benchClientEnv
+// set to a JSON benchClientJob runs the job instead of the tests and
+// prints a benchClientResult.
+const benchClientEnv = "FRAMEBUS_BENCH_CLIENT"
+
+type benchClientJob struct {
+	Bus, Tab, Page string // the bus URL, the tab id, its DevTools websocket
+	Sequence       int64
+	N              int
+}
+
+type benchClientResult struct {
+	Raw, Bus time.Duration // p50s
+}
+
+// runBenchClientProcess runs n interleaved raw and bus round trips from a
+// client process of their own.
+func runBenchClientProcess(b *testing.B, tab *Tab, n int) benchClientResult {
+	job, _ := json.Marshal(benchClientJob{Bus: testBus.ClientURL(), Tab: tab.ID(),
+		Page: testBrowser.conn.PageWebSocketURL(tab.ID()), Sequence: tab.Info().Sequence, N: n})
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), benchClientEnv+"="+string(job))
+	cmd.Stderr = os.Stderr
+	out, err := cmd.Output()
+	if err != nil {
+		b.Fatalf("bench client: %v", err)
+	}
+	var res benchClientResult
+	if err := json.Unmarshal(out, &res); err != nil {
+		b.Fatalf("bench client said %q: %v", out, err)
+	}
+	return res
+}
+
+// runBenchClient is the bench client process's main.
+func runBenchClient(jobJSON string) int {
+	var job benchClientJob
+	if err := json.Unmarshal([]byte(jobJSON), &job); err != nil {
+		fmt.Fprintln(os.Stderr, "bench client job:", err)
+		return 1
+	}
+	ctx := context.Background()
+	nc, err := nats.Connect(job.Bus)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "bench client:", err)
+		return 1
+	}
+	defer nc.Close()
+	conn, err := rpcc.DialContext(ctx, job.Page)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "bench client:", err)
+		return 1
+	}
+	defer conn.Close()
+	raw := cdp.NewClient(conn)
+	seq := job.Sequence
+	var rawT, busT []time.Duration
+	for i := -200; i < job.N; i++ { // 200 to warm up
+		t0 := time.Now()
+		if err := evalRaw(ctx, raw); err != nil {
+			fmt.Fprintln(os.Stderr, "bench client:", err)
+			return 1
+		}
+		t1 := time.Now()
+		if seq, err = evalPlan(nc, job.Tab, seq); err != nil {
+			fmt.Fprintln(os.Stderr, "bench client:", err)
+			return 1
+		}
+		if i >= 0 {
+			rawT, busT = append(rawT, t1.Sub(t0)), append(busT, time.Since(t1))
+		}
+	}
+	out, _ := json.Marshal(benchClientResult{Raw: p50(rawT), Bus: p50(busT)})
+	fmt.Println(string(out))
+	return 0
 }
 
 func p50(d []time.Duration) time.Duration {

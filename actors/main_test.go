@@ -28,6 +28,9 @@ var (
 )
 
 func TestMain(m *testing.M) {
+	if job := os.Getenv(benchClientEnv); job != "" {
+		os.Exit(runBenchClient(job))
+	}
 	os.Exit(runTests(m))
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"runtime"
 	"sync/atomic"
 	"time"
 
@@ -185,6 +186,10 @@ func (t *Tab) receive(m *nats.Msg) {
 	}
 	res := t.runPlan(plan)
 	respond(m, res, t.log)
+	// Let the connection's flusher send the reply now: with one P (as
+	// serve runs on two cores) it would wait until this goroutine blocks,
+	// after the frames are encoded and published.
+	runtime.Gosched()
 }
 
 // closeInbox answers the plans still queued with tab_closed.
