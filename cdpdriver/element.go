@@ -6,6 +6,7 @@ import (
 	"errors"
 	"strings"
 
+	"github.com/mafredri/cdp/protocol/page"
 	"github.com/mafredri/cdp/protocol/runtime"
 	"github.com/mafredri/cdp/rpcc"
 )
@@ -75,12 +76,30 @@ func (p *Page) withDocument(ctx context.Context, call func(doc runtime.RemoteObj
 	}
 }
 
+// isolatedWorld names the JavaScript world framebus's element functions
+// run in, one per document. A page cannot reach into it: a script that
+// redefines Map, WeakRef or querySelector, or a global framebus uses,
+// changes its own world only, so a snapshot ref can never be re-bound to
+// another element by the page. The DOM, and events dispatched on it, are
+// shared; JavaScript state of the page (its variables, handlers it set as
+// properties such as el.onclick) is not, which is what eval is for.
+const isolatedWorld = "framebus"
+
 func (p *Page) document(ctx context.Context) (runtime.RemoteObjectID, error) {
 	gen := p.decoder.generation.Load()
 	if p.doc != "" && p.docGeneration == gen {
 		return p.doc, nil
 	}
-	reply, err := p.client.Runtime.Evaluate(ctx, runtime.NewEvaluateArgs("document").SetObjectGroup(objectGroup))
+	// framebus's own functions run in an isolated world: the page's
+	// scripts share its DOM but not its JavaScript, so they can neither see
+	// nor poison the refs registry, the snapshot function or the built-ins
+	// these functions use (see isolatedWorld).
+	world, err := p.client.Page.CreateIsolatedWorld(ctx, page.NewCreateIsolatedWorldArgs(page.FrameID(p.targetID)).SetWorldName(isolatedWorld))
+	if err != nil {
+		return "", err
+	}
+	reply, err := p.client.Runtime.Evaluate(ctx, runtime.NewEvaluateArgs("document").
+		SetContextID(world.ExecutionContextID).SetObjectGroup(objectGroup))
 	if err != nil {
 		return "", err
 	}

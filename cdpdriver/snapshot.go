@@ -22,12 +22,11 @@ var snapshotJS string
 // is sent with every call is a new closure each time, so V8 never keeps
 // its optimised code, and a 1,000-row page takes a third longer.
 //
-// The installed function carries a token the page cannot know (it is made
-// at start and only ever sent to the page inside these functions), so a
-// page that defines window.__framebusSnapshot itself before the first
-// snapshot is never called: the call answers "uninstalled", and the
-// install, if the page's property cannot be replaced, runs the function
-// uninstalled.
+// It is installed in framebus's isolated world (element.go), out of the
+// page's reach. As a second guard it carries a token made at start, so a
+// function of that name that framebus did not install is never called:
+// the call answers "uninstalled", and the install, if the property cannot
+// be replaced, runs the function uninstalled.
 var (
 	snapshotToken = newSnapshotToken()
 	// snapshotCallJS calls the installed function, or answers

@@ -250,9 +250,14 @@ func (p *Page) snapshotTestRefNodes(ctx context.Context, refs []string) (map[str
 	out := map[string]dom.BackendNodeID{}
 	for _, ref := range refs {
 		arg, _ := json.Marshal(ref)
-		reply, err := p.client.Runtime.Evaluate(ctx, runtime.NewEvaluateArgs(
-			"(() => { const w = window.__framebusRefs.byRef.get("+string(arg)+"); return w && w.deref(); })()").
-			SetObjectGroup(group))
+		doc, err := p.document(ctx)
+		if err != nil {
+			return nil, err
+		}
+		// In framebus's world, where the registry is.
+		reply, err := p.client.Runtime.CallFunctionOn(ctx, runtime.NewCallFunctionOnArgs(
+			"function (ref) {"+lookupJS+" return lookup(this, ref).el; }").
+			SetObjectID(doc).SetArguments([]runtime.CallArgument{{Value: arg}}).SetObjectGroup(group))
 		if err != nil {
 			return nil, err
 		}

@@ -231,33 +231,60 @@ func snapshotTestFixture(t *testing.T, b *Browser, srv *httptest.Server, page st
 	return ctx, p, s
 }
 
-// A page that defines the installed snapshot function's name itself, before
-// the first snapshot, is never called in its place: not as a plain
-// property, and not as a fixed one that cannot be replaced.
-func TestSnapshotPageCannotPreemptTheFunction(t *testing.T) {
+// framebus's page functions run in an isolated world: a page that poisons
+// built-ins (WeakRef, Map, querySelector) and defines framebus's globals
+// first still gets its own snapshot taken, and a ref or a selector clicks
+// the element it names, never the decoy the page offers.
+func TestSnapshotHostilePageCannotRebindRefs(t *testing.T) {
 	b := snapshotTestBrowser(t)
-	srv := snapshotTestServer(t)
-	fake := `() => ({wire: '{"title":"fake","url":"x","interactive":0,"count":0}'})`
-	for name, define := range map[string]string{
-		"plain": `window.__framebusSnapshot = ` + fake + `; 1`,
-		"fixed": `Object.defineProperty(window, "__framebusSnapshot", {value: Object.assign(` + fake + `, {token: "guess"})}); 1`,
-	} {
-		t.Run(name, func(t *testing.T) {
-			ctx := snapshotTestCtx(t, 60*time.Second)
-			p := snapshotTestOpen(ctx, t, b, srv.URL+"/rows.html?n=3")
-			var one int
-			if err := p.evalValue(ctx, "define", define, &one); err != nil {
-				t.Fatal(err)
+	site := httptest.NewServer(http.FileServer(http.Dir("../testdata/site")))
+	defer site.Close()
+	ctx := snapshotTestCtx(t, 60*time.Second)
+	p := snapshotTestOpen(ctx, t, b, site.URL+"/hostile.html")
+	clicked := func() string {
+		t.Helper()
+		var who string
+		if err := p.evalValue(ctx, "clicked", "window.clicked || ''", &who); err != nil {
+			t.Fatal(err)
+		}
+		return who
+	}
+	for range 2 { // installing, then installed
+		s, err := p.Snapshot(ctx, SnapshotOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if s.Title != "Hostile" || s.Interactive != 2 {
+			t.Fatalf("snapshot %q with %d interactive elements, want the page's: Hostile with 2", s.Title, s.Interactive)
+		}
+		ref := ""
+		for _, line := range strings.Split(s.Text(), "\n") {
+			if strings.Contains(line, `button "Target"`) {
+				_, after, _ := strings.Cut(line, "[ref=")
+				ref, _, _ = strings.Cut(after, "]")
 			}
-			for range 2 { // installing, then installed (or not installable)
-				s, err := p.Snapshot(ctx, SnapshotOptions{})
-				if err != nil {
-					t.Fatal(err)
-				}
-				if s.Title != "Rows" || s.Interactive != 9 {
-					t.Fatalf("snapshot %q with %d interactive elements, want the page's: Rows with 9", s.Title, s.Interactive)
-				}
-			}
-		})
+		}
+		if ref == "" {
+			t.Fatalf("no ref for the target button in\n%s", s.Text())
+		}
+		if err := p.Click(ctx, ref, ClickOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		if who := clicked(); who != "target" {
+			t.Fatalf("click %s clicked %q, want target", ref, who)
+		}
+		if err := p.evalValue(ctx, "reset", "window.clicked = ''", new(string)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := p.Click(ctx, "#target", ClickOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if who := clicked(); who != "target" {
+		t.Fatalf("click #target clicked %q", who)
+	}
+	var token string
+	if err := p.evalValue(ctx, "token", "String(window.__framebusSnapshot.token)", &token); err != nil || token != "guess" {
+		t.Fatalf("the page sees a snapshot function with token %q (%v); want only its own", token, err)
 	}
 }
