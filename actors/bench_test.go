@@ -88,6 +88,7 @@ func BenchmarkEvalRoundTrip(b *testing.B) {
 	b.ReportMetric(float64(out.Raw.Microseconds()), "proc-raw-p50-µs")
 	b.ReportMetric(float64(out.Bus.Microseconds()), "proc-tcp-p50-µs")
 	b.ReportMetric(float64(out.Bus)/float64(out.Raw), "proc-tcp/raw")
+	b.ReportMetric(float64(out.Floor.Microseconds()), "proc-bus-floor-p50-µs")
 }
 
 // evalPlan sends a one-action eval 1+1 plan based on seq and checks its
@@ -127,6 +128,9 @@ type benchClientJob struct {
 
 type benchClientResult struct {
 	Raw, Bus time.Duration // p50s
+	// Floor is the p50 of a url plan, which makes no CDP call: the bus
+	// and the actor alone, between two processes.
+	Floor time.Duration
 }
 
 // runBenchClientProcess runs n interleaved raw and bus round trips from a
@@ -170,7 +174,8 @@ func runBenchClient(jobJSON string) int {
 	defer conn.Close()
 	raw := cdp.NewClient(conn)
 	seq := job.Sequence
-	var rawT, busT []time.Duration
+	urlPlan, _ := json.Marshal(protocol.Plan{Action: &protocol.Action{Type: "url"}})
+	var rawT, busT, floorT []time.Duration
 	for i := -200; i < job.N; i++ { // 200 to warm up
 		t0 := time.Now()
 		if err := evalRaw(ctx, raw); err != nil {
@@ -182,11 +187,16 @@ func runBenchClient(jobJSON string) int {
 			fmt.Fprintln(os.Stderr, "bench client:", err)
 			return 1
 		}
+		t2 := time.Now()
+		if _, err := nc.Request(protocol.DefaultSubjects.TabPlan(job.Tab), urlPlan, 10*time.Second); err != nil {
+			fmt.Fprintln(os.Stderr, "bench client:", err)
+			return 1
+		}
 		if i >= 0 {
-			rawT, busT = append(rawT, t1.Sub(t0)), append(busT, time.Since(t1))
+			rawT, busT, floorT = append(rawT, t1.Sub(t0)), append(busT, t2.Sub(t1)), append(floorT, time.Since(t2))
 		}
 	}
-	out, _ := json.Marshal(benchClientResult{Raw: p50(rawT), Bus: p50(busT)})
+	out, _ := json.Marshal(benchClientResult{Raw: p50(rawT), Bus: p50(busT), Floor: p50(floorT)})
 	fmt.Println(string(out))
 	return 0
 }
