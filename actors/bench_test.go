@@ -84,11 +84,17 @@ func BenchmarkEvalRoundTrip(b *testing.B) {
 	b.ReportMetric(float64(in)/float64(r), "inproc/raw")
 	b.ReportMetric(float64(tc)/float64(r), "tcp/raw")
 
+	echo, err := testConn.Subscribe(benchEchoSubject, func(m *nats.Msg) { _ = m.Respond(m.Data) })
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer echo.Unsubscribe()
 	out := runBenchClientProcess(b, tab, b.N)
 	b.ReportMetric(float64(out.Raw.Microseconds()), "proc-raw-p50-µs")
 	b.ReportMetric(float64(out.Bus.Microseconds()), "proc-tcp-p50-µs")
 	b.ReportMetric(float64(out.Bus)/float64(out.Raw), "proc-tcp/raw")
 	b.ReportMetric(float64(out.Floor.Microseconds()), "proc-bus-floor-p50-µs")
+	b.ReportMetric(float64(out.Echo.Microseconds()), "proc-nats-echo-p50-µs")
 }
 
 // evalPlan sends a one-action eval 1+1 plan based on seq and checks its
@@ -129,9 +135,13 @@ type benchClientJob struct {
 type benchClientResult struct {
 	Raw, Bus time.Duration // p50s
 	// Floor is the p50 of a url plan, which makes no CDP call: the bus
-	// and the actor alone, between two processes.
-	Floor time.Duration
+	// and the actor alone, between two processes; Echo that of a bare
+	// NATS echo on the node's in-process connection, the bus alone.
+	Floor, Echo time.Duration
 }
+
+// benchEchoSubject is where the node side of the benchmark echoes.
+const benchEchoSubject = "bench.echo"
 
 // runBenchClientProcess runs n interleaved raw and bus round trips from a
 // client process of their own.
@@ -175,7 +185,7 @@ func runBenchClient(jobJSON string) int {
 	raw := cdp.NewClient(conn)
 	seq := job.Sequence
 	urlPlan, _ := json.Marshal(protocol.Plan{Action: &protocol.Action{Type: "url"}})
-	var rawT, busT, floorT []time.Duration
+	var rawT, busT, floorT, echoT []time.Duration
 	for i := -200; i < job.N; i++ { // 200 to warm up
 		t0 := time.Now()
 		if err := evalRaw(ctx, raw); err != nil {
@@ -192,11 +202,17 @@ func runBenchClient(jobJSON string) int {
 			fmt.Fprintln(os.Stderr, "bench client:", err)
 			return 1
 		}
+		t3 := time.Now()
+		if _, err := nc.Request(benchEchoSubject, urlPlan, 10*time.Second); err != nil {
+			fmt.Fprintln(os.Stderr, "bench client:", err)
+			return 1
+		}
 		if i >= 0 {
-			rawT, busT, floorT = append(rawT, t1.Sub(t0)), append(busT, t2.Sub(t1)), append(floorT, time.Since(t2))
+			rawT, busT = append(rawT, t1.Sub(t0)), append(busT, t2.Sub(t1))
+			floorT, echoT = append(floorT, t3.Sub(t2)), append(echoT, time.Since(t3))
 		}
 	}
-	out, _ := json.Marshal(benchClientResult{Raw: p50(rawT), Bus: p50(busT), Floor: p50(floorT)})
+	out, _ := json.Marshal(benchClientResult{Raw: p50(rawT), Bus: p50(busT), Floor: p50(floorT), Echo: p50(echoT)})
 	fmt.Println(string(out))
 	return 0
 }
