@@ -113,6 +113,13 @@ func snapshotTestOpen(ctx context.Context, t testing.TB, b *Browser, url string)
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { p.Close() })
+	snapshotTestLoad(ctx, t, p, url)
+	return p
+}
+
+// snapshotTestLoad loads url in p and waits for its load event.
+func snapshotTestLoad(ctx context.Context, t testing.TB, p *Page, url string) {
+	t.Helper()
 	if _, err := p.Navigate(ctx, url); err != nil {
 		t.Fatal(err)
 	}
@@ -128,7 +135,6 @@ func snapshotTestOpen(ctx context.Context, t testing.TB, b *Browser, url string)
 		}
 		return nil
 	})
-	return p
 }
 
 func snapshotTestCtx(t testing.TB, d time.Duration) context.Context {
