@@ -6,12 +6,14 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 	"time"
 
 	"github.com/nats-io/nats.go"
 	"github.com/rs/zerolog"
 
+	"github.com/framebus/framebus/actors/egress"
 	"github.com/framebus/framebus/actors/whitelist"
 	"github.com/framebus/framebus/bus"
 	"github.com/framebus/framebus/cdpdriver"
@@ -33,8 +35,14 @@ type NodeOptions struct {
 	DialogTimeout time.Duration
 	DialogDefault string
 	// Whitelist limits what the browser may load, in its network layer,
-	// for every request of every tab; nil allows every http(s) URL.
+	// for every request of every tab; nil allows every http(s) URL. With
+	// one, the node's browsers also reach the network only through an
+	// egress proxy that enforces it (WebSockets are not Fetch requests).
 	Whitelist *whitelist.Whitelist
+	// EgressDial is how the egress proxy connects to hosts (nil: the
+	// system's resolver); tests map their domain names to loopback here,
+	// as --host-resolver-rules does for Chromium.
+	EgressDial egress.DialFunc
 	// StartURL is where the first tab of a launched browser opens;
 	// about:blank when "".
 	StartURL string
@@ -64,6 +72,7 @@ type Node struct {
 	order    []string // profile names, the default first
 	sessions sessions
 
+	egress    *egress.Proxy        // nil without a whitelist
 	subs      []*nats.Subscription // tabs, browser status, sessions
 	closeOnce sync.Once
 	closeErr  error
@@ -91,7 +100,13 @@ func StartNode(ctx context.Context, opts NodeOptions) (n *Node, err error) {
 	if n.nc, err = n.bus.Connect("framebus-node"); err != nil {
 		return nil, err
 	}
-	def, err := n.addProfile(protocol.DefaultProfile, "", opts.Launch)
+	if wl := opts.Whitelist; wl != nil {
+		if n.egress, err = egress.Start(wl.CheckHost, opts.EgressDial, opts.Logger.With().Str("component", "egress").Logger()); err != nil {
+			return nil, err
+		}
+		n.opts.Launch.Args = append(slices.Clip(opts.Launch.Args), n.egress.Flags()...)
+	}
+	def, err := n.addProfile(protocol.DefaultProfile, "", n.opts.Launch)
 	if err != nil {
 		return nil, err
 	}
@@ -293,6 +308,9 @@ func (n *Node) Close() error {
 		close(errc)
 		for err := range errc {
 			errs = append(errs, err)
+		}
+		if n.egress != nil {
+			_ = n.egress.Close()
 		}
 		if n.nc != nil {
 			_ = n.nc.Drain()

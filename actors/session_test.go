@@ -1,6 +1,7 @@
 package actors
 
 import (
+	"context"
 	"encoding/json"
 	"net"
 	"net/http/httptest"
@@ -22,6 +23,17 @@ import (
 var testDomains = cdpdriver.LaunchOptions{Args: []string{
 	"--host-resolver-rules=MAP *.example.test 127.0.0.1, MAP example.test 127.0.0.1, MAP evil.test 127.0.0.1",
 }}
+
+// loopbackDial is the egress proxy's resolver for the test domains: every
+// host is 127.0.0.1, as testDomains makes them for Chromium.
+func loopbackDial(ctx context.Context, network, addr string) (net.Conn, error) {
+	_, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return nil, err
+	}
+	var d net.Dialer
+	return d.DialContext(ctx, network, net.JoinHostPort("127.0.0.1", port))
+}
 
 // busClient is a test's connection to a node with request helpers.
 type busClient struct {
@@ -77,7 +89,7 @@ func TestSessionsKeepAProfilePerDomain(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	node := startTestNode(t, NodeOptions{Prefix: "fbsession", ProfileDir: dir, Launch: testDomains, Whitelist: wl})
+	node := startTestNode(t, NodeOptions{Prefix: "fbsession", ProfileDir: dir, Launch: testDomains, Whitelist: wl, EgressDial: loopbackDial})
 	subj := node.Subjects()
 	c := newBusClient(t, node)
 
@@ -174,7 +186,7 @@ func TestSessionsKeepAProfilePerDomain(t *testing.T) {
 	}
 
 	// A second node on the same profile directory.
-	other := startTestNode(t, NodeOptions{Prefix: "fbsession2", ProfileDir: dir, Launch: testDomains, Whitelist: wl})
+	other := startTestNode(t, NodeOptions{Prefix: "fbsession2", ProfileDir: dir, Launch: testDomains, Whitelist: wl, EgressDial: loopbackDial})
 	oc := newBusClient(t, other)
 	var busy protocol.PlanResult
 	raw := oc.ask(other.Subjects().SessionStart(), protocol.SessionStartRequest{Domain: "docs.example.test"}, &busy)

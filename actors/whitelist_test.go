@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -32,7 +33,14 @@ func TestWhitelistBoundary(t *testing.T) {
 		fmt.Fprint(w, "<title>evil</title>evil")
 	}))
 	defer evil.Close()
-	good := httptest.NewServer(siteHandler())
+	var goodSocketHits atomic.Int64
+	site := siteHandler()
+	good := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/ws" {
+			goodSocketHits.Add(1) // no WebSocket server here: reaching it is enough
+		}
+		site.ServeHTTP(w, r)
+	}))
 	defer good.Close()
 	_, evilPort, _ := net.SplitHostPort(evil.Listener.Addr().String())
 	_, goodPort, _ := net.SplitHostPort(good.Listener.Addr().String())
@@ -50,6 +58,7 @@ func TestWhitelistBoundary(t *testing.T) {
 			"--host-resolver-rules=MAP *.example.test 127.0.0.1, MAP example.test 127.0.0.1, MAP evil.test 127.0.0.1, MAP *.evil.test 127.0.0.1",
 		}},
 		Whitelist:     wl,
+		EgressDial:    loopbackDial,
 		SettleTimeout: 2 * time.Second,
 		Logger:        zerolog.Nop(),
 	})
@@ -137,6 +146,30 @@ func TestWhitelistBoundary(t *testing.T) {
 			t.Errorf("after click %s the tab is at %s", sel, u)
 		}
 	}
+	// WebSockets are not Fetch requests: the egress proxy refuses the
+	// denied ones (any number form of the address too).
+	socket := func(u string) string {
+		t.Helper()
+		r := run(protocol.Action{Type: "eval", Expression: `new Promise(done => {
+			const ws = new WebSocket(` + strconv.Quote(u) + `);
+			ws.onopen = () => done("open"); ws.onerror = () => done("error");
+			setTimeout(() => done("timeout"), 3000);
+		})`})
+		return string(r.Value)
+	}
+	for _, u := range []string{"ws://evil.test:" + evilPort + "/ws", "ws://2130706433:" + evilPort + "/ws", "wss://evil.test:" + evilPort + "/ws"} {
+		if got := socket(u); got != `"error"` {
+			t.Errorf("WebSocket to %s: %s, want error", u, got)
+		}
+	}
+	socket("ws://mail.example.test:" + goodPort + "/ws")
+	if goodSocketHits.Load() == 0 {
+		t.Errorf("a WebSocket to an allowed host never reached it")
+	}
+	if n := node.egress.Denied(); n < 2 {
+		t.Errorf("the egress proxy refused %d connections; the WebSockets to evil.test went another way", n)
+	}
+
 	// A fetch from the page fails in the page.
 	if r := run(protocol.Action{Type: "eval", Expression: "fetch('" + evilURL + "/fetch').then(() => 'reached', e => 'failed')"}); string(r.Value) != `"failed"` {
 		t.Errorf("fetch: %+v", r)

@@ -335,3 +335,20 @@ func ipv4Number(s string) (uint64, bool) {
 	n, err := strconv.ParseUint(s, base, 64)
 	return n, err == nil
 }
+
+// CheckHost reports whether a host (a name or an IP address, IPv6 with or
+// without brackets, no port) may be connected to: nil, or a *DeniedError.
+// It canonicalises the host as Check does.
+func (w *Whitelist) CheckHost(host string) error {
+	if strings.Contains(host, ":") && !strings.HasPrefix(host, "[") {
+		host = "[" + host + "]"
+	}
+	u, err := Parse("http://" + host + "/")
+	if err != nil {
+		return &DeniedError{Reason: fmt.Sprintf("%q is not a host this node can check: %v", host, err)}
+	}
+	if !w.AllowsHost(u.Host) {
+		return &DeniedError{Host: u.Host}
+	}
+	return nil
+}

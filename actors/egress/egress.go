@@ -1,0 +1,181 @@
+// Package egress is the whitelist's last line in the network: a forward
+// proxy on loopback that the browser sends all its traffic through and
+// that connects only to allowed hosts.
+//
+// The browser-level request filter (cdpdriver, Fetch domain) sees every
+// HTTP request but not WebSocket connections, which Chromium opens in its
+// network stack without a Fetch stage, and Network.setBlockedURLs does
+// not stop them either (measured on Chromium 156). Behind this proxy, a
+// WebSocket to a denied host is a CONNECT the proxy refuses. HTTP
+// requests the filter let through pass the same check here.
+//
+// Chromium reaches it with --proxy-server and --proxy-bypass-list=<-loopback>
+// (without which it would reach loopback hosts directly); see Flags.
+package egress
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httputil"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/rs/zerolog"
+)
+
+// Check decides whether the proxy may connect to host (a host name or an
+// IP address, as the browser canonicalised it; no port): nil allows it.
+type Check func(host string) error
+
+// DialFunc connects to addr (host:port); net.Dialer.DialContext by default.
+type DialFunc func(ctx context.Context, network, addr string) (net.Conn, error)
+
+// dialTimeout bounds connecting to an upstream host.
+const dialTimeout = 30 * time.Second
+
+// Proxy is a running egress proxy.
+type Proxy struct {
+	ln      net.Listener
+	srv     *http.Server
+	check   Check
+	dial    DialFunc
+	log     zerolog.Logger
+	denied  atomic.Int64
+	tunnels sync.WaitGroup
+	closing chan struct{}
+}
+
+// Start listens on a free loopback port and serves until Close.
+func Start(check Check, dial DialFunc, log zerolog.Logger) (*Proxy, error) {
+	if dial == nil {
+		d := &net.Dialer{Timeout: dialTimeout}
+		dial = d.DialContext
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, fmt.Errorf("egress proxy: %w", err)
+	}
+	p := &Proxy{ln: ln, check: check, dial: dial, log: log, closing: make(chan struct{})}
+	forward := &httputil.ReverseProxy{
+		Rewrite:       func(r *httputil.ProxyRequest) {}, // the request's absolute URL is its target
+		FlushInterval: -1,                                // event streams and long polls as they come
+		Transport: &http.Transport{
+			Proxy:              nil,
+			DialContext:        dial,
+			DisableCompression: true,
+			IdleConnTimeout:    90 * time.Second,
+		},
+		ErrorLog: nil,
+	}
+	p.srv = &http.Server{
+		Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.Method == http.MethodConnect {
+				p.tunnel(w, r)
+				return
+			}
+			if r.URL.Host == "" {
+				http.Error(w, "egress proxy: want an absolute URL or CONNECT", http.StatusBadRequest)
+				return
+			}
+			if !p.allowed(w, r.URL.Hostname()) {
+				return
+			}
+			forward.ServeHTTP(w, r)
+		}),
+		ReadHeaderTimeout: dialTimeout,
+	}
+	go func() { _ = p.srv.Serve(ln) }()
+	return p, nil
+}
+
+// Addr is where the proxy listens, 127.0.0.1:PORT.
+func (p *Proxy) Addr() string { return p.ln.Addr().String() }
+
+// Flags are the Chromium flags that send all its traffic through p.
+func (p *Proxy) Flags() []string {
+	return []string{"--proxy-server=http://" + p.Addr(), "--proxy-bypass-list=<-loopback>"}
+}
+
+// Denied counts the connections the proxy refused.
+func (p *Proxy) Denied() int64 { return p.denied.Load() }
+
+// Close stops the proxy and ends its tunnels.
+func (p *Proxy) Close() error {
+	close(p.closing)
+	err := p.srv.Close()
+	p.tunnels.Wait()
+	return err
+}
+
+func (p *Proxy) allowed(w http.ResponseWriter, host string) bool {
+	if err := p.check(host); err != nil {
+		p.denied.Add(1)
+		p.log.Info().Str("host", host).Msg("egress proxy refused a connection")
+		http.Error(w, err.Error(), http.StatusForbidden)
+		return false
+	}
+	return true
+}
+
+// tunnel serves CONNECT host:port: a byte stream to the host (TLS, a
+// WebSocket), once the host is allowed.
+func (p *Proxy) tunnel(w http.ResponseWriter, r *http.Request) {
+	host, _, err := net.SplitHostPort(r.Host)
+	if err != nil {
+		http.Error(w, "egress proxy: CONNECT wants host:port", http.StatusBadRequest)
+		return
+	}
+	if !p.allowed(w, host) {
+		return
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), dialTimeout)
+	up, err := p.dial(ctx, "tcp", r.Host)
+	cancel()
+	if err != nil {
+		http.Error(w, "egress proxy: "+err.Error(), http.StatusBadGateway)
+		return
+	}
+	hj, ok := w.(http.Hijacker)
+	if !ok {
+		up.Close()
+		http.Error(w, "egress proxy: cannot tunnel", http.StatusInternalServerError)
+		return
+	}
+	down, buf, err := hj.Hijack()
+	if err != nil {
+		up.Close()
+		return
+	}
+	if _, err := io.WriteString(down, "HTTP/1.1 200 Connection Established\r\n\r\n"); err != nil {
+		up.Close()
+		down.Close()
+		return
+	}
+	p.tunnels.Add(1)
+	go func() {
+		defer p.tunnels.Done()
+		p.pipe(up, down, buf.Reader)
+	}()
+}
+
+// pipe copies both ways until either side ends or the proxy closes.
+func (p *Proxy) pipe(up, down net.Conn, pending io.Reader) {
+	done := make(chan struct{}, 2)
+	go func() { _, _ = io.Copy(up, io.MultiReader(pending, down)); done <- struct{}{} }()
+	go func() { _, _ = io.Copy(down, up); done <- struct{}{} }()
+	finished := 0
+	select {
+	case <-done:
+		finished++
+	case <-p.closing:
+	}
+	up.Close()
+	down.Close()
+	for ; finished < 2; finished++ {
+		<-done // each copy ends once both sides are closed
+	}
+}
