@@ -114,7 +114,7 @@ func (p *Proxy) Close() error {
 func (p *Proxy) allowed(w http.ResponseWriter, host string) bool {
 	if err := p.check(host); err != nil {
 		p.denied.Add(1)
-		p.log.Info().Str("host", host).Msg("egress proxy refused a connection")
+		p.log.Debug().Str("host", host).Msg("egress proxy refused a connection")
 		http.Error(w, err.Error(), http.StatusForbidden)
 		return false
 	}
