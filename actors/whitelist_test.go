@@ -219,3 +219,43 @@ func TestEmptyWhitelistDeniesAll(t *testing.T) {
 		t.Fatalf("the server saw %d requests", n)
 	}
 }
+
+// With a whitelist every request goes through the egress proxy: pages,
+// scripts and images load, an event stream streams, a long poll stays
+// open without holding up anything else, and a form post gets through.
+func TestAllowedTrafficThroughTheEgressProxy(t *testing.T) {
+	wl, err := whitelist.New([]string{"127.0.0.1"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	node := startTestNode(t, NodeOptions{Prefix: "fbegress", Whitelist: wl})
+	c := newBusClient(t, node)
+	subj := node.Subjects()
+	tab := node.Tabs()[0].Tab
+	eval := func(expr string) string {
+		t.Helper()
+		res := c.plan(subj, tab, one(protocol.Action{Type: "eval", Expression: expr}))
+		if !res.OK {
+			t.Fatalf("eval %s: %+v", expr, res)
+		}
+		return string(res.Results[0].Value)
+	}
+	load := func(path string) {
+		t.Helper()
+		if res := c.plan(subj, tab, one(protocol.Action{Type: "navigate", URL: site(path), Wait: true})); !res.OK {
+			t.Fatalf("navigate %s: %+v", path, res)
+		}
+	}
+	load("/longpoll.html") // a request held open for a minute
+	load("/sse.html")
+	waitUntil(t, func() bool { return eval("window.sseMessage || ''") == `"hello"` })
+	if got := eval("fetch('/api/data').then(r => r.json()).then(d => d.data)"); got != `"fetched"` {
+		t.Fatalf("fetch through the proxy: %s", got)
+	}
+	if got := eval("fetch('/no-content', {method: 'POST', body: 'x'.repeat(100000)}).then(r => r.status)"); got != "204" {
+		t.Fatalf("a post through the proxy: %s", got)
+	}
+	if node.egress == nil {
+		t.Fatal("no egress proxy with a whitelist")
+	}
+}

@@ -15,6 +15,7 @@ package egress
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -69,7 +70,13 @@ func Start(check Check, dial DialFunc, log zerolog.Logger) (*Proxy, error) {
 			DisableCompression: true,
 			IdleConnTimeout:    90 * time.Second,
 		},
-		ErrorLog: nil,
+	}
+	forward.ErrorHandler = func(w http.ResponseWriter, r *http.Request, err error) {
+		if errors.Is(err, context.Canceled) {
+			return // the browser went away (a navigation ended a long poll)
+		}
+		p.log.Debug().Err(err).Str("url", r.URL.String()).Msg("egress proxy: upstream failed")
+		w.WriteHeader(http.StatusBadGateway)
 	}
 	p.srv = &http.Server{
 		Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
