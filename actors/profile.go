@@ -37,7 +37,7 @@ type Profile struct {
 	launch cdpdriver.LaunchOptions // of a managed profile
 	log    zerolog.Logger
 
-	mu      sync.Mutex // guards browser, tabs, pages, known, session
+	mu      sync.Mutex // guards the fields below but life (perDomain: Node.sessions.mu)
 	browser *Browser   // nil while closed
 	tabs    []*Tab
 	pages   map[string]*cdpdriver.Page
