@@ -26,7 +26,7 @@ import (
 // subject names the session, so only the node running it answers.
 
 type sessions struct {
-	mu   sync.Mutex // serialises start and stop
+	mu   sync.Mutex // guards byID and the making of domain profiles
 	byID map[string]*session
 }
 
@@ -55,27 +55,18 @@ func (n *Node) StartSession(ctx context.Context, req protocol.SessionStartReques
 		return protocol.SessionReply{}, protocol.Errorf(protocol.CodeBadRequest,
 			"sessions keep a profile per domain and need a profile directory; set browser.profileDir (or $FRAMEBUS_PROFILE_DIR)")
 	}
-	n.sessions.mu.Lock()
-	defer n.sessions.mu.Unlock()
-	p := n.Profile(domain)
-	if p != nil && !p.perDomain {
-		return protocol.SessionReply{}, protocol.Errorf(protocol.CodeBadRequest,
-			"%q names a configured profile, not a domain's; sessions are for domains", domain)
+	p, created, err := n.domainProfile(domain)
+	if err != nil {
+		return protocol.SessionReply{}, err
 	}
-	created := false
-	if p == nil {
-		dir := n.profileLaunch(domain).UserDataDir
-		_, statErr := os.Stat(dir)
-		created = errors.Is(statErr, fs.ErrNotExist)
-		if p, err = n.addProfile(domain, "", n.profileLaunch(domain)); err != nil {
-			return protocol.SessionReply{}, err
-		}
-		p.perDomain = true
-	}
+	// Launching takes seconds; other sessions' requests go on meanwhile
+	// (the profile serialises its own launch and close).
 	p.setStartURL(req.URL)
 	if err := p.Launch(ctx); err != nil {
 		return protocol.SessionReply{}, startError(err)
 	}
+	n.sessions.mu.Lock()
+	defer n.sessions.mu.Unlock()
 	s := n.sessionOf(p)
 	if s == nil {
 		if s, err = n.newSession(domain, p); err != nil {
@@ -84,6 +75,27 @@ func (n *Node) StartSession(ctx context.Context, req protocol.SessionStartReques
 		}
 	}
 	return protocol.SessionReply{OK: true, SessionInfo: s.info(), Created: created}, nil
+}
+
+// domainProfile is the profile of a domain's sessions, made on first use;
+// created says its directory did not exist before.
+func (n *Node) domainProfile(domain string) (p *Profile, created bool, err error) {
+	n.sessions.mu.Lock()
+	defer n.sessions.mu.Unlock()
+	if p = n.Profile(domain); p != nil {
+		if !p.perDomain {
+			return nil, false, protocol.Errorf(protocol.CodeBadRequest,
+				"%q names a configured profile, not a domain's; sessions are for domains", domain)
+		}
+		return p, false, nil
+	}
+	launch := n.profileLaunch(domain)
+	_, statErr := os.Stat(launch.UserDataDir)
+	if p, err = n.addProfile(domain, "", launch); err != nil {
+		return nil, false, err
+	}
+	p.perDomain = true
+	return p, errors.Is(statErr, fs.ErrNotExist), nil
 }
 
 // newSession gives a started profile a session id and serves its stop.
@@ -124,18 +136,17 @@ func (n *Node) sessionOf(p *Profile) *session {
 // localStorage in its profile, and ends the session.
 func (n *Node) StopSession(id string) (protocol.SessionReply, error) {
 	n.sessions.mu.Lock()
-	defer n.sessions.mu.Unlock()
 	s := n.sessions.byID[id]
+	delete(n.sessions.byID, id)
+	n.sessions.mu.Unlock()
 	if s == nil {
 		return protocol.SessionReply{}, protocol.Errorf(protocol.CodeSessionNotFound, "no session %s on this node", id)
 	}
-	err := s.profile.Close()
 	_ = s.stopSub.Unsubscribe()
-	delete(n.sessions.byID, id)
 	s.profile.mu.Lock()
 	s.profile.session = ""
 	s.profile.mu.Unlock()
-	if err != nil {
+	if err := s.profile.Close(); err != nil { // it saves the state as it exits
 		return protocol.SessionReply{}, protocol.Errorf(protocol.CodeInternal, "stop session %s: %v", id, err)
 	}
 	info := s.info()
