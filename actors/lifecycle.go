@@ -5,7 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"maps"
-	"strings"
+	"slices"
 	"sync"
 	"time"
 
@@ -27,9 +27,12 @@ import (
 const lifecycleTimeout = time.Minute
 
 type lifecycle struct {
-	mu         sync.Mutex // serialises launch and close
-	subs       []*nats.Subscription
-	notRunning *nats.Subscription // answers plans while the browser is closed
+	mu   sync.Mutex // serialises launch and close
+	subs []*nats.Subscription
+	// notRunning answers the plans sent to the profile's tabs while its
+	// browser is closed: one subscription per tab, so plans to other tabs
+	// never pass through them.
+	notRunning []*nats.Subscription
 }
 
 // serveLifecycle subscribes to the profile's lifecycle requests.
@@ -62,10 +65,15 @@ func (p *Profile) stopLifecycle() {
 		_ = s.Unsubscribe()
 	}
 	p.life.subs = nil
-	if p.life.notRunning != nil {
-		_ = p.life.notRunning.Unsubscribe()
-		p.life.notRunning = nil
+	p.answerPlansAgain()
+}
+
+// answerPlansAgain drops the browser_not_running answers; life.mu is held.
+func (p *Profile) answerPlansAgain() {
+	for _, sub := range p.life.notRunning {
+		_ = sub.Unsubscribe()
 	}
+	p.life.notRunning = nil
 }
 
 // Launch starts a managed profile's browser if it is not running; an
@@ -96,8 +104,7 @@ func (p *Profile) ensureRunning(ctx context.Context) error {
 		return err
 	}
 	if p.life.notRunning != nil {
-		_ = p.life.notRunning.Unsubscribe()
-		p.life.notRunning = nil
+		p.answerPlansAgain()
 		_ = p.node.nc.FlushTimeout(startFlushTimeout) // gone from the server before launch answers
 	}
 	return nil
@@ -112,17 +119,15 @@ func (p *Profile) Close() error {
 	defer p.life.mu.Unlock()
 	if p.life.notRunning == nil && p.life.subs != nil {
 		p.mu.Lock()
-		closed := maps.Clone(p.known)
+		closed := slices.Collect(maps.Keys(p.known))
 		p.mu.Unlock()
-		sub, err := p.node.nc.Subscribe(p.node.subj.AllTabPlans(), func(m *nats.Msg) {
-			if closed[tabOfPlanSubject(m.Subject)] {
-				respond(m, protocol.NewErrorReply(p.notRunning()), p.log)
+		answer := func(m *nats.Msg) { respond(m, protocol.NewErrorReply(p.notRunning()), p.log) }
+		for _, id := range closed {
+			if sub, err := p.node.nc.Subscribe(p.node.subj.TabPlan(id), answer); err == nil {
+				p.life.notRunning = append(p.life.notRunning, sub)
 			}
-		})
-		if err == nil {
-			p.life.notRunning = sub
-			_ = p.node.nc.FlushTimeout(startFlushTimeout)
 		}
+		_ = p.node.nc.FlushTimeout(startFlushTimeout)
 	}
 	return p.closeBrowser()
 }
@@ -207,13 +212,4 @@ func (p *Profile) answerCloseTab(m *nats.Msg) {
 		return
 	}
 	respond(m, protocol.TabReply{OK: true, Tab: info}, p.log)
-}
-
-// tabOfPlanSubject is the tab token of <prefix>.tab.<tab>.plan.
-func tabOfPlanSubject(subject string) string {
-	parts := strings.Split(subject, ".")
-	if len(parts) < 3 {
-		return ""
-	}
-	return parts[len(parts)-2]
 }

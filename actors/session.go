@@ -215,4 +215,10 @@ func (n *Node) answerSessions(m *nats.Msg) {
 }
 
 // sessionOfStopSubject is the id token of <prefix>.session.<id>.stop.
-func sessionOfStopSubject(subject string) string { return tabOfPlanSubject(subject) }
+func sessionOfStopSubject(subject string) string {
+	parts := strings.Split(subject, ".")
+	if len(parts) < 3 {
+		return ""
+	}
+	return parts[len(parts)-2]
+}
