@@ -138,17 +138,24 @@ func (p *Page) Snapshot(ctx context.Context, o SnapshotOptions) (Snapshot, error
 	return s, nil
 }
 
+// The separators of snapshot.js's answer: printable, so that the
+// protocol's JSON carries them as one byte each.
+const (
+	wireLineSep  = "~"
+	wireFieldSep = "|"
+)
+
 // parseSnapshotWire decodes snapshot.js's answer: a JSON line with the
-// snapshot's fields, then one line per node in document order, "depth TAB
-// role" and TAB-separated fields, each a key letter and its value (see the
-// end of snapshot.js), with backslash escapes.
+// snapshot's fields, then one line per node in document order, separated
+// by ~: "depth|role" and |-separated fields, each a key letter and its
+// value (see the end of snapshot.js), with backslash escapes.
 func parseSnapshotWire(wire string) (Snapshot, error) {
 	head, body, _ := strings.Cut(wire, "\n")
 	var s Snapshot
 	if err := json.Unmarshal([]byte(head), &s); err != nil {
 		return Snapshot{}, err
 	}
-	lines := strings.Split(body, "\n")
+	lines := strings.Split(body, wireLineSep)
 	if body == "" {
 		lines = nil
 	}
@@ -158,7 +165,7 @@ func parseSnapshotWire(wire string) (Snapshot, error) {
 		var list []SnapshotNode
 		for i < len(lines) {
 			line := lines[i]
-			d, rest, ok := strings.Cut(line, "\t")
+			d, rest, ok := strings.Cut(line, wireFieldSep)
 			level, err := strconv.Atoi(d)
 			if !ok || err != nil || level > depth {
 				return nil, fmt.Errorf("bad node line %q", line)
@@ -189,9 +196,9 @@ func parseSnapshotWire(wire string) (Snapshot, error) {
 	return s, nil
 }
 
-// parseSnapshotNode decodes "role TAB field TAB field...".
+// parseSnapshotNode decodes "role|field|field...".
 func parseSnapshotNode(line string) (SnapshotNode, error) {
-	role, fields, more := strings.Cut(line, "\t")
+	role, fields, more := strings.Cut(line, wireFieldSep)
 	n := SnapshotNode{Role: role}
 	if role == "" || more && fields == "" {
 		return n, fmt.Errorf("bad node %q", line)
@@ -204,7 +211,7 @@ func parseSnapshotNode(line string) (SnapshotNode, error) {
 	}
 	for fields != "" {
 		var f string
-		f, fields, _ = strings.Cut(fields, "\t")
+		f, fields, _ = strings.Cut(fields, wireFieldSep)
 		if f == "" {
 			return n, fmt.Errorf("empty field in %q", line)
 		}
@@ -269,12 +276,10 @@ func unescapeSnapshotWire(v string) string {
 		if c == '\\' && i+1 < len(v) {
 			i++
 			switch v[i] {
-			case 't':
-				c = '\t'
-			case 'n':
-				c = '\n'
-			case 'r':
-				c = '\r'
+			case 'p':
+				c = '|'
+			case 'w':
+				c = '~'
 			default:
 				c = v[i]
 			}

@@ -785,46 +785,47 @@ function (selector, opts) {
 		};
 		result = keep(nodes);
 	}
-	// The answer: a JSON line with the snapshot's fields, then one line
-	// per node in document order (see parseSnapshotWire in snapshot.go):
-	// depth TAB role, then TAB-separated fields, each a key letter and its
+	// The answer: a JSON line with the snapshot's fields and a newline,
+	// then one line per node in document order, separated by ~ (see
+	// parseSnapshotWire in snapshot.go): depth | role, then |-separated fields, each a key letter and its
 	// value: n name, r ref, l level, c checked, p pressed (1, 0 or m for
 	// mixed), e expanded, s selected (1 or 0), d disabled, q required,
 	// f focused, v value, and the locators i id, a aria-label, t test id,
-	// m name attribute, h href. Backslash, tab, newline and carriage
-	// return in values are escaped with a backslash. Much smaller than the
-	// same tree in JSON, so it crosses the protocol and is decoded in a
-	// fraction of the time.
-	const special = /[\\\t\n\r]/;
-	const esc = (v) => special.test(v) ? v.replace(/[\\\t\n\r]/g, (c) => c === "\\" ? "\\\\" : c === "\t" ? "\\t" : c === "\n" ? "\\n" : "\\r") : v;
+	// m name attribute, h href. In values a backslash is \\, | is \p and
+	// ~ is \w. Much smaller than the same
+	// tree in JSON, so it crosses the protocol and is decoded in a fraction
+	// of the time; the separators are printable so that the protocol's
+	// JSON carries them as one byte, not as \t and \n escapes.
+	const special = /[\\|~]/;
+	const esc = (v) => special.test(v) ? v.replace(/[\\|~]/g, (c) => c === "\\" ? "\\\\" : c === "|" ? "\\p" : "\\w") : v;
 	const tri = (v) => v === "mixed" ? "m" : v ? "1" : "0";
 	const lines = [JSON.stringify({title: document.title, url: location.href, interactive: interactiveCount, count, truncated})];
 	const emit = (list, depth) => {
 		for (const n of list) {
-			let l = depth + "\t" + n.role;
-			if (n.name) l += "\tn" + esc(n.name);
-			if (n.ref) l += "\tr" + n.ref;
-			if (n.level) l += "\tl" + n.level;
-			if (n.checked !== undefined) l += "\tc" + tri(n.checked);
-			if (n.pressed !== undefined) l += "\tp" + tri(n.pressed);
-			if (n.expanded !== undefined) l += "\te" + tri(n.expanded);
-			if (n.selected !== undefined) l += "\ts" + tri(n.selected);
-			if (n.disabled) l += "\td";
-			if (n.required) l += "\tq";
-			if (n.focused) l += "\tf";
-			if (n.value !== undefined) l += "\tv" + esc(n.value);
+			let l = depth + "|" + n.role;
+			if (n.name) l += "|n" + esc(n.name);
+			if (n.ref) l += "|r" + n.ref;
+			if (n.level) l += "|l" + n.level;
+			if (n.checked !== undefined) l += "|c" + tri(n.checked);
+			if (n.pressed !== undefined) l += "|p" + tri(n.pressed);
+			if (n.expanded !== undefined) l += "|e" + tri(n.expanded);
+			if (n.selected !== undefined) l += "|s" + tri(n.selected);
+			if (n.disabled) l += "|d";
+			if (n.required) l += "|q";
+			if (n.focused) l += "|f";
+			if (n.value !== undefined) l += "|v" + esc(n.value);
 			const a = n.attrs;
 			if (a) {
-				if (a.id !== undefined) l += "\ti" + esc(a.id);
-				if (a.ariaLabel !== undefined) l += "\ta" + esc(a.ariaLabel);
-				if (a.testId !== undefined) l += "\tt" + esc(a.testId);
-				if (a.name !== undefined) l += "\tm" + esc(a.name);
-				if (a.href !== undefined) l += "\th" + esc(a.href);
+				if (a.id !== undefined) l += "|i" + esc(a.id);
+				if (a.ariaLabel !== undefined) l += "|a" + esc(a.ariaLabel);
+				if (a.testId !== undefined) l += "|t" + esc(a.testId);
+				if (a.name !== undefined) l += "|m" + esc(a.name);
+				if (a.href !== undefined) l += "|h" + esc(a.href);
 			}
 			lines.push(l);
 			if (n.children) emit(n.children, depth + 1);
 		}
 	};
 	emit(result, 0);
-	return {wire: lines.join("\n")};
+	return {wire: lines[0] + "\n" + lines.slice(1).join("~")};
 }

@@ -198,17 +198,17 @@ func snapshotTestDiff(want, got string) string {
 // answers in, escapes included, and rejects a malformed tree.
 func TestSnapshotWire(t *testing.T) {
 	wire := `{"title":"T","url":"http://x/","interactive":2,"count":4,"truncated":true}` + "\n" +
-		"0\tlist\tnItems\n" +
-		"1\tcheckbox\tnA\\tB\\\\C\tre1\tcm\tq\td\tf\ti\\n1\taL\ttT\tmN\n" +
-		"1\tbutton\tre2\tp1\te0\ts1\tv\thH\n" +
-		"0\theading\tnH\tl3"
+		"0|list|nItems~" +
+		"1|checkbox|nA\tB\\\\C\\p\\w|re1|cm|q|d|f|i\n1|aL|tT|mN~" +
+		"1|button|re2|p1|e0|s1|v|hH~" +
+		"0|heading|nH|l3"
 	s, err := parseSnapshotWire(wire)
 	if err != nil {
 		t.Fatal(err)
 	}
 	js, _ := json.Marshal(s)
 	want := `{"url":"http://x/","title":"T","nodes":[{"role":"list","name":"Items","children":[` +
-		`{"role":"checkbox","name":"A\tB\\C","ref":"e1","checked":"mixed","disabled":true,"required":true,"focused":true,"attrs":{"id":"\n1","ariaLabel":"L","testId":"T","name":"N"}},` +
+		`{"role":"checkbox","name":"A\tB\\C|~","ref":"e1","checked":"mixed","disabled":true,"required":true,"focused":true,"attrs":{"id":"\n1","ariaLabel":"L","testId":"T","name":"N"}},` +
 		`{"role":"button","ref":"e2","pressed":true,"expanded":false,"selected":true,"value":"","attrs":{"href":"H"}}]},` +
 		`{"role":"heading","name":"H","level":3}],"interactive":2,"count":4,"truncated":true}`
 	if string(js) != want {
@@ -218,10 +218,42 @@ func TestSnapshotWire(t *testing.T) {
 	if err != nil || empty.Nodes == nil || len(empty.Nodes) != 0 {
 		t.Fatalf("empty snapshot: %+v, %v", empty, err)
 	}
-	for _, bad := range []string{"", "{}\n1\tbutton", "{}\nx\tbutton", "{}\n0\tbutton\t"} {
+	for _, bad := range []string{"", "{}\n1|button", "{}\nx|button", "{}\n0|button|"} {
 		if _, err := parseSnapshotWire(bad); err == nil {
 			t.Errorf("parseSnapshotWire(%q) succeeded", bad)
 		}
+	}
+}
+
+// Names and locators holding the wire's separators and escape (| ~ \)
+// and line breaks come through whole from real Chromium.
+func TestSnapshotSeparatorsInValues(t *testing.T) {
+	b := snapshotTestBrowser(t)
+	srv := snapshotTestServer(t)
+	ctx := snapshotTestCtx(t, 60*time.Second)
+	p := snapshotTestOpen(ctx, t, b, srv.URL+"/rows.html?n=0")
+	const name = `a|b~c\d\pe|~`
+	var ok bool
+	if err := p.evalValue(ctx, "add", `(() => { const b = document.createElement("button"); b.textContent = `+strconv.Quote(name)+`; b.id = "x|y~z\\"; document.body.append(b); return true; })()`, &ok); err != nil {
+		t.Fatal(err)
+	}
+	s, err := p.Snapshot(ctx, SnapshotOptions{InteractiveOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var found *SnapshotNode
+	var visit func([]SnapshotNode)
+	visit = func(ns []SnapshotNode) {
+		for i := range ns {
+			if ns[i].Role == "button" {
+				found = &ns[i]
+			}
+			visit(ns[i].Children)
+		}
+	}
+	visit(s.Nodes)
+	if found == nil || found.Name != name || found.Attrs == nil || found.Attrs.ID != `x|y~z\` {
+		t.Fatalf("button: %+v %+v", found, found.Attrs)
 	}
 }
 
