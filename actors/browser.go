@@ -93,9 +93,10 @@ func (b *Browser) AttachPage(ctx context.Context, id string) (*cdpdriver.Page, e
 	return p, nil
 }
 
-// WatchOpened reports the tabs that appear (see cdpdriver.WatchOpened).
-func (b *Browser) WatchOpened(ctx context.Context) (<-chan cdpdriver.PageOpened, error) {
-	return b.conn.WatchOpened(ctx)
+// WatchOpened reports the tabs pages open, and with all every tab that
+// appears (see cdpdriver.WatchOpened).
+func (b *Browser) WatchOpened(ctx context.Context, all bool) (<-chan cdpdriver.PageOpened, error) {
+	return b.conn.WatchOpened(ctx, all)
 }
 
 // ClosePage closes a tab.

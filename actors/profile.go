@@ -142,7 +142,9 @@ func (p *Profile) start(ctx context.Context) error {
 			return err
 		}
 	}
-	opened, err := b.WatchOpened(ctx)
+	// Every tab that appears in a browser someone else runs gets an actor
+	// (a person's new tab); in ours, the tabs its pages open.
+	opened, err := b.WatchOpened(ctx, !p.Managed())
 	if err != nil {
 		b.Close()
 		return err
@@ -263,8 +265,32 @@ func (p *Profile) OpenTab(ctx context.Context, url string) (*Tab, error) {
 	tab, err := p.startTab(ctx, page)
 	if err != nil {
 		p.unclaim(id)
+		return nil, err
 	}
-	return tab, err
+	if url != "about:blank" {
+		awaitFirstPage(ctx, tab)
+	}
+	return tab, nil
+}
+
+// firstPageWait bounds how long OpenTab waits for a new tab's page.
+const firstPageWait = 30 * time.Second
+
+// awaitFirstPage waits (bounded) until a tab opened at a URL has left the
+// about:blank it starts on, so that whoever opened it finds it at its page;
+// a page that never comes leaves the tab where it is.
+func awaitFirstPage(ctx context.Context, tab *Tab) {
+	ctx, cancel := context.WithTimeout(ctx, firstPageWait)
+	defer cancel()
+	for tab.Info().URL == "about:blank" {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tab.Done():
+			return
+		case <-time.After(adoptPoll):
+		}
+	}
 }
 
 // adopt gives a claimed tab that exists already its actor.
@@ -283,9 +309,9 @@ func (p *Profile) adopt(ctx context.Context, b *Browser, id string) error {
 const attachTimeout = 30 * time.Second
 
 // adoptOpened gives every tab that appears (one a page opens with
-// window.open or target=_blank, or a person's new tab) an actor and a
-// frame stream of its own, and announces one a page opened on the
-// opener's event.opened subject.
+// window.open or target=_blank, or in an attached browser a person's new
+// tab) an actor and a frame stream of its own, and announces one a page
+// opened on the opener's event.opened subject.
 func (p *Profile) adoptOpened(opened <-chan cdpdriver.PageOpened) {
 	for o := range opened {
 		b := p.Browser()

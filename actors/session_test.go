@@ -118,7 +118,8 @@ func TestSessionsKeepAProfilePerDomain(t *testing.T) {
 	}
 
 	first := start("Mail.Example.Test.", mail) // canonical: lowercase, no trailing dot
-	if first.Domain != "mail.example.test" || !first.Created || first.Profile.Dir != filepath.Join(dir, "mail.example.test") {
+	if first.Domain != "mail.example.test" || !first.Created || first.Profile.Dir != filepath.Join(dir, "mail.example.test") ||
+		first.Tabs[0].URL != mail { // the start answers once its tab is at its page
 		t.Fatalf("first session: %+v", first)
 	}
 	if fi, err := os.Stat(first.Profile.Dir); err != nil || !fi.IsDir() {

@@ -14,18 +14,22 @@ type PageOpened struct {
 	TargetID, OpenerID, URL string
 }
 
-// WatchOpened reports the page targets created from now on, and those
-// that exist already only if a page opened them, until the connection
-// closes (then the channel is closed). Tabs opened through NewTarget are
-// reported too: the caller tells them from the others by id.
-func (b *Browser) WatchOpened(ctx context.Context) (<-chan PageOpened, error) {
-	before, err := b.Targets(ctx)
-	if err != nil {
-		return nil, err
-	}
+// WatchOpened reports the page targets that pages open, until the
+// connection closes (then the channel is closed). With all, it also
+// reports the other page targets created from now on (tabs opened through
+// NewTarget among them: the caller tells them from the others by id).
+// A browser framebus launched opens a blank tab of its own at start,
+// possibly after this call, so all is for a browser someone else runs.
+func (b *Browser) WatchOpened(ctx context.Context, all bool) (<-chan PageOpened, error) {
 	existing := map[string]bool{}
-	for _, t := range before {
-		existing[t.ID] = true
+	if all {
+		before, err := b.Targets(ctx)
+		if err != nil {
+			return nil, err
+		}
+		for _, t := range before {
+			existing[t.ID] = true
+		}
 	}
 	created, err := b.client.Target.TargetCreated(b.conn.Context())
 	if err != nil {
@@ -45,7 +49,7 @@ func (b *Browser) WatchOpened(ctx context.Context) (<-chan PageOpened, error) {
 				return
 			}
 			ti := ev.TargetInfo
-			if ti.Type != "page" || ti.OpenerID == nil && existing[string(ti.TargetID)] {
+			if ti.Type != "page" || ti.OpenerID == nil && (!all || existing[string(ti.TargetID)]) {
 				continue
 			}
 			o := PageOpened{TargetID: string(ti.TargetID), URL: ti.URL}
