@@ -106,6 +106,23 @@ func (c *cli) lifecycle(target clientFlags, profile, op string, req any) error {
 			return usagef("--profile: %v", err)
 		}
 	}
+	subject := func(cl *client) string {
+		if op == protocol.OpStatus && profile == "" {
+			return cl.subj.BrowserStatus()
+		}
+		return cl.subj.Profile(cmp.Or(profile, protocol.DefaultProfile), op)
+	}
+	return c.send(target, subject, req, func(cl *client, err error) error {
+		if profile != "" && errors.Is(err, nats.ErrNoResponders) {
+			return cl.noProfile(c.ctx, profile, err)
+		}
+		return errNoNode(err)
+	})
+}
+
+// send connects, sends req (JSON; none when nil) to the subject and prints
+// the reply (see request); noReply turns no answer into the error.
+func (c *cli) send(target clientFlags, subject func(*client) string, req any, noReply func(*client, error) error, into ...any) error {
 	cl, err := c.connect(target)
 	if err != nil {
 		return err
@@ -115,17 +132,11 @@ func (c *cli) lifecycle(target clientFlags, profile, op string, req any) error {
 	if req != nil {
 		data, _ = json.Marshal(req)
 	}
-	subject := cl.subj.Profile(cmp.Or(profile, protocol.DefaultProfile), op)
-	if op == protocol.OpStatus && profile == "" {
-		subject = cl.subj.BrowserStatus()
-	}
-	return c.request(cl, subject, data, func(err error) error {
-		if profile != "" && errors.Is(err, nats.ErrNoResponders) {
-			return cl.noProfile(c.ctx, profile, err)
-		}
-		return errNoNode(err)
-	})
+	return c.request(cl, subject(cl), data, func(err error) error { return noReply(cl, err) }, into...)
 }
+
+// noNode is the answer to a request nobody took.
+func noNode(_ *client, err error) error { return errNoNode(err) }
 
 // request sends one request, prints the reply and fails when it says
 // ok false; noReply turns a request that got no answer into the error.
@@ -180,23 +191,12 @@ func (c *cli) selectTab(target clientFlags, id string) error {
 	if target.bus != "" || c.getenv(envURL) != "" {
 		return usagef("tab select: keeps the choice in the state file of framebus serve, which --bus and $%s bypass; give --tab to each command instead", envURL)
 	}
-	cl, err := c.connect(target)
+	found, list, err := c.findTab(target, id)
 	if err != nil {
 		return err
-	}
-	list, err := cl.tabs(c.ctx)
-	cl.close()
-	if err != nil {
-		return err
-	}
-	var found *protocol.TabInfo
-	for i := range list.Tabs {
-		if list.Tabs[i].Tab == id {
-			found = &list.Tabs[i]
-		}
 	}
 	if found == nil {
-		return protocol.Errorf(protocol.CodeTabNotFound, "no tab %s on the bus (open: %s)", id, describeTabs(list.Tabs))
+		return protocol.Errorf(protocol.CodeTabNotFound, "no tab %s on the bus (open: %s)", id, describeTabs(list))
 	}
 	path, err := c.statePath()
 	if err != nil {
@@ -217,22 +217,34 @@ func (c *cli) selectTab(target clientFlags, id string) error {
 // closeTabIn closes a tab in whichever profile has it: the node's tab list
 // says which.
 func (c *cli) closeTabIn(target clientFlags, id string) error {
-	cl, err := c.connect(target)
-	if err != nil {
-		return err
-	}
-	list, err := cl.tabs(c.ctx)
-	cl.close()
+	found, _, err := c.findTab(target, id)
 	if err != nil {
 		return err
 	}
 	profile := ""
-	for _, t := range list.Tabs {
-		if t.Tab == id {
-			profile = t.Profile
-		}
+	if found != nil {
+		profile = found.Profile
 	}
 	return c.lifecycle(target, profile, protocol.OpCloseTab, protocol.CloseTabRequest{Tab: id})
+}
+
+// findTab looks a tab up in the node's list: nil when it is not there.
+func (c *cli) findTab(target clientFlags, id string) (*protocol.TabInfo, []protocol.TabInfo, error) {
+	cl, err := c.connect(target)
+	if err != nil {
+		return nil, nil, err
+	}
+	list, err := cl.tabs(c.ctx)
+	cl.close()
+	if err != nil {
+		return nil, nil, err
+	}
+	for i := range list.Tabs {
+		if list.Tabs[i].Tab == id {
+			return &list.Tabs[i], list.Tabs, nil
+		}
+	}
+	return nil, list.Tabs, nil
 }
 
 // noProfile is the error for a profile nothing answers for: the

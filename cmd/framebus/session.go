@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"errors"
 
 	"github.com/nats-io/nats.go"
@@ -43,7 +42,7 @@ session list                  the sessions running`,
 				case sub == "stop" && len(rest) == 1:
 					return c.stopSession(target, rest[0])
 				case sub == "list" && len(rest) == 0:
-					return c.sessionRequest(target, func(cl *client) string { return cl.subj.SessionList() }, nil, errNoNode)
+					return c.send(target, func(cl *client) string { return cl.subj.SessionList() }, nil, noNode)
 				}
 				return usagef("session: want start <domain> [url], stop <id> or list, got %q", args)
 			}
@@ -51,29 +50,10 @@ session list                  the sessions running`,
 	}
 }
 
-// sessionRequest sends one session request and prints its reply.
-func (c *cli) sessionRequest(target clientFlags, subject func(*client) string, req any, noReply func(error) error) error {
-	cl, err := c.connect(target)
-	if err != nil {
-		return err
-	}
-	defer cl.close()
-	var data []byte
-	if req != nil {
-		data, _ = json.Marshal(req)
-	}
-	return c.request(cl, subject(cl), data, noReply)
-}
-
 func (c *cli) startSession(target clientFlags, req protocol.SessionStartRequest) error {
-	cl, err := c.connect(target)
-	if err != nil {
-		return err
-	}
-	defer cl.close()
-	data, _ := json.Marshal(req)
 	var reply protocol.SessionReply
-	if err := c.request(cl, cl.subj.SessionStart(), data, errNoNode, &reply); err != nil {
+	err := c.send(target, func(cl *client) string { return cl.subj.SessionStart() }, req, noNode, &reply)
+	if err != nil {
 		return err
 	}
 	// Commands without --tab now drive the session, when they find the
@@ -93,7 +73,7 @@ func (c *cli) stopSession(target clientFlags, id string) error {
 	if !protocol.ValidTabID(id) {
 		return usagef("session stop: %q is not a session id", id)
 	}
-	return c.sessionRequest(target, func(cl *client) string { return cl.subj.SessionStop(id) }, nil, func(err error) error {
+	return c.send(target, func(cl *client) string { return cl.subj.SessionStop(id) }, nil, func(_ *client, err error) error {
 		if errors.Is(err, nats.ErrNoResponders) {
 			return protocol.Errorf(protocol.CodeSessionNotFound, "no session %s on the bus (framebus session list shows them)", id)
 		}
