@@ -227,16 +227,18 @@ func p50(d []time.Duration) time.Duration {
 }
 
 // BenchmarkInput measures click and type through the bus (a one-action
-// plan from an in-process client: resolve, hit test, mouse move, press,
-// release, settle, one frame) against the least raw CDP that does the
-// same on a mafredri/cdp connection to the same tab, interleaved in one
-// run:
+// plan from an in-process client: resolve, hit test, press, release,
+// settle, one frame) against the least raw CDP that does the same on a
+// mafredri/cdp connection to the same tab, interleaved in one run:
 //
 //   - click: resolve the element (Runtime.evaluate), DOM.getBoxModel,
-//     mousePressed and mouseReleased at the centre;
+//     mousePressed and mouseReleased at the centre, each awaited;
 //   - type: resolve the element, DOM.focus, Input.insertText.
 //
-// It reports each path's p50 and the ratio. Run with -cpu 1,2 (see
+// It reports each path's p50 and the ratio. The clicks land where the
+// mouse already is, so framebus does not move it; click-moving is a bus
+// click on alternating buttons, which moves the mouse first each time
+// (the raw floor has no move to compare it with). Run with -cpu 1,2 (see
 // BenchmarkEvalRoundTrip).
 func BenchmarkInput(b *testing.B) {
 	ctx := context.Background()
@@ -288,6 +290,7 @@ func BenchmarkInput(b *testing.B) {
 		}
 	}
 	click := protocol.Action{Type: "click", Selector: "#count"}
+	other := protocol.Action{Type: "click", Selector: "#other"}
 	typ := protocol.Action{Type: "type", Selector: "#q", Text: "x"}
 	for i := 0; i < 50; i++ {
 		rawClick()
@@ -295,7 +298,7 @@ func BenchmarkInput(b *testing.B) {
 		rawType()
 		plan(typ)
 	}
-	var rc, bc, rt, bt []time.Duration
+	var rc, bc, rt, bt, mc []time.Duration
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		t0 := time.Now()
@@ -312,10 +315,19 @@ func BenchmarkInput(b *testing.B) {
 			plan(protocol.Action{Type: "eval", Expression: "document.getElementById('q').value = ''"})
 		}
 	}
+	// Then clicks that each move the mouse, in a loop of their own: the
+	// hover changes they make would slow the rows above.
+	for i := 0; i < b.N; i++ {
+		t0 := time.Now()
+		plan(other)
+		plan(click)
+		mc = append(mc, time.Since(t0)/2)
+	}
 	b.StopTimer()
 	b.ReportMetric(float64(p50(rc).Microseconds()), "click-raw-p50-µs")
 	b.ReportMetric(float64(p50(bc).Microseconds()), "click-bus-p50-µs")
 	b.ReportMetric(float64(p50(bc))/float64(p50(rc)), "click-bus/raw")
+	b.ReportMetric(float64(p50(mc).Microseconds()), "click-moving-bus-p50-µs")
 	b.ReportMetric(float64(p50(rt).Microseconds()), "type-raw-p50-µs")
 	b.ReportMetric(float64(p50(bt).Microseconds()), "type-bus-p50-µs")
 	b.ReportMetric(float64(p50(bt))/float64(p50(rt)), "type-bus/raw")

@@ -65,18 +65,35 @@ func (p *Page) Click(ctx context.Context, selector string, o ClickOptions) error
 	// The move is posted, not awaited: Chromium acknowledges a mouse move
 	// only at the next animation frame (~16ms), while the press that
 	// follows it in the same queue is handled, after the move, at once.
-	if err := p.postMouseMove(pt.X, pt.Y); err != nil {
-		return p.wrap(ctx, "mouse move", err)
+	// A mouse already there (the last click's) is not moved: a real one
+	// would not be either, and the move costs the renderer a hover update.
+	var posted []uint64
+	if !p.pointerAt(pt.X, pt.Y) {
+		id, err := p.postMouse(mouseEvent("mouseMoved", pt.X, pt.Y, input.MouseButtonNone, 0, 0))
+		if err != nil {
+			return p.postedErrors(ctx, posted, p.wrap(ctx, "mouse move", err))
+		}
+		posted = append(posted, id)
 	}
+	// Only the last release is awaited: the browser runs a session's
+	// input commands in order, and each waits for the renderer, so
+	// awaiting every one would add a renderer round trip per event.
 	for n := 1; n <= clicks; n++ {
-		if err := p.mouse(ctx, "mousePressed", pt.X, pt.Y, button, buttonsOf(button), n); err != nil {
-			return err
+		id, err := p.postMouse(mouseEvent("mousePressed", pt.X, pt.Y, button, buttonsOf(button), n))
+		if err != nil {
+			return p.postedErrors(ctx, posted, p.wrap(ctx, "mouse mousePressed", err))
 		}
-		if err := p.mouse(ctx, "mouseReleased", pt.X, pt.Y, button, 0, n); err != nil {
-			return err
+		posted = append(posted, id)
+		if n == clicks {
+			break
 		}
+		if id, err = p.postMouse(mouseEvent("mouseReleased", pt.X, pt.Y, button, 0, n)); err != nil {
+			return p.postedErrors(ctx, posted, p.wrap(ctx, "mouse mouseReleased", err))
+		}
+		posted = append(posted, id)
 	}
-	return nil
+	err = p.mouse(ctx, "mouseReleased", pt.X, pt.Y, button, 0, clicks)
+	return p.postedErrors(ctx, posted, err)
 }
 
 // Hover moves the mouse to the centre of the element (scrolled into view),
@@ -115,32 +132,73 @@ func (p *Page) Drag(ctx context.Context, from, to string) error {
 		return err
 	}
 	// The path is posted; only the last move is awaited (see Click).
+	var posted []uint64
 	for i := 1; i < dragSteps; i++ {
 		x := src.X + (dst.X-src.X)*float64(i)/dragSteps
 		y := src.Y + (dst.Y-src.Y)*float64(i)/dragSteps
-		ev := input.NewDispatchMouseEventArgs("mouseMoved", x, y).SetButton(left).SetButtons(1)
-		if err := p.codec.post("Input.dispatchMouseEvent", ev); err != nil {
-			return p.wrap(ctx, "drag", err)
+		id, err := p.postMouse(mouseEvent("mouseMoved", x, y, left, 1, 0))
+		if err != nil {
+			return p.postedErrors(ctx, posted, p.wrap(ctx, "drag", err))
 		}
+		posted = append(posted, id)
 	}
-	if err := p.mouse(ctx, "mouseMoved", dst.X, dst.Y, left, 1, 0); err != nil {
+	err = p.mouse(ctx, "mouseMoved", dst.X, dst.Y, left, 1, 0)
+	if err = p.postedErrors(ctx, posted, err); err != nil {
 		return err
 	}
 	return p.mouse(ctx, "mouseReleased", dst.X, dst.Y, left, 0, 1)
 }
 
-// postMouseMove moves the mouse without waiting for the move's
-// acknowledgement (see Click).
-func (p *Page) postMouseMove(x, y float64) error {
-	return p.codec.post("Input.dispatchMouseEvent", input.NewDispatchMouseEventArgs("mouseMoved", x, y).SetButton(input.MouseButtonNone))
+// mouse dispatches a mouse event and waits for the renderer to handle it.
+func (p *Page) mouse(ctx context.Context, typ string, x, y float64, button input.MouseButton, buttons, clickCount int) error {
+	p.pointer = pointer{x: x, y: y, generation: p.decoder.generation.Load(), known: true}
+	err := p.client.Input.DispatchMouseEvent(ctx, mouseEvent(typ, x, y, button, buttons, clickCount))
+	if err != nil {
+		p.pointer.known = false // it may not have got there
+	}
+	return p.wrap(ctx, "mouse "+typ, err)
 }
 
-func (p *Page) mouse(ctx context.Context, typ string, x, y float64, button input.MouseButton, buttons, clickCount int) error {
+// postMouse dispatches a mouse event without waiting (see Click); its id
+// is for postedError.
+func (p *Page) postMouse(ev *input.DispatchMouseEventArgs) (uint64, error) {
+	p.pointer = pointer{x: ev.X, y: ev.Y, generation: p.decoder.generation.Load(), known: true}
+	return p.codec.postWatched("Input.dispatchMouseEvent", ev)
+}
+
+// postedErrors collects the posted events' outcomes once the event
+// awaited after them has answered with err: the first error wins.
+func (p *Page) postedErrors(ctx context.Context, posted []uint64, err error) error {
+	for _, id := range posted {
+		if perr := p.codec.postedError(id); perr != nil && err == nil {
+			err = p.wrap(ctx, "mouse", perr)
+		}
+	}
+	if err != nil {
+		p.pointer.known = false // it may not have got there
+	}
+	return err
+}
+
+// pointer is where framebus last put the page's mouse, in viewport
+// coordinates, and in which document.
+type pointer struct {
+	x, y       float64
+	generation uint64
+	known      bool
+}
+
+// pointerAt says whether the mouse is at x, y in the current document.
+func (p *Page) pointerAt(x, y float64) bool {
+	return p.pointer.known && p.pointer.generation == p.decoder.generation.Load() && p.pointer.x == x && p.pointer.y == y
+}
+
+func mouseEvent(typ string, x, y float64, button input.MouseButton, buttons, clickCount int) *input.DispatchMouseEventArgs {
 	ev := input.NewDispatchMouseEventArgs(typ, x, y).SetButton(button).SetButtons(buttons)
 	if clickCount > 0 {
 		ev.SetClickCount(clickCount)
 	}
-	return p.wrap(ctx, "mouse "+typ, p.client.Input.DispatchMouseEvent(ctx, ev))
+	return ev
 }
 
 // buttonsOf is the DOM "buttons" bitmask of a pressed button.

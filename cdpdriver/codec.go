@@ -26,11 +26,18 @@ type eventCodec struct {
 	wmu      sync.Mutex
 	postSeq  uint64
 	postErrs func(method string, err *rpcc.ResponseError)
+
+	// watched holds the posted commands whose caller will ask how they
+	// ended (postWatched), with their error once the reply has one.
+	watchMu sync.Mutex
+	watched map[uint64]*rpcc.ResponseError
 }
 
 // postedIDs is where the ids of posted commands start, far above any id
 // rpcc will reach, so their replies are recognised and kept from rpcc.
-const postedIDs = 1 << 62
+// Chromium takes an id only if it fits a 32-bit int: a larger one is
+// refused with an error reply that has no id, and the command never runs.
+const postedIDs = 1 << 30
 
 func newEventCodec(conn io.ReadWriter, q *eventQueue, decode func(string, json.RawMessage) (Event, bool)) *eventCodec {
 	return &eventCodec{enc: json.NewEncoder(conn), dec: json.NewDecoder(conn), events: q, decode: decode}
@@ -52,6 +59,36 @@ func (c *eventCodec) post(method string, args any) error {
 	return c.enc.Encode(&rpcc.Request{ID: postedIDs + c.postSeq, Method: method, Args: args})
 }
 
+// postWatched posts a command (see post) whose failure the caller collects
+// with postedError once a command sent after it has been answered.
+func (c *eventCodec) postWatched(method string, args any) (uint64, error) {
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
+	c.postSeq++
+	id := postedIDs + c.postSeq
+	c.watchMu.Lock()
+	if c.watched == nil {
+		c.watched = make(map[uint64]*rpcc.ResponseError)
+	}
+	c.watched[id] = nil
+	c.watchMu.Unlock()
+	return id, c.enc.Encode(&rpcc.Request{ID: id, Method: method, Args: args})
+}
+
+// postedError forgets a watched command and returns the error its reply
+// carried. The browser answers a session's input commands in order, so
+// once a later command's reply is in, this one's has been read.
+func (c *eventCodec) postedError(id uint64) error {
+	c.watchMu.Lock()
+	defer c.watchMu.Unlock()
+	err := c.watched[id]
+	delete(c.watched, id)
+	if err != nil {
+		return err
+	}
+	return nil
+}
+
 func (c *eventCodec) ReadResponse(r *rpcc.Response) error {
 	for {
 		if err := c.dec.Decode(r); err != nil {
@@ -66,11 +103,23 @@ func (c *eventCodec) ReadResponse(r *rpcc.Response) error {
 		if r.ID < postedIDs {
 			return nil
 		}
-		if r.Error != nil && c.postErrs != nil {
+		if r.Error != nil && !c.keepWatched(r.ID, r.Error) && c.postErrs != nil {
 			c.postErrs(r.Method, r.Error)
 		}
 		*r = rpcc.Response{} // a posted command's reply: read on
 	}
+}
+
+// keepWatched stores the error of a watched command for postedError, and
+// says whether it was one.
+func (c *eventCodec) keepWatched(id uint64, err *rpcc.ResponseError) bool {
+	c.watchMu.Lock()
+	defer c.watchMu.Unlock()
+	if _, ok := c.watched[id]; !ok {
+		return false
+	}
+	c.watched[id] = err
+	return true
 }
 
 // eventQueue is an unbounded, ordered mailbox of page events with a

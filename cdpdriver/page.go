@@ -43,6 +43,7 @@ type Page struct {
 	snapshotGeneration uint64
 
 	dialogs dialogState
+	pointer pointer // where the mouse is (see Click)
 }
 
 // OpenPage connects to a page target's websocket (Browser.PageWebSocketURL)
