@@ -163,7 +163,7 @@ func (p *Page) mouse(ctx context.Context, typ string, x, y float64, button input
 // is for postedError.
 func (p *Page) postMouse(ev *input.DispatchMouseEventArgs) (uint64, error) {
 	p.pointer = pointer{x: ev.X, y: ev.Y, generation: p.decoder.generation.Load(), known: true}
-	return p.codec.postWatched("Input.dispatchMouseEvent", ev)
+	return p.codec.post("Input.dispatchMouseEvent", ev)
 }
 
 // postedErrors collects the posted events' outcomes once the event

@@ -23,12 +23,12 @@ type eventCodec struct {
 	decode func(method string, params json.RawMessage) (Event, bool)
 
 	// wmu orders writes: rpcc's requests and posted ones share the wire.
-	wmu      sync.Mutex
-	postSeq  uint64
-	postErrs func(method string, err *rpcc.ResponseError)
+	wmu     sync.Mutex
+	postSeq uint64
+	refused func(err *rpcc.ResponseError)
 
 	// watched holds the posted commands whose caller will ask how they
-	// ended (postWatched), with their error once the reply has one.
+	// ended (postedError), with their error once the reply has one.
 	watchMu sync.Mutex
 	watched map[uint64]*rpcc.ResponseError
 }
@@ -51,17 +51,9 @@ func (c *eventCodec) WriteRequest(r *rpcc.Request) error {
 
 // post sends a command without waiting for its reply: the browser runs a
 // session's commands in order, so a command sent next still runs after
-// it. Its reply is dropped here; an error reply is logged.
-func (c *eventCodec) post(method string, args any) error {
-	c.wmu.Lock()
-	defer c.wmu.Unlock()
-	c.postSeq++
-	return c.enc.Encode(&rpcc.Request{ID: postedIDs + c.postSeq, Method: method, Args: args})
-}
-
-// postWatched posts a command (see post) whose failure the caller collects
-// with postedError once a command sent after it has been answered.
-func (c *eventCodec) postWatched(method string, args any) (uint64, error) {
+// it. The caller collects the outcome with postedError once a command
+// sent after it has been answered.
+func (c *eventCodec) post(method string, args any) (uint64, error) {
 	c.wmu.Lock()
 	defer c.wmu.Unlock()
 	c.postSeq++
@@ -75,7 +67,7 @@ func (c *eventCodec) postWatched(method string, args any) (uint64, error) {
 	return id, c.enc.Encode(&rpcc.Request{ID: id, Method: method, Args: args})
 }
 
-// postedError forgets a watched command and returns the error its reply
+// postedError forgets a posted command and returns the error its reply
 // carried. The browser answers a session's input commands in order, so
 // once a later command's reply is in, this one's has been read.
 func (c *eventCodec) postedError(id uint64) error {
@@ -100,26 +92,27 @@ func (c *eventCodec) ReadResponse(r *rpcc.Response) error {
 			}
 			return nil
 		}
+		if r.ID == 0 && r.Error != nil && c.refused != nil {
+			// A command the browser could not even read, so it cannot
+			// say which: no caller will hear of it, so it is logged.
+			c.refused(r.Error)
+		}
 		if r.ID < postedIDs {
 			return nil
 		}
-		if r.Error != nil && !c.keepWatched(r.ID, r.Error) && c.postErrs != nil {
-			c.postErrs(r.Method, r.Error)
-		}
+		c.keepPosted(r.ID, r.Error)
 		*r = rpcc.Response{} // a posted command's reply: read on
 	}
 }
 
-// keepWatched stores the error of a watched command for postedError, and
-// says whether it was one.
-func (c *eventCodec) keepWatched(id uint64, err *rpcc.ResponseError) bool {
+// keepPosted stores the error of a posted command for postedError, unless
+// its caller has stopped waiting for it.
+func (c *eventCodec) keepPosted(id uint64, err *rpcc.ResponseError) {
 	c.watchMu.Lock()
 	defer c.watchMu.Unlock()
-	if _, ok := c.watched[id]; !ok {
-		return false
+	if _, ok := c.watched[id]; ok && err != nil {
+		c.watched[id] = err
 	}
-	c.watched[id] = err
-	return true
 }
 
 // eventQueue is an unbounded, ordered mailbox of page events with a

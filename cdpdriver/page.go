@@ -56,8 +56,8 @@ func OpenPage(ctx context.Context, wsURL, targetID string, log zerolog.Logger) (
 		rpcc.WithWriteBufferSize(writeBufferSize),
 		rpcc.WithCodec(func(rw io.ReadWriter) rpcc.Codec {
 			codec = newEventCodec(rw, q, dec.decode)
-			codec.postErrs = func(_ string, err *rpcc.ResponseError) {
-				log.Warn().Str("error", err.Message).Msg("posted command failed")
+			codec.refused = func(err *rpcc.ResponseError) {
+				log.Warn().Str("error", err.Error()).Msg("browser refused a command it could not read")
 			}
 			return codec
 		}))
