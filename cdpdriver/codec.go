@@ -18,7 +18,7 @@ import (
 // messages pass through separate buffers and goroutines.)
 type eventCodec struct {
 	enc    *json.Encoder
-	dec    *json.Decoder
+	msgs   *messageReader
 	events *eventQueue
 	decode func(method string, params json.RawMessage) (Event, bool)
 
@@ -40,7 +40,7 @@ type eventCodec struct {
 const postedIDs = 1 << 30
 
 func newEventCodec(conn io.ReadWriter, q *eventQueue, decode func(string, json.RawMessage) (Event, bool)) *eventCodec {
-	return &eventCodec{enc: json.NewEncoder(conn), dec: json.NewDecoder(conn), events: q, decode: decode}
+	return &eventCodec{enc: json.NewEncoder(conn), msgs: newMessageReader(conn), events: q, decode: decode}
 }
 
 func (c *eventCodec) WriteRequest(r *rpcc.Request) error {
@@ -83,7 +83,11 @@ func (c *eventCodec) postedError(id uint64) error {
 
 func (c *eventCodec) ReadResponse(r *rpcc.Response) error {
 	for {
-		if err := c.dec.Decode(r); err != nil {
+		msg, err := c.msgs.next()
+		if err != nil {
+			return err
+		}
+		if err := splitMessage(msg, r); err != nil {
 			return err
 		}
 		if r.Method != "" {
