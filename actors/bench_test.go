@@ -238,7 +238,8 @@ func p50(d []time.Duration) time.Duration {
 // It reports each path's p50 and the ratio. The clicks land where the
 // mouse already is, so framebus does not move it; click-moving is a bus
 // click on alternating buttons, which moves the mouse first each time
-// (the raw floor has no move to compare it with). Run with -cpu 1,2 (see
+// (the raw floor has no move to compare it with), and click-first-on-page
+// the first click after a navigation. Run with -cpu 1,2 (see
 // BenchmarkEvalRoundTrip).
 func BenchmarkInput(b *testing.B) {
 	ctx := context.Background()
@@ -323,7 +324,17 @@ func BenchmarkInput(b *testing.B) {
 		plan(click)
 		mc = append(mc, time.Since(t0)/2)
 	}
+	// And the first click on a new document, the one an agent makes
+	// after navigating (framebus's world was made while it loaded).
+	var fc []time.Duration
+	for i := range 20 {
+		plan(protocol.Action{Type: "navigate", URL: site("/bench.html?visit=" + strconv.Itoa(i)), Wait: true})
+		t0 := time.Now()
+		plan(click)
+		fc = append(fc, time.Since(t0))
+	}
 	b.StopTimer()
+	b.ReportMetric(float64(p50(fc).Microseconds()), "click-first-on-page-bus-p50-µs")
 	b.ReportMetric(float64(p50(rc).Microseconds()), "click-raw-p50-µs")
 	b.ReportMetric(float64(p50(bc).Microseconds()), "click-bus-p50-µs")
 	b.ReportMetric(float64(p50(bc))/float64(p50(rc)), "click-bus/raw")

@@ -67,6 +67,15 @@ func (c *eventCodec) post(method string, args any) (uint64, error) {
 	return id, c.enc.Encode(&rpcc.Request{ID: id, Method: method, Args: args})
 }
 
+// postBlind posts a command whose outcome nobody asks for: a failure is
+// dropped with its reply.
+func (c *eventCodec) postBlind(method string, args any) error {
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
+	c.postSeq++
+	return c.enc.Encode(&rpcc.Request{ID: postedIDs + c.postSeq, Method: method, Args: args})
+}
+
 // postedError forgets a posted command and returns the error its reply
 // carried. The browser answers a session's input commands in order, so
 // once a later command's reply is in, this one's has been read.

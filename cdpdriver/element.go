@@ -85,6 +85,14 @@ func (p *Page) withDocument(ctx context.Context, call func(doc runtime.RemoteObj
 // properties such as el.onclick) is not, which is what eval is for.
 const isolatedWorld = "framebus"
 
+// prepareWorld has the browser make framebus's world in a new document
+// while it loads, so the first action on the page does not wait ~10 ms
+// for it: document's createIsolatedWorld then finds it made. Called
+// from the reader goroutine, it does not wait for the answer.
+func (p *Page) prepareWorld(frameID string) {
+	_ = p.codec.postBlind("Page.createIsolatedWorld", page.NewCreateIsolatedWorldArgs(page.FrameID(frameID)).SetWorldName(isolatedWorld))
+}
+
 func (p *Page) document(ctx context.Context) (runtime.RemoteObjectID, error) {
 	gen := p.decoder.generation.Load()
 	if p.doc != "" && p.docGeneration == gen {

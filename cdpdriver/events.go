@@ -98,6 +98,9 @@ type eventDecoder struct {
 	// an old document are known to be stale.
 	generation atomic.Uint64
 	net        *netTracker
+	// newDocument, when set, is told of each new main-frame document, from
+	// the reader goroutine: it must not block.
+	newDocument func(frameID string)
 }
 
 func (d *eventDecoder) decode(method string, params json.RawMessage) (Event, bool) {
@@ -124,6 +127,9 @@ func (d *eventDecoder) decode(method string, params json.RawMessage) (Event, boo
 			d.mainFrameID = p.Frame.ID
 			d.generation.Add(1)
 			d.net.newDocument(p.Frame.LoaderID)
+			if d.newDocument != nil {
+				d.newDocument(p.Frame.ID)
+			}
 		}
 		return FrameNavigated{FrameID: p.Frame.ID, LoaderID: p.Frame.LoaderID, URL: p.Frame.URL + p.Frame.URLFragment,
 			Main: main, UnreachableURL: p.Frame.UnreachableURL}, true

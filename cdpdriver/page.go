@@ -67,6 +67,7 @@ func OpenPage(ctx context.Context, wsURL, targetID string, log zerolog.Logger) (
 	p := &Page{targetID: targetID, conn: conn, client: cdp.NewClient(conn), codec: codec, events: q, decoder: dec, log: log}
 	p.dialogs.init()
 	q.dialog = p.dialogEvent
+	dec.newDocument = p.prepareWorld
 	if err := p.enable(ctx); err != nil {
 		conn.Close()
 		return nil, fmt.Errorf("enable page %s: %w", targetID, err)
