@@ -1,14 +1,20 @@
 package cdpdriver
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"io"
+	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"testing/iotest"
+	"time"
 
+	"github.com/mafredri/cdp/protocol/runtime"
 	"github.com/mafredri/cdp/rpcc"
+	"github.com/rs/zerolog"
 )
 
 // The reader finds each message whole, however the stream is cut, with
@@ -70,5 +76,90 @@ func TestMessageReaderAndSplit(t *testing.T) {
 	}
 	if err := splitMessage([]byte(`{"id":1,"result":{},"x":{}`), new(rpcc.Response)); err == nil {
 		t.Fatal("bad JSON split without an error")
+	}
+}
+
+// syncBuffer is a log sink the connection's reader goroutine writes to
+// while the test reads it.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// Posted commands run in order before the next awaited one, and their
+// failures reach whoever posted them; a command the browser cannot read
+// (an id over 32 bits, as posted commands once had) is logged, not lost.
+func TestPostedCommands(t *testing.T) {
+	b := snapshotTestBrowser(t)
+	ctx := snapshotTestCtx(t, 30*time.Second)
+	id, err := b.NewTarget(ctx, "about:blank")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = b.CloseTarget(context.Background(), id) })
+	var log syncBuffer
+	p, err := OpenPage(ctx, b.PageWebSocketURL(id), id, zerolog.New(&log))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+
+	var ids []uint64
+	for i := range 3 {
+		pid, err := p.codec.post("Runtime.evaluate", runtime.NewEvaluateArgs("window.posted = (window.posted || '') + "+strconv.Itoa(i)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, pid)
+	}
+	bad, err := p.codec.post("Input.dispatchMouseEvent", map[string]any{"type": "bogus", "x": 1, "y": 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got string
+	if err := p.evalValue(ctx, "posted", "window.posted", &got); err != nil {
+		t.Fatal(err)
+	}
+	if got != "012" {
+		t.Fatalf("posted commands ran as %q, want 012", got)
+	}
+	for _, pid := range ids {
+		if err := p.codec.postedError(pid); err != nil {
+			t.Fatalf("posted evaluate: %v", err)
+		}
+	}
+	if err := p.codec.postedError(bad); err == nil {
+		t.Fatal("a posted command the browser refused reported no error")
+	}
+	p.codec.watchMu.Lock()
+	left := len(p.codec.watched)
+	p.codec.watchMu.Unlock()
+	if left != 0 {
+		t.Fatalf("%d posted commands still watched", left)
+	}
+
+	p.codec.wmu.Lock()
+	err = p.codec.enc.Encode(&rpcc.Request{ID: 1 << 40, Method: "Runtime.evaluate", Args: runtime.NewEvaluateArgs("1")})
+	p.codec.wmu.Unlock()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.evalValue(ctx, "barrier", "1", new(int)); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(log.String(), "could not read") {
+		t.Fatalf("a command the browser could not read was not logged: %q", log.String())
 	}
 }
