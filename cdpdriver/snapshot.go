@@ -155,57 +155,92 @@ func parseSnapshotWire(wire string) (Snapshot, error) {
 	if err := json.Unmarshal([]byte(head), &s); err != nil {
 		return Snapshot{}, err
 	}
-	lines := strings.Split(body, wireLineSep)
+	s.Nodes = []SnapshotNode{}
 	if body == "" {
-		lines = nil
+		return s, nil
 	}
-	i := 0
-	var parse func(depth int) ([]SnapshotNode, error)
-	parse = func(depth int) ([]SnapshotNode, error) {
-		var list []SnapshotNode
-		for i < len(lines) {
-			line := lines[i]
-			d, rest, ok := strings.Cut(line, wireFieldSep)
-			level, err := strconv.Atoi(d)
-			if !ok || err != nil || level > depth {
-				return nil, fmt.Errorf("bad node line %q", line)
-			}
-			if level < depth {
-				break
-			}
-			i++
-			n, err := parseSnapshotNode(rest)
-			if err != nil {
+	// Two passes, so that every list is allocated once, at its size: the
+	// depths give each node's number of children, then the nodes are
+	// decoded into their places. Locators and values come from slabs (a
+	// snapshot has thousands of each).
+	lines := strings.Split(body, wireLineSep)
+	kids := make([]int, len(lines)+1) // kids[i+1]: children of node i; kids[0]: roots
+	parents := []int{-1}              // the open ancestors, by depth
+	for i, line := range lines {
+		d, _, ok := strings.Cut(line, wireFieldSep)
+		depth, err := strconv.Atoi(d)
+		if !ok || err != nil || depth < 0 || depth >= len(parents) {
+			return Snapshot{}, fmt.Errorf("bad node line %q", line)
+		}
+		parents = append(parents[:depth+1], i)
+		kids[parents[depth]+1]++
+	}
+	slabs := &wireSlabs{
+		locators: make([]Locators, 0, s.Interactive),
+		values:   make([]string, 0, strings.Count(body, wireFieldSep+"v")),
+	}
+	next := 0
+	var build func(count int) ([]SnapshotNode, error)
+	build = func(count int) ([]SnapshotNode, error) {
+		list := make([]SnapshotNode, count)
+		for c := range list {
+			i := next
+			next++
+			_, rest, _ := strings.Cut(lines[i], wireFieldSep)
+			if err := parseSnapshotNode(rest, slabs, &list[c]); err != nil {
 				return nil, err
 			}
-			if n.Children, err = parse(depth + 1); err != nil {
-				return nil, err
+			if k := kids[i+1]; k > 0 {
+				var err error
+				if list[c].Children, err = build(k); err != nil {
+					return nil, err
+				}
 			}
-			list = append(list, n)
 		}
 		return list, nil
 	}
-	nodes, err := parse(0)
-	if err != nil {
-		return Snapshot{}, err
-	}
-	s.Nodes = nodes
-	if s.Nodes == nil {
-		s.Nodes = []SnapshotNode{}
+	if kids[0] > 0 {
+		nodes, err := build(kids[0])
+		if err != nil {
+			return Snapshot{}, err
+		}
+		s.Nodes = nodes
 	}
 	return s, nil
 }
 
+// wireSlabs hand out the locators and values of a snapshot's nodes.
+type wireSlabs struct {
+	locators []Locators
+	values   []string
+}
+
+func (w *wireSlabs) locator() *Locators {
+	if len(w.locators) == cap(w.locators) { // the page said fewer than it sent
+		return &Locators{}
+	}
+	w.locators = w.locators[:len(w.locators)+1]
+	return &w.locators[len(w.locators)-1]
+}
+
+func (w *wireSlabs) value(v string) *string {
+	if len(w.values) == cap(w.values) {
+		return &v
+	}
+	w.values = append(w.values, v)
+	return &w.values[len(w.values)-1]
+}
+
 // parseSnapshotNode decodes "role|field|field...".
-func parseSnapshotNode(line string) (SnapshotNode, error) {
+func parseSnapshotNode(line string, slabs *wireSlabs, n *SnapshotNode) error {
 	role, fields, more := strings.Cut(line, wireFieldSep)
-	n := SnapshotNode{Role: role}
+	n.Role = role
 	if role == "" || more && fields == "" {
-		return n, fmt.Errorf("bad node %q", line)
+		return fmt.Errorf("bad node %q", line)
 	}
 	loc := func() *Locators {
 		if n.Attrs == nil {
-			n.Attrs = &Locators{}
+			n.Attrs = slabs.locator()
 		}
 		return n.Attrs
 	}
@@ -213,7 +248,7 @@ func parseSnapshotNode(line string) (SnapshotNode, error) {
 		var f string
 		f, fields, _ = strings.Cut(fields, wireFieldSep)
 		if f == "" {
-			return n, fmt.Errorf("empty field in %q", line)
+			return fmt.Errorf("empty field in %q", line)
 		}
 		k, v := f[0], unescapeSnapshotWire(f[1:])
 		switch k {
@@ -240,7 +275,7 @@ func parseSnapshotNode(line string) (SnapshotNode, error) {
 		case 'f':
 			n.Focused = true
 		case 'v':
-			n.Value = &v
+			n.Value = slabs.value(v)
 		case 'i':
 			loc().ID = v
 		case 'a':
@@ -253,7 +288,7 @@ func parseSnapshotNode(line string) (SnapshotNode, error) {
 			loc().Href = v
 		}
 	}
-	return n, nil
+	return nil
 }
 
 func snapshotTri(v string) any {
@@ -323,7 +358,7 @@ func writeNode(b *strings.Builder, n SnapshotNode, depth int) {
 	}
 	if n.Name != "" {
 		b.WriteByte(' ')
-		b.WriteString(strconv.Quote(n.Name))
+		writeQuoted(b, n.Name)
 	}
 	attr := func(k, v string) {
 		b.WriteString(" [")
@@ -332,6 +367,13 @@ func writeNode(b *strings.Builder, n SnapshotNode, depth int) {
 			b.WriteByte('=')
 			b.WriteString(v)
 		}
+		b.WriteByte(']')
+	}
+	quoted := func(k, v string) {
+		b.WriteString(" [")
+		b.WriteString(k)
+		b.WriteByte('=')
+		writeQuoted(b, v)
 		b.WriteByte(']')
 	}
 	tri := func(k string, v any) {
@@ -370,20 +412,20 @@ func writeNode(b *strings.Builder, n SnapshotNode, depth int) {
 	if a := n.Attrs; a != nil {
 		for _, kv := range [][2]string{{"id", a.ID}, {"testid", a.TestID}, {"name", a.Name}, {"href", a.Href}} {
 			if kv[1] != "" {
-				attr(kv[0], strconv.Quote(kv[1]))
+				quoted(kv[0], kv[1])
 			}
 		}
 		if a.AriaLabel != "" && a.AriaLabel != n.Name {
-			attr("aria-label", strconv.Quote(a.AriaLabel))
+			quoted("aria-label", a.AriaLabel)
 		}
 	}
 	switch {
 	case n.Value != nil && *n.Value == "":
 	case n.Value != nil && len(n.Children) == 0:
 		b.WriteString(": ")
-		b.WriteString(strconv.Quote(*n.Value))
+		writeQuoted(b, *n.Value)
 	case n.Value != nil:
-		attr("value", strconv.Quote(*n.Value))
+		quoted("value", *n.Value)
 	}
 	// One text child and no name: inline (- paragraph: Hello).
 	if len(n.Children) == 1 && n.Children[0].Role == "text" && n.Name == "" && (n.Value == nil || *n.Value == "") {
@@ -399,4 +441,18 @@ func writeNode(b *strings.Builder, n SnapshotNode, depth int) {
 	for _, c := range n.Children {
 		writeNode(b, c, depth+1)
 	}
+}
+
+// writeQuoted writes strconv.Quote(s), without making it when s is plain
+// printable ASCII, as most names and attributes are.
+func writeQuoted(b *strings.Builder, s string) {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c > 0x7e || c == '"' || c == '\\' {
+			b.WriteString(strconv.Quote(s))
+			return
+		}
+	}
+	b.WriteByte('"')
+	b.WriteString(s)
+	b.WriteByte('"')
 }

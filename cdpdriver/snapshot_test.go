@@ -218,9 +218,27 @@ func TestSnapshotWire(t *testing.T) {
 	if err != nil || empty.Nodes == nil || len(empty.Nodes) != 0 {
 		t.Fatalf("empty snapshot: %+v, %v", empty, err)
 	}
-	for _, bad := range []string{"", "{}\n1|button", "{}\nx|button", "{}\n0|button|"} {
+	for _, bad := range []string{"", "{}\n1|button", "{}\nx|button", "{}\n0|button|", "{}\n0|list~2|button", "{}\n-1|button", "{}\n0|list~~0|button", "{}\n0|list~1|"} {
 		if _, err := parseSnapshotWire(bad); err == nil {
 			t.Errorf("parseSnapshotWire(%q) succeeded", bad)
+		}
+	}
+	// A head that undercounts (the locators and values are allocated by
+	// its counts) still gets every node whole.
+	under, err := parseSnapshotWire(`{"interactive":0}` + "\n0|textbox|re1|va|iA~0|textbox|re2|vb|iB")
+	if err != nil || len(under.Nodes) != 2 || *under.Nodes[0].Value != "a" || under.Nodes[1].Attrs.ID != "B" || *under.Nodes[1].Value != "b" {
+		t.Fatalf("undercounted head: %+v, %v", under, err)
+	}
+}
+
+// The text form quotes names as strconv.Quote does, with or without the
+// fast path for plain ASCII.
+func TestSnapshotQuoting(t *testing.T) {
+	for _, v := range []string{"", "plain Name 1", `say "hi"`, `back\slash`, "tab\there", "new\nline", "del\x7f", "café ✓", "\u2028", "\xff bad utf-8"} {
+		var b strings.Builder
+		writeQuoted(&b, v)
+		if b.String() != strconv.Quote(v) {
+			t.Errorf("writeQuoted(%q) = %s, want %s", v, b.String(), strconv.Quote(v))
 		}
 	}
 }
