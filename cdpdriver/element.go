@@ -87,10 +87,14 @@ const isolatedWorld = "framebus"
 
 // prepareWorld has the browser make framebus's world in a new document
 // while it loads, so the first action on the page does not wait ~10 ms
-// for it: document's createIsolatedWorld then finds it made. Called
-// from the reader goroutine, it does not wait for the answer.
+// for it: document's createIsolatedWorld then finds it made. It is
+// called from the reader goroutine, which must never wait on a write
+// (the browser may be waiting for us to read), so the command is sent
+// from a goroutine of its own and its answer is not awaited.
 func (p *Page) prepareWorld(frameID string) {
-	_ = p.codec.postBlind("Page.createIsolatedWorld", page.NewCreateIsolatedWorldArgs(page.FrameID(frameID)).SetWorldName(isolatedWorld))
+	go func() {
+		_ = p.codec.postBlind("Page.createIsolatedWorld", page.NewCreateIsolatedWorldArgs(page.FrameID(frameID)).SetWorldName(isolatedWorld))
+	}()
 }
 
 func (p *Page) document(ctx context.Context) (runtime.RemoteObjectID, error) {
