@@ -664,7 +664,10 @@ function (selector, opts) {
 		// overflows a zero-size box that does not clip it (floats in an
 		// inline link) is seen. Measured only where it can matter: boxes
 		// are rarely empty, and measuring is a good part of the cost.
+		// (An inline element with content is never left out for its size,
+		// so it is not measured: most links are.)
 		if (tag !== "option" && tag !== "optgroup" && tag !== "body" &&
+			!(display === "inline" && el.firstChild && !replaced.has(tag)) &&
 			(interactive || role === "img" || tag === "iframe" || display !== "inline" && el.firstChild && style.overflow !== "visible")) {
 			let w = el.offsetWidth, h;
 			if (w === undefined) { // SVG, MathML
