@@ -408,21 +408,37 @@ func TestLaunchHeadedUnderXvfb(t *testing.T) {
 	if err != nil {
 		t.Skip("no display can be made here: Xvfb is missing (apt-get install xvfb; .ci/run installs it)")
 	}
-	display := ""
-	for n := 90; n < 130 && display == ""; n++ {
-		if _, err := os.Stat(fmt.Sprintf("/tmp/.X11-unix/X%d", n)); os.IsNotExist(err) {
-			display = fmt.Sprintf(":%d", n)
-		}
+	// Xvfb picks a free display itself and writes its number to the
+	// pipe (-displayfd): display numbers a killed server left behind, or
+	// another test's, are never guessed at.
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
 	}
-	x := exec.Command(xvfb, display, "-screen", "0", "1234x777x24", "-nolisten", "tcp")
+	defer r.Close()
+	x := exec.Command(xvfb, "-displayfd", "3", "-screen", "0", "1234x777x24", "-nolisten", "tcp")
+	x.ExtraFiles = []*os.File{w}
 	if err := x.Start(); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = x.Process.Kill(); _ = x.Wait() })
-	launchTestWaitFor(t, 10*time.Second, "Xvfb's socket", func() error {
-		_, err := os.Stat("/tmp/.X11-unix/X" + display[1:])
-		return err
-	})
+	w.Close()
+	// Terminated, not killed, so it removes its socket and lock file.
+	t.Cleanup(func() { _ = x.Process.Signal(syscall.SIGTERM); _ = x.Wait() })
+	number := make(chan string, 1)
+	go func() {
+		line, _ := bufio.NewReader(r).ReadString('\n')
+		number <- strings.TrimSpace(line)
+	}()
+	var display string
+	select {
+	case n := <-number:
+		if _, err := strconv.Atoi(n); err != nil {
+			t.Fatalf("Xvfb did not say which display it took (%q)", n)
+		}
+		display = ":" + n
+	case <-time.After(10 * time.Second):
+		t.Fatal("Xvfb did not start a display within 10s")
+	}
 	t.Setenv("DISPLAY", display)
 
 	ctx := context.Background()
