@@ -1,12 +1,14 @@
 package cdpdriver
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 
 	"github.com/mafredri/cdp/protocol/runtime"
+	"github.com/mafredri/cdp/rpcc"
 )
 
 // Page operations on an element run as one Runtime.callFunctionOn on the
@@ -99,14 +101,14 @@ func (p *Page) callOnDocument(ctx context.Context, op, selector, fn string, awai
 		}
 		callArgs = append(callArgs, runtime.CallArgument{Value: raw})
 	}
-	var res *runtime.CallFunctionOnReply
+	var res callReply
 	err := p.withDocument(ctx, func(doc runtime.RemoteObjectID) (err error) {
-		res, err = p.client.Runtime.CallFunctionOn(ctx, runtime.NewCallFunctionOnArgs(fn).
+		res = callReply{}
+		return rpcc.Invoke(ctx, "Runtime.callFunctionOn", runtime.NewCallFunctionOnArgs(fn).
 			SetObjectID(doc).
 			SetArguments(callArgs).
 			SetReturnByValue(true).
-			SetAwaitPromise(await))
-		return err
+			SetAwaitPromise(await), &res, p.conn)
 	})
 	if err != nil {
 		return p.wrap(ctx, op, err)
@@ -114,7 +116,7 @@ func (p *Page) callOnDocument(ctx context.Context, op, selector, fn string, awai
 	if res.ExceptionDetails != nil {
 		return fmt.Errorf("%s: %w", op, exceptionError(res.ExceptionDetails))
 	}
-	if len(res.Result.Value) == 0 {
+	if len(res.Value) == 0 {
 		return nil
 	}
 	if out == nil {
@@ -122,11 +124,46 @@ func (p *Page) callOnDocument(ctx context.Context, op, selector, fn string, awai
 	}
 	head := out.head()
 	*head = elementReply{} // a reused answer keeps no old error
-	// Decoded once: a snapshot's answer is large.
-	if err := json.Unmarshal(res.Result.Value, out); err != nil {
-		return fmt.Errorf("%s: unexpected answer %s: %w", op, truncateForError(res.Result.Value), err)
+	// Decoded once (the reply was checked whole on arrival), by the
+	// answer itself when it knows a quicker way: a snapshot's is large.
+	var derr error
+	if u, ok := out.(json.Unmarshaler); ok {
+		derr = u.UnmarshalJSON(res.Value)
+	} else {
+		derr = json.Unmarshal(res.Value, out)
+	}
+	if derr != nil {
+		return fmt.Errorf("%s: unexpected answer %s: %w", op, truncateForError(res.Value), derr)
 	}
 	return head.err(selector)
+}
+
+// callReply is Runtime.callFunctionOn's reply with the value left raw.
+// Chromium writes a value returned by value as
+// {"result":{"type":"object","value":VALUE}}: that value is cut where it
+// stands, found with a scan that jumps over strings, not decoded twice
+// as cdp's reply type would.
+type callReply struct {
+	Value            json.RawMessage
+	ExceptionDetails *runtime.ExceptionDetails
+}
+
+func (r *callReply) UnmarshalJSON(b []byte) error {
+	if rest, ok := bytes.CutPrefix(b, []byte(`{"result":{"type":"object","value":`)); ok {
+		if end := objectEnd(rest); end > 0 && string(rest[end:]) == "}}" {
+			r.Value = json.RawMessage(rest[:end])
+			return nil
+		}
+	}
+	var full struct {
+		Result           runtime.RemoteObject      `json:"result"`
+		ExceptionDetails *runtime.ExceptionDetails `json:"exceptionDetails"`
+	}
+	if err := json.Unmarshal(b, &full); err != nil {
+		return err
+	}
+	r.Value, r.ExceptionDetails = full.Result.Value, full.ExceptionDetails
+	return nil
 }
 
 // answer is what a function called on the document answers: a struct that

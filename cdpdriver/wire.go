@@ -41,21 +41,8 @@ func (m *messageReader) next() ([]byte, error) {
 		data := m.buf[m.start:m.end]
 		for i < len(data) {
 			if inString {
-				q := bytes.IndexByte(data[i:], '"')
-				if q < 0 {
-					i = len(data)
-					break
-				}
-				i += q
-				// A quote after an odd run of backslashes is escaped.
-				k := i - 1
-				for k >= 0 && data[k] == '\\' {
-					k--
-				}
-				if (i-1-k)%2 == 0 {
-					inString = false
-				}
-				i++
+				end, ok := stringEnd(data, i)
+				i, inString = end, !ok
 				continue
 			}
 			c := data[i]
@@ -92,6 +79,57 @@ func (m *messageReader) next() ([]byte, error) {
 			return nil, err
 		}
 	}
+}
+
+// stringEnd finds the end of a JSON string whose opening quote is before
+// data[i]: the index after its closing quote, and true; or len(data) and
+// false when data ends first. It jumps from quote to quote: a quote after
+// an odd run of backslashes is escaped.
+func stringEnd(data []byte, i int) (int, bool) {
+	for {
+		q := bytes.IndexByte(data[i:], '"')
+		if q < 0 {
+			return len(data), false
+		}
+		i += q
+		k := i - 1
+		for k >= 0 && data[k] == '\\' {
+			k--
+		}
+		i++
+		if (i-2-k)%2 == 0 {
+			return i, true
+		}
+	}
+}
+
+// objectEnd is the index after the JSON object or array that starts at
+// data[0], or -1 when data holds no whole one.
+func objectEnd(data []byte) int {
+	if len(data) == 0 || data[0] != '{' && data[0] != '[' {
+		return -1
+	}
+	depth := 0
+	for i := 0; i < len(data); {
+		c := data[i]
+		i++
+		switch c {
+		case '"':
+			end, ok := stringEnd(data, i)
+			if !ok {
+				return -1
+			}
+			i = end
+		case '{', '[':
+			depth++
+		case '}', ']':
+			depth--
+			if depth == 0 {
+				return i
+			}
+		}
+	}
+	return -1
 }
 
 // fill reads more of the stream, making room first.

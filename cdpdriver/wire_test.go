@@ -11,6 +11,7 @@ import (
 	"testing"
 	"testing/iotest"
 	"time"
+	"unicode/utf8"
 
 	"github.com/mafredri/cdp/protocol/runtime"
 	"github.com/mafredri/cdp/rpcc"
@@ -162,4 +163,71 @@ func TestPostedCommands(t *testing.T) {
 	if !strings.Contains(log.String(), "could not read") {
 		t.Fatalf("a command the browser could not read was not logged: %q", log.String())
 	}
+}
+
+// A call's reply gives the value Chromium returned by value, cut where it
+// stands when the reply has the usual shape and decoded in full
+// otherwise; the snapshot's answer is taken as it stands only when
+// nothing in it needs unescaping.
+func TestCallReplyAndSnapshotReply(t *testing.T) {
+	for _, tc := range []struct{ reply, value string }{
+		{`{"result":{"type":"object","value":{"wire":"a|b~c","x":"}{\"]"}}}`, `{"wire":"a|b~c","x":"}{\"]"}`},
+		{`{"result":{"type":"object","value":[1,{"a":"\\"}]}}`, `[1,{"a":"\\"}]`},
+		{`{"result":{"type":"number","value":3}}`, `3`},
+		{`{"result":{"type":"string","value":"}}"}}`, `"}}"`},
+		{`{"result":{"type":"object","value":{"a":1},"description":"Object"}}`, `{"a":1}`},
+		{`{"result":{"type":"undefined"}}`, ``},
+	} {
+		var r callReply
+		if err := json.Unmarshal([]byte(tc.reply), &r); err != nil {
+			t.Fatalf("%s: %v", tc.reply, err)
+		}
+		if string(r.Value) != tc.value || r.ExceptionDetails != nil {
+			t.Fatalf("%s: value %s, exception %v; want %s", tc.reply, r.Value, r.ExceptionDetails, tc.value)
+		}
+	}
+	var thrown callReply
+	if err := json.Unmarshal([]byte(`{"result":{"type":"object","value":{"a":1}},"exceptionDetails":{"exceptionId":1,"text":"Uncaught","lineNumber":0,"columnNumber":0}}`), &thrown); err != nil {
+		t.Fatal(err)
+	}
+	if thrown.ExceptionDetails == nil || thrown.ExceptionDetails.Text != "Uncaught" || string(thrown.Value) != `{"a":1}` {
+		t.Fatalf("a thrown value: %+v", thrown)
+	}
+
+	for _, tc := range []struct{ answer, wire, err string }{
+		{`{"wire":"{\"title\":\"T\"}\n0|button|nGo"}`, "{\"title\":\"T\"}\n0|button|nGo", ""},
+		{`{"wire":"0|button|nCaf\u00e9"}`, "0|button|nCafé", ""},
+		{`{"wire":"0|button|nCafé"}`, "0|button|nCafé", ""},
+		{`{"error":"staleref"}`, "", "staleref"},
+		{`{"wire":"x","error":""}`, "x", ""},
+	} {
+		var r snapshotReply
+		if err := r.UnmarshalJSON([]byte(tc.answer)); err != nil {
+			t.Fatalf("%s: %v", tc.answer, err)
+		}
+		if r.Wire != tc.wire || r.Error != tc.err {
+			t.Fatalf("%s: wire %q error %q, want %q %q", tc.answer, r.Wire, r.Error, tc.wire, tc.err)
+		}
+	}
+}
+
+// unquoteJSON decodes a JSON string's inside exactly as encoding/json
+// does, or declines.
+func FuzzUnquoteJSON(f *testing.F) {
+	for _, s := range []string{``, `plain`, `a\"b\\c\/d`, `\n\t\r\b\f`, `caf\u00e9 \u2028`, `\ud83d\ude00`, `\ud83d x`, `\ud83d\u0041`,
+		`\udc00`, `\u00`, `\x`, `trailing\`, `"`, "caf\xc3\xa9", "bad \xff utf-8", `\u0000`} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, inside string) {
+		got, ok := unquoteJSON([]byte(inside))
+		var want string
+		err := json.Unmarshal([]byte(`"`+inside+`"`), &want)
+		if ok && (err != nil || got != want) {
+			t.Fatalf("unquoteJSON(%q) = %q, encoding/json: %q, %v", inside, got, want, err)
+		}
+		if !ok && err == nil && utf8.ValidString(inside) && !strings.ContainsAny(inside, "\"") {
+			// Declining is allowed only for what it cannot do quickly.
+			t.Logf("declined %q", inside)
+		}
+	})
 }
