@@ -54,26 +54,31 @@ func (c *eventCodec) WriteRequest(r *rpcc.Request) error {
 // it. The caller collects the outcome with postedError once a command
 // sent after it has been answered.
 func (c *eventCodec) post(method string, args any) (uint64, error) {
-	c.wmu.Lock()
-	defer c.wmu.Unlock()
-	c.postSeq++
-	id := postedIDs + c.postSeq
-	c.watchMu.Lock()
-	if c.watched == nil {
-		c.watched = make(map[uint64]*rpcc.ResponseError)
-	}
-	c.watched[id] = nil
-	c.watchMu.Unlock()
-	return id, c.enc.Encode(&rpcc.Request{ID: id, Method: method, Args: args})
+	return c.send(method, args, true)
 }
 
 // postBlind posts a command whose outcome nobody asks for: a failure is
 // dropped with its reply.
 func (c *eventCodec) postBlind(method string, args any) error {
+	_, err := c.send(method, args, false)
+	return err
+}
+
+// send writes a posted command, watched for its reply when asked.
+func (c *eventCodec) send(method string, args any, watch bool) (uint64, error) {
 	c.wmu.Lock()
 	defer c.wmu.Unlock()
 	c.postSeq++
-	return c.enc.Encode(&rpcc.Request{ID: postedIDs + c.postSeq, Method: method, Args: args})
+	id := postedIDs + c.postSeq
+	if watch {
+		c.watchMu.Lock()
+		if c.watched == nil {
+			c.watched = make(map[uint64]*rpcc.ResponseError)
+		}
+		c.watched[id] = nil
+		c.watchMu.Unlock()
+	}
+	return id, c.enc.Encode(&rpcc.Request{ID: id, Method: method, Args: args})
 }
 
 // postedError forgets a posted command and returns the error its reply

@@ -273,11 +273,12 @@ func parseSnapshotWire(wire string) (Snapshot, error) {
 	kids := make([]int, len(lines)+1) // kids[i+1]: children of node i; kids[0]: roots
 	parents := []int{-1}              // the open ancestors, by depth
 	for i, line := range lines {
-		d, _, ok := strings.Cut(line, wireFieldSep)
+		d, rest, ok := strings.Cut(line, wireFieldSep)
 		depth, err := strconv.Atoi(d)
 		if !ok || err != nil || depth < 0 || depth >= len(parents) {
 			return Snapshot{}, fmt.Errorf("bad node line %q", line)
 		}
+		lines[i] = rest // the node, for the second pass
 		parents = append(parents[:depth+1], i)
 		kids[parents[depth]+1]++
 	}
@@ -292,8 +293,7 @@ func parseSnapshotWire(wire string) (Snapshot, error) {
 		for c := range list {
 			i := next
 			next++
-			_, rest, _ := strings.Cut(lines[i], wireFieldSep)
-			if err := parseSnapshotNode(rest, slabs, &list[c]); err != nil {
+			if err := parseSnapshotNode(lines[i], slabs, &list[c]); err != nil {
 				return nil, err
 			}
 			if k := kids[i+1]; k > 0 {
