@@ -86,8 +86,8 @@ func launchTestWaitFor(t testing.TB, total time.Duration, what string, cond func
 	}
 }
 
-// launchTestGroup lists the live (non-zombie) processes of a process group
-// as "pid comm state" by scanning /proc.
+// launchTestGroup lists the live processes of a process group (see
+// launchTestGone) as "pid comm state" by scanning /proc.
 func launchTestGroup(pgid int) []string {
 	entries, _ := os.ReadDir("/proc")
 	var out []string
@@ -97,7 +97,7 @@ func launchTestGroup(pgid int) []string {
 			continue
 		}
 		comm, state, _, pg, ok := launchTestStat(pid)
-		if ok && pg == pgid && state != "Z" && state != "X" {
+		if ok && pg == pgid && launchTestGone(pid) != nil {
 			out = append(out, fmt.Sprintf("%d %s %s", pid, comm, state))
 		}
 	}
@@ -106,32 +106,51 @@ func launchTestGroup(pgid int) []string {
 
 // launchTestStat reads comm, state, ppid and pgrp from /proc/<pid>/stat.
 func launchTestStat(pid int) (comm, state string, ppid, pgrp int, ok bool) {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return "", "", 0, 0, false
-	}
-	s := string(b)
-	open, end := strings.IndexByte(s, '('), strings.LastIndexByte(s, ')')
-	if open < 0 || end < open {
-		return "", "", 0, 0, false
-	}
-	f := strings.Fields(s[end+1:])
-	if len(f) < 3 {
+	comm, f, ok := launchTestStatFields(pid)
+	if !ok {
 		return "", "", 0, 0, false
 	}
 	ppid, _ = strconv.Atoi(f[1])
 	pgrp, _ = strconv.Atoi(f[2])
-	return s[open+1 : end], f[0], ppid, pgrp, true
+	return comm, f[0], ppid, pgrp, true
 }
 
-// launchTestGone says whether pid no longer runs (absent, or a zombie
-// nobody has reaped yet).
+// launchTestStatFields reads /proc/<pid>/stat: comm, and the fields after
+// it from state on.
+func launchTestStatFields(pid int) (comm string, fields []string, ok bool) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return "", nil, false
+	}
+	s := string(b)
+	open, end := strings.IndexByte(s, '('), strings.LastIndexByte(s, ')')
+	if open < 0 || end < open {
+		return "", nil, false
+	}
+	f := strings.Fields(s[end+1:])
+	if len(f) < 7 {
+		return "", nil, false
+	}
+	return s[open+1 : end], f, true
+}
+
+// pfExiting is the kernel's PF_EXITING task flag: the process is in
+// exit() and will not run its own code again.
+const pfExiting = 0x4
+
+// launchTestGone says whether pid no longer runs: absent, a zombie nobody
+// has reaped yet, or already exiting. An exiting process has closed its
+// files (which is how Close knows the group is gone) but may still show
+// state R for a moment on a loaded machine.
 func launchTestGone(pid int) error {
-	_, state, _, _, ok := launchTestStat(pid)
-	if !ok || state == "Z" || state == "X" {
+	_, f, ok := launchTestStatFields(pid)
+	if !ok || f[0] == "Z" || f[0] == "X" {
 		return nil
 	}
-	return fmt.Errorf("process %d is still running (state %s)", pid, state)
+	if flags, err := strconv.ParseUint(f[6], 10, 64); err == nil && flags&pfExiting != 0 {
+		return nil
+	}
+	return fmt.Errorf("process %d is still running (state %s)", pid, f[0])
 }
 
 var launchTestWSPattern = regexp.MustCompile(`^ws://127\.0\.0\.1:(\d+)/devtools/browser/[0-9a-f-]+$`)
