@@ -17,6 +17,7 @@ import (
 	"github.com/mafredri/cdp/protocol/runtime"
 	"github.com/mafredri/cdp/rpcc"
 	"github.com/nats-io/nats.go"
+	"github.com/rs/zerolog"
 
 	"github.com/framebus/framebus/cdpdriver"
 	"github.com/framebus/framebus/protocol"
@@ -36,6 +37,12 @@ import (
 // observers reach a node over TCP; that process times its own raw
 // Runtime.evaluate alongside, so its ratio compares like with like.
 //
+// The bus's own floor is measured alongside: a bare responder on the
+// node's connection that decodes the plan, sends the same evaluation
+// through the driver and replies, with no frames, guard or settling (what
+// any service answering plans over NATS must at least do), reached
+// in-process and over TCP.
+//
 // It reports each path's p50 and the bus/raw ratios. Run it with
 // -cpu 1,2: framebus serve runs with GOMAXPROCS = half the CPUs (one on a
 // 2-core machine, see cmd/framebus/procs.go), and the two rows show why.
@@ -48,9 +55,15 @@ func BenchmarkEvalRoundTrip(b *testing.B) {
 	}
 	defer tcp.Close()
 
+	bare := startBareResponder(b, tab.page)
 	seq := tab.Info().Sequence
 	plan := func(nc *nats.Conn) {
 		if seq, err = evalPlan(nc, tab.ID(), seq); err != nil {
+			b.Fatal(err)
+		}
+	}
+	floor := func(nc *nats.Conn) {
+		if _, err := bareEval(nc, bare); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -63,8 +76,10 @@ func BenchmarkEvalRoundTrip(b *testing.B) {
 		rawEval()
 		plan(inproc)
 		plan(tcp)
+		floor(inproc)
+		floor(tcp)
 	}
-	var rawT, inT, tcpT []time.Duration
+	var rawT, inT, tcpT, floorInT, floorTCPT []time.Duration
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		t0 := time.Now()
@@ -74,7 +89,12 @@ func BenchmarkEvalRoundTrip(b *testing.B) {
 		t2 := time.Now()
 		plan(tcp)
 		t3 := time.Now()
+		floor(inproc)
+		t4 := time.Now()
+		floor(tcp)
+		t5 := time.Now()
 		rawT, inT, tcpT = append(rawT, t1.Sub(t0)), append(inT, t2.Sub(t1)), append(tcpT, t3.Sub(t2))
+		floorInT, floorTCPT = append(floorInT, t4.Sub(t3)), append(floorTCPT, t5.Sub(t4))
 	}
 	b.StopTimer()
 	r, in, tc := p50(rawT), p50(inT), p50(tcpT)
@@ -83,6 +103,8 @@ func BenchmarkEvalRoundTrip(b *testing.B) {
 	b.ReportMetric(float64(tc.Microseconds()), "bus-tcp-p50-µs")
 	b.ReportMetric(float64(in)/float64(r), "inproc/raw")
 	b.ReportMetric(float64(tc)/float64(r), "tcp/raw")
+	b.ReportMetric(float64(p50(floorInT))/float64(r), "bare-inproc/raw")
+	b.ReportMetric(float64(p50(floorTCPT))/float64(r), "bare-tcp/raw")
 
 	echo, err := testConn.Subscribe(benchEchoSubject, func(m *nats.Msg) { _ = m.Respond(m.Data) })
 	if err != nil {
@@ -95,6 +117,60 @@ func BenchmarkEvalRoundTrip(b *testing.B) {
 	b.ReportMetric(float64(out.Bus)/float64(out.Raw), "proc-tcp/raw")
 	b.ReportMetric(float64(out.Floor.Microseconds()), "proc-bus-floor-p50-µs")
 	b.ReportMetric(float64(out.Echo.Microseconds()), "proc-nats-echo-p50-µs")
+}
+
+// bareSubject is where startBareResponder answers.
+const bareSubject = "bench.bare"
+
+// startBareResponder answers eval plans on bareSubject with the least a
+// plan service does: decode, evaluate through the driver, encode, reply.
+// It shares the page with the idle tab actor for the benchmark's sake
+// (the driver's calls are safe from any goroutine); it stops when b ends.
+func startBareResponder(b *testing.B, page *cdpdriver.Page) string {
+	inbox := make(chan *nats.Msg, 16)
+	sub, err := testConn.ChanSubscribe(bareSubject, inbox)
+	if err != nil {
+		b.Fatal(err)
+	}
+	quit := make(chan struct{})
+	done := make(chan struct{})
+	b.Cleanup(func() { _ = sub.Unsubscribe(); close(quit); <-done })
+	go func() {
+		defer close(done)
+		for {
+			select {
+			case m := <-inbox:
+				res := protocol.PlanResult{OK: true, Version: protocol.Version, Executed: 1}
+				r := protocol.ActionResult{Type: "eval"}
+				plan, err := protocol.DecodePlan(m.Data)
+				if err == nil {
+					r.Value, err = page.Eval(context.Background(), plan.Actions[0].Expression, plan.Actions[0].EffectiveTimeout())
+				}
+				if r.OK = err == nil; !r.OK {
+					r.Error = err.Error()
+				}
+				res.Results = []protocol.ActionResult{r}
+				respond(m, res, zerolog.Nop())
+			case <-quit:
+				return
+			}
+		}
+	}()
+	return bareSubject
+}
+
+// bareEval sends startBareResponder an eval 1+1 plan and checks its answer.
+func bareEval(nc *nats.Conn, subject string) (protocol.PlanResult, error) {
+	data, _ := json.Marshal(protocol.Plan{Action: &protocol.Action{Type: "eval", Expression: "1+1"}})
+	msg, err := nc.Request(subject, data, 10*time.Second)
+	if err != nil {
+		return protocol.PlanResult{}, err
+	}
+	var res protocol.PlanResult
+	if err := json.Unmarshal(msg.Data, &res); err != nil || !res.OK || string(res.Results[0].Value) != "2" {
+		return res, fmt.Errorf("bare responder: %s %v", msg.Data, err)
+	}
+	return res, nil
 }
 
 // evalPlan sends a one-action eval 1+1 plan based on seq and checks its
