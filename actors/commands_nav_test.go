@@ -168,6 +168,27 @@ func TestBackAndForward(t *testing.T) {
 	step("forward", site("/links.html#section"), false)
 }
 
+// Right after a reload replaced the document, Chromium refuses browser-side
+// page commands for a few milliseconds ("Not attached to an active
+// page"), even once the new document has loaded: back, reload and
+// screenshot straight after a reload still work. (Without the retry, each
+// round failed more often than not.)
+func TestCommandsRightAfterReload(t *testing.T) {
+	tab, _, _ := tabAt(t, "/read.html")
+	for i := range 5 {
+		cmdMutate(t, tab, protocol.Action{Type: "navigate", URL: site("/product.html?id=5")})
+		cmdMutate(t, tab, protocol.Action{Type: "reload", Wait: i%2 == 0})
+		if r := cmdRead(t, tab, protocol.Action{Type: "screenshot"}); len(r.Value) == 0 {
+			t.Fatalf("round %d: screenshot after reload: %+v", i, r)
+		}
+		cmdMutate(t, tab, protocol.Action{Type: "reload"})
+		cmdMutate(t, tab, protocol.Action{Type: "reload"})
+		if r := cmdMutate(t, tab, protocol.Action{Type: "back"}); r.URL != site("/read.html") {
+			t.Fatalf("round %d: back after reload arrived at %q", i, r.URL)
+		}
+	}
+}
+
 // At the ends of the history, back and forward fail with no_history and
 // DR-013's messages, and produce no frame.
 func TestHistoryEnds(t *testing.T) {

@@ -92,7 +92,11 @@ func (p *Page) Screenshot(ctx context.Context, o ScreenshotOptions) ([]byte, err
 		args.SetClip(page.Viewport{X: r.X, Y: r.Y, Width: math.Ceil(r.Width), Height: math.Ceil(r.Height), Scale: 1}).
 			SetCaptureBeyondViewport(true)
 	}
-	shot, err := p.client.Page.CaptureScreenshot(ctx, args)
+	var shot *page.CaptureScreenshotReply
+	err := whileInactive(ctx, func() (err error) {
+		shot, err = p.client.Page.CaptureScreenshot(ctx, args)
+		return err
+	})
 	if err != nil {
 		return nil, p.wrap(ctx, "screenshot", err)
 	}

@@ -10,7 +10,10 @@ import (
 // hard. It returns once Chromium has started it; the commit arrives as a
 // FrameNavigated event.
 func (p *Page) Reload(ctx context.Context) error {
-	return p.wrap(ctx, "reload", p.client.Page.Reload(ctx, page.NewReloadArgs().SetIgnoreCache(true)))
+	err := whileInactive(ctx, func() error {
+		return p.client.Page.Reload(ctx, page.NewReloadArgs().SetIgnoreCache(true))
+	})
+	return p.wrap(ctx, "reload", err)
 }
 
 // NoHistoryError: back at the first entry, or forward at the last.
@@ -35,7 +38,11 @@ type HistoryEntry struct {
 // forward) as DR-013 specifies: read the navigation history, check the
 // target entry exists, navigate to it.
 func (p *Page) GoHistory(ctx context.Context, delta int) (HistoryEntry, error) {
-	h, err := p.client.Page.GetNavigationHistory(ctx)
+	var h *page.GetNavigationHistoryReply
+	err := whileInactive(ctx, func() (err error) {
+		h, err = p.client.Page.GetNavigationHistory(ctx)
+		return err
+	})
 	if err != nil {
 		return HistoryEntry{}, p.wrap(ctx, "read history", err)
 	}
@@ -44,7 +51,10 @@ func (p *Page) GoHistory(ctx context.Context, delta int) (HistoryEntry, error) {
 		return HistoryEntry{}, &NoHistoryError{Back: delta < 0}
 	}
 	to, cur := h.Entries[target], h.Entries[h.CurrentIndex]
-	if err := p.client.Page.NavigateToHistoryEntry(ctx, page.NewNavigateToHistoryEntryArgs(to.ID)); err != nil {
+	err = whileInactive(ctx, func() error {
+		return p.client.Page.NavigateToHistoryEntry(ctx, page.NewNavigateToHistoryEntryArgs(to.ID))
+	})
+	if err != nil {
 		return HistoryEntry{}, p.wrap(ctx, "navigate history", err)
 	}
 	return HistoryEntry{URL: to.URL, SameDocument: sameDocument(cur.URL, to.URL)}, nil
