@@ -402,6 +402,13 @@ func TestKeyTypesCharacters(t *testing.T) {
 		t.Fatalf("unknown key: error %q does not name it", res.Error)
 	}
 	cmdExpect(t, tab, "document.getElementById('keys').value", `"xY7 "`)
+	// type checks its --key before typing, so a bad one changes nothing
+	// (and so makes no frame).
+	res = cmdFails(t, tab, protocol.Action{Type: "type", Selector: "#keys", Text: "zz", Key: "Foo"}, protocol.CodeBadRequest)
+	if !strings.Contains(res.Error, "Foo") {
+		t.Fatalf("type --key Foo: error %q does not name it", res.Error)
+	}
+	cmdExpect(t, tab, "document.getElementById('keys').value", `"xY7 "`)
 }
 
 // select chooses an option of a native <select> by value, else by its

@@ -41,6 +41,35 @@ func TestNavigateResolvesAndRedirects(t *testing.T) {
 	cmdExpect(t, tab, "document.title", `"Product 8"`)
 }
 
+// A navigation's reply and frame carry the new document's title, never
+// the previous page's: without --wait it may not be parsed yet at commit
+// (""), with --wait it is; the frame, whose content waits for the load,
+// has it either way.
+func TestNavigationTitles(t *testing.T) {
+	tab, frames, _ := tabAt(t, "/read.html")
+	for i, id := range []string{"1", "2", "3", "4"} {
+		want := "Product " + id
+		r := cmdMutate(t, tab, protocol.Action{Type: "navigate", URL: site("/product.html?id=" + id), Wait: i%2 == 1})
+		if r.Title != want && (r.Title != "" || i%2 == 1) {
+			t.Fatalf("navigate (wait %v) to %s: reply title %q", i%2 == 1, want, r.Title)
+		}
+		if f := frames.next(); f.Title != want {
+			t.Fatalf("navigate to %s: frame title %q", want, f.Title)
+		}
+	}
+	for _, a := range []protocol.Action{{Type: "reload", Wait: true}, {Type: "back", Wait: true}} {
+		r := cmdMutate(t, tab, a)
+		f := frames.next()
+		want := "Product 4"
+		if a.Type == "back" {
+			want = "Product 3"
+		}
+		if r.Title != want || f.Title != want {
+			t.Fatalf("%s: reply title %q, frame title %q; want %q", a.Type, r.Title, f.Title, want)
+		}
+	}
+}
+
 // A load the browser cannot make fails with navigation_failed and
 // Chromium's net::ERR_ text; the tab navigates normally afterwards.
 func TestNavigateFailures(t *testing.T) {

@@ -192,6 +192,11 @@ func (t *Tab) click(ctx context.Context, a protocol.Action) (outcome, error) {
 // typeText is DR-013's type: focus the selector's element if given, clear
 // it if asked, insert the text, press the key if given.
 func (t *Tab) typeText(ctx context.Context, a protocol.Action) error {
+	if a.Key != "" {
+		if err := cdpdriver.CheckKey(a.Key); err != nil {
+			return err // before anything changes the page
+		}
+	}
 	if a.Selector != "" {
 		if err := t.page.Focus(ctx, a.Selector); err != nil {
 			return err

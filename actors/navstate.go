@@ -42,7 +42,9 @@ func (s *navState) observe(evs []cdpdriver.Event) {
 				continue
 			}
 			s.navigating = false
-			s.url, s.loaderID = e.URL, e.LoaderID
+			// The old document's title is not the new one's, which is
+			// unknown until the browser reports it or the page is read.
+			s.url, s.loaderID, s.title = e.URL, e.LoaderID, ""
 			s.changes = append(s.changes, pageChange{kind: frameNavigation, url: e.URL, loaderID: e.LoaderID})
 		case cdpdriver.SameDocumentNavigated:
 			if !e.Main || e.URL == s.url {

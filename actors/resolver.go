@@ -125,6 +125,11 @@ func (t *Tab) settle(ctx context.Context, out outcome) {
 	// A navigation the page requested during the action (a link, a form,
 	// a script) belongs to the action too.
 	t.waitFor(ctx, func() bool { return !t.nav.navigating })
+	if t.nav.title == "" && t.nav.dialog == nil && len(t.nav.changes) > 0 {
+		// A new document: read the title it has so far, which the frame
+		// and the reply carry.
+		t.barrier(ctx)
+	}
 }
 
 // barrier makes sure the events the action caused in the renderer have

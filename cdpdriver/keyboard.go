@@ -106,6 +106,14 @@ func charKey(r rune) keyDef {
 // Key presses and releases one key on the focused element with the
 // modifier bitmap held. A character key types its character, unless Ctrl,
 // Alt or Meta is held (then it is a shortcut, as on a keyboard).
+// CheckKey says whether Key knows the key name: an *InputError naming the
+// known keys if not. An action that types and then presses a key checks
+// the key first, so a bad name fails before the text changes the page.
+func CheckKey(name string) error {
+	_, err := lookupKey(name)
+	return err
+}
+
 func (p *Page) Key(ctx context.Context, name string, modifiers int) error {
 	d, err := lookupKey(name)
 	if err != nil {

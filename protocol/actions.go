@@ -36,7 +36,9 @@ type Param struct {
 	Aliases []string // other JSON names accepted for it (the frame seed's "element")
 	// ClientOnly: handled by the client (the CLI), never sent in a plan.
 	ClientOnly bool
-	Help       string
+	// Short is the flag's one-letter CLI shorthand, if any (DR-014's -t).
+	Short string
+	Help  string
 }
 
 // ActionSpec declares an action once: its name, what it does, whether it
@@ -61,7 +63,8 @@ type ActionSpec struct {
 const DefaultActionTimeout = 30 * time.Second
 
 func timeoutParam(what string) Param {
-	return Param{Name: "timeout", Kind: KindDuration, Help: "deadline for " + what + " (500ms, 2s, 1m; a bare number is milliseconds)"}
+	return Param{Name: "timeout", Kind: KindDuration, Short: "t",
+		Help: "deadline for " + what + " (500ms, 2s, 1m; a bare number is milliseconds; default " + DefaultActionTimeout.String() + " unless the node sets its own)"}
 }
 
 var waitParam = Param{Name: "wait", Kind: KindBool, Help: "answer after the load event instead of at commit"}

@@ -309,27 +309,27 @@ type paramFlag struct {
 
 func declareParam(fs *pflag.FlagSet, p protocol.Param) paramFlag {
 	name := flagName(p)
-	if fs.Lookup(name) != nil {
+	if fs.Lookup(name) != nil || p.Short != "" && fs.ShorthandLookup(p.Short) != nil {
 		// A programming error in the declarations: caught by TestActionCommands.
 		panic(fmt.Sprintf("framebus: parameter %q clashes with the flag --%s", p.Name, name))
 	}
 	help := p.Help + choices(p)
 	switch p.Kind {
 	case protocol.KindBool:
-		v := fs.Bool(name, false, help)
+		v := fs.BoolP(name, p.Short, false, help)
 		return paramFlag{p, name, func() any { return *v }}
 	case protocol.KindDuration:
 		var v msDuration
-		fs.Var(&v, name, help)
+		fs.VarP(&v, name, p.Short, help)
 		return paramFlag{p, name, func() any { return time.Duration(v).String() }}
 	case protocol.KindInt:
-		v := fs.Int(name, 0, help)
+		v := fs.IntP(name, p.Short, 0, help)
 		return paramFlag{p, name, func() any { return *v }}
 	case protocol.KindStrings:
-		v := fs.StringArray(name, nil, help+" (repeat the flag for more)")
+		v := fs.StringArrayP(name, p.Short, nil, help+" (repeat the flag for more)")
 		return paramFlag{p, name, func() any { return *v }}
 	}
-	v := fs.String(name, "", help)
+	v := fs.StringP(name, p.Short, "", help)
 	return paramFlag{p, name, func() any { return *v }}
 }
 

@@ -103,6 +103,8 @@ func TestActionArguments(t *testing.T) {
 		{[]string{"eval", "1", "+", "1"}, `{"action":{"type":"eval","expression":"1 + 1"}}`},
 		{[]string{"eval", "--timeout", "2s", "document.title"}, `{"action":{"type":"eval","expression":"document.title","timeout":"2s"}}`},
 		{[]string{"eval", "x", "--timeout", "1500"}, `{"action":{"type":"eval","expression":"x","timeout":"1.5s"}}`},
+		{[]string{"eval", "-t", "5s", "1+1"}, `{"action":{"type":"eval","expression":"1+1","timeout":"5s"}}`}, // DR-014's shorthand
+		{[]string{"ready", "-t=750ms"}, `{"action":{"type":"ready","timeout":"750ms"}}`},
 		{[]string{"eval", "--", "-1"}, `{"action":{"type":"eval","expression":"-1"}}`},
 		{[]string{"navigate", "example.com", "--wait", "--based-on", "3"}, `{"action":{"type":"navigate","url":"example.com","wait":true,"basedOnSequence":3}}`},
 		{[]string{"navigate", "--timeout=250ms", "/search.html?q=a&b=<c>"}, `{"action":{"type":"navigate","url":"/search.html?q=a&b=<c>","timeout":"250ms"}}`},
