@@ -82,7 +82,7 @@ func (t *Tab) reportDialogs() {
 		ev := dialogEvent{Tab: t.id, Type: n.dialog.Type, Message: n.dialog.Message, URL: n.dialog.URL, Open: n.open}
 		switch {
 		case n.open && !t.dialogs.held():
-			ev.Answer, ev.Auto = "accept", true // answered by the driver already
+			ev.Answer, ev.Auto = t.dialogs.answerName(), true // answered by the driver already
 		case !n.open && !t.dialogs.held():
 			continue // reported when it opened
 		case !n.open:

@@ -22,6 +22,7 @@ type cmdDialogEvent struct {
 	URL     string `json:"url"`
 	Answer  string `json:"answer"`
 	Open    bool   `json:"open"`
+	Auto    bool   `json:"auto"`
 }
 
 // cmdWatchDialogs subscribes to a tab's dialog events.
@@ -119,6 +120,33 @@ func TestDialogWithoutDialog(t *testing.T) {
 	cmdFails(t, tab, protocol.Action{Type: "dialog", Answer: "accept"}, protocol.CodeBadRequest)
 	cmdFails(t, tab, protocol.Action{Type: "dialog", Answer: "dismiss", Text: "x"}, protocol.CodeBadRequest)
 	cmdExpect(t, tab, "1 + 1", "2")
+}
+
+// With no time to wait (a negative DialogTimeout, the CLI's
+// --dialog-timeout 0) every dialog gets DialogDefault at once, dismiss
+// included, and its one event says which answer it got.
+func TestDialogAnsweredAtOnce(t *testing.T) {
+	for _, tc := range []struct{ def, answer, confirmed, prompted string }{
+		{"accept", "accept", "true", `"Ada"`},
+		{"dismiss", "dismiss", "false", "null"},
+	} {
+		t.Run(tc.def, func(t *testing.T) {
+			tab, _, _ := tabAt(t, "/dialog.html", func(o *TabOptions) {
+				o.DialogTimeout, o.DialogDefault = -1, tc.def
+			})
+			events := cmdWatchDialogs(t, tab)
+			cmdMutate(t, tab, protocol.Action{Type: "click", Selector: "#confirm"})
+			if ev := cmdNextDialog(t, events); !ev.Open || !ev.Auto || ev.Answer != tc.answer || ev.Type != "confirm" {
+				t.Fatalf("event %+v, want confirm answered %q at once", ev, tc.answer)
+			}
+			cmdPoll(t, tab, "window.confirmed !== undefined", 10*time.Second)
+			cmdExpect(t, tab, "window.confirmed", tc.confirmed)
+			cmdMutate(t, tab, protocol.Action{Type: "click", Selector: "#prompt"})
+			cmdNextDialog(t, events)
+			cmdPoll(t, tab, "window.prompted !== undefined", 10*time.Second)
+			cmdExpect(t, tab, "window.prompted", tc.prompted)
+		})
+	}
 }
 
 // A dialog nobody answers within DialogTimeout gets DialogDefault

@@ -124,7 +124,7 @@ func StartTab(ctx context.Context, opts TabOptions) (*Tab, error) {
 		quit:          make(chan struct{}),
 		done:          make(chan struct{}),
 	}
-	t.page.SetDialogsHeld(t.dialogs.held())
+	t.page.SetDialogs(t.dialogs.held(), t.dialogs.accept)
 	t.nav.observe(t.page.TakeEvents())
 	t.nav.takeChanges()
 	url, title, err := t.page.Location(ctx)

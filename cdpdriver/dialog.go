@@ -13,9 +13,9 @@ import (
 // until they are answered. A Page handles them in one of two modes:
 //
 //   - auto (the default): answered at once from the reader goroutine,
-//     accepted (a prompt with its default text); the events still reach
-//     TakeEvents for reporting;
-//   - held (SetDialogsHeld(true)): left open for the caller to answer with
+//     accepted (a prompt with its default text) unless SetDialogs chose
+//     dismiss; the events still reach TakeEvents for reporting;
+//   - held (SetDialogs(true, ...)): left open for the caller to answer with
 //     AnswerDialog. Operations running under Guard when one opens stop
 //     waiting at once with ErrDialogOpened, and those started while one is
 //     open fail with it straight away, so no caller hangs on a dialog.
@@ -24,9 +24,10 @@ import (
 const dialogAnswerTimeout = 10 * time.Second
 
 type dialogState struct {
-	mu   sync.Mutex
-	held bool
-	open bool
+	mu      sync.Mutex
+	held    bool
+	dismiss bool // auto mode's answer
+	open    bool
 	// opened is cancelled while a dialog is open (held mode); a fresh one
 	// replaces it when the dialog closes.
 	opened context.Context
@@ -35,10 +36,11 @@ type dialogState struct {
 
 func (d *dialogState) init() { d.opened, d.signal = context.WithCancel(context.Background()) }
 
-// SetDialogsHeld chooses held mode (true) or auto mode (false).
-func (p *Page) SetDialogsHeld(held bool) {
+// SetDialogs chooses held mode (held) or auto mode, and auto mode's
+// answer: accept, or dismiss.
+func (p *Page) SetDialogs(held, accept bool) {
 	p.dialogs.mu.Lock()
-	p.dialogs.held = held
+	p.dialogs.held, p.dialogs.dismiss = held, !accept
 	p.dialogs.mu.Unlock()
 }
 
@@ -59,7 +61,7 @@ func (p *Page) dialogEvent(ev Event) {
 	case DialogOpening:
 		d.open = true
 		if !d.held {
-			go p.answer(true, e.DefaultPrompt, e.Type == "prompt")
+			go p.answer(!d.dismiss, e.DefaultPrompt, e.Type == "prompt" && !d.dismiss)
 			return
 		}
 		d.signal()
