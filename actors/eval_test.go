@@ -68,3 +68,19 @@ func TestEvalTable(t *testing.T) {
 		}
 	}
 }
+
+// An awaited promise whose document is replaced (the page navigates away
+// while it waits) fails as a js_error that says so, not as an internal
+// error; the navigation is the eval's frame, and the tab goes on.
+func TestEvalOutlivedByItsDocument(t *testing.T) {
+	tab, frames, _ := tabAt(t, "/read.html")
+	res := send(t, tab.ID(), one(protocol.Action{Type: "eval",
+		Expression: "setTimeout(() => location.href = '/product.html?id=2', 50); new Promise(r => setTimeout(() => r(1), 10000))"}))
+	if res.OK || res.Code != protocol.CodeJSError || res.Error != "the page navigated away before the evaluation finished" {
+		t.Fatalf("got %+v", res)
+	}
+	if f := frames.next(); f.Action != "eval" || f.URL != site("/product.html?id=2") {
+		t.Fatalf("frame %+v, want the eval's, at the page it navigated to", f)
+	}
+	cmdExpect(t, tab, "document.title", `"Product 2"`)
+}

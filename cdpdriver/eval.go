@@ -31,6 +31,10 @@ func (p *Page) Eval(ctx context.Context, expression string, timeout time.Duratio
 		if errors.As(err, &rerr) && isSerializationFailure(rerr.Message) {
 			return nil, &SerializationError{Reason: serializationReason(rerr.Message)}
 		}
+		if errors.As(err, &rerr) && rerr.Message == errNavigatedAway && !p.lost() {
+			// An awaited promise whose document was replaced.
+			return nil, &JSError{Text: "the page navigated away before the evaluation finished"}
+		}
 		// When the termination lands while Chromium is wrapping up the
 		// result, it answers with a bare internal error instead of the
 		// "terminated" exception; past the deadline that is the timeout.
@@ -99,6 +103,10 @@ func exceptionError(d *runtime.ExceptionDetails) error {
 	}
 	return &JSError{Text: text}
 }
+
+// errNavigatedAway is how Runtime.evaluate ends when the document it runs
+// in is replaced before it answers (or the tab closes, which p.lost tells).
+const errNavigatedAway = "Inspected target navigated or closed"
 
 // rpcInternalError is JSON-RPC's "Internal error" code.
 const rpcInternalError = -32603
