@@ -20,6 +20,11 @@ func TestEvalTable(t *testing.T) {
 		{"document.title", `"framebus example shop"`},
 		{"[1, 2, 3]", "[1,2,3]"},
 		{"({a: 1, b: 2})", `{"a":1,"b":2}`},
+		{"{a: 1, b: 2}", `{"a":1,"b":2}`}, // DR-014's row: braces read as the console reads them
+		{" {} ", "{}"},
+		{"{a: {b: 'c'}, n: 1 // the last\n}", `{"a":{"b":"c"},"n":1}`},
+		{"{ let x = 1; x + 1 }", "2"}, // a block stays a block
+		{"{ 5 }", "5"},
 		{"null", "null"},
 		{"undefined", ""},
 		{"Promise.resolve(42)", "42"},

@@ -25,6 +25,7 @@ func (p *Page) Eval(ctx context.Context, expression string, timeout time.Duratio
 	ctx, cancel := WithTimeout(ctx, timeout)
 	defer cancel()
 	start := time.Now()
+	expression = p.objectLiteral(ctx, expression)
 	reply, err := p.client.Runtime.Evaluate(ctx, EvalArgs(expression, timeout))
 	if err != nil {
 		var rerr *rpcc.ResponseError
@@ -50,6 +51,28 @@ func (p *Page) Eval(ctx context.Context, expression string, timeout time.Duratio
 		return nil, exceptionError(reply.ExceptionDetails)
 	}
 	return resultValue(reply.Result)
+}
+
+// objectLiteral reads an expression in braces the way the DevTools console
+// does, so DR-014's `{a: 1, b: 2}` is an object, not a block with a label
+// that fails to parse: when it parses in parentheses it is wrapped in
+// them, otherwise (`{ let x = 1; x }`) it is left as it is. The check
+// evaluates `0 && (expression)`, which parses the expression and never
+// runs it, so an exception can only be a syntax error; no eval() is
+// involved, so a page's CSP cannot get in the way. Only expressions in
+// braces pay for it.
+func (p *Page) objectLiteral(ctx context.Context, expression string) string {
+	t := strings.TrimSpace(expression)
+	if !strings.HasPrefix(t, "{") || !strings.HasSuffix(t, "}") {
+		return expression
+	}
+	// The newline keeps a trailing line comment from swallowing the ")".
+	wrapped := "(" + expression + "\n)"
+	r, err := p.client.Runtime.Evaluate(ctx, runtime.NewEvaluateArgs("0 && "+wrapped).SetReturnByValue(true).SetSilent(true))
+	if err != nil || r.ExceptionDetails != nil {
+		return expression
+	}
+	return wrapped
 }
 
 // EvalArgs is the exact Runtime.evaluate command Eval sends, exported so a
