@@ -325,6 +325,18 @@ func (n *Node) Close() error {
 	return n.closeErr
 }
 
+// Kill ends every browser the node launched at once (see
+// cdpdriver.Process.Kill): for a second signal during a slow Close, which
+// then finishes quickly and still removes temporary profiles. Attached
+// browsers are not the node's to kill.
+func (n *Node) Kill() {
+	for _, p := range n.Profiles() {
+		if b := p.Browser(); b != nil && b.Process() != nil {
+			b.Process().Kill()
+		}
+	}
+}
+
 // allow checks a URL a tab is asked to navigate to: against the whitelist
 // when there is one, else only its scheme.
 func (n *Node) allow(url string) error {

@@ -226,6 +226,18 @@ func (p *Process) Close() error {
 	return p.closeErr
 }
 
+// Kill ends Chromium at once: SIGKILL to its whole process group, with no
+// grace for a clean exit, so a persistent profile may lose its last
+// writes. Close, running or called next, then finishes quickly and still
+// removes a temporary profile.
+func (p *Process) Kill() {
+	select {
+	case <-p.done:
+	default:
+		_ = launchSignalGroup(p.cmd.Process.Pid, syscall.SIGKILL)
+	}
+}
+
 func (p *Process) stop() error {
 	start := time.Now()
 	pgid := p.cmd.Process.Pid

@@ -38,6 +38,9 @@ func runTests(m *testing.M) int {
 		return 1
 	}
 	defer os.RemoveAll(dir)
+	// Chromium keeps its crash database under XDG_CONFIG_HOME, outside
+	// its profile.
+	defer os.RemoveAll(testConfigHome)
 	binary = filepath.Join(dir, "framebus")
 	args := []string{"build", "-o", binary}
 	if raceEnabled {

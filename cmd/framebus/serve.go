@@ -6,8 +6,10 @@ import (
 	"io"
 	"net"
 	"os"
+	"os/signal"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/mattn/go-isatty"
@@ -147,10 +149,25 @@ func (c *cli) serve(o serveOptions) error {
 	// one (status says so; launch starts it again), as close does.
 	var stopErr error
 	<-c.ctx.Done()
-	log.Info().Msg("shutting down (a second signal ends the process at once)")
+	log.Info().Msg("shutting down (a second signal kills the browser at once)")
+	hurry := make(chan os.Signal, 1)
+	signal.Notify(hurry, os.Interrupt, syscall.SIGTERM)
 	c.stopSignals()
+	closed := make(chan struct{})
+	go func() {
+		select {
+		case <-hurry:
+			// Still cleaned up: Close goes on, with nothing left to wait for.
+			log.Warn().Msg("second signal: killing the browser now (a third ends the process as it stands)")
+			signal.Stop(hurry)
+			node.Kill()
+		case <-closed:
+			signal.Stop(hurry)
+		}
+	}()
 	start := time.Now()
 	closeErr := node.Close()
+	close(closed)
 	if err := removeState(path, os.Getpid()); err != nil {
 		log.Warn().Err(err).Msg("remove state file")
 	}

@@ -195,6 +195,32 @@ func testServeStops(t *testing.T, sig syscall.Signal) {
 	}
 }
 
+// A second signal during the shutdown kills the browser at once instead of
+// waiting for it, and still leaves nothing behind: no Chromium, no
+// temporary profile, no state file.
+func TestServeSecondSignalStillCleansUp(t *testing.T) {
+	n := startNode(t)
+	profile := chromiumProfile(t, n.cmd.Process.Pid)
+	mustOK(t, n.env, "navigate", site("/"))
+	_ = n.cmd.Process.Signal(syscall.SIGTERM)
+	waitFor(t, "serve says it is shutting down", 30*time.Second, func() bool {
+		return strings.Contains(n.stderr.String(), "shutting down")
+	})
+	n.stop(syscall.SIGTERM, 30*time.Second) // its exit status may say the browser was killed
+	if !strings.Contains(n.stderr.String(), "second signal") {
+		t.Logf("the shutdown ended before the second signal came: %s", n.stderr)
+	}
+	waitFor(t, "every chromium process with the profile has exited", 10*time.Second, func() bool {
+		return len(processesMentioning(profile)) == 0
+	})
+	if _, err := os.Stat(profile); !os.IsNotExist(err) {
+		t.Errorf("profile %s still exists: %v", profile, err)
+	}
+	if _, err := os.Stat(n.stateFile); !os.IsNotExist(err) {
+		t.Errorf("state file %s still exists: %v", n.stateFile, err)
+	}
+}
+
 // The demo runs the seed's example to exit 0 and shows the stale replay.
 func TestDemo(t *testing.T) {
 	r := framebus(t, testEnv(), "", "demo")
