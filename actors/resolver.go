@@ -90,7 +90,15 @@ func (t *Tab) execute(ctx context.Context, plan protocol.Plan, index int, a prot
 		r.Value = out.value
 	}
 	changes := t.nav.takeChanges()
-	if !spec.Mutates || (err != nil && len(changes) == 0) {
+	if !spec.Mutates {
+		// A read-only action changes nothing: whatever changed while it
+		// ran (a timer, a redirect) was the page's doing.
+		for _, c := range changes {
+			t.frameFor(ctx, c, frames.Change{Action: c.kind, Source: protocol.SourcePage})
+		}
+		return r
+	}
+	if err != nil && len(changes) == 0 {
 		return r
 	}
 	change := frames.Change{Action: a.Type, Source: protocol.SourceAgent, PlanID: plan.ID, Agent: plan.Agent,

@@ -150,6 +150,31 @@ func TestSameDocumentChangeByPage(t *testing.T) {
 	}
 }
 
+// A change the page makes while the tab runs a read-only action (here a
+// wait-for that times out) is still a page frame: the action made none,
+// and the change is not lost with it; a plan based on the frame before it
+// is stale.
+func TestPageChangeDuringReadOnlyAction(t *testing.T) {
+	tab, frames, _ := tabAt(t, "/")
+	r := cmdMutate(t, tab, protocol.Action{Type: "eval", Expression: `setTimeout(() => history.pushState({}, "", "/while-waiting"), 100), 1`})
+	frames.next()
+	res := send(t, tab.ID(), one(protocol.Action{Type: "wait-for", Selector: "#never", Timeout: protocol.Duration(500 * time.Millisecond)}))
+	if res.OK || res.Code != protocol.CodeTimeout || res.Sequence != r.Sequence+1 {
+		t.Fatalf("wait-for: %+v, want a timeout after which the sequence is %d", res, r.Sequence+1)
+	}
+	f := frames.next()
+	if f.Sequence != r.Sequence+1 || f.Source != protocol.SourcePage || f.Action != protocol.FrameSameDocument || f.URL != site("/while-waiting") {
+		t.Fatalf("page frame %+v", f)
+	}
+	if info := tab.Info(); info.URL != site("/while-waiting") || info.Sequence != f.Sequence {
+		t.Fatalf("tab info %+v", info)
+	}
+	stale := send(t, tab.ID(), one(protocol.Action{Type: "eval", Expression: "1", BasedOnSequence: protocol.Based(r.Sequence)}))
+	if stale.OK || stale.Code != protocol.CodeStaleFrame {
+		t.Fatalf("plan based on the frame before the change: %+v", stale)
+	}
+}
+
 // Acceptance 4: two agents racing with plans based on the same frame:
 // in every round exactly one plan's first action runs.
 func TestConcurrentAgentsOneWins(t *testing.T) {
