@@ -89,3 +89,39 @@ func TestEvalOutlivedByItsDocument(t *testing.T) {
 	}
 	cmdExpect(t, tab, "document.title", `"Product 2"`)
 }
+
+// An eval that fails after its script ran may have changed the page, so
+// it still makes its frame (the plan stops there all the same); one that
+// never ran (a syntax error) makes none.
+func TestFailedEvalFrames(t *testing.T) {
+	tab, frames, _ := tabAt(t, "/read.html")
+	ran := []struct {
+		expr    string
+		timeout time.Duration
+		code    protocol.Code
+	}{
+		{"document.body.dataset.touched = 'yes'; throw new Error('boom')", 0, protocol.CodeJSError},
+		{"JSON.parse('{')", 0, protocol.CodeJSError}, // a SyntaxError thrown by running code
+		{"throw 'plain'", 0, protocol.CodeJSError},
+		{"(() => { const o = {}; o.o = o; return o; })()", 0, protocol.CodeJSError},
+		{"while (true) {}", 300 * time.Millisecond, protocol.CodeTimeout},
+	}
+	for _, tc := range ran {
+		before := tab.Info().Sequence
+		res := send(t, tab.ID(), one(protocol.Action{Type: "eval", Expression: tc.expr, Timeout: protocol.Duration(tc.timeout), BasedOnSequence: protocol.Based(before)}))
+		if res.OK || res.Code != tc.code || res.Sequence != before+1 || res.Results[0].Sequence != before+1 {
+			t.Fatalf("%s: want %s with a frame (%d), got %+v", tc.expr, tc.code, before+1, res)
+		}
+		if f := frames.next(); f.Sequence != before+1 || f.Action != "eval" {
+			t.Fatalf("%s: frame %+v", tc.expr, f)
+		}
+	}
+	cmdExpect(t, tab, "document.body.dataset.touched", `"yes"`)
+	frames.next()
+	for _, expr := range []string{"{a: 1,, }", "let = ;", "1 +"} {
+		res := cmdFails(t, tab, protocol.Action{Type: "eval", Expression: expr}, protocol.CodeJSError)
+		if !strings.HasPrefix(res.Error, "SyntaxError") {
+			t.Fatalf("%s: %+v", expr, res)
+		}
+	}
+}

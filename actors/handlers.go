@@ -19,6 +19,9 @@ type outcome struct {
 	// barrier: the action ran in the renderer through input events, whose
 	// effects may still be in flight; settle with a renderer round trip.
 	barrier bool
+	// ran: the action failed after it ran in the page (a script that
+	// threw), so it may have changed it: it still makes its frame.
+	ran bool
 }
 
 // handler runs one action on the tab's page. Handlers are keyed by the
@@ -250,7 +253,14 @@ func (t *Tab) answerDialog(ctx context.Context, a protocol.Action) error {
 
 func (t *Tab) eval(ctx context.Context, a protocol.Action) (outcome, error) {
 	v, err := t.page.Eval(ctx, a.Expression, a.EffectiveTimeout())
-	return outcome{value: v}, err
+	var (
+		js      *cdpdriver.JSError
+		ser     *cdpdriver.SerializationError
+		timeout *cdpdriver.TimeoutError
+	)
+	// A script that ran before it failed may have changed the page.
+	ran := errors.As(err, &js) && js.Ran || errors.As(err, &ser) || errors.As(err, &timeout)
+	return outcome{value: v, ran: ran}, err
 }
 
 // readyPoll bounds how long ready sleeps between looks at readyState when

@@ -98,8 +98,8 @@ func (t *Tab) execute(ctx context.Context, plan protocol.Plan, index int, a prot
 		}
 		return r
 	}
-	if err != nil && len(changes) == 0 {
-		return r
+	if err != nil && len(changes) == 0 && !out.ran {
+		return r // it failed before it changed anything
 	}
 	change := frames.Change{Action: a.Type, Source: protocol.SourceAgent, PlanID: plan.ID, Agent: plan.Agent,
 		Format: frames.Format(plan.FullPage), Policy: frames.Policy(plan.FullPagePolicy)}

@@ -38,8 +38,12 @@ func (e *InvalidSelectorError) Error() string {
 }
 
 // JSError is an exception thrown by page JavaScript; Text is its description
-// ("ReferenceError: x is not defined").
-type JSError struct{ Text string }
+// ("ReferenceError: x is not defined"). Ran: the script started before it
+// threw, so it may have changed the page; a syntax error stops it first.
+type JSError struct {
+	Text string
+	Ran  bool
+}
 
 func (e *JSError) Error() string { return e.Text }
 

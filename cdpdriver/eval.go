@@ -34,7 +34,7 @@ func (p *Page) Eval(ctx context.Context, expression string, timeout time.Duratio
 		}
 		if errors.As(err, &rerr) && rerr.Message == errNavigatedAway && !p.lost() {
 			// An awaited promise whose document was replaced.
-			return nil, &JSError{Text: "the page navigated away before the evaluation finished"}
+			return nil, &JSError{Text: "the page navigated away before the evaluation finished", Ran: true}
 		}
 		// When the termination lands while Chromium is wrapping up the
 		// result, it answers with a bare internal error instead of the
@@ -111,20 +111,25 @@ func resultValue(r runtime.RemoteObject) (json.RawMessage, error) {
 
 // exceptionError is a thrown exception as DR-014 shows it:
 // "ReferenceError: x is not defined" (the description without its stack).
+//
+// A syntax error found while compiling has no stack (nothing ran); one
+// thrown by running code (JSON.parse) has one.
 func exceptionError(d *runtime.ExceptionDetails) error {
-	text := d.Text
+	text, ran := d.Text, true
 	if ex := d.Exception; ex != nil {
 		switch {
 		case ex.Description != nil && *ex.Description != "":
 			text = *ex.Description
-			if i := strings.Index(text, "\n    at "); i >= 0 {
+			i := strings.Index(text, "\n    at ")
+			if i >= 0 {
 				text = text[:i]
 			}
+			ran = i >= 0 || ex.ClassName == nil || *ex.ClassName != "SyntaxError"
 		case len(ex.Value) > 0:
 			text = "Uncaught " + strings.Trim(string(ex.Value), `"`)
 		}
 	}
-	return &JSError{Text: text}
+	return &JSError{Text: text, Ran: ran}
 }
 
 // errNavigatedAway is how Runtime.evaluate ends when the document it runs
