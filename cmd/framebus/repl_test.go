@@ -52,9 +52,7 @@ func TestResolveCommand(t *testing.T) {
 		"click": "click", "help": "help", "watch": "watch", "config": "config", "url": "url",
 		// unique prefixes
 		"nav": "navigate", "cli": "click", "ev": "eval", "clo": "close", "st": "status",
-		"la": "launch", "wat": "watch", "he": "help", "scre": "screenshot",
-		// several candidates, one of them an action
-		"cl": "click", "c": "click", "w": "wait-for", "se": "select",
+		"la": "launch", "wat": "watch", "he": "help", "scre": "screenshot", "wai": "wait-for", "sel": "select",
 	} {
 		cmd, err := resolveCommand(word)
 		if err != nil || cmd.name != want {
@@ -66,6 +64,10 @@ func TestResolveCommand(t *testing.T) {
 		"scr":   {"ambiguous", "scroll", "screenshot"},
 		"t":     {"ambiguous", "type", "text", "title", "tab"},
 		"p":     {"ambiguous", "plan", "pages"},
+		"c":     {"ambiguous", "click", "close", "config"}, // only a unique prefix stands for a command
+		"cl":    {"ambiguous", "click", "close"},
+		"w":     {"ambiguous", "wait-for", "watch"},
+		"se":    {"ambiguous", "select", "session"},
 		"zzz":   {`unknown command "zzz"`, "help"},
 		"":      {"unknown command"},
 		"serve": {"does not run in the REPL", "framebus serve"},
@@ -368,7 +370,7 @@ func TestREPLOnATerminal(t *testing.T) {
 	term.send("navigate " + site("/search.html?q=x") + " --wait\r")
 	at = term.expect("the prompt after navigate", at, prompt(host+"/search.html?q=x"))
 
-	term.send("cl #result2\r") // cl: click (an action) rather than close
+	term.send("cli #result2\r") // cli: the one command it begins
 	at = term.expect("the prompt after a click", at, prompt(host+"/product.html?id=2"))
 
 	term.send("\x1b[A\x1b[A\r") // up twice: the navigate again
@@ -428,7 +430,7 @@ func TestREPLOnATerminal(t *testing.T) {
 	term.send("exit\r")
 	term.exit("exit")
 	data, err := os.ReadFile(history)
-	if err != nil || !strings.Contains(string(data), "cl #result2\n") || !strings.HasSuffix(string(data), "exit\n") {
+	if err != nil || !strings.Contains(string(data), "cli #result2\n") || !strings.HasSuffix(string(data), "exit\n") {
 		t.Fatalf("history file: %q %v", data, err)
 	}
 

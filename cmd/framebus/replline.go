@@ -129,25 +129,20 @@ func resolveCommand(word string) (command, error) {
 	if why, ok := replRefused[word]; ok {
 		return command{}, fmt.Errorf("%s does not run in the REPL: %s", word, why)
 	}
-	var matches, actions []command
+	var matches []command
 	for _, cmd := range replCommands() {
 		if cmd.name == word {
 			return cmd, nil
 		}
 		if word != "" && strings.HasPrefix(cmd.name, word) {
 			matches = append(matches, cmd)
-			if cmd.group == groupActions {
-				actions = append(actions, cmd)
-			}
 		}
 	}
-	switch {
-	case len(matches) == 1:
+	switch len(matches) {
+	case 1:
 		return matches[0], nil
-	case len(matches) == 0:
+	case 0:
 		return command{}, fmt.Errorf("unknown command %q; help lists them", word)
-	case len(actions) == 1:
-		return actions[0], nil
 	}
 	names := make([]string, len(matches))
 	for i, m := range matches {
