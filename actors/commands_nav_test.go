@@ -70,6 +70,17 @@ func TestNavigationTitles(t *testing.T) {
 	}
 }
 
+// A path in a tab with no page to be relative to (the frame seed's
+// "/search?q=products" in a new tab) is a bad request that says so, not a
+// whitelist refusal.
+func TestNavigateRelativeWithoutPage(t *testing.T) {
+	tab := openTab(t)
+	res := cmdFails(t, tab, protocol.Action{Type: "navigate", URL: "/search?q=products"}, protocol.CodeBadRequest)
+	if !strings.Contains(res.Error, `relative URL "/search?q=products"`) || !strings.Contains(res.Error, "about:blank") {
+		t.Fatalf("error %q", res.Error)
+	}
+}
+
 // A load the browser cannot make fails with navigation_failed and
 // Chromium's net::ERR_ text; the tab navigates normally afterwards.
 func TestNavigateFailures(t *testing.T) {

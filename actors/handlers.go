@@ -87,7 +87,8 @@ func (t *Tab) navigate(ctx context.Context, a protocol.Action) (outcome, error) 
 	if err != nil {
 		// A URL Go cannot parse may still be one a browser loads: the
 		// whitelist, which parses as a browser does, has the first word.
-		if t.allow != nil {
+		// (Not on a path with no page to be relative to: that is no URL.)
+		if t.allow != nil && !cdpdriver.IsRelativeURL(a.URL) {
 			if derr := t.allow(a.URL); derr != nil {
 				return outcome{}, protocol.Errorf(protocol.CodePermissionDenied, "%v", derr)
 			}

@@ -45,6 +45,14 @@ var schemePattern = regexp.MustCompile(`^[a-zA-Z][a-zA-Z0-9+.-]*:`)
 // opaqueSchemes are schemes written without "//" that a user may type.
 var opaqueSchemes = map[string]bool{"about": true, "data": true, "blob": true, "javascript": true, "mailto": true, "view-source": true}
 
+// IsRelativeURL says whether ResolveURL reads raw relative to the current
+// page: a path, a query or a fragment.
+func IsRelativeURL(raw string) bool {
+	raw = strings.TrimSpace(raw)
+	return strings.HasPrefix(raw, "/") && !strings.HasPrefix(raw, "//") || strings.HasPrefix(raw, ".") ||
+		strings.HasPrefix(raw, "?") || strings.HasPrefix(raw, "#")
+}
+
 // ResolveURL turns what a user or agent typed into the URL to load (DR-013):
 // a full URL is kept; a path ("/search", "./x", "?q=1", "#top") is resolved
 // against base, the current page; a bare host gets a scheme: http for
@@ -54,8 +62,7 @@ func ResolveURL(raw, base string) (string, error) {
 	if raw == "" {
 		return "", fmt.Errorf("empty URL")
 	}
-	if strings.HasPrefix(raw, "/") && !strings.HasPrefix(raw, "//") || strings.HasPrefix(raw, ".") ||
-		strings.HasPrefix(raw, "?") || strings.HasPrefix(raw, "#") {
+	if IsRelativeURL(raw) {
 		b, err := url.Parse(base)
 		if err != nil || b.Host == "" {
 			return "", fmt.Errorf("relative URL %q needs a current page with a host, and the tab is at %q", raw, base)
