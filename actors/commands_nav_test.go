@@ -70,6 +70,43 @@ func TestNavigationTitles(t *testing.T) {
 	}
 }
 
+// Pages that send the browser on at once, by meta refresh or by script:
+// navigate --wait answers with the page the agent ends up on (its load,
+// not the replaced document's, which never comes); without --wait the
+// first document may get a frame of its own. Either way the frames end at
+// the final page with its content, and a frame without content says why
+// in plain words.
+func TestNavigateThroughPageRedirects(t *testing.T) {
+	for _, tc := range []struct {
+		path, final string
+		loads       bool // the first page may load before it moves on
+	}{
+		{"/meta.html", "/product.html?id=meta", true},
+		{"/jsredirect.html", "/product.html?id=script", false},
+	} {
+		for _, wait := range []bool{false, true} {
+			tab, frames, _ := tabAt(t, "/read.html")
+			res := send(t, tab.ID(), one(protocol.Action{Type: "navigate", URL: site(tc.path), Wait: wait, Timeout: protocol.Duration(20 * time.Second)}))
+			at := res.Results[0].URL
+			if !res.OK || wait && at != site(tc.final) && !(tc.loads && at == site(tc.path)) {
+				t.Fatalf("navigate %s (wait %v): %+v", tc.path, wait, res)
+			}
+			for {
+				f := frames.next()
+				if f.FullPage == nil && (f.Note == "" || strings.Contains(f.Note, "rpc error") || strings.Contains(f.Note, "cdp.")) {
+					t.Fatalf("%s (wait %v): frame %d at %s has no content and note %q", tc.path, wait, f.Sequence, f.URL, f.Note)
+				}
+				if f.URL == site(tc.final) {
+					if f.FullPage == nil {
+						t.Fatalf("%s (wait %v): the final page's frame has no content: %+v", tc.path, wait, f)
+					}
+					break
+				}
+			}
+		}
+	}
+}
+
 // A path in a tab with no page to be relative to (the frame seed's
 // "/search?q=products" in a new tab) is a bad request that says so, not a
 // whitelist refusal.

@@ -138,13 +138,17 @@ func (t *Tab) capture(ctx context.Context, change frames.Change, note string) (c
 	url, title, text, err := t.page.Content(cctx, string(t.frames.FormatOf(change)))
 	switch {
 	case err != nil:
-		// The title, at least, is worth a second try of its own.
-		if u, tt, lerr := t.page.Location(cctx); lerr == nil && u == change.URL {
-			title = tt
-		} else {
-			title = ""
+		// The title, at least, is worth a second try of its own; and a
+		// page that moved on is why the read failed (its document went
+		// away under it).
+		u, tt, lerr := t.page.Location(cctx)
+		switch {
+		case lerr == nil && u == change.URL:
+			return nil, tt, joinNote(note, "content unavailable: "+err.Error())
+		case lerr == nil:
+			return nil, "", joinNote(note, "content unavailable: the page changed to "+u+" while it was read")
 		}
-		return nil, title, joinNote(note, "content unavailable: "+err.Error())
+		return nil, "", joinNote(note, "content unavailable: "+err.Error())
 	case url != change.URL:
 		// The document moved on while we read it; keep the frame honest.
 		return nil, "", joinNote(note, "content unavailable: the page changed to "+url+" while it was read")

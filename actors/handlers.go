@@ -164,12 +164,23 @@ func (t *Tab) awaitCommit(ctx context.Context, a protocol.Action, url string) (o
 	return outcome{loaderID: loader}, nil
 }
 
-// waitLoad waits for the load event of the document loaderID commits.
+// waitLoad waits for the load event of the document loaderID commits, or
+// of the document the page replaced it with before it loaded.
 func (t *Tab) waitLoad(ctx context.Context, loaderID string) error {
 	if loaderID == "" {
 		return nil
 	}
-	if !t.waitFor(ctx, func() bool { return t.nav.loaded[loaderID] }) {
+	loaded := func() bool {
+		if t.nav.loaded[loaderID] {
+			return true
+		}
+		// The page replaced the document before it loaded (a script or
+		// meta redirect): the load waited for is that of the page the
+		// agent ends up on.
+		cur := t.nav.loaderID
+		return cur != loaderID && t.nav.committed(loaderID) && t.nav.loaded[cur] && !t.nav.navigating
+	}
+	if !t.waitFor(ctx, loaded) {
 		return errPageLoadTimeout
 	}
 	return nil

@@ -1,6 +1,10 @@
 package actors
 
-import "github.com/framebus/framebus/cdpdriver"
+import (
+	"strings"
+
+	"github.com/framebus/framebus/cdpdriver"
+)
 
 // pageChange is a change of the page's state seen in its events: a new
 // document, a same-document URL change, or a crash.
@@ -69,7 +73,7 @@ func (s *navState) observe(evs []cdpdriver.Event) {
 				s.loaded[e.LoaderID] = true
 			}
 		case cdpdriver.TitleChanged:
-			if e.URL == s.url || s.url == "" {
+			if (e.URL == s.url || s.url == "") && !urlTitle(e.Title, e.URL) {
 				s.title = e.Title
 			}
 		case cdpdriver.Crashed:
@@ -120,4 +124,14 @@ func (s *navState) committed(loaderID string) bool {
 		}
 	}
 	return false
+}
+
+// urlTitle says whether title is only Chromium's stand-in for a page with
+// no title (yet): its URL without the scheme.
+func urlTitle(title, url string) bool {
+	if title == url {
+		return title != ""
+	}
+	_, rest, ok := strings.Cut(url, "://")
+	return ok && (title == rest || title == strings.TrimSuffix(rest, "/"))
 }
