@@ -33,6 +33,11 @@ func TestLifecycleCommands(t *testing.T) {
 		t.Fatalf("pages after tab close: %v", pages)
 	}
 	mustOK(t, n.env, "url") // the selected tab is gone: the first one answers
+	mustOK(t, n.env, "tab", "close")
+	if r := framebus(t, n.env, "", "eval", "1"); r.status != 1 || r.reply(t)["code"] != "tab_not_found" ||
+		!strings.Contains(r.reply(t)["error"].(string), "no tabs (open one with: framebus tab new)") {
+		t.Fatalf("eval with no tab open: exit %d, %s", r.status, r.stdout)
+	}
 
 	closed := mustOK(t, n.env, "close")
 	if closed["profiles"].([]any)[0].(map[string]any)["running"] != false {
