@@ -214,6 +214,12 @@ func TestHTMLOfElementAndDocument(t *testing.T) {
 	if res.Error != "element not found: #missing" {
 		t.Fatalf("html of a missing element: %+v", res)
 	}
+	// On the wire the markup is as it is, not \u003c-escaped.
+	data, _ := json.Marshal(one(protocol.Action{Type: "html", Selector: "#frag"}))
+	msg, err := testConn.Request(protocol.DefaultSubjects.TabPlan(tab.ID()), data, 10*time.Second)
+	if err != nil || !bytes.Contains(msg.Data, []byte(`"<p id=\"frag\"`)) || bytes.Contains(msg.Data, []byte(`\u003c`)) {
+		t.Fatalf("html reply on the wire: %s %v", msg.Data, err)
+	}
 }
 
 // title and url answer the page's current title and URL as JSON strings,

@@ -83,7 +83,7 @@ func (c *contentStore) serve(m *nats.Msg) {
 			reply.OK, reply.Chunks, reply.Data = true, len(chunks), chunks[req.Chunk]
 		}
 	}
-	data, _ := json.Marshal(reply)
+	data, _ := protocol.Marshal(reply)
 	_ = m.Respond(data)
 }
 

@@ -2,7 +2,6 @@ package actors
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"time"
 
@@ -187,14 +186,14 @@ func joinNote(a, b string) string {
 // the bus goes out with its content by reference (see content.go), never
 // dropped or cut.
 func (t *Tab) publish(f protocol.Frame) {
-	data, err := json.Marshal(f)
+	data, err := protocol.Marshal(f)
 	if max := t.nc.MaxPayload(); err == nil && int64(len(data)) > max && f.FullPage != nil {
 		content := *f.FullPage
 		chunks := t.content.keep(f.Sequence, content, max)
 		f.FullPage = nil
 		f.FullPageRef = &protocol.ContentRef{Subject: t.subj.TabContent(t.id), Sequence: f.Sequence, Bytes: len(content), Chunks: chunks}
 		f.Note = joinNote(f.Note, fmt.Sprintf("content of %d bytes is more than one bus message carries: fetch it in %d chunks (fullPageRef)", len(content), chunks))
-		data, err = json.Marshal(f)
+		data, err = protocol.Marshal(f)
 	}
 	if err == nil {
 		err = t.nc.Publish(t.frameSubject, data)

@@ -77,7 +77,7 @@ func read(f func(t *Tab, ctx context.Context, a protocol.Action) (any, error)) h
 		if err != nil {
 			return outcome{}, err
 		}
-		raw, err := json.Marshal(v)
+		raw, err := protocol.Marshal(v)
 		return outcome{value: raw}, err
 	}
 }

@@ -2,7 +2,6 @@ package actors
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"runtime"
 	"sync/atomic"
@@ -279,7 +278,7 @@ func respond(m *nats.Msg, v any, log zerolog.Logger) {
 	if m.Reply == "" {
 		return
 	}
-	data, err := json.Marshal(v)
+	data, err := protocol.Marshal(v)
 	if err != nil {
 		log.Error().Err(err).Msg("encode reply")
 		return

@@ -1,6 +1,7 @@
 package protocol
 
 import (
+	"bytes"
 	"encoding/json"
 	"time"
 )
@@ -80,4 +81,17 @@ type ContentReply struct {
 	Chunk    int    `json:"chunk"`
 	Chunks   int    `json:"chunks"`
 	Data     string `json:"data"`
+}
+
+// Marshal is json.Marshal as framebus writes JSON: without HTML escaping,
+// so page content, selectors and messages keep their <, > and & as they
+// are (readable, and a page's HTML is not inflated by \u003c escapes).
+func Marshal(v any) ([]byte, error) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
 }

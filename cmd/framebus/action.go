@@ -202,7 +202,7 @@ func encodeAction(spec protocol.ActionSpec, fields map[string]any) ([]byte, erro
 	var b bytes.Buffer
 	b.WriteString(`{"action":{"type":`)
 	add := func(v any) error {
-		data, err := marshalLine(v)
+		data, err := protocol.Marshal(v)
 		b.Write(data)
 		return err
 	}

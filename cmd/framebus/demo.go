@@ -233,7 +233,7 @@ func (p *framePrinter) frame(m *nats.Msg) {
 		cut := truncate(*f.FullPage, demoFullPageChars)
 		f.FullPage = &cut
 	}
-	data, err := marshalLine(f)
+	data, err := protocol.Marshal(f)
 	if err != nil {
 		p.say("# encode frame: %v", err)
 		return
@@ -287,7 +287,7 @@ func (p *framePrinter) sayJSON(data []byte) {
 }
 
 func (p *framePrinter) sayValue(v any) {
-	data, err := marshalLine(v)
+	data, err := protocol.Marshal(v)
 	if err != nil {
 		p.say("# encode: %v", err)
 		return

@@ -38,7 +38,7 @@ var resultBookkeeping = map[string]bool{"index": true, "type": true, "ok": true,
 // shows up without a change here, and a field the result omits (eval of
 // undefined has no value) is absent.
 func actionReply(r protocol.ActionResult, extra ...replyField) (json.RawMessage, error) {
-	raw, err := marshalLine(r)
+	raw, err := protocol.Marshal(r)
 	if err != nil {
 		return nil, err
 	}
@@ -72,7 +72,7 @@ func actionReply(r protocol.ActionResult, extra ...replyField) (json.RawMessage,
 	}
 	for _, f := range extra {
 		k, _ := json.Marshal(f.name)
-		v, err := marshalLine(f.value)
+		v, err := protocol.Marshal(f.value)
 		if err != nil {
 			return nil, err
 		}
@@ -104,21 +104,10 @@ func (c *cli) printJSON(v any) {
 		}
 	default:
 		var err error
-		if data, err = marshalLine(v); err != nil {
+		if data, err = protocol.Marshal(v); err != nil {
 			data, _ = json.Marshal(errorReply{Error: "encode reply: " + err.Error(), Code: protocol.CodeInternal})
 		}
 	}
 	c.stdout.Write(append(data, '\n'))
 }
 
-// marshalLine is json.Marshal without HTML escaping, so selectors,
-// messages and page content keep their <, > and & readable.
-func marshalLine(v any) ([]byte, error) {
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(v); err != nil {
-		return nil, err
-	}
-	return bytes.TrimRight(buf.Bytes(), "\n"), nil
-}

@@ -136,7 +136,7 @@ func inlineContent(nc *nats.Conn, data []byte, log zerolog.Logger) []byte {
 		return data
 	}
 	f.FullPage, f.FullPageRef = content, nil
-	out, err := json.Marshal(f)
+	out, err := protocol.Marshal(f)
 	if err != nil {
 		return data
 	}
