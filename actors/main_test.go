@@ -203,22 +203,28 @@ func site(path string) string { return testSite.URL + path }
 // send submits a plan (any JSON-encodable value or raw bytes) and decodes the reply.
 func send(t *testing.T, tab string, plan any) protocol.PlanResult {
 	t.Helper()
-	data, ok := plan.([]byte)
-	if !ok {
-		var err error
-		if data, err = json.Marshal(plan); err != nil {
-			t.Fatal(err)
-		}
-	}
-	msg, err := testConn.Request(protocol.DefaultSubjects.TabPlan(tab), data, 60*time.Second)
-	if err != nil {
-		t.Fatalf("plan %s: %v", data, err)
-	}
-	res, err := protocol.DecodePlanResult(msg.Data)
+	res, err := request(testConn, tab, plan)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return res
+}
+
+// request is send on a connection of the caller's, for goroutines (which
+// must not call t.Fatal).
+func request(nc *nats.Conn, tab string, plan any) (protocol.PlanResult, error) {
+	data, ok := plan.([]byte)
+	if !ok {
+		var err error
+		if data, err = json.Marshal(plan); err != nil {
+			return protocol.PlanResult{}, err
+		}
+	}
+	msg, err := nc.Request(protocol.DefaultSubjects.TabPlan(tab), data, 60*time.Second)
+	if err != nil {
+		return protocol.PlanResult{}, fmt.Errorf("plan %s: %v", data, err)
+	}
+	return protocol.DecodePlanResult(msg.Data)
 }
 
 // one is a single-action plan.

@@ -3,6 +3,7 @@ package actors
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"net"
 	"strings"
 	"sync"
@@ -180,20 +181,33 @@ func TestPageChangeDuringReadOnlyAction(t *testing.T) {
 func TestConcurrentAgentsOneWins(t *testing.T) {
 	tab := openTab(t)
 	seq := send(t, tab.ID(), one(protocol.Action{Type: "navigate", URL: site("/")})).Sequence
+	agents := make([]*nats.Conn, 2) // each agent on a connection of its own
+	for i := range agents {
+		nc, err := testBus.Connect("agent-" + string(rune('A'+i)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(nc.Close)
+		agents[i] = nc
+	}
 	for round := 0; round < 100; round++ {
 		var wg sync.WaitGroup
-		results := make([]protocol.PlanResult, 2)
-		for agent := range results {
+		results := make([]protocol.PlanResult, len(agents))
+		errs := make([]error, len(agents))
+		for agent, nc := range agents {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				results[agent] = send(t, tab.ID(), protocol.Plan{Agent: string(rune('A' + agent)), Actions: []protocol.Action{
+				results[agent], errs[agent] = request(nc, tab.ID(), protocol.Plan{Agent: string(rune('A' + agent)), Actions: []protocol.Action{
 					{Type: "click", Selector: "#count", BasedOnSequence: protocol.Based(seq)},
 					{Type: "eval", Expression: "document.getElementById('count').dataset.n", BasedOnSequence: protocol.Based(seq + 1)},
 				}})
 			}()
 		}
 		wg.Wait()
+		if err := errors.Join(errs...); err != nil {
+			t.Fatalf("round %d: %v", round, err)
+		}
 		ran := 0
 		for _, r := range results {
 			switch {
