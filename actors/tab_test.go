@@ -399,3 +399,43 @@ func waitUntil(t *testing.T, cond func() bool) {
 		time.Sleep(5 * time.Millisecond)
 	}
 }
+
+// An action blocked in one tab (a wait-for) does not hold up another tab:
+// the other answers while the first still waits.
+func TestBlockedTabDoesNotBlockAnother(t *testing.T) {
+	blocked, _, _ := tabAt(t, "/read.html")
+	other, _, _ := tabAt(t, "/read.html")
+	done := make(chan protocol.PlanResult, 1)
+	go func() {
+		res, _ := request(testConn, blocked.ID(), one(protocol.Action{Type: "wait-for", Selector: "#late", Timeout: protocol.Duration(30 * time.Second)}))
+		done <- res
+	}()
+	for i := range 5 {
+		if r := send(t, other.ID(), one(protocol.Action{Type: "eval", Expression: "6 * 7"})); !r.OK || string(r.Results[0].Value) != "42" {
+			t.Fatalf("the other tab, eval %d: %+v", i, r)
+		}
+	}
+	select {
+	case res := <-done:
+		t.Fatalf("the wait-for ended before its element appeared: %+v", res)
+	default:
+	}
+	// End the wait from outside the actor, on the page itself.
+	if _, err := blocked.page.Eval(context.Background(), "document.body.append(Object.assign(document.createElement('p'), {id: 'late'})), 1", 10*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if res := <-done; !res.OK {
+		t.Fatalf("wait-for: %+v", res)
+	}
+}
+
+// A script far longer than a websocket frame's default buffer (4 KiB)
+// goes through whole.
+func TestLongScript(t *testing.T) {
+	tab := openTab(t)
+	long := strings.Repeat("x", 200_000)
+	res := send(t, tab.ID(), one(protocol.Action{Type: "eval", Expression: "'" + long + "'.length"}))
+	if !res.OK || string(res.Results[0].Value) != "200000" {
+		t.Fatalf("eval of a 200 KB script: %+v", res.Error)
+	}
+}
