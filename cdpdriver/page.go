@@ -173,7 +173,14 @@ func deadlineOf(ctx context.Context) time.Duration {
 type timeoutKey struct{}
 
 // WithTimeout is context.WithTimeout that remembers d, so a TimeoutError
-// can say "after 2s".
+// can say "after 2s". A ctx that already has this timeout, set no later,
+// is returned as it is (an action's deadline passed on to the driver call
+// that makes it): one timer per action is enough.
 func WithTimeout(ctx context.Context, d time.Duration) (context.Context, context.CancelFunc) {
+	if had, ok := ctx.Value(timeoutKey{}).(time.Duration); ok && had == d {
+		if dl, ok := ctx.Deadline(); ok && !dl.After(time.Now().Add(d)) {
+			return ctx, func() {}
+		}
+	}
 	return context.WithTimeout(context.WithValue(ctx, timeoutKey{}, d), d)
 }
