@@ -59,6 +59,7 @@ func TestEvalTable(t *testing.T) {
 		{"1 +)", 0, protocol.CodeJSError, "SyntaxError: Unexpected token ')'"},
 		{"undefinedVar", 0, protocol.CodeJSError, "ReferenceError: undefinedVar is not defined"},
 		{"(() => { const o = {}; o.o = o; return o; })()", 0, protocol.CodeJSError, "failed to serialize result"},
+		{"(() => { const o = {}; let c = o; for (let i = 0; i < 1000; i++) c = c.a = {}; return o; })()", 0, protocol.CodeJSError, "failed to serialize result: nested too deeply"},
 		{"new Promise(() => {})", 300 * time.Millisecond, protocol.CodeTimeout, "evaluation timed out after 300ms"},
 		{"while (true) {}", 300 * time.Millisecond, protocol.CodeTimeout, "evaluation timed out after 300ms"},
 	}

@@ -147,12 +147,16 @@ func isTerminated(d *runtime.ExceptionDetails) bool {
 
 func isSerializationFailure(msg string) bool {
 	return strings.Contains(msg, "Object reference chain is too long") ||
-		strings.Contains(msg, "Object couldn't be returned by value")
+		strings.Contains(msg, "Object couldn't be returned by value") ||
+		strings.Contains(msg, "CBOR: stack limit exceeded") // nested deeper than Chromium encodes
 }
 
 func serializationReason(msg string) string {
-	if strings.Contains(msg, "reference chain is too long") {
+	switch {
+	case strings.Contains(msg, "reference chain is too long"):
 		return "circular reference"
+	case strings.Contains(msg, "CBOR: stack limit exceeded"):
+		return "nested too deeply"
 	}
 	return msg
 }
