@@ -110,4 +110,3 @@ func (c *cli) printJSON(v any) {
 	}
 	c.stdout.Write(append(data, '\n'))
 }
-
