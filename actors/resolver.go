@@ -22,6 +22,7 @@ func (t *Tab) runPlan(plan protocol.Plan) protocol.PlanResult {
 	for i, a := range plan.Actions {
 		ctx := context.Background()
 		t.absorb(ctx) // everything received so far counts before the check
+		t.landPageNavigation(ctx, a)
 		err := t.frames.Check(a.BasedOnSequence)
 		if spec, _ := protocol.LookupAction(a.Type); err == nil && t.pending != nil && spec.Mutates {
 			// The last frame's content is read before this action can
@@ -38,6 +39,11 @@ func (t *Tab) runPlan(plan protocol.Plan) protocol.PlanResult {
 			stop(&res, i, dialogOpenError(d), nil, t.frames.Sequence())
 			break
 		}
+		if t.nav.crashed && !worksCrashed[a.Type] {
+			// Nothing would answer: fail now, not at the deadline.
+			stop(&res, i, protocol.Errorf(protocol.CodePageCrashed, "the page crashed; navigate, reload, back or forward to load one again"), nil, t.frames.Sequence())
+			break
+		}
 		r := t.execute(ctx, plan, i, a)
 		res.Results = append(res.Results, r)
 		if !r.OK {
@@ -48,6 +54,26 @@ func (t *Tab) runPlan(plan protocol.Plan) protocol.PlanResult {
 	}
 	res.Sequence = t.frames.Sequence()
 	return res
+}
+
+// worksCrashed are the actions a crashed page can still take: those that
+// load a document, which the browser does without the dead renderer, and
+// url, which the tab knows.
+var worksCrashed = map[string]bool{"navigate": true, "reload": true, "back": true, "forward": true, "url": true}
+
+// landPageNavigation waits, within the action's deadline, for a
+// navigation the page started on its own (a timer, a redirect) and that
+// is still on its way, so that it becomes the page's frame before the
+// check instead of landing during the action and passing for the
+// action's. (Chromium holds scripts and input until it commits anyway.)
+func (t *Tab) landPageNavigation(ctx context.Context, a protocol.Action) {
+	if !t.nav.navigating || t.nav.dialog != nil {
+		return
+	}
+	wctx, cancel := context.WithTimeout(ctx, a.EffectiveTimeout())
+	defer cancel()
+	t.waitFor(wctx, func() bool { return !t.nav.navigating || t.nav.dialog != nil })
+	t.absorb(ctx)
 }
 
 // execute runs one action whose guard passed and settles it into one frame.

@@ -151,6 +151,25 @@ func TestSameDocumentChangeByPage(t *testing.T) {
 	}
 }
 
+// A navigation the page started on its own and that is still on its way
+// when a plan arrives lands first, as the page's frame: the plan based on
+// the frame before it is stale, instead of running and taking the
+// navigation for its own.
+func TestPageNavigationInFlightLandsBeforeThePlan(t *testing.T) {
+	tab, frames, _ := tabAt(t, "/read.html")
+	r := cmdMutate(t, tab, protocol.Action{Type: "navigate", URL: site("/delayednav.html"), Wait: true})
+	frames.next()
+	// The page asks for /slow 50ms after its load; /slow answers after 3s.
+	send(t, tab.ID(), one(protocol.Action{Type: "wait-for", Selector: "#never", Timeout: protocol.Duration(300 * time.Millisecond)}))
+	res := send(t, tab.ID(), one(protocol.Action{Type: "eval", Expression: "location.href", BasedOnSequence: protocol.Based(r.Sequence)}))
+	if res.OK || res.Code != protocol.CodeStaleFrame || res.Stopped.Current != r.Sequence+1 || len(res.Results) != 0 {
+		t.Fatalf("plan based on %d while the page navigated: %+v", r.Sequence, res)
+	}
+	if f := frames.next(); f.Sequence != r.Sequence+1 || f.Source != protocol.SourcePage || f.URL != site("/slow") {
+		t.Fatalf("page frame %+v", f)
+	}
+}
+
 // A change the page makes while the tab runs a read-only action (here a
 // wait-for that times out) is still a page frame: the action made none,
 // and the change is not lost with it; a plan based on the frame before it
@@ -325,9 +344,22 @@ func TestCrashIsAPageFrame(t *testing.T) {
 	if f.Sequence != 3 || f.Action != protocol.FrameCrash || f.Source != protocol.SourcePage {
 		t.Fatalf("crash frame %+v", f)
 	}
+	// Actions that need the renderer fail at once, and make no frame.
+	for _, a := range []protocol.Action{{Type: "eval", Expression: "1"}, {Type: "click", Selector: "#x"}, {Type: "title"}} {
+		res := send(t, tab.ID(), one(a))
+		if res.OK || res.Code != protocol.CodePageCrashed || res.Sequence != 3 {
+			t.Fatalf("%s on a crashed page: %+v", a.Type, res)
+		}
+	}
+	if r := send(t, tab.ID(), one(protocol.Action{Type: "url"})); !r.OK {
+		t.Fatalf("url on a crashed page: %+v", r)
+	}
 	res := send(t, tab.ID(), one(protocol.Action{Type: "navigate", URL: site("/search.html"), BasedOnSequence: protocol.Based(3)}))
 	if !res.OK || res.Sequence != 4 {
 		t.Fatalf("navigate after crash: %+v", res)
+	}
+	if r := send(t, tab.ID(), one(protocol.Action{Type: "eval", Expression: "6 * 7"})); !r.OK || string(r.Results[0].Value) != "42" {
+		t.Fatalf("eval after the navigate: %+v", r)
 	}
 }
 
