@@ -33,6 +33,8 @@ type navState struct {
 	// blocked are the requests the whitelist refused, not yet reported.
 	blocked  []cdpdriver.RequestBlocked
 	detached bool
+	// crashed: the renderer crashed and no document has committed since.
+	crashed bool
 }
 
 func newNavState() *navState { return &navState{loaded: map[string]bool{}} }
@@ -45,7 +47,7 @@ func (s *navState) observe(evs []cdpdriver.Event) {
 			if !e.Main {
 				continue
 			}
-			s.navigating = false
+			s.navigating, s.crashed = false, false
 			// The old document's title is not the new one's, which is
 			// unknown until the browser reports it or the page is read.
 			s.url, s.loaderID, s.title = e.URL, e.LoaderID, ""
@@ -77,7 +79,7 @@ func (s *navState) observe(evs []cdpdriver.Event) {
 				s.title = e.Title
 			}
 		case cdpdriver.Crashed:
-			s.navigating = false
+			s.navigating, s.crashed = false, true
 			s.changes = append(s.changes, pageChange{kind: frameCrash, url: s.url})
 		case cdpdriver.Detached:
 			s.detached = true

@@ -24,6 +24,7 @@ const (
 	CodeSessionNotFound   Code = "session_not_found"
 	CodeTabNotFound       Code = "tab_not_found"
 	CodeTabClosed         Code = "tab_closed"
+	CodePageCrashed       Code = "page_crashed"
 	CodeUnavailable       Code = "unavailable"
 	CodeInternal          Code = "internal"
 )
@@ -51,6 +52,7 @@ var Codes = []struct {
 	{CodeSessionNotFound, "no session with that id on the bus"},
 	{CodeTabNotFound, "no tab with that id on the bus"},
 	{CodeTabClosed, "the tab closed or its browser connection was lost while the request waited"},
+	{CodePageCrashed, "the page's renderer crashed; navigate, reload, back or forward load a page again"},
 	{CodeUnavailable, "nothing answered on the bus (no node running, or it is shutting down)"},
 	{CodeInternal, "a framebus bug or an unexpected browser reply"},
 }
