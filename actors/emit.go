@@ -132,6 +132,9 @@ func (t *Tab) capture(ctx context.Context, change frames.Change, note string) (c
 	if t.nav.dialog != nil {
 		return nil, "", joinNote(note, "content unavailable: a JavaScript dialog is open") // reading would wait for it
 	}
+	if t.nav.crashed {
+		return nil, "", joinNote(note, "content unavailable: the page crashed")
+	}
 	cctx, cancel := context.WithTimeout(ctx, t.settleTimeout)
 	defer cancel()
 	url, title, text, err := t.page.Content(cctx, string(t.frames.FormatOf(change)))

@@ -95,7 +95,7 @@ func (t *Tab) execute(ctx context.Context, plan protocol.Plan, index int, a prot
 	// confirm) is done: it returns, and the dialog waits for its answer.
 	gctx, release := actx, context.CancelFunc(func() {})
 	if a.Type != "dialog" { // which answers the dialog the guard is about
-		gctx, release = t.page.Guard(actx)
+		gctx, release = t.page.Guard(actx, !worksCrashed[a.Type])
 	}
 	out, err := h(t, gctx, a)
 	release()
@@ -116,9 +116,10 @@ func (t *Tab) execute(ctx context.Context, plan protocol.Plan, index int, a prot
 		r.Value = out.value
 	}
 	changes := t.nav.takeChanges()
-	if !spec.Mutates {
+	if !spec.Mutates || errors.Is(err, cdpdriver.ErrPageCrashed) {
 		// A read-only action changes nothing: whatever changed while it
-		// ran (a timer, a redirect) was the page's doing.
+		// ran (a timer, a redirect) was the page's doing. So is a crash
+		// that cut an action short: the crash is its own frame.
 		for _, c := range changes {
 			t.frameFor(ctx, c, frames.Change{Action: c.kind, Source: protocol.SourcePage})
 		}
@@ -145,8 +146,8 @@ func (t *Tab) execute(ctx context.Context, plan protocol.Plan, index int, a prot
 // action started (if any) has committed or ended.
 func (t *Tab) settle(ctx context.Context, out outcome) {
 	t.nav.observe(t.page.TakeEvents())
-	if t.nav.dialog != nil {
-		return // the page is blocked until the dialog is answered
+	if t.nav.dialog != nil || t.nav.crashed {
+		return // the page is blocked until the dialog is answered, or dead
 	}
 	if out.barrier {
 		t.barrier(ctx)
@@ -220,6 +221,8 @@ func codeOf(err error) protocol.Code {
 		return protocol.CodeTimeout
 	case errors.Is(err, cdpdriver.ErrDialogOpened):
 		return protocol.CodeDialogOpen
+	case errors.Is(err, cdpdriver.ErrPageCrashed):
+		return protocol.CodePageCrashed
 	case errors.As(err, &sel):
 		return protocol.CodeBadRequest
 	case errors.As(err, &js), errors.As(err, &ser):

@@ -363,6 +363,41 @@ func TestCrashIsAPageFrame(t *testing.T) {
 	}
 }
 
+// A crash while an action waits on the page ends the action at once with
+// page_crashed (it used to wait out its deadline), and the crash is the
+// page's frame, not the action's.
+func TestCrashDuringAnAction(t *testing.T) {
+	tab, frames, seq := tabAt(t, "/")
+	done := make(chan protocol.PlanResult, 1)
+	go func() {
+		res, _ := request(testConn, tab.ID(), one(protocol.Action{Type: "eval", Expression: "new Promise(r => setTimeout(r, 60000))", Timeout: protocol.Duration(90 * time.Second)}))
+		done <- res
+	}()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	conn, err := rpcc.DialContext(ctx, testBrowser.conn.PageWebSocketURL(tab.ID()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	go func() { _ = cdp.NewClient(conn).Page.Crash(ctx) }()
+	var res protocol.PlanResult
+	select {
+	case res = <-done:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the eval on a crashed page did not end")
+	}
+	if res.OK || res.Code != protocol.CodePageCrashed {
+		t.Fatalf("eval cut short by a crash: %+v", res)
+	}
+	if f := frames.next(); f.Sequence != seq+1 || f.Source != protocol.SourcePage || f.Action != protocol.FrameCrash {
+		t.Fatalf("crash frame %+v", f)
+	}
+	if r := send(t, tab.ID(), one(protocol.Action{Type: "reload", Wait: true})); !r.OK {
+		t.Fatalf("reload after the crash: %+v", r)
+	}
+}
+
 // Plans queued behind a busy tab that stops are answered (run, or
 // tab_closed), never left to time out.
 func TestStopAnswersQueuedPlans(t *testing.T) {

@@ -142,6 +142,8 @@ type eventQueue struct {
 	// dialog, when set, is told of a dialog the moment it opens or
 	// closes, from the reader goroutine: it must not block.
 	dialog func(Event)
+	// crash, when set, is told of a renderer crash the moment it is read.
+	crash func()
 }
 
 func newEventQueue() *eventQueue { return &eventQueue{notify: make(chan struct{}, 1)} }
@@ -151,10 +153,14 @@ func (q *eventQueue) push(ev Event) {
 	q.events = append(q.events, ev)
 	q.mu.Unlock()
 	// After the append: whoever the hook wakes finds the event queued.
-	if q.dialog != nil {
-		switch ev.(type) {
-		case DialogOpening, DialogClosed:
+	switch ev.(type) {
+	case DialogOpening, DialogClosed:
+		if q.dialog != nil {
 			q.dialog(ev)
+		}
+	case Crashed:
+		if q.crash != nil {
+			q.crash()
 		}
 	}
 	select {

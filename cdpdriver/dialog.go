@@ -88,15 +88,21 @@ func (p *Page) answer(accept bool, text string, setText bool) error {
 }
 
 // Guard returns ctx, cancelled with the cause ErrDialogOpened as soon as a
-// dialog is open in held mode; operations under it then return an error
-// that wraps ErrDialogOpened.
-func (p *Page) Guard(ctx context.Context) (context.Context, context.CancelFunc) {
+// dialog is open in held mode, and with crashes, ErrPageCrashed when the
+// renderer crashes (not for what loads a new document, which works on a
+// crashed page); operations under it then return an error that wraps the
+// cause.
+func (p *Page) Guard(ctx context.Context, crashes bool) (context.Context, context.CancelFunc) {
 	p.dialogs.mu.Lock()
 	opened := p.dialogs.opened
 	p.dialogs.mu.Unlock()
 	ctx, cancel := context.WithCancelCause(ctx)
-	stop := context.AfterFunc(opened, func() { cancel(ErrDialogOpened) })
-	return ctx, func() { stop(); cancel(nil) }
+	stopDialog := context.AfterFunc(opened, func() { cancel(ErrDialogOpened) })
+	stopCrash := func() bool { return false }
+	if crashes {
+		stopCrash = context.AfterFunc(p.crash.current(), func() { cancel(ErrPageCrashed) })
+	}
+	return ctx, func() { stopDialog(); stopCrash(); cancel(nil) }
 }
 
 // AnswerDialog accepts or dismisses the open dialog; text answers a

@@ -43,6 +43,7 @@ type Page struct {
 	snapshotGeneration uint64
 
 	dialogs dialogState
+	crash   crashState
 	pointer pointer // where the mouse is (see Click)
 }
 
@@ -66,8 +67,13 @@ func OpenPage(ctx context.Context, wsURL, targetID string, log zerolog.Logger) (
 	}
 	p := &Page{targetID: targetID, conn: conn, client: cdp.NewClient(conn), codec: codec, events: q, decoder: dec, log: log}
 	p.dialogs.init()
+	p.crash.init()
 	q.dialog = p.dialogEvent
-	dec.newDocument = p.prepareWorld
+	q.crash = p.crash.crash
+	dec.newDocument = func(frameID string) {
+		p.crash.newDocument()
+		p.prepareWorld(frameID)
+	}
 	if err := p.enable(ctx); err != nil {
 		conn.Close()
 		return nil, fmt.Errorf("enable page %s: %w", targetID, err)
@@ -122,8 +128,8 @@ func (p *Page) wrap(ctx context.Context, op string, err error) error {
 	if p.lost() {
 		return fmt.Errorf("%s: %w", op, ErrConnectionLost)
 	}
-	if errors.Is(context.Cause(ctx), ErrDialogOpened) {
-		return fmt.Errorf("%s: %w", op, ErrDialogOpened)
+	if cause := context.Cause(ctx); errors.Is(cause, ErrDialogOpened) || errors.Is(cause, ErrPageCrashed) {
+		return fmt.Errorf("%s: %w", op, cause)
 	}
 	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
 		return &TimeoutError{Op: op, After: deadlineOf(ctx)}
