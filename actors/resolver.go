@@ -109,6 +109,10 @@ func (t *Tab) execute(ctx context.Context, plan protocol.Plan, index int, a prot
 		// what the action did, whatever the browser said of it.
 		err = denied
 	}
+	var tooLarge *cdpdriver.CommandTooLargeError
+	if errors.As(err, &tooLarge) {
+		err = protocol.Errorf(protocol.CodeBadRequest, "%v", tooLarge) // without the call it cut short
+	}
 	if err != nil {
 		r.Code, r.Error = codeOf(err), err.Error()
 	} else {

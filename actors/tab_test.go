@@ -497,12 +497,26 @@ func TestBlockedTabDoesNotBlockAnother(t *testing.T) {
 }
 
 // A script far longer than a websocket frame's default buffer (4 KiB)
-// goes through whole.
+// goes through whole; one longer than a page command carries (1 MiB) is
+// a bad request, and the tab goes on (the websocket would have refused
+// it, and every command after it).
 func TestLongScript(t *testing.T) {
 	tab := openTab(t)
 	long := strings.Repeat("x", 200_000)
 	res := send(t, tab.ID(), one(protocol.Action{Type: "eval", Expression: "'" + long + "'.length"}))
 	if !res.OK || string(res.Results[0].Value) != "200000" {
 		t.Fatalf("eval of a 200 KB script: %+v", res.Error)
+	}
+	for _, a := range []protocol.Action{
+		{Type: "eval", Expression: "'" + strings.Repeat("x", 2<<20) + "'.length"},
+		{Type: "text", Selector: "#" + strings.Repeat("a", 3<<20)},
+	} {
+		res := send(t, tab.ID(), one(a))
+		if res.OK || res.Code != protocol.CodeBadRequest || !strings.Contains(res.Error, "a page command carries at most") {
+			t.Fatalf("%s of over 1 MiB: %.300s", a.Type, res.Error)
+		}
+		if r := send(t, tab.ID(), one(protocol.Action{Type: "eval", Expression: "6 * 7"})); !r.OK {
+			t.Fatalf("the tab after a %s too long: %+v", a.Type, r)
+		}
 	}
 }

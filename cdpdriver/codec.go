@@ -1,7 +1,9 @@
 package cdpdriver
 
 import (
+	"bytes"
 	"encoding/json"
+	"fmt"
 	"io"
 	"sync"
 
@@ -17,7 +19,9 @@ import (
 // check-and-act atomic. (rpcc's per-method streams cannot give that: their
 // messages pass through separate buffers and goroutines.)
 type eventCodec struct {
-	enc    *json.Encoder
+	conn   io.Writer
+	buf    bytes.Buffer  // a command being encoded, under wmu
+	enc    *json.Encoder // into buf
 	msgs   *messageReader
 	events *eventQueue
 	decode func(method string, params json.RawMessage) (Event, bool)
@@ -40,13 +44,43 @@ type eventCodec struct {
 const postedIDs = 1 << 30
 
 func newEventCodec(conn io.ReadWriter, q *eventQueue, decode func(string, json.RawMessage) (Event, bool)) *eventCodec {
-	return &eventCodec{enc: json.NewEncoder(conn), msgs: newMessageReader(conn), events: q, decode: decode}
+	c := &eventCodec{conn: conn, msgs: newMessageReader(conn), events: q, decode: decode}
+	c.enc = json.NewEncoder(&c.buf)
+	return c
+}
+
+// maxCommand is the longest command a page connection sends: the
+// websocket's write buffer, less room for a frame header. A longer one
+// would make the websocket refuse it and, with it, every later write: the
+// tab would be lost. It is refused first, as a *CommandTooLargeError.
+const maxCommand = writeBufferSize - 64
+
+// CommandTooLargeError: a command (a script, a selector, text to type)
+// too long for the page connection; nothing was sent.
+type CommandTooLargeError struct{ Bytes int }
+
+func (e *CommandTooLargeError) Error() string {
+	return fmt.Sprintf("the command is %d bytes; a page command carries at most %d (a long script, selector or text)", e.Bytes, maxCommand)
+}
+
+// write encodes r and sends it whole, or refuses it when too long. The
+// caller holds wmu.
+func (c *eventCodec) write(r *rpcc.Request) error {
+	c.buf.Reset()
+	if err := c.enc.Encode(r); err != nil {
+		return err
+	}
+	if c.buf.Len() > maxCommand {
+		return &CommandTooLargeError{Bytes: c.buf.Len()}
+	}
+	_, err := c.conn.Write(c.buf.Bytes())
+	return err
 }
 
 func (c *eventCodec) WriteRequest(r *rpcc.Request) error {
 	c.wmu.Lock()
 	defer c.wmu.Unlock()
-	return c.enc.Encode(r)
+	return c.write(r)
 }
 
 // post sends a command without waiting for its reply: the browser runs a
@@ -78,7 +112,7 @@ func (c *eventCodec) send(method string, args any, watch bool) (uint64, error) {
 		c.watched[id] = nil
 		c.watchMu.Unlock()
 	}
-	return id, c.enc.Encode(&rpcc.Request{ID: id, Method: method, Args: args})
+	return id, c.write(&rpcc.Request{ID: id, Method: method, Args: args})
 }
 
 // postedError forgets a posted command and returns the error its reply

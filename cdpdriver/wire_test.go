@@ -139,7 +139,7 @@ func TestPostedCommands(t *testing.T) {
 	}
 
 	p.codec.wmu.Lock()
-	err = p.codec.enc.Encode(&rpcc.Request{ID: 1 << 40, Method: "Runtime.evaluate", Args: runtime.NewEvaluateArgs("1")})
+	err = p.codec.write(&rpcc.Request{ID: 1 << 40, Method: "Runtime.evaluate", Args: runtime.NewEvaluateArgs("1")})
 	p.codec.wmu.Unlock()
 	if err != nil {
 		t.Fatal(err)
