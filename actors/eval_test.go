@@ -126,3 +126,19 @@ func TestFailedEvalFrames(t *testing.T) {
 		}
 	}
 }
+
+// A value more than one bus message carries is left out of the reply,
+// which says too_large at once (the bus used to drop the whole reply and
+// leave the agent waiting); the eval ran, so its frame is there.
+func TestEvalValueTooLargeForTheBus(t *testing.T) {
+	tab := openTab(t)
+	before := tab.Info().Sequence
+	res := send(t, tab.ID(), one(protocol.Action{Type: "eval", Expression: "'x'.repeat(17 << 20)"}))
+	if res.OK || res.Code != protocol.CodeTooLarge || res.Sequence != before+1 || len(res.Results) != 1 ||
+		res.Results[0].Code != protocol.CodeTooLarge || res.Results[0].Value != nil {
+		t.Fatalf("eval of 17 MB: %.400v", res)
+	}
+	if r := send(t, tab.ID(), one(protocol.Action{Type: "eval", Expression: "6 * 7"})); !r.OK {
+		t.Fatalf("the tab after: %+v", r)
+	}
+}

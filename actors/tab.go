@@ -184,7 +184,7 @@ func (t *Tab) receive(m *nats.Msg) {
 		return
 	}
 	res := t.runPlan(plan)
-	respond(m, res, t.log)
+	t.respondPlan(m, res)
 	// Let the connection's flusher send the reply now: with one P (as
 	// serve runs on two cores) it would wait until this goroutine blocks,
 	// after the frames are encoded and published.
@@ -272,6 +272,24 @@ func (t *Tab) waitForOr(ctx context.Context, cond func() bool, stop <-chan time.
 		}
 	}
 	return true
+}
+
+// respondPlan answers a plan. A reply more than one bus message carries
+// (a huge eval value, the text of a huge page) would be dropped by the
+// bus and leave the agent waiting: the values are left out instead, and
+// the plan answers too_large, with its sequence, since its actions ran.
+func (t *Tab) respondPlan(m *nats.Msg, res protocol.PlanResult) {
+	data, err := protocol.Marshal(res)
+	if max := t.nc.MaxPayload(); err == nil && int64(len(data)) > max-1024 {
+		res.OK, res.Code = false, protocol.CodeTooLarge
+		res.Error = fmt.Sprintf("the reply is %d bytes, more than one bus message carries (%d): ask for less (a selector, a smaller value)", len(data), max)
+		for i := range res.Results {
+			if r := &res.Results[i]; len(r.Value) > 0 {
+				r.OK, r.Code, r.Error, r.Value = false, protocol.CodeTooLarge, fmt.Sprintf("value of %d bytes left out", len(r.Value)), nil
+			}
+		}
+	}
+	respond(m, res, t.log)
 }
 
 func respond(m *nats.Msg, v any, log zerolog.Logger) {

@@ -25,6 +25,7 @@ const (
 	CodeTabNotFound       Code = "tab_not_found"
 	CodeTabClosed         Code = "tab_closed"
 	CodePageCrashed       Code = "page_crashed"
+	CodeTooLarge          Code = "too_large"
 	CodeUnavailable       Code = "unavailable"
 	CodeInternal          Code = "internal"
 )
@@ -53,6 +54,7 @@ var Codes = []struct {
 	{CodeTabNotFound, "no tab with that id on the bus"},
 	{CodeTabClosed, "the tab closed or its browser connection was lost while the request waited"},
 	{CodePageCrashed, "the page's renderer crashed; navigate, reload, back or forward load a page again"},
+	{CodeTooLarge, "the answer is more than one bus message carries; the action ran, its value is left out: ask for less"},
 	{CodeUnavailable, "nothing answered on the bus (no node running, or it is shutting down)"},
 	{CodeInternal, "a framebus bug or an unexpected browser reply"},
 }
