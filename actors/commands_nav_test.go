@@ -132,6 +132,11 @@ func TestNavigateFailures(t *testing.T) {
 			t.Fatalf("navigate %s: want navigation_failed %s..., got %+v", tc.url, tc.prefix, res)
 		}
 	}
+	for _, u := range []string{"http://127.0.0.1:99999/", "127.0.0.1:0/x"} {
+		if res := cmdFails(t, tab, protocol.Action{Type: "navigate", URL: u}, protocol.CodeBadRequest); !strings.Contains(res.Error, "is not 1-65535") {
+			t.Fatalf("navigate %s: %+v", u, res)
+		}
+	}
 	if r := cmdMutate(t, tab, protocol.Action{Type: "navigate", URL: site("/read.html")}); r.URL != site("/read.html") {
 		t.Fatalf("navigate after failures: %+v", r)
 	}

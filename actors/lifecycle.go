@@ -183,10 +183,18 @@ func (p *Profile) answerNewTab(m *nats.Msg) {
 		}
 	}
 	if req.URL != "" {
-		if err := p.node.allow(req.URL); err != nil {
+		// Read as navigate reads it, so what Chromium cannot open is a
+		// bad request now, not a tab that never answers.
+		target, err := cdpdriver.ResolveURL(req.URL, "about:blank")
+		if err != nil {
+			respond(m, protocol.NewErrorReply(protocol.Errorf(protocol.CodeBadRequest, "newtab: url: %v", err)), p.log)
+			return
+		}
+		if err := p.node.allow(target); err != nil {
 			respond(m, protocol.NewErrorReply(protocol.Errorf(protocol.CodePermissionDenied, "%v", err)), p.log)
 			return
 		}
+		req.URL = target
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), lifecycleTimeout)
 	defer cancel()

@@ -71,6 +71,18 @@ func TestLifecycleOnTheBus(t *testing.T) {
 	if bad["code"] != "tab_not_found" {
 		t.Fatalf("closetab of an unknown tab: %v", bad)
 	}
+	// A URL Chromium cannot open is a bad request, read as navigate
+	// reads it (it used to leave a tab that never answered, for a minute).
+	for _, u := range []string{"http://127.0.0.1:99999/", "/relative"} {
+		var refused map[string]any
+		ask(protocol.OpNewTab, protocol.NewTabRequest{URL: u}, &refused)
+		if refused["code"] != "bad_request" {
+			t.Fatalf("newtab %s: %v", u, refused)
+		}
+	}
+	if len(node.Tabs()) != 1 {
+		t.Fatalf("refused newtabs left tabs: %+v", node.Tabs())
+	}
 
 	// A tab stuck in a 30s wait-for does not hold up status or close.
 	stuck := make(chan *nats.Msg, 1)

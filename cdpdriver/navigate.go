@@ -6,6 +6,7 @@ import (
 	"net"
 	"net/url"
 	"regexp"
+	"strconv"
 	"strings"
 
 	"github.com/mafredri/cdp/protocol/page"
@@ -53,6 +54,17 @@ func IsRelativeURL(raw string) bool {
 		strings.HasPrefix(raw, "?") || strings.HasPrefix(raw, "#")
 }
 
+// checkPort refuses a port no URL can have (Chromium calls it an invalid
+// URL, and would not say which part).
+func checkPort(u *url.URL) error {
+	if p := u.Port(); p != "" {
+		if n, err := strconv.Atoi(p); err != nil || n < 1 || n > 65535 {
+			return fmt.Errorf("URL %q: port %s is not 1-65535", u.String(), p)
+		}
+	}
+	return nil
+}
+
 // ResolveURL turns what a user or agent typed into the URL to load (DR-013):
 // a full URL is kept; a path ("/search", "./x", "?q=1", "#top") is resolved
 // against base, the current page; a bare host gets a scheme: http for
@@ -79,16 +91,20 @@ func ResolveURL(raw, base string) (string, error) {
 	if m := schemePattern.FindString(raw); m != "" {
 		scheme := strings.ToLower(strings.TrimSuffix(m, ":"))
 		if strings.HasPrefix(raw[len(m):], "//") || opaqueSchemes[scheme] {
-			if _, err := url.Parse(raw); err != nil {
+			u, err := url.Parse(raw)
+			if err != nil {
 				return "", fmt.Errorf("URL %q: %v", raw, err)
 			}
-			return raw, nil
+			return raw, checkPort(u)
 		}
 		// "localhost:3000" parses as scheme "localhost": it is a host.
 	}
 	u, err := url.Parse("//" + raw)
 	if err != nil || u.Host == "" {
 		return "", fmt.Errorf("URL %q: not a URL, a path or a host name", raw)
+	}
+	if err := checkPort(u); err != nil {
+		return "", err
 	}
 	scheme := "https"
 	if isLocalHost(u.Hostname()) {
