@@ -464,7 +464,10 @@ func TestScroll(t *testing.T) {
 		cmdMutate(t, tab, a)
 		cmdExpect(t, tab, "scrollY", s.y)
 	}
-	cmdFails(t, tab, protocol.Action{Type: "scroll", To: "down"}, protocol.CodeBadRequest)
+	for _, bad := range []string{"down", "NaN,0", "0,Inf", "-Inf,1", "infinity,2", "1e309,0"} {
+		cmdFails(t, tab, protocol.Action{Type: "scroll", To: bad}, protocol.CodeBadRequest)
+		cmdFails(t, tab, protocol.Action{Type: "scroll", By: bad}, protocol.CodeBadRequest)
+	}
 }
 
 // upload sets the files of a file input, which sees a change event; a

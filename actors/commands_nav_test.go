@@ -290,3 +290,21 @@ func TestHistoryEnds(t *testing.T) {
 	}
 	cmdExpect(t, tab, "document.title", `"Read page"`)
 }
+
+// A navigation that cannot commit within its deadline (the page's
+// renderer is stuck in a loop) fails with DR-013's timeout and makes no
+// frame; it used to answer ok with the old URL.
+func TestNavigateFromAHungPage(t *testing.T) {
+	tab, _, _ := tabAt(t, "/read.html")
+	cmdMutate(t, tab, protocol.Action{Type: "eval", Expression: "setTimeout(() => { while (true) {} }, 0), 1"})
+	// Anything that needs the renderer now waits out its deadline: the
+	// loop has begun.
+	send(t, tab.ID(), one(protocol.Action{Type: "wait-for", Selector: "#never", Timeout: protocol.Duration(200 * time.Millisecond)}))
+	res := cmdFails(t, tab, protocol.Action{Type: "navigate", URL: site("/form.html"), Timeout: protocol.Duration(3 * time.Second)}, protocol.CodeTimeout)
+	if res.Error != "timeout waiting for page load" {
+		t.Fatalf("navigate from a hung page: %+v", res)
+	}
+	if r := send(t, tab.ID(), one(protocol.Action{Type: "url", Timeout: protocol.Duration(time.Second)})); !r.OK || string(r.Results[0].Value) != `"`+site("/read.html")+`"` {
+		t.Fatalf("url after: %+v", r)
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/framebus/framebus/cdpdriver"
 	"github.com/framebus/framebus/frames"
@@ -21,8 +22,12 @@ func (t *Tab) runPlan(plan protocol.Plan) protocol.PlanResult {
 	res := protocol.PlanResult{OK: true, Version: protocol.Version, Tab: t.id, PlanID: plan.ID, Results: []protocol.ActionResult{}}
 	for i, a := range plan.Actions {
 		ctx := context.Background()
+		a = t.withNodeTimeout(a)
+		// The action's deadline runs from here: waiting for the page's
+		// own navigation to land counts against it.
+		deadline := time.Now().Add(a.EffectiveTimeout())
 		t.absorb(ctx) // everything received so far counts before the check
-		t.landPageNavigation(ctx, a)
+		t.landPageNavigation(ctx, deadline)
 		err := t.frames.Check(a.BasedOnSequence)
 		if spec, _ := protocol.LookupAction(a.Type); err == nil && t.pending != nil && spec.Mutates {
 			// The last frame's content is read before this action can
@@ -44,7 +49,7 @@ func (t *Tab) runPlan(plan protocol.Plan) protocol.PlanResult {
 			stop(&res, i, protocol.Errorf(protocol.CodePageCrashed, "the page crashed; navigate, reload, back or forward to load one again"), nil, t.frames.Sequence())
 			break
 		}
-		r := t.execute(ctx, plan, i, a)
+		r := t.execute(ctx, deadline, plan, i, a)
 		res.Results = append(res.Results, r)
 		if !r.OK {
 			stop(&res, i, &protocol.Error{Code: r.Code, Message: r.Error}, nil, t.frames.Sequence())
@@ -66,18 +71,28 @@ var worksCrashed = map[string]bool{"navigate": true, "reload": true, "back": tru
 // is still on its way, so that it becomes the page's frame before the
 // check instead of landing during the action and passing for the
 // action's. (Chromium holds scripts and input until it commits anyway.)
-func (t *Tab) landPageNavigation(ctx context.Context, a protocol.Action) {
+func (t *Tab) landPageNavigation(ctx context.Context, deadline time.Time) {
 	if !t.nav.navigating || t.nav.dialog != nil {
 		return
 	}
-	wctx, cancel := context.WithTimeout(ctx, a.EffectiveTimeout())
+	wctx, cancel := context.WithDeadline(ctx, deadline)
 	defer cancel()
 	t.waitFor(wctx, func() bool { return !t.nav.navigating || t.nav.dialog != nil })
 	t.absorb(ctx)
 }
 
-// execute runs one action whose guard passed and settles it into one frame.
-func (t *Tab) execute(ctx context.Context, plan protocol.Plan, index int, a protocol.Action) protocol.ActionResult {
+// withNodeTimeout gives an action that sets no timeout, and has no
+// declared default of its own, the node's.
+func (t *Tab) withNodeTimeout(a protocol.Action) protocol.Action {
+	if spec, _ := protocol.LookupAction(a.Type); a.Timeout == 0 && spec.DefaultTimeout == 0 && t.actionTimeout > 0 {
+		a.Timeout = protocol.Duration(t.actionTimeout)
+	}
+	return a
+}
+
+// execute runs one action whose guard passed and settles it into one
+// frame, by the deadline.
+func (t *Tab) execute(ctx context.Context, deadline time.Time, plan protocol.Plan, index int, a protocol.Action) protocol.ActionResult {
 	r := protocol.ActionResult{Index: index, Type: a.Type}
 	h, ok := handlers[a.Type]
 	if !ok {
@@ -86,10 +101,7 @@ func (t *Tab) execute(ctx context.Context, plan protocol.Plan, index int, a prot
 	}
 	t.flush() // frames so far go out before the page changes again
 	spec, _ := protocol.LookupAction(a.Type)
-	if a.Timeout == 0 && spec.DefaultTimeout == 0 && t.actionTimeout > 0 {
-		a.Timeout = protocol.Duration(t.actionTimeout) // the node's default
-	}
-	actx, cancel := cdpdriver.WithTimeout(ctx, a.EffectiveTimeout())
+	actx, cancel := cdpdriver.WithDeadline(ctx, deadline, a.EffectiveTimeout())
 	defer cancel()
 	// An action blocked by a dialog it opened (a click whose handler calls
 	// confirm) is done: it returns, and the dialog waits for its answer.
@@ -103,6 +115,13 @@ func (t *Tab) execute(ctx context.Context, plan protocol.Plan, index int, a prot
 		err, out = nil, outcome{}
 	}
 	t.settle(actx, out)
+	if err == nil && out.loaderID != "" && !t.nav.committed(out.loaderID) && t.nav.dialog == nil {
+		// The navigation never committed within the deadline (a hung
+		// page, a server that never answers): it failed, whatever
+		// Page.navigate said; cancel it so it cannot land later.
+		t.stopLoading()
+		err = errPageLoadTimeout
+	}
 	t.reportDialogs()
 	if denied := t.reportBlocked(); denied != nil {
 		// The whitelist refused a navigation the action caused: that is
@@ -150,10 +169,10 @@ func (t *Tab) execute(ctx context.Context, plan protocol.Plan, index int, a prot
 // action started (if any) has committed or ended.
 func (t *Tab) settle(ctx context.Context, out outcome) {
 	t.nav.observe(t.page.TakeEvents())
-	if t.nav.dialog != nil || t.nav.crashed {
-		return // the page is blocked until the dialog is answered, or dead
+	if t.nav.dialog != nil {
+		return // the page is blocked until the dialog is answered
 	}
-	if out.barrier {
+	if out.barrier && !t.nav.crashed { // a dead renderer answers nothing
 		t.barrier(ctx)
 	} else {
 		t.nav.observe(t.page.TakeEvents())
@@ -164,7 +183,7 @@ func (t *Tab) settle(ctx context.Context, out outcome) {
 	// A navigation the page requested during the action (a link, a form,
 	// a script) belongs to the action too.
 	t.waitFor(ctx, func() bool { return !t.nav.navigating })
-	if t.nav.title == "" && t.nav.dialog == nil && len(t.nav.changes) > 0 {
+	if t.nav.title == "" && t.nav.dialog == nil && !t.nav.crashed && len(t.nav.changes) > 0 {
 		// A new document: read the title it has so far, which the frame
 		// and the reply carry.
 		t.barrier(ctx)

@@ -125,7 +125,9 @@ func (p *Page) wrap(ctx context.Context, op string, err error) error {
 	if err == nil {
 		return nil
 	}
-	if p.lost() {
+	// A call cut off while the connection closes (the tab was closed)
+	// can end before the connection says it is lost.
+	if p.lost() || errors.Is(err, rpcc.ErrConnClosing) {
 		return fmt.Errorf("%s: %w", op, ErrConnectionLost)
 	}
 	if cause := context.Cause(ctx); errors.Is(cause, ErrDialogOpened) || errors.Is(cause, ErrPageCrashed) {
@@ -189,4 +191,10 @@ func WithTimeout(ctx context.Context, d time.Duration) (context.Context, context
 		}
 	}
 	return context.WithTimeout(context.WithValue(ctx, timeoutKey{}, d), d)
+}
+
+// WithDeadline is WithTimeout for a timeout d that started earlier and
+// ends at deadline.
+func WithDeadline(ctx context.Context, deadline time.Time, d time.Duration) (context.Context, context.CancelFunc) {
+	return context.WithDeadline(context.WithValue(ctx, timeoutKey{}, d), deadline)
 }

@@ -2,6 +2,7 @@ package protocol
 
 import (
 	"fmt"
+	"math"
 	"sort"
 	"strconv"
 	"strings"
@@ -248,8 +249,9 @@ func ParsePoint(s string) (x, y float64, err error) {
 			y, err = strconv.ParseFloat(strings.TrimSpace(ys), 64)
 		}
 	}
-	if !ok || err != nil {
-		return 0, 0, fmt.Errorf("%q is not x,y (two numbers, e.g. 0,400)", s)
+	// NaN and the infinities parse, but are no place on a page.
+	if !ok || err != nil || math.IsNaN(x) || math.IsNaN(y) || math.IsInf(x, 0) || math.IsInf(y, 0) {
+		return 0, 0, fmt.Errorf("%q is not x,y (two finite numbers, e.g. 0,400)", s)
 	}
 	return x, y, nil
 }
