@@ -308,3 +308,18 @@ func TestNavigateFromAHungPage(t *testing.T) {
 		t.Fatalf("url after: %+v", r)
 	}
 }
+
+// A page that rewrites its URL (pushState) before it has loaded: the
+// navigate frame goes out without content and says where the page moved,
+// and the next frame, at the new URL, has the content.
+func TestPushStateBeforeLoad(t *testing.T) {
+	tab, frames, _ := tabAt(t, "/read.html")
+	cmdMutate(t, tab, protocol.Action{Type: "navigate", URL: site("/slowpush.html")})
+	f := frames.next()
+	if f.Action != "navigate" || f.FullPage != nil || !strings.Contains(f.Note, "the page moved to "+site("/slowpush.html?view=list")) {
+		t.Fatalf("navigate frame %+v", f)
+	}
+	if n := frames.next(); n.Source != protocol.SourcePage || n.URL != site("/slowpush.html?view=list") || n.FullPage == nil {
+		t.Fatalf("pushState frame %+v", n)
+	}
+}

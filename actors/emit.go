@@ -33,7 +33,7 @@ func (t *Tab) frameFor(ctx context.Context, c pageChange, change frames.Change) 
 	change.URL, change.Title = c.url, t.nav.title
 	change.NewDocument = c.kind == frameNavigation
 	if t.pending != nil {
-		t.completePending(ctx, "document replaced before it finished loading; content left out", false)
+		t.completePending(ctx, pendingCutNote(c), false)
 	}
 	if change.NewDocument && !t.nav.loaded[c.loaderID] && t.nav.dialog == nil && t.frames.WantsContent(change) {
 		f := t.frames.Append(change, nil, "")
@@ -43,6 +43,19 @@ func (t *Tab) frameFor(ctx context.Context, c pageChange, change frames.Change) 
 		return f
 	}
 	return t.emit(ctx, change, "", true)
+}
+
+// pendingCutNote says why a pending frame goes out without its content:
+// change c came before its document loaded.
+func pendingCutNote(c pageChange) string {
+	switch c.kind {
+	case frameSameDocument:
+		// The document is still there, but no longer at the frame's URL.
+		return "the page moved to " + c.url + " before it finished loading; content left out (the next frame has it)"
+	case frameCrash:
+		return "the page crashed before it finished loading; content left out"
+	}
+	return "document replaced before it finished loading; content left out"
 }
 
 // pendingExpired is the pending frame's timer channel; nil (never ready)
@@ -74,7 +87,7 @@ func (t *Tab) settlePending(ctx context.Context, wait bool) {
 	}
 	switch {
 	case len(t.nav.changes) > 0:
-		t.completePending(ctx, "document replaced before it finished loading; content left out", false)
+		t.completePending(ctx, pendingCutNote(t.nav.changes[0]), false)
 	case t.nav.dialog != nil:
 		t.completePending(ctx, "content unavailable: a JavaScript dialog is open", false)
 	case t.nav.loaded[p.loaderID]:
