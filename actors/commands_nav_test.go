@@ -42,80 +42,29 @@ func TestNavigateResolvesAndRedirects(t *testing.T) {
 }
 
 // A navigation's reply and frame carry the new document's title, never
-// the previous page's: without --wait it may not be parsed yet at commit
-// (""), with --wait it is; the frame, whose content waits for the load,
-// has it either way.
+// the previous page's: without --wait the reply has what is parsed at
+// commit ("", or the static <title> before the page's script sets its
+// own), with --wait the loaded page's; the frame, which waits for the
+// load, has the loaded page's either way, reloads included.
 func TestNavigationTitles(t *testing.T) {
 	tab, frames, _ := tabAt(t, "/read.html")
-	for i, id := range []string{"1", "2", "3", "4"} {
-		want := "Product " + id
-		r := cmdMutate(t, tab, protocol.Action{Type: "navigate", URL: site("/product.html?id=" + id), Wait: i%2 == 1})
-		if r.Title != want && (r.Title != "" || i%2 == 1) {
-			t.Fatalf("navigate (wait %v) to %s: reply title %q", i%2 == 1, want, r.Title)
+	check := func(a protocol.Action, want string) {
+		t.Helper()
+		r := cmdMutate(t, tab, a)
+		if r.Title != want && (a.Wait || r.Title != "" && r.Title != "Product") {
+			t.Fatalf("%s %s (wait %v): reply title %q, want %q", a.Type, a.URL, a.Wait, r.Title, want)
 		}
 		if f := frames.next(); f.Title != want {
-			t.Fatalf("navigate to %s: frame title %q", want, f.Title)
+			t.Fatalf("%s %s: frame title %q, want %q", a.Type, a.URL, f.Title, want)
 		}
 	}
-	for _, a := range []protocol.Action{{Type: "reload", Wait: true}, {Type: "back", Wait: true}} {
-		r := cmdMutate(t, tab, a)
-		f := frames.next()
-		want := "Product 4"
-		if a.Type == "back" {
-			want = "Product 3"
-		}
-		if r.Title != want || f.Title != want {
-			t.Fatalf("%s: reply title %q, frame title %q; want %q", a.Type, r.Title, f.Title, want)
-		}
+	for i, id := range []string{"1", "2", "3", "4"} {
+		check(protocol.Action{Type: "navigate", URL: site("/product.html?id=" + id), Wait: i%2 == 1}, "Product "+id)
 	}
-}
-
-// Pages that send the browser on at once, by meta refresh or by script:
-// navigate --wait answers with the page the agent ends up on (its load,
-// not the replaced document's, which never comes); without --wait the
-// first document may get a frame of its own. Either way the frames end at
-// the final page with its content, and a frame without content says why
-// in plain words.
-func TestNavigateThroughPageRedirects(t *testing.T) {
-	for _, tc := range []struct {
-		path, final string
-		loads       bool // the first page may load before it moves on
-	}{
-		{"/meta.html", "/product.html?id=meta", true},
-		{"/jsredirect.html", "/product.html?id=script", false},
-	} {
-		for _, wait := range []bool{false, true} {
-			tab, frames, _ := tabAt(t, "/read.html")
-			res := send(t, tab.ID(), one(protocol.Action{Type: "navigate", URL: site(tc.path), Wait: wait, Timeout: protocol.Duration(20 * time.Second)}))
-			at := res.Results[0].URL
-			if !res.OK || wait && at != site(tc.final) && !(tc.loads && at == site(tc.path)) {
-				t.Fatalf("navigate %s (wait %v): %+v", tc.path, wait, res)
-			}
-			for {
-				f := frames.next()
-				if f.FullPage == nil && (f.Note == "" || strings.Contains(f.Note, "rpc error") || strings.Contains(f.Note, "cdp.")) {
-					t.Fatalf("%s (wait %v): frame %d at %s has no content and note %q", tc.path, wait, f.Sequence, f.URL, f.Note)
-				}
-				if f.URL == site(tc.final) {
-					if f.FullPage == nil {
-						t.Fatalf("%s (wait %v): the final page's frame has no content: %+v", tc.path, wait, f)
-					}
-					break
-				}
-			}
-		}
-	}
-}
-
-// A path in a tab with no page to be relative to (the frame seed's
-// "/search?q=products" in a new tab) is a bad request that says so, not a
-// whitelist refusal.
-func TestNavigateRelativeWithoutPage(t *testing.T) {
-	tab := openTab(t)
-	res := cmdFails(t, tab, protocol.Action{Type: "navigate", URL: "/search?q=products"}, protocol.CodeBadRequest)
-	if !strings.Contains(res.Error, `relative URL "/search?q=products"`) || !strings.Contains(res.Error, "about:blank") {
-		t.Fatalf("error %q", res.Error)
-	}
+	check(protocol.Action{Type: "reload"}, "Product 4")
+	check(protocol.Action{Type: "reload", Wait: true}, "Product 4")
+	check(protocol.Action{Type: "back", Wait: true}, "Product 3")
+	check(protocol.Action{Type: "forward"}, "Product 4")
 }
 
 // A load the browser cannot make fails with navigation_failed and

@@ -26,6 +26,9 @@ type pendingFrame struct {
 	change   frames.Change
 	loaderID string
 	timer    *time.Timer // fires at the settle timeout
+	// content: the frame carries the page's content, read at the load;
+	// else only its title is.
+	content bool
 }
 
 // frameFor turns change c into the next frame.
@@ -35,10 +38,13 @@ func (t *Tab) frameFor(ctx context.Context, c pageChange, change frames.Change) 
 	if t.pending != nil {
 		t.completePending(ctx, pendingCutNote(c), false)
 	}
-	if change.NewDocument && !t.nav.loaded[c.loaderID] && t.nav.dialog == nil && t.frames.WantsContent(change) {
+	// A new document's frame waits for its load: for its content, or at
+	// least for its title, which is seldom parsed at commit.
+	wants := t.frames.WantsContent(change) // against the frame before it
+	if change.NewDocument && !t.nav.loaded[c.loaderID] && t.nav.dialog == nil && !t.nav.crashed {
 		f := t.frames.Append(change, nil, "")
 		t.outbox = append(t.outbox, f)
-		t.pending = &pendingFrame{seq: f.Sequence, change: change, loaderID: c.loaderID, timer: time.NewTimer(t.settleTimeout)}
+		t.pending = &pendingFrame{seq: f.Sequence, change: change, loaderID: c.loaderID, timer: time.NewTimer(t.settleTimeout), content: wants}
 		t.storeInfo(f)
 		return f
 	}
@@ -105,8 +111,11 @@ func (t *Tab) completePending(ctx context.Context, note string, capture bool) {
 	p.timer.Stop()
 	var content *string
 	title := ""
-	if capture {
+	switch {
+	case capture && p.content:
 		content, title, note = t.capture(ctx, p.change, note)
+	case capture:
+		title = t.loadedTitle(ctx, p.change)
 	}
 	f, ok := t.frames.Complete(p.seq, t.frames.FormatOf(p.change), title, content, note)
 	if !ok {
@@ -137,6 +146,22 @@ func (t *Tab) emit(ctx context.Context, change frames.Change, note string, captu
 	t.outbox = append(t.outbox, f)
 	t.storeInfo(f)
 	return f
+}
+
+// loadedTitle reads the title of change's document, now loaded, when the
+// frame carries no content to read it with; "" if the page moved on.
+func (t *Tab) loadedTitle(ctx context.Context, change frames.Change) string {
+	if t.nav.dialog != nil || t.nav.crashed {
+		return ""
+	}
+	cctx, cancel := context.WithTimeout(ctx, t.settleTimeout)
+	defer cancel()
+	url, title, err := t.page.Location(cctx)
+	if err != nil || url != change.URL {
+		return ""
+	}
+	t.nav.title = title
+	return title
 }
 
 // capture reads the page content for the frame of change, or says in the
