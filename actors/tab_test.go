@@ -327,19 +327,26 @@ func closedPortURL(t *testing.T) string {
 	return "http://" + addr + "/"
 }
 
+// crashPage crashes the tab's renderer from a DevTools connection of its
+// own, as nothing the tab does would.
+func crashPage(t *testing.T, tab *Tab) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	conn, err := rpcc.DialContext(ctx, testBrowser.conn.PageWebSocketURL(tab.ID()))
+	if err != nil {
+		cancel()
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cancel(); conn.Close() })
+	// Page.crash never answers (the renderer is gone), so do not wait for it.
+	go func() { _ = cdp.NewClient(conn).Page.Crash(ctx) }()
+}
+
 // A renderer crash the agent did not cause is a page frame, and the tab
 // recovers with the next navigate.
 func TestCrashIsAPageFrame(t *testing.T) {
 	tab, frames, _ := tabAt(t, "/")
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	conn, err := rpcc.DialContext(ctx, testBrowser.conn.PageWebSocketURL(tab.ID()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	// Page.crash never answers (the renderer is gone), so do not wait for it.
-	go func() { _ = cdp.NewClient(conn).Page.Crash(ctx) }()
+	crashPage(t, tab)
 	f := frames.next()
 	if f.Sequence != 3 || f.Action != protocol.FrameCrash || f.Source != protocol.SourcePage {
 		t.Fatalf("crash frame %+v", f)
@@ -373,14 +380,7 @@ func TestCrashDuringAnAction(t *testing.T) {
 		res, _ := request(testConn, tab.ID(), one(protocol.Action{Type: "eval", Expression: "new Promise(r => setTimeout(r, 60000))", Timeout: protocol.Duration(90 * time.Second)}))
 		done <- res
 	}()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	conn, err := rpcc.DialContext(ctx, testBrowser.conn.PageWebSocketURL(tab.ID()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	go func() { _ = cdp.NewClient(conn).Page.Crash(ctx) }()
+	crashPage(t, tab)
 	var res protocol.PlanResult
 	select {
 	case res = <-done:

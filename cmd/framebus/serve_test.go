@@ -179,15 +179,7 @@ func testServeStops(t *testing.T, sig syscall.Signal) {
 	if status := n.stop(sig, 30*time.Second); status != 0 {
 		t.Fatalf("serve exited %d on %s, want 0", status, sig)
 	}
-	waitFor(t, "every chromium process with the profile has exited", 10*time.Second, func() bool {
-		return len(processesMentioning(profile)) == 0
-	})
-	if _, err := os.Stat(profile); !os.IsNotExist(err) {
-		t.Errorf("profile %s still exists: %v", profile, err)
-	}
-	if _, err := os.Stat(n.stateFile); !os.IsNotExist(err) {
-		t.Errorf("state file %s still exists: %v", n.stateFile, err)
-	}
+	n.checkLeftNothing(profile)
 	// The node is gone for clients too.
 	r := framebus(t, n.env, "", "eval", "1")
 	if m := r.reply(t); r.status != 1 || m["code"] != "unavailable" || m["error"] != noNodeMessage {
@@ -210,14 +202,21 @@ func TestServeSecondSignalStillCleansUp(t *testing.T) {
 	if !strings.Contains(n.stderr.String(), "second signal") {
 		t.Logf("the shutdown ended before the second signal came: %s", n.stderr)
 	}
-	waitFor(t, "every chromium process with the profile has exited", 10*time.Second, func() bool {
+	n.checkLeftNothing(profile)
+}
+
+// checkLeftNothing checks a stopped node left no Chromium running with
+// profile, and removed the profile and its state file.
+func (n *node) checkLeftNothing(profile string) {
+	n.t.Helper()
+	waitFor(n.t, "every chromium process with the profile has exited", 10*time.Second, func() bool {
 		return len(processesMentioning(profile)) == 0
 	})
 	if _, err := os.Stat(profile); !os.IsNotExist(err) {
-		t.Errorf("profile %s still exists: %v", profile, err)
+		n.t.Errorf("profile %s still exists: %v", profile, err)
 	}
 	if _, err := os.Stat(n.stateFile); !os.IsNotExist(err) {
-		t.Errorf("state file %s still exists: %v", n.stateFile, err)
+		n.t.Errorf("state file %s still exists: %v", n.stateFile, err)
 	}
 }
 
