@@ -1,6 +1,7 @@
 package actors
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"time"
@@ -41,12 +42,19 @@ func (t *Tab) frameFor(ctx context.Context, c pageChange, change frames.Change) 
 	// A new document's frame waits for its load: for its content, or at
 	// least for its title, which is seldom parsed at commit.
 	wants := t.frames.WantsContent(change) // against the frame before it
-	if change.NewDocument && !t.nav.loaded[c.loaderID] && t.nav.dialog == nil && !t.nav.crashed {
-		f := t.frames.Append(change, nil, "")
-		t.outbox = append(t.outbox, f)
-		t.pending = &pendingFrame{seq: f.Sequence, change: change, loaderID: c.loaderID, timer: time.NewTimer(t.settleTimeout), content: wants}
-		t.storeInfo(f)
-		return f
+	if change.NewDocument && t.nav.dialog == nil && !t.nav.crashed {
+		if !t.nav.loaded[c.loaderID] {
+			f := t.frames.Append(change, nil, "")
+			t.outbox = append(t.outbox, f)
+			t.pending = &pendingFrame{seq: f.Sequence, change: change, loaderID: c.loaderID, timer: time.NewTimer(t.settleTimeout), content: wants}
+			t.storeInfo(f)
+			return f
+		}
+		if !wants {
+			// Loaded already (a fast page, a slow actor): the title
+			// read at commit may be none yet, or the static one.
+			change.Title = cmp.Or(t.loadedTitle(ctx, change), change.Title)
+		}
 	}
 	return t.emit(ctx, change, "", true)
 }

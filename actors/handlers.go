@@ -19,6 +19,9 @@ type outcome struct {
 	// barrier: the action ran in the renderer through input events, whose
 	// effects may still be in flight; settle with a renderer round trip.
 	barrier bool
+	// settled: the page's location, read once the action's input had
+	// been handled; it stands in for the barrier's round trip.
+	settled *cdpdriver.Location
 	// ran: the action failed after it ran in the page (a script that
 	// threw), so it may have changed it: it still makes its frame.
 	ran bool
@@ -201,7 +204,8 @@ func (t *Tab) stopLoading() {
 }
 
 func (t *Tab) click(ctx context.Context, a protocol.Action) (outcome, error) {
-	return outcome{barrier: true}, t.page.Click(ctx, a.Selector, cdpdriver.ClickOptions{Double: a.Double, Right: a.Right})
+	loc, err := t.page.Click(ctx, a.Selector, cdpdriver.ClickOptions{Double: a.Double, Right: a.Right})
+	return outcome{barrier: loc == nil, settled: loc}, err
 }
 
 // typeText is DR-013's type: focus the selector's element if given, clear

@@ -9,8 +9,10 @@ import (
 // pointJS scrolls the element into view when it is not, and answers the
 // centre of its first visible box in viewport coordinates. With hitTest it
 // also checks that the element (or a descendant) is what a click at that
-// point would hit, and names the element that would be hit instead.
-const pointJS = `function (selector, hitTest) {` + findElementJS + describeJS + `
+// point would hit, and names the element that would be hit instead. It
+// answers how many real pointerups the document has seen, too (see
+// settleClickJS).
+const pointJS = `function (selector, hitTest) {` + countPointerUpsJS + findElementJS + describeJS + `
 	if (el.scrollIntoViewIfNeeded) el.scrollIntoViewIfNeeded(true);
 	else el.scrollIntoView({block: "center", inline: "center", behavior: "instant"});
 	let r = null;
@@ -22,12 +24,40 @@ const pointJS = `function (selector, hitTest) {` + findElementJS + describeJS + 
 		const hit = (root.elementFromPoint ? root : document).elementFromPoint(x, y);
 		if (hit && hit !== el && !el.contains(hit)) return {error: "covered", by: describe(hit)};
 	}
-	return {x, y};
+	return {x, y, ups: window.__framebusPointerUps};
 }`
+
+// countPointerUpsJS has the document count the trusted pointerups it
+// dispatches, in framebus's world: a page cannot raise the count, as it
+// can dispatch only untrusted events.
+const countPointerUpsJS = `
+	if (window.__framebusPointerUps === undefined) {
+		window.__framebusPointerUps = 0;
+		addEventListener("pointerup", (e) => { if (e.isTrusted) window.__framebusPointerUps++; }, true);
+	}
+`
+
+// settleClickJS reads what a click left: the pointerup count, and the
+// page's URL and title.
+const settleClickJS = `function () {
+	return {ups: window.__framebusPointerUps, url: location.href, title: document.title};
+}`
+
+type clickSettled struct {
+	elementReply
+	Ups        int
+	URL, Title string
+}
 
 type point struct {
 	elementReply
 	X, Y float64
+	Ups  int // the document's pointerup count before the action
+}
+
+// Location is a page's URL and title, read in the renderer.
+type Location struct {
+	URL, Title string
 }
 
 // point resolves selector to the point a pointer action aims at.
@@ -49,10 +79,16 @@ type ClickOptions struct {
 // handlers fire), and a hit test refuses to click when another element
 // covers its centre (*ElementCoveredError names it). Then the button is
 // pressed and released at the centre; twice for Double.
-func (p *Page) Click(ctx context.Context, selector string, o ClickOptions) error {
+//
+// When it can, Click also answers the page's location as it was once the
+// click had been handled, so everything the click made the renderer
+// report (a navigation it requested, a new title) has been received: the
+// round trip a caller would otherwise make after it (see Location). It
+// answers nil when it could not tell.
+func (p *Page) Click(ctx context.Context, selector string, o ClickOptions) (*Location, error) {
 	pt, err := p.point(ctx, selector, true)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	button := input.MouseButtonLeft
 	if o.Right {
@@ -71,29 +107,45 @@ func (p *Page) Click(ctx context.Context, selector string, o ClickOptions) error
 	if !p.pointerAt(pt.X, pt.Y) {
 		id, err := p.postMouse(mouseEvent("mouseMoved", pt.X, pt.Y, input.MouseButtonNone, 0, 0))
 		if err != nil {
-			return p.postedErrors(ctx, posted, p.wrap(ctx, "mouse move", err))
+			return nil, p.postedErrors(ctx, posted, p.wrap(ctx, "mouse move", err))
 		}
 		posted = append(posted, id)
 	}
-	// Only the last release is awaited: the browser runs a session's
-	// input commands in order, and each waits for the renderer, so
-	// awaiting every one would add a renderer round trip per event.
+	// Every event is posted: the browser runs a session's input commands
+	// in order, and each waits for the renderer, so awaiting every one
+	// would add a renderer round trip per event.
+	var release uint64
 	for n := 1; n <= clicks; n++ {
 		id, err := p.postMouse(mouseEvent("mousePressed", pt.X, pt.Y, button, buttonsOf(button), n))
 		if err != nil {
-			return p.postedErrors(ctx, posted, p.wrap(ctx, "mouse mousePressed", err))
+			return nil, p.postedErrors(ctx, posted, p.wrap(ctx, "mouse mousePressed", err))
 		}
 		posted = append(posted, id)
-		if n == clicks {
-			break
+		if release, err = p.postMouse(mouseEvent("mouseReleased", pt.X, pt.Y, button, 0, n)); err != nil {
+			return nil, p.postedErrors(ctx, posted, p.wrap(ctx, "mouse mouseReleased", err))
 		}
-		if id, err = p.postMouse(mouseEvent("mouseReleased", pt.X, pt.Y, button, 0, n)); err != nil {
-			return p.postedErrors(ctx, posted, p.wrap(ctx, "mouse mouseReleased", err))
+		if n < clicks {
+			posted = append(posted, release)
 		}
-		posted = append(posted, id)
 	}
-	err = p.mouse(ctx, "mouseReleased", pt.X, pt.Y, button, 0, clicks)
-	return p.postedErrors(ctx, posted, err)
+	// Then the page is read, at once. An input event reaches the renderer
+	// by another path than this call, so the call may overtake it; but
+	// when the document has counted the last release's pointerup, the
+	// whole task that handled that release (its handlers, the default
+	// action: a link followed, a form submitted) ran before this call,
+	// and the renderer had reported what it did. That saves waiting for
+	// the release's answer and then making a round trip to the renderer.
+	var after clickSettled
+	if err := p.callOnDocument(ctx, "settle click", "", settleClickJS, false, &after); err == nil && after.Ups >= pt.Ups+clicks {
+		// The events were handled, so they were taken: their answers,
+		// which may still be on their way, are of no more use.
+		p.codec.postedError(release)
+		return &Location{URL: after.URL, Title: after.Title}, p.postedErrors(ctx, posted, nil)
+	}
+	// Overtaken (or the pointerup went to a frame's document, or the
+	// page changed): wait for the release as the browser reports it.
+	err = p.wrap(ctx, "mouse mouseReleased", p.codec.awaitPosted(ctx, release))
+	return nil, p.postedErrors(ctx, posted, err)
 }
 
 // Hover moves the mouse to the centre of the element (scrolled into view),

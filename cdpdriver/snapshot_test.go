@@ -323,7 +323,7 @@ func TestSnapshotHostilePageCannotRebindRefs(t *testing.T) {
 		if ref == "" {
 			t.Fatalf("no ref for the target button in\n%s", s.Text())
 		}
-		if err := p.Click(ctx, ref, ClickOptions{}); err != nil {
+		if _, err := p.Click(ctx, ref, ClickOptions{}); err != nil {
 			t.Fatal(err)
 		}
 		if who := clicked(); who != "target" {
@@ -333,7 +333,7 @@ func TestSnapshotHostilePageCannotRebindRefs(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if err := p.Click(ctx, "#target", ClickOptions{}); err != nil {
+	if _, err := p.Click(ctx, "#target", ClickOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	if who := clicked(); who != "target" {
