@@ -337,6 +337,30 @@ func TestWaitForAlreadyTrueAndAfterLoad(t *testing.T) {
 	cmdExpect(t, tab, "document.querySelector('#onload').textContent", `"added after load"`)
 }
 
+// A wait the page navigates away from goes on in the new document: the
+// element may be on the page the first one led to (a form the page
+// submits on its own). The navigation is the page's frame.
+func TestWaitForAcrossNavigation(t *testing.T) {
+	tab, frames, seq := tabAt(t, "/waitfor.html")
+	cmdMutate(t, tab, protocol.Action{Type: "click", Selector: "#leave"})
+	frames.next()
+	res := send(t, tab.ID(), one(protocol.Action{Type: "wait-for", Selector: "#buy", Timeout: protocol.Duration(10 * time.Second)}))
+	if !res.OK || res.Results[0].Sequence != 0 {
+		t.Fatalf("wait-for #buy, which the next page has: %+v", res)
+	}
+	if f := frames.next(); f.Sequence != seq+2 || f.Source != protocol.SourcePage || f.URL != site("/product.html?id=9") {
+		t.Fatalf("the page's navigation made frame %+v, want sequence %d from the page at product.html?id=9", f, seq+2)
+	}
+	// And one cut short by the deadline in the new document still times out.
+	cmdMutate(t, tab, protocol.Action{Type: "navigate", URL: site("/waitfor.html")})
+	frames.next()
+	cmdMutate(t, tab, protocol.Action{Type: "click", Selector: "#leave"})
+	res = send(t, tab.ID(), one(protocol.Action{Type: "wait-for", Selector: "#nowhere", Timeout: protocol.Duration(time.Second)}))
+	if res.OK || res.Code != protocol.CodeTimeout || !strings.Contains(res.Error, "#nowhere") {
+		t.Fatalf("wait-for #nowhere across a navigation: want timeout naming it, got %+v", res)
+	}
+}
+
 // A wait that times out fails with code timeout naming the selector and
 // the deadline, and the tab keeps working (regression: a timed-out wait
 // must not leave the tab blocked).

@@ -3,11 +3,13 @@ package cdpdriver
 import (
 	"context"
 	"encoding/base64"
+	"errors"
 	"fmt"
 	"math"
 	"time"
 
 	"github.com/mafredri/cdp/protocol/page"
+	"github.com/mafredri/cdp/rpcc"
 )
 
 // textJS is the visible text (innerText: rendering-aware, hidden content
@@ -164,17 +166,31 @@ const waitJS = `function (selector, state, timeoutMs) {
 // WaitFor waits until the element matching selector reaches state, for at
 // most timeout; then it is a *WaitTimeoutError. The polling runs in the
 // page and ends on its own at the deadline, so nothing is left behind.
+// When the page navigates away meanwhile, the wait goes on in the new
+// document, for the time that is left, as a user who waits for a result
+// expects.
 func (p *Page) WaitFor(ctx context.Context, selector, state string, timeout time.Duration) error {
 	// The round trip gets a margin over the page's own deadline, so the
 	// page's answer, not the context, says it timed out.
 	ctx, cancel := context.WithTimeout(ctx, timeout+2*time.Second)
 	defer cancel()
-	err := p.callOnDocument(ctx, "wait for "+selector, selector, waitJS, true, nil, state, timeout.Milliseconds())
-	var in *InputError
-	if asInput(err, &in) && in.Msg == "" {
-		return &WaitTimeoutError{Selector: selector, State: state, After: timeout}
+	deadline := time.Now().Add(timeout)
+	for {
+		left := time.Until(deadline)
+		if left <= 0 {
+			return &WaitTimeoutError{Selector: selector, State: state, After: timeout}
+		}
+		err := p.callOnDocument(ctx, "wait for "+selector, selector, waitJS, true, nil, state, left.Milliseconds())
+		var rerr *rpcc.ResponseError
+		if errors.As(err, &rerr) && rerr.Message == errNavigatedAway && !p.lost() {
+			continue // its document was replaced
+		}
+		var in *InputError
+		if asInput(err, &in) && in.Msg == "" {
+			return &WaitTimeoutError{Selector: selector, State: state, After: timeout}
+		}
+		return err
 	}
-	return err
 }
 
 // Base64 is how binary results (screenshots) travel in JSON.
