@@ -86,6 +86,13 @@ func TestNavigateFailures(t *testing.T) {
 			t.Fatalf("navigate %s: %+v", u, res)
 		}
 	}
+	// A malformed host is the agent's mistake, told plainly (not in the
+	// words of Go's IDNA package).
+	for _, u := range []string{"https://ex ample.test/", "http://\u200d.test/", "http://%zz/"} {
+		if res := cmdFails(t, tab, protocol.Action{Type: "navigate", URL: u}, protocol.CodeBadRequest); strings.Contains(res.Error, "idna") || !strings.Contains(res.Error, "URL") && !strings.Contains(res.Error, "host") {
+			t.Fatalf("navigate %q: %+v", u, res)
+		}
+	}
 	if r := cmdMutate(t, tab, protocol.Action{Type: "navigate", URL: site("/read.html")}); r.URL != site("/read.html") {
 		t.Fatalf("navigate after failures: %+v", r)
 	}

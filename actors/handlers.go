@@ -7,6 +7,7 @@ import (
 	"errors"
 	"time"
 
+	"github.com/framebus/framebus/actors/whitelist"
 	"github.com/framebus/framebus/cdpdriver"
 	"github.com/framebus/framebus/protocol"
 )
@@ -87,21 +88,26 @@ func read(f func(t *Tab, ctx context.Context, a protocol.Action) (any, error)) h
 
 func (t *Tab) navigate(ctx context.Context, a protocol.Action) (outcome, error) {
 	target, err := cdpdriver.ResolveURL(a.URL, t.nav.url)
+	// A URL Go cannot parse may still be one a browser loads: the
+	// whitelist, which parses as a browser does, has the first word.
+	// (Not on a path with no page to be relative to: that is no URL.)
+	checked := target
 	if err != nil {
-		// A URL Go cannot parse may still be one a browser loads: the
-		// whitelist, which parses as a browser does, has the first word.
-		// (Not on a path with no page to be relative to: that is no URL.)
-		if t.allow != nil && !cdpdriver.IsRelativeURL(a.URL) {
-			if derr := t.allow(a.URL); derr != nil {
-				return outcome{}, protocol.Errorf(protocol.CodePermissionDenied, "%v", derr)
-			}
-		}
-		return outcome{}, protocol.Errorf(protocol.CodeBadRequest, "url: %v", err)
+		checked = a.URL
 	}
-	if t.allow != nil {
-		if err := t.allow(target); err != nil {
-			return outcome{}, protocol.Errorf(protocol.CodePermissionDenied, "%v", err)
+	if t.allow != nil && (err == nil || !cdpdriver.IsRelativeURL(a.URL)) {
+		derr := t.allow(checked)
+		var denied *whitelist.DeniedError
+		if errors.As(derr, &denied) && denied.Malformed != nil {
+			// Refused for its form, not for where it leads.
+			return outcome{}, protocol.Errorf(protocol.CodeBadRequest, "url %q: %v", a.URL, denied.Malformed)
 		}
+		if derr != nil {
+			return outcome{}, protocol.Errorf(protocol.CodePermissionDenied, "%v", derr)
+		}
+	}
+	if err != nil {
+		return outcome{}, protocol.Errorf(protocol.CodeBadRequest, "url: %v", err)
 	}
 	res, err := t.page.Navigate(ctx, target)
 	var timeout *cdpdriver.TimeoutError

@@ -233,12 +233,15 @@ func codeOf(err error) protocol.Code {
 		in        *cdpdriver.InputError
 		wait      *cdpdriver.WaitTimeoutError
 		staleRef  *cdpdriver.StaleRefError
+		badURL    *cdpdriver.InvalidURLError
 	)
 	switch {
 	case errors.As(err, &perr):
 		return perr.Code
 	case errors.As(err, &nav):
 		return protocol.CodeNavigationFailed
+	case errors.As(err, &badURL):
+		return protocol.CodeBadRequest
 	case errors.As(err, &nf), errors.As(err, &nv), errors.As(err, &opt):
 		return protocol.CodeElementNotFound
 	case errors.As(err, &staleRef):

@@ -125,6 +125,12 @@ func TestWhitelistBoundary(t *testing.T) {
 	if r := run(protocol.Action{Type: "navigate", URL: evilURL + "/"}); !strings.Contains(r.Error, "evil.test") {
 		t.Errorf("the error does not name the denied domain: %+v", r)
 	}
+	// A URL the whitelist cannot read is refused for its form.
+	for _, u := range []string{"http://%zz/", "http://\u200d.test/", "https://ex ample.test/"} {
+		if r := run(protocol.Action{Type: "navigate", URL: u}); r.OK || r.Code != protocol.CodeBadRequest || !strings.Contains(r.Error, "host") {
+			t.Errorf("navigate %q: %+v, want bad_request about its host", u, r)
+		}
+	}
 
 	// Ways for a page to go there on its own or through an action.
 	redirect := "http://mail.example.test:" + goodPort + "/redirect?to=" + url.QueryEscape(evilURL+"/redirected")

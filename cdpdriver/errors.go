@@ -20,6 +20,14 @@ type NavigationError struct {
 
 func (e *NavigationError) Error() string { return e.Text }
 
+// InvalidURLError is a URL the browser refused to load because it cannot
+// parse it (Page.navigate's "Cannot navigate to invalid URL").
+type InvalidURLError struct{ URL string }
+
+func (e *InvalidURLError) Error() string {
+	return fmt.Sprintf("URL %q is not one the browser can parse", e.URL)
+}
+
 // ElementNotFoundError: no element matches the selector.
 type ElementNotFoundError struct{ Selector string }
 

@@ -2,6 +2,7 @@ package cdpdriver
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"net/url"
@@ -10,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/mafredri/cdp/protocol/page"
+	"github.com/mafredri/cdp/rpcc"
 )
 
 // NavigateResult says what Page.navigate started. A cross-document load has
@@ -27,6 +29,10 @@ type NavigateResult struct {
 // LoaderID is still returned because Chromium commits an error page for it.
 func (p *Page) Navigate(ctx context.Context, rawURL string) (NavigateResult, error) {
 	reply, err := p.client.Page.Navigate(ctx, page.NewNavigateArgs(rawURL))
+	var rerr *rpcc.ResponseError
+	if errors.As(err, &rerr) && rerr.Message == "Cannot navigate to invalid URL" {
+		return NavigateResult{}, &InvalidURLError{URL: rawURL}
+	}
 	if err != nil {
 		return NavigateResult{}, p.wrap(ctx, "navigate", err)
 	}

@@ -90,10 +90,12 @@ func New(patterns []string, schemes []string) (*Whitelist, error) {
 }
 
 // DeniedError says why a URL may not be loaded. Host is the denied host
-// (empty when the scheme is what is denied).
+// (empty when the scheme is what is denied); Malformed, why the URL could
+// not be checked at all.
 type DeniedError struct {
 	URL, Host, Scheme string
 	Reason            string
+	Malformed         error
 }
 
 func (e *DeniedError) Error() string {
@@ -107,7 +109,7 @@ func (e *DeniedError) Error() string {
 func (w *Whitelist) Check(rawURL string) error {
 	u, err := Parse(rawURL)
 	if err != nil {
-		return &DeniedError{URL: rawURL, Reason: fmt.Sprintf("%q is not a URL this node can check: %v", rawURL, err)}
+		return &DeniedError{URL: rawURL, Reason: fmt.Sprintf("%q is not a URL this node can check: %v", rawURL, err), Malformed: err}
 	}
 	if u.Scheme == "about" {
 		if u.Opaque == "blank" || rawURL == "about:blank" {
@@ -259,7 +261,8 @@ func canonicalHost(h string) (string, error) {
 	ascii, err := idna.Lookup.ToASCII(dec)
 	if err != nil {
 		// Browsers refuse such hosts too; refusing here is the safe side.
-		return "", fmt.Errorf("host %q: %v", h, err)
+		// (idna's own wording names runes and code points, not the fault.)
+		return "", fmt.Errorf("%q is not a valid host name", h)
 	}
 	ascii = strings.TrimSuffix(strings.ToLower(ascii), ".")
 	if ascii == "" {
