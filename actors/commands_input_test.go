@@ -508,8 +508,12 @@ func TestUpload(t *testing.T) {
 
 	missing := filepath.Join(dir, "no-such-file.txt")
 	res := cmdFails(t, tab, protocol.Action{Type: "upload", Selector: "#one", Files: []string{missing}}, protocol.CodeBadRequest)
-	if !strings.Contains(res.Error, missing) {
-		t.Fatalf("upload of a missing file: error %q does not name %s", res.Error, missing)
+	if want := "upload file " + missing + ": no such file or directory"; res.Error != want {
+		t.Fatalf("upload of a missing file: error %q, want %q", res.Error, want)
+	}
+	res = cmdFails(t, tab, protocol.Action{Type: "upload", Selector: "#one", Files: []string{dir}}, protocol.CodeBadRequest)
+	if want := "upload file " + dir + ": is a directory"; res.Error != want {
+		t.Fatalf("upload of a directory: error %q, want %q", res.Error, want)
 	}
 	cmdFails(t, tab, protocol.Action{Type: "upload", Selector: "#text", Files: []string{a}}, protocol.CodeBadRequest)
 	if got := read("one"); !reflect.DeepEqual(got, files{Names: []string{"a.txt"}, Changes: 1, First: "alpha"}) {

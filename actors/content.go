@@ -67,8 +67,8 @@ func (c *contentStore) keep(seq int64, content string, max int64) int {
 func (c *contentStore) serve(m *nats.Msg) {
 	var req protocol.ContentRequest
 	reply := protocol.ContentReply{}
-	if err := json.Unmarshal(m.Data, &req); err != nil {
-		reply.Code, reply.Error = protocol.CodeBadRequest, fmt.Sprintf("content request: invalid JSON: %v", err)
+	if err := protocol.DecodeRequest(m.Data, "content request", &req); err != nil {
+		reply.Code, reply.Error = protocol.CodeBadRequest, err.Error()
 	} else {
 		reply.Sequence, reply.Chunk = req.Sequence, req.Chunk
 		c.mu.Lock()

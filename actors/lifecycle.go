@@ -2,7 +2,6 @@ package actors
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"maps"
 	"slices"
@@ -177,8 +176,8 @@ func (p *Profile) answerPages(m *nats.Msg) {
 func (p *Profile) answerNewTab(m *nats.Msg) {
 	var req protocol.NewTabRequest
 	if len(m.Data) > 0 {
-		if err := json.Unmarshal(m.Data, &req); err != nil {
-			respond(m, protocol.NewErrorReply(protocol.Errorf(protocol.CodeBadRequest, "newtab: invalid JSON: %v", err)), p.log)
+		if err := protocol.DecodeRequest(m.Data, "newtab", &req); err != nil {
+			respond(m, protocol.NewErrorReply(err), p.log)
 			return
 		}
 	}
@@ -208,7 +207,11 @@ func (p *Profile) answerNewTab(m *nats.Msg) {
 
 func (p *Profile) answerCloseTab(m *nats.Msg) {
 	var req protocol.CloseTabRequest
-	if err := json.Unmarshal(m.Data, &req); err != nil || req.Tab == "" {
+	if err := protocol.DecodeRequest(m.Data, "closetab", &req); err != nil {
+		respond(m, protocol.NewErrorReply(err), p.log)
+		return
+	}
+	if req.Tab == "" {
 		respond(m, protocol.NewErrorReply(protocol.Errorf(protocol.CodeBadRequest, `closetab: want {"tab": "ID"}`)), p.log)
 		return
 	}

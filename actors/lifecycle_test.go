@@ -80,6 +80,21 @@ func TestLifecycleOnTheBus(t *testing.T) {
 			t.Fatalf("newtab %s: %v", u, refused)
 		}
 	}
+	// Requests are read as strictly as plans, and refused in plain words.
+	for _, tc := range []struct {
+		op        string
+		body, say string
+	}{
+		{protocol.OpNewTab, `{"url": 5}`, "newtab.url: must be a string"},
+		{protocol.OpNewTab, `{"URL": "/x", "background": true}`, `"background" is not a field`},
+		{protocol.OpCloseTab, `{"tab": ["x"]}`, "closetab.tab: must be a string"},
+	} {
+		var refused map[string]any
+		ask(tc.op, json.RawMessage(tc.body), &refused)
+		if msg, _ := refused["error"].(string); refused["code"] != "bad_request" || !strings.Contains(msg, tc.say) {
+			t.Fatalf("%s %s: %v, want bad_request saying %q", tc.op, tc.body, refused, tc.say)
+		}
+	}
 	if len(node.Tabs()) != 1 {
 		t.Fatalf("refused newtabs left tabs: %+v", node.Tabs())
 	}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"io/fs"
 	"os"
@@ -187,8 +186,8 @@ func sessionDomain(raw string) (string, error) {
 
 func (n *Node) answerSessionStart(m *nats.Msg) {
 	var req protocol.SessionStartRequest
-	if err := json.Unmarshal(m.Data, &req); err != nil {
-		respond(m, protocol.NewErrorReply(protocol.Errorf(protocol.CodeBadRequest, `session start: want {"domain": "..."}: %v`, err)), n.log)
+	if err := protocol.DecodeRequest(m.Data, "session start", &req); err != nil {
+		respond(m, protocol.NewErrorReply(err), n.log)
 		return
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), lifecycleTimeout)

@@ -2,7 +2,9 @@ package cdpdriver
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 
@@ -68,13 +70,7 @@ const fileInputJS = `function (selector, count) {` + findElementJS + `
 func (p *Page) Upload(ctx context.Context, selector string, files []string) error {
 	abs := make([]string, len(files))
 	for i, f := range files {
-		a, err := filepath.Abs(f)
-		if err == nil {
-			var fi os.FileInfo
-			if fi, err = os.Stat(a); err == nil && fi.IsDir() {
-				err = fmt.Errorf("is a directory")
-			}
-		}
+		a, err := readableFile(f)
 		if err != nil {
 			return &InputError{Msg: fmt.Sprintf("upload file %s: %v", f, err)}
 		}
@@ -90,4 +86,26 @@ func (p *Page) Upload(ctx context.Context, selector string, files []string) erro
 	defer p.release(el)
 	args := dom.NewSetFileInputFilesArgs(abs).SetObjectID(el)
 	return p.wrap(ctx, "upload", p.client.DOM.SetFileInputFiles(ctx, args))
+}
+
+// readableFile is name's absolute path, or why it is not a file framebus
+// can read: "no such file or directory", not the stat call that said so.
+func readableFile(name string) (string, error) {
+	abs, err := filepath.Abs(name)
+	if err != nil {
+		return "", err
+	}
+	f, err := os.Open(abs)
+	if err == nil {
+		var fi os.FileInfo
+		if fi, err = f.Stat(); err == nil && fi.IsDir() {
+			err = errors.New("is a directory")
+		}
+		f.Close()
+	}
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		err = pe.Err
+	}
+	return abs, err
 }

@@ -2,13 +2,15 @@ package protocol
 
 import (
 	"encoding/json"
+	"fmt"
 	"unicode/utf8"
 )
 
 // members splits a valid JSON object into its members without decoding
 // the values: the map's values are sub-slices of data. data must have
-// passed json.Valid and start with '{'. A key given twice keeps its last
-// value, as encoding/json does.
+// passed json.Valid and start with '{'. A key given twice is an error
+// (encoding/json would keep the last value, so a plan could say one
+// thing to a reader and do another).
 func members(data []byte) (map[string]json.RawMessage, error) {
 	out := make(map[string]json.RawMessage, 8)
 	i := skipSpace(data, 1)
@@ -24,6 +26,9 @@ func members(data []byte) (map[string]json.RawMessage, error) {
 		i = skipSpace(data, end)
 		i = skipSpace(data, i+1) // the ':'
 		vend := endOfValue(data, i)
+		if _, twice := out[key]; twice {
+			return nil, fmt.Errorf("%q is given twice", key)
+		}
 		out[key] = json.RawMessage(data[i:vend])
 		i = skipSpace(data, vend)
 		if data[i] == '}' {

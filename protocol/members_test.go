@@ -6,7 +6,8 @@ import (
 	"testing"
 )
 
-// members agrees with encoding/json on every valid object.
+// members agrees with encoding/json on every valid object, and refuses
+// one that gives a key twice.
 func FuzzMembers(f *testing.F) {
 	for _, s := range []string{
 		`{}`, ` { } `, `{"a":1}`, `{"a" : "x\"}" , "b":[1,{"c":"]"}],"d":null}`,
@@ -25,6 +26,12 @@ func FuzzMembers(f *testing.F) {
 			t.Fatal(err)
 		}
 		got, err := members(trimmed)
+		if twice, ok := repeatsKey(t, trimmed); ok {
+			if err == nil {
+				t.Fatalf("members(%q) took %q given twice", trimmed, twice)
+			}
+			return
+		}
 		if err != nil {
 			t.Fatalf("members(%q): %v", trimmed, err)
 		}
@@ -37,4 +44,29 @@ func FuzzMembers(f *testing.F) {
 			}
 		}
 	})
+}
+
+// repeatsKey is a key the object gives twice, as encoding/json reads keys.
+func repeatsKey(t *testing.T, object []byte) (string, bool) {
+	dec := json.NewDecoder(bytes.NewReader(object))
+	if _, err := dec.Token(); err != nil { // {
+		t.Fatal(err)
+	}
+	seen := map[string]bool{}
+	for dec.More() {
+		tok, err := dec.Token()
+		if err != nil {
+			t.Fatal(err)
+		}
+		key := tok.(string)
+		if seen[key] {
+			return key, true
+		}
+		seen[key] = true
+		var skip json.RawMessage
+		if err := dec.Decode(&skip); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return "", false
 }

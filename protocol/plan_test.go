@@ -64,6 +64,8 @@ func TestDecodePlanRejects(t *testing.T) {
 		{"url not string", `{"actions": [{"type": "navigate", "url": 5}]}`, "actions[0].url: must be a string"},
 		{"bad timeout", `{"action": {"type": "eval", "expression": "1", "timeout": "soon"}}`, `duration "soon"`},
 		{"negative timeout", `{"action": {"type": "eval", "expression": "1", "timeout": -5}}`, "must not be negative"},
+		{"key twice", `{"action": {"type": "click", "selector": "#a", "type": "navigate"}}`, `invalid JSON: "type" is given twice`},
+		{"action twice", `{"action": {"type": "eval", "expression": "1"}, "action": {"type": "eval", "expression": "2"}}`, `"action" is given twice`},
 		{"alias twice", `{"action": {"type": "click", "selector": "#a", "element": "#b"}}`, "given twice"},
 		{"unknown plan field", `{"action": {"type": "eval", "expression": "1"}, "foo": 1}`, "foo: unknown plan field"},
 		{"future version", `{"version": 99, "action": {"type": "eval", "expression": "1"}}`, "version: 99 is not supported"},

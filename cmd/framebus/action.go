@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -280,9 +281,13 @@ func parseParam(p protocol.Param, words []string) (any, error) {
 	case protocol.KindStrings:
 		return words, nil
 	case protocol.KindInt:
-		return strconv.Atoi(strings.Join(words, " "))
+		return wholeNumber(strings.Join(words, " "))
 	case protocol.KindBool:
-		return strconv.ParseBool(strings.Join(words, " "))
+		b, err := strconv.ParseBool(strings.Join(words, " "))
+		if err != nil {
+			return nil, fmt.Errorf("%q is not true or false", strings.Join(words, " "))
+		}
+		return b, nil
 	case protocol.KindDuration:
 		var d msDuration
 		if err := d.Set(strings.Join(words, " ")); err != nil {
@@ -323,8 +328,9 @@ func declareParam(fs *pflag.FlagSet, p protocol.Param) paramFlag {
 		fs.VarP(&v, name, p.Short, help)
 		return paramFlag{p, name, func() any { return time.Duration(v).String() }}
 	case protocol.KindInt:
-		v := fs.IntP(name, p.Short, 0, help)
-		return paramFlag{p, name, func() any { return *v }}
+		var v intFlag
+		fs.VarP(&v, name, p.Short, help)
+		return paramFlag{p, name, func() any { return int(v) }}
 	case protocol.KindStrings:
 		v := fs.StringArrayP(name, p.Short, nil, help+" (repeat the flag for more)")
 		return paramFlag{p, name, func() any { return *v }}
@@ -332,6 +338,38 @@ func declareParam(fs *pflag.FlagSet, p protocol.Param) paramFlag {
 	v := fs.StringP(name, p.Short, "", help)
 	return paramFlag{p, name, func() any { return *v }}
 }
+
+// wholeNumber reads an integer parameter, saying plainly what is wrong
+// with one it cannot (strconv's errors name its functions).
+func wholeNumber(s string) (int, error) {
+	n, err := strconv.Atoi(s)
+	if errors.Is(err, strconv.ErrRange) {
+		return 0, fmt.Errorf("%s is too large", s)
+	}
+	if err != nil {
+		return 0, fmt.Errorf("%q is not a whole number", s)
+	}
+	return n, nil
+}
+
+// intFlag is an integer flag with wholeNumber's errors.
+type intFlag int
+
+func (v *intFlag) Set(s string) error {
+	n, err := wholeNumber(s)
+	*v = intFlag(n)
+	return err
+}
+
+// String is "" for zero, so help shows no "(default 0)".
+func (v *intFlag) String() string {
+	if *v == 0 {
+		return ""
+	}
+	return strconv.Itoa(int(*v))
+}
+
+func (v *intFlag) Type() string { return "int" }
 
 // msDuration is a duration flag that also takes a bare number of
 // milliseconds, the seeds' unit: --timeout 2s, --timeout 1500.

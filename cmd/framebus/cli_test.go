@@ -196,6 +196,8 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"navigate", "x", "--timeout", "soon"}, "", `"soon" is not a duration`},
 		{[]string{"navigate", "x", "--timeout", "-1s"}, "", "negative"},
 		{[]string{"navigate", "x", "--nope"}, "", "unknown flag: --nope"},
+		{[]string{"snapshot", "--max-nodes", "99999999999999999999"}, "", "99999999999999999999 is too large"},
+		{[]string{"snapshot", "--max-nodes", "many"}, "", `"many" is not a whole number`},
 		{[]string{"eval", "1", "--based-on", "0"}, "", "sequences start at 1"},
 		{[]string{"eval", "1", "--tab", "a.b"}, "", "not a tab id"},
 		{[]string{"help", "bogus"}, "", `unknown command "bogus"`},
