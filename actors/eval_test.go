@@ -60,6 +60,10 @@ func TestEvalTable(t *testing.T) {
 		{"undefinedVar", 0, protocol.CodeJSError, "ReferenceError: undefinedVar is not defined"},
 		{"(() => { const o = {}; o.o = o; return o; })()", 0, protocol.CodeJSError, "failed to serialize result"},
 		{"(() => { const o = {}; let c = o; for (let i = 0; i < 1000; i++) c = c.a = {}; return o; })()", 0, protocol.CodeJSError, "failed to serialize result: nested too deeply"},
+		{"Promise.reject({a: 1, b: [1, 2], s: 'x'})", 0, protocol.CodeJSError, `Uncaught {a: 1, b: Array(2), s: "x"}`},
+		{"Promise.reject([1, 'x'])", 0, protocol.CodeJSError, `Uncaught [1, "x"]`},
+		{"(() => { throw new Map([[1, 'one']]) })()", 0, protocol.CodeJSError, `Uncaught Map(1) {1 => "one"}`},
+		{"Promise.reject(new TypeError('no'))", 0, protocol.CodeJSError, "TypeError: no"},
 		{"new Promise(() => {})", 300 * time.Millisecond, protocol.CodeTimeout, "evaluation timed out after 300ms"},
 		{"while (true) {}", 300 * time.Millisecond, protocol.CodeTimeout, "evaluation timed out after 300ms"},
 	}

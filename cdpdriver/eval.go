@@ -118,6 +118,10 @@ func exceptionError(d *runtime.ExceptionDetails) error {
 	text, ran := d.Text, true
 	if ex := d.Exception; ex != nil {
 		switch {
+		case ex.Type == "object" && (ex.Subtype == nil || *ex.Subtype != "error") && ex.Preview != nil && len(ex.Value) == 0:
+			// A thrown or rejected value that is no Error: its
+			// description is only its class ("Object", "Array(2)").
+			text = "Uncaught " + previewText(*ex.Preview)
 		case ex.Description != nil && *ex.Description != "":
 			text = *ex.Description
 			i := strings.Index(text, "\n    at ")
@@ -130,6 +134,78 @@ func exceptionError(d *runtime.ExceptionDetails) error {
 		}
 	}
 	return &JSError{Text: text, Ran: ran}
+}
+
+// previewText renders an object's preview as DevTools' console does:
+// {a: 1, b: Array(2)}, [1, "x"], Map(1) {1 => 2}.
+func previewText(p runtime.ObjectPreview) string {
+	var b strings.Builder
+	subtype := ""
+	if p.Subtype != nil {
+		subtype = *p.Subtype
+	}
+	desc := ""
+	if p.Description != nil {
+		desc = *p.Description
+	}
+	open, close := "{", "}"
+	switch {
+	case subtype == "array":
+		open, close = "[", "]"
+	case desc != "Object":
+		b.WriteString(desc + " ") // a class: Map(1) {...}, Foo {...}
+	}
+	b.WriteString(open)
+	n := 0
+	sep := func() {
+		if n > 0 {
+			b.WriteString(", ")
+		}
+		n++
+	}
+	for _, prop := range p.Properties {
+		if len(p.Entries) > 0 && prop.Name == "size" {
+			continue // Map(1) says it
+		}
+		sep()
+		if subtype != "array" {
+			b.WriteString(prop.Name + ": ")
+		}
+		b.WriteString(propertyText(prop.Type, prop.Value))
+	}
+	for _, e := range p.Entries {
+		sep()
+		if e.Key != nil {
+			b.WriteString(previewValue(*e.Key) + " => ")
+		}
+		b.WriteString(previewValue(e.Value))
+	}
+	if p.Overflow {
+		sep()
+		b.WriteString("…")
+	}
+	b.WriteString(close)
+	return b.String()
+}
+
+// propertyText is a preview's value of a property: strings quoted.
+func propertyText(typ string, value *string) string {
+	if value == nil {
+		return typ
+	}
+	if typ == "string" {
+		q, _ := json.Marshal(*value)
+		return string(q)
+	}
+	return *value
+}
+
+// previewValue is a collection entry's key or value.
+func previewValue(p runtime.ObjectPreview) string {
+	if p.Type == "object" && len(p.Properties) > 0 {
+		return previewText(p)
+	}
+	return propertyText(p.Type, p.Description)
 }
 
 // errNavigatedAway is how Runtime.evaluate ends when the document it runs
