@@ -200,6 +200,7 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"snapshot", "--max-nodes", "many"}, "", `"many" is not a whole number`},
 		{[]string{"eval", "1", "--based-on", "0"}, "", "sequences start at 1"},
 		{[]string{"eval", "1", "--tab", "a.b"}, "", "not a tab id"},
+		{[]string{"eval", "1", "--tab", ""}, "", `"" is not a tab id`},
 		{[]string{"help", "bogus"}, "", `unknown command "bogus"`},
 		{[]string{"serve", "extra"}, "", "takes no arguments"},
 		{[]string{"serve", "--listen", "nowhere"}, "", "want host:port"},

@@ -44,7 +44,7 @@ type clientFlags struct {
 
 func (f *clientFlags) declare(fs *pflag.FlagSet, withTab bool) {
 	if withTab {
-		fs.StringVar(&f.tab, "tab", "", "tab `ID` (default: the one tab select chose, else the first tab the node lists)")
+		fs.Var((*tabFlag)(&f.tab), "tab", "tab `ID` (default: the one tab select chose, else the first tab the node lists)")
 	}
 	fs.StringVar(&f.bus, "bus", "", "NATS `URL` of the bus (default: $"+envURL+", else the state file of framebus serve)")
 	fs.StringVar(&f.prefix, "prefix", "", "subject `prefix` (default: the one in the state file, else "+protocol.DefaultPrefix+")")
@@ -57,6 +57,21 @@ type client struct {
 	// active is the tab chosen with tab select (from the state file).
 	active string
 }
+
+// tabFlag is --tab: a tab id, checked when given, so an empty one is
+// refused rather than read as "the default tab".
+type tabFlag string
+
+func (t *tabFlag) Set(s string) error {
+	if !protocol.ValidTabID(s) {
+		return fmt.Errorf("%q is not a tab id (letters, digits, '-' and '_')", s)
+	}
+	*t = tabFlag(s)
+	return nil
+}
+
+func (t *tabFlag) String() string { return string(*t) }
+func (t *tabFlag) Type() string   { return "ID" }
 
 // connect finds the bus (--bus, $FRAMEBUS_URL, the state file) and dials
 // it for one request: a lost connection is not retried.

@@ -87,9 +87,6 @@ comment, so a file of commands is a script.`,
 				if len(args) > 0 {
 					return usagef("repl: takes no arguments, got %q", args)
 				}
-				if target.tab != "" && !protocol.ValidTabID(target.tab) {
-					return usagef("--tab: %q is not a tab id (letters, digits, '-' and '_')", target.tab)
-				}
 				return c.repl(target)
 			}
 		},
