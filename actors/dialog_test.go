@@ -114,6 +114,28 @@ func TestDialogOpenBlocksOtherActions(t *testing.T) {
 	cmdExpect(t, tab, "[window.confirmed, typeof window.plainClicked]", `[true,"undefined"]`)
 }
 
+// A dialog that opens as the agent answers another (two confirms in a
+// row) is reported as the first was, and held for its own answer: the
+// dialog action that led to it returns.
+func TestDialogAfterDialog(t *testing.T) {
+	tab, _, _ := tabAt(t, "/dialog.html")
+	events := cmdWatchDialogs(t, tab)
+	cmdMutate(t, tab, protocol.Action{Type: "eval", Expression: "window.answers = [confirm('one'), confirm('two')]"})
+	if ev := cmdNextDialog(t, events); !ev.Open || ev.Message != "one" {
+		t.Fatalf("first dialog event %+v", ev)
+	}
+	// A deadline beyond the test's 60s wait for a reply: an answer that
+	// waited on the second dialog would never come back in time.
+	cmdMutate(t, tab, protocol.Action{Type: "dialog", Answer: "accept", Timeout: protocol.Duration(2 * time.Minute)})
+	for ev := cmdNextDialog(t, events); !ev.Open || ev.Message != "two"; ev = cmdNextDialog(t, events) {
+		if ev.Open {
+			t.Fatalf("dialog event %+v, want the second dialog's", ev)
+		}
+	}
+	cmdMutate(t, tab, protocol.Action{Type: "dialog", Answer: "dismiss", Timeout: protocol.Duration(2 * time.Minute)})
+	cmdExpect(t, tab, "window.answers", "[true,false]")
+}
+
 // The dialog action with no dialog open is a bad request.
 func TestDialogWithoutDialog(t *testing.T) {
 	tab, _, _ := tabAt(t, "/dialog.html")

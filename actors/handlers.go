@@ -264,10 +264,13 @@ func (t *Tab) scroll(ctx context.Context, a protocol.Action) error {
 // answerDialog answers the open dialog and waits for the browser to report
 // it closed, so the next action finds the page unblocked.
 func (t *Tab) answerDialog(ctx context.Context, a protocol.Action) error {
+	closed := t.nav.dialogsClosed
 	if err := t.page.AnswerDialog(ctx, a.Answer == "accept", a.Text); err != nil {
 		return err
 	}
-	if !t.waitFor(ctx, func() bool { return t.nav.dialog == nil }) {
+	// Closed, not "no dialog open": the answer may let the page open the
+	// next one at once (two confirms in a row).
+	if !t.waitFor(ctx, func() bool { return t.nav.dialogsClosed > closed }) {
 		return protocol.Errorf(protocol.CodeTimeout, "the dialog was answered but the browser did not report it closed")
 	}
 	return nil

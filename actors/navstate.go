@@ -30,6 +30,9 @@ type navState struct {
 	// openings and closings not yet reported.
 	dialog      *cdpdriver.DialogOpening
 	dialogNotes []dialogNote
+	// dialogsClosed counts the dialogs reported closed: the next may open
+	// as soon as one closes.
+	dialogsClosed int
 	// blocked are the requests the whitelist refused, not yet reported.
 	blocked  []cdpdriver.RequestBlocked
 	detached bool
@@ -96,6 +99,7 @@ func (s *navState) observe(evs []cdpdriver.Event) {
 				s.dialogNotes = append(s.dialogNotes, dialogNote{dialog: *s.dialog, closed: e})
 			}
 			s.dialog = nil
+			s.dialogsClosed++
 		}
 	}
 	if len(s.loaded) > 64 { // keep only the current document's mark

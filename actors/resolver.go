@@ -114,7 +114,11 @@ func (t *Tab) execute(ctx context.Context, deadline time.Time, plan protocol.Pla
 	if errors.Is(err, cdpdriver.ErrDialogOpened) {
 		err, out = nil, outcome{}
 	}
-	t.settle(actx, out)
+	// Settling waits on the renderer too: a dialog that opens meanwhile
+	// (the next one, after a dialog action's answer) ends the wait.
+	sctx, release := t.page.Guard(actx, !worksCrashed[a.Type])
+	t.settle(sctx, out)
+	release()
 	if err == nil && out.loaderID != "" && !t.nav.committed(out.loaderID) && t.nav.dialog == nil {
 		// The navigation never committed within the deadline (a hung
 		// page, a server that never answers): it failed, whatever
