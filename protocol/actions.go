@@ -121,7 +121,7 @@ var actionSpecs = []ActionSpec{
 		Params: []Param{selectorParam("CSS selector of the element"), timeoutParam("focusing")}},
 	{Type: "key", Mutates: true, Summary: "press a key on the focused element, with modifiers",
 		Params: []Param{
-			{Name: "key", Positional: true, Required: true, Help: "the key: a character, or Enter, Tab, Escape, Backspace, Delete, Arrow*, Home, End, PageUp, PageDown, Space, F1-F12"},
+			{Name: "key", Positional: true, Required: true, Help: "the key: a character, or Enter, Tab, Escape, Backspace, Delete, Insert, Arrow*, Home, End, PageUp, PageDown, Space, F1-F12"},
 			{Name: "ctrl", Kind: KindBool, Help: "hold Ctrl"},
 			{Name: "alt", Kind: KindBool, Help: "hold Alt"},
 			{Name: "shift", Kind: KindBool, Help: "hold Shift"},

@@ -7,6 +7,7 @@ import (
 	"math"
 	"strconv"
 	"strings"
+	"unicode"
 	"unicode/utf8"
 )
 
@@ -191,11 +192,11 @@ func decodeAction(data []byte, path string) (Action, error) {
 		switch v := a.field(p.Name).(type) {
 		case *string:
 			if *v == "" {
-				return Action{}, badRequest("%s.%s: missing; %s needs %s", path, p.Name, a.Type, lowerFirst(p.Help))
+				return Action{}, badRequest("%s.%s: missing; %s needs %s", path, p.Name, a.Type, LowerFirst(p.Help))
 			}
 		case *[]string:
 			if len(*v) == 0 {
-				return Action{}, badRequest("%s.%s: missing; %s needs %s", path, p.Name, a.Type, lowerFirst(p.Help))
+				return Action{}, badRequest("%s.%s: missing; %s needs %s", path, p.Name, a.Type, LowerFirst(p.Help))
 			}
 		}
 	}
@@ -290,8 +291,10 @@ func contains(list []string, v string) bool {
 	return false
 }
 
-func lowerFirst(s string) string {
-	if s == "" {
+// LowerFirst puts a sentence (a parameter's help) after other words: its
+// first letter lowered, unless it starts an acronym (CSS, URL).
+func LowerFirst(s string) string {
+	if s == "" || len(s) > 1 && unicode.IsUpper(rune(s[1])) {
 		return s
 	}
 	return strings.ToLower(s[:1]) + s[1:]
@@ -302,13 +305,13 @@ func decodeObject(data []byte, path string) (map[string]json.RawMessage, error) 
 	if len(trimmed) == 0 {
 		return nil, badRequest("%s: empty; expected a JSON object", path)
 	}
-	if trimmed[0] != '{' {
-		return nil, badRequest("%s: expected a JSON object, got %s", path, describeJSON(trimmed))
-	}
 	if !json.Valid(trimmed) {
 		var v any // for the decoder's description of what is wrong
 		err := json.Unmarshal(trimmed, &v)
 		return nil, badRequest("%s: invalid JSON: %v", path, err)
+	}
+	if trimmed[0] != '{' {
+		return nil, badRequest("%s: expected a JSON object, got %s", path, describeJSON(trimmed))
 	}
 	fields, err := members(trimmed)
 	if err != nil {

@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -39,8 +38,10 @@ func actionCommand(spec protocol.ActionSpec) command {
 		setup: func(fs *pflag.FlagSet) func(c *cli, args []string) error {
 			var target clientFlags
 			target.declare(fs, true)
-			basedOn := fs.Int64("based-on", 0, "run only while frame `N` is the tab's current frame (sets basedOnSequence)")
-			dryRun := fs.Bool("dry-run", false, "print the plan instead of sending it (needs no node)")
+			var basedOn intFlag
+			var dryRun bool
+			fs.Var(&basedOn, "based-on", "run only while frame `N` is the tab's current frame (sets basedOnSequence)")
+			boolVarP(fs, &dryRun, "dry-run", "", "print the plan instead of sending it (needs no node)")
 			var flags []paramFlag
 			for _, p := range spec.Params {
 				if !p.Positional {
@@ -58,7 +59,7 @@ func actionCommand(spec protocol.ActionSpec) command {
 					}
 				}
 				if fs.Changed("based-on") {
-					fields["basedOnSequence"] = *basedOn
+					fields["basedOnSequence"] = int64(basedOn)
 				}
 				local := map[string]any{} // ClientOnly values, kept here
 				for _, p := range spec.Params {
@@ -75,7 +76,7 @@ func actionCommand(spec protocol.ActionSpec) command {
 				if err != nil {
 					return usagef("%s: %v", spec.Type, err)
 				}
-				if *dryRun {
+				if dryRun {
 					c.printJSON(json.RawMessage(data))
 					return nil
 				}
@@ -251,7 +252,7 @@ func positionalValues(spec protocol.ActionSpec, params []protocol.Param, args []
 	for _, p := range params {
 		if next >= len(args) || (!p.Required && spare <= 0) {
 			if p.Required {
-				return usagef("%s: missing <%s> (%s); %s", spec.Type, p.Name, lowerFirst(p.Help), usage)
+				return usagef("%s: missing <%s> (%s); %s", spec.Type, p.Name, protocol.LowerFirst(p.Help), usage)
 			}
 			continue
 		}
@@ -298,13 +299,6 @@ func parseParam(p protocol.Param, words []string) (any, error) {
 	return strings.Join(words, " "), nil
 }
 
-func lowerFirst(s string) string {
-	if s == "" {
-		return s
-	}
-	return strings.ToLower(s[:1]) + s[1:]
-}
-
 // paramFlag is a non-positional parameter declared as a flag.
 type paramFlag struct {
 	param protocol.Param
@@ -321,8 +315,9 @@ func declareParam(fs *pflag.FlagSet, p protocol.Param) paramFlag {
 	help := p.Help + choices(p)
 	switch p.Kind {
 	case protocol.KindBool:
-		v := fs.BoolP(name, p.Short, false, help)
-		return paramFlag{p, name, func() any { return *v }}
+		var v bool
+		boolVarP(fs, &v, name, p.Short, help)
+		return paramFlag{p, name, func() any { return v }}
 	case protocol.KindDuration:
 		var v msDuration
 		fs.VarP(&v, name, p.Short, help)
@@ -338,63 +333,3 @@ func declareParam(fs *pflag.FlagSet, p protocol.Param) paramFlag {
 	v := fs.StringP(name, p.Short, "", help)
 	return paramFlag{p, name, func() any { return *v }}
 }
-
-// wholeNumber reads an integer parameter, saying plainly what is wrong
-// with one it cannot (strconv's errors name its functions).
-func wholeNumber(s string) (int, error) {
-	n, err := strconv.Atoi(s)
-	if errors.Is(err, strconv.ErrRange) {
-		return 0, fmt.Errorf("%s is too large", s)
-	}
-	if err != nil {
-		return 0, fmt.Errorf("%q is not a whole number", s)
-	}
-	return n, nil
-}
-
-// intFlag is an integer flag with wholeNumber's errors.
-type intFlag int
-
-func (v *intFlag) Set(s string) error {
-	n, err := wholeNumber(s)
-	*v = intFlag(n)
-	return err
-}
-
-// String is "" for zero, so help shows no "(default 0)".
-func (v *intFlag) String() string {
-	if *v == 0 {
-		return ""
-	}
-	return strconv.Itoa(int(*v))
-}
-
-func (v *intFlag) Type() string { return "int" }
-
-// msDuration is a duration flag that also takes a bare number of
-// milliseconds, the seeds' unit: --timeout 2s, --timeout 1500.
-type msDuration time.Duration
-
-func (d *msDuration) Set(s string) error {
-	var v time.Duration
-	if ms, err := strconv.ParseFloat(s, 64); err == nil {
-		v = time.Duration(ms * float64(time.Millisecond))
-	} else if v, err = time.ParseDuration(s); err != nil {
-		return fmt.Errorf("%q is not a duration; use e.g. 500ms, 2s, 1m, or a number of milliseconds", s)
-	}
-	if v < 0 {
-		return fmt.Errorf("%q is negative", s)
-	}
-	*d = msDuration(v)
-	return nil
-}
-
-// String is "" for zero, so help shows no "(default 0s)".
-func (d *msDuration) String() string {
-	if *d == 0 {
-		return ""
-	}
-	return time.Duration(*d).String()
-}
-
-func (d *msDuration) Type() string { return "duration" }

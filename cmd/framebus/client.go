@@ -58,21 +58,6 @@ type client struct {
 	active string
 }
 
-// tabFlag is --tab: a tab id, checked when given, so an empty one is
-// refused rather than read as "the default tab".
-type tabFlag string
-
-func (t *tabFlag) Set(s string) error {
-	if !protocol.ValidTabID(s) {
-		return fmt.Errorf("%q is not a tab id (letters, digits, '-' and '_')", s)
-	}
-	*t = tabFlag(s)
-	return nil
-}
-
-func (t *tabFlag) String() string { return string(*t) }
-func (t *tabFlag) Type() string   { return "ID" }
-
 // connect finds the bus (--bus, $FRAMEBUS_URL, the state file) and dials
 // it for one request: a lost connection is not retried.
 func (c *cli) connect(f clientFlags) (*client, error) {
@@ -145,7 +130,7 @@ func (cl *client) resolveTab(ctx context.Context, tab string) (string, error) {
 		return "", err
 	}
 	if len(list.Tabs) == 0 {
-		return "", protocol.Errorf(protocol.CodeTabNotFound, "the node on the bus has no tabs (open one with: framebus tab new)")
+		return "", protocol.Errorf(protocol.CodeTabNotFound, "the node on the bus has no tabs (open one with: framebus tab new; if its browser was closed, start it with: framebus launch)")
 	}
 	for _, t := range list.Tabs {
 		if t.Tab == cl.active {
@@ -153,6 +138,33 @@ func (cl *client) resolveTab(ctx context.Context, tab string) (string, error) {
 		}
 	}
 	return list.Tabs[0].Tab, nil
+}
+
+// tabNotFound says that nobody takes plans for tab, and which tabs the
+// node on the bus has.
+func (cl *client) tabNotFound(ctx context.Context, tab string) error {
+	list, err := cl.tabs(ctx)
+	if err != nil {
+		return err
+	}
+	var ids []string
+	for _, t := range list.Tabs {
+		ids = append(ids, t.Tab)
+	}
+	return protocol.Errorf(protocol.CodeTabNotFound, "no tab %s on the bus; the node has: %s", tab, strings.Join(ids, ", "))
+}
+
+// checkTab finds out whether any node takes plans for tab, on whichever
+// node it is: an empty request is answered (bad_request) by the tab, and
+// refused by NATS at once when nobody subscribes.
+func (cl *client) checkTab(ctx context.Context, tab string) error {
+	ctx, cancel := context.WithTimeout(ctx, time.Second)
+	defer cancel()
+	_, err := cl.nc.RequestWithContext(ctx, cl.subj.TabPlan(tab), nil)
+	if errors.Is(err, nats.ErrNoResponders) {
+		return cl.tabNotFound(ctx, tab)
+	}
+	return nil // an answer, or a tab too busy to give one: it is there
 }
 
 // planWait bounds the wait for a plan's reply: each action's own deadline
@@ -175,17 +187,7 @@ func (cl *client) sendPlan(ctx context.Context, tab string, data []byte, plan pr
 	msg, err := cl.nc.RequestWithContext(rctx, cl.subj.TabPlan(tab), data)
 	switch {
 	case errors.Is(err, nats.ErrNoResponders):
-		// Nobody takes plans for that tab: say whether any node is there.
-		list, terr := cl.tabs(ctx)
-		if terr != nil {
-			return protocol.PlanResult{}, nil, terr
-		}
-		var ids []string
-		for _, t := range list.Tabs {
-			ids = append(ids, t.Tab)
-		}
-		return protocol.PlanResult{}, nil, protocol.Errorf(protocol.CodeTabNotFound,
-			"no tab %s on the bus; the node has: %s", tab, strings.Join(ids, ", "))
+		return protocol.PlanResult{}, nil, cl.tabNotFound(ctx, tab)
 	case err != nil && ctx.Err() != nil:
 		return protocol.PlanResult{}, nil, protocol.Errorf(protocol.CodeTimeout,
 			"interrupted before tab %s answered; the plan may still run", tab)

@@ -10,6 +10,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -45,8 +46,9 @@ type config struct {
 
 type browserConfig struct {
 	Headless bool `yaml:"headless" json:"headless"`
-	// Timeout is the default deadline of an action that sets none, in ms.
-	Timeout int `yaml:"timeout" json:"timeout"`
+	// Timeout is the default deadline of an action that sets none, in ms
+	// (a file may also give a duration: 30s).
+	Timeout millis `yaml:"timeout" json:"timeout"`
 	// ProfileDir holds persistent profiles: the default one in
 	// <profileDir>/default, named and per-domain (session) ones in
 	// <profileDir>/<name>. Empty: the default profile is a fresh
@@ -80,7 +82,7 @@ func defaultConfig() config {
 	return config{
 		Browser: browserConfig{
 			Headless:      true,
-			Timeout:       int(protocol.DefaultActionTimeout / time.Millisecond),
+			Timeout:       millis(protocol.DefaultActionTimeout / time.Millisecond),
 			StartURL:      "about:blank",
 			DialogTimeout: actors.DefaultDialogTimeout.String(),
 			DialogDefault: "accept",
@@ -135,7 +137,7 @@ func (c *cli) loadConfig(path string) (config, string, error) {
 			dec := yaml.NewDecoder(bytes.NewReader(data))
 			dec.KnownFields(true)
 			if err := dec.Decode(&cfg); err != nil && !errors.Is(err, io.EOF) {
-				return cfg, path, usagef("config %s: %v", path, err)
+				return cfg, path, usagef("config %s: %s", path, plainYAML(err))
 			}
 		case !named && errors.Is(err, fs.ErrNotExist):
 			path = ""
@@ -162,7 +164,7 @@ func (cfg *config) applyEnv(getenv func(string) string) error {
 		if err != nil {
 			return usagef("$%s: %v", envTimeout, err)
 		}
-		cfg.Browser.Timeout = ms
+		cfg.Browser.Timeout = millis(ms)
 	}
 	if v, ok := lookupEnv(getenv, envWhitelist); ok {
 		list := splitList(v)
@@ -206,6 +208,53 @@ func parseMillis(s string) (int, error) {
 	return int(d / time.Millisecond), nil
 }
 
+// yamlWords rewrites the YAML decoder's messages, which speak of Go types
+// (main.browserConfig, []string), into the file's terms.
+var yamlWords = []struct {
+	pattern *regexp.Regexp
+	plain   string
+}{
+	{regexp.MustCompile(`field (\S+) not found in type \S+`), `"$1" is not a setting here`},
+	{regexp.MustCompile(`mapping key (".*") already defined at line (\d+)`), `$1 is given twice (first at line $2)`},
+	{regexp.MustCompile("cannot unmarshal !!\\w+ `(.*)` into \\[\\]string"), `$1 is not a list`},
+	{regexp.MustCompile("cannot unmarshal !!\\w+ `(.*)` into map\\S*"), `$1 is not a mapping`},
+	{regexp.MustCompile("cannot unmarshal !!\\w+ `(.*)` into (main\\.)?\\w+"), `$1 is not a value this setting takes`},
+	{regexp.MustCompile(`cannot unmarshal !!seq into \S+`), `a list is not what this setting takes`},
+	{regexp.MustCompile(`cannot unmarshal !!map into \S+`), `a mapping is not what this setting takes`},
+	{regexp.MustCompile(`cannot unmarshal !!\w+ into \S+`), `this is not what the setting takes`},
+}
+
+// plainYAML is err's message without the decoder's Go words.
+func plainYAML(err error) string {
+	msg := strings.TrimPrefix(err.Error(), "yaml: ")
+	msg = strings.TrimPrefix(msg, "unmarshal errors:\n")
+	lines := strings.Split(msg, "\n")
+	for i, line := range lines {
+		line = strings.TrimSpace(line)
+		for _, w := range yamlWords {
+			line = w.pattern.ReplaceAllString(line, w.plain)
+		}
+		lines[i] = line
+	}
+	return strings.Join(lines, "; ")
+}
+
+// millis is a timeout in milliseconds that YAML may also give as a
+// duration, as the environment and the flags may.
+type millis int
+
+func (m *millis) UnmarshalYAML(n *yaml.Node) error {
+	if n.Kind != yaml.ScalarNode {
+		return fmt.Errorf("line %d: a timeout is milliseconds (30000) or a duration (30s)", n.Line)
+	}
+	ms, err := parseMillis(n.Value)
+	if err != nil {
+		return fmt.Errorf("line %d: %v", n.Line, err)
+	}
+	*m = millis(ms)
+	return nil
+}
+
 // applyFlags lets the serve flags that were given override the rest.
 func (cfg *config) applyFlags(fs *pflag.FlagSet) {
 	str := func(name string, dst *string) {
@@ -217,13 +266,12 @@ func (cfg *config) applyFlags(fs *pflag.FlagSet) {
 		headed, _ := fs.GetBool("headed")
 		cfg.Browser.Headless = !headed
 	}
+	duration := func(name string) time.Duration { return time.Duration(*fs.Lookup(name).Value.(*msDuration)) }
 	if fs.Changed("timeout") {
-		d, _ := fs.GetDuration("timeout")
-		cfg.Browser.Timeout = int(d / time.Millisecond)
+		cfg.Browser.Timeout = millis(duration("timeout") / time.Millisecond)
 	}
 	if fs.Changed("dialog-timeout") {
-		d, _ := fs.GetDuration("dialog-timeout")
-		cfg.Browser.DialogTimeout = d.String()
+		cfg.Browser.DialogTimeout = duration("dialog-timeout").String()
 	}
 	if fs.Changed("whitelist") {
 		v, _ := fs.GetString("whitelist")

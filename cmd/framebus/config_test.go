@@ -64,18 +64,32 @@ profiles:
 	if fromFlags.Browser.Headless || fromFlags.Browser.Timeout != 750 || fromFlags.Whitelist == nil || len(*fromFlags.Whitelist) != 0 || fromFlags.Bus.Prefix != "flagged" {
 		t.Fatalf("from flags: %+v", fromFlags)
 	}
+	// Milliseconds or a duration, in every layer, as the actions take them.
+	if ms := show(env, "--timeout", "1500").Browser.Timeout; ms != 1500 {
+		t.Fatalf("--timeout 1500: %d ms", ms)
+	}
+	durations := filepath.Join(t.TempDir(), "durations.yaml")
+	if err := os.WriteFile(durations, []byte("browser:\n  timeout: 45s\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if ms := show(testEnv(envConfig + "=" + durations)).Browser.Timeout; ms != 45000 {
+		t.Fatalf("timeout: 45s in the file: %d ms", ms)
+	}
 }
 
 // Bad configuration is a usage error naming the setting.
 func TestConfigErrors(t *testing.T) {
 	dir := t.TempDir()
 	cases := []struct{ yaml, mention string }{
-		{"browser:\n  timeout: -5\n", "browser.timeout"},
-		{"browser:\n  headles: true\n", "field headles not found"},
+		{"browser:\n  timeout: -5\n", `line 2: "-5" is not a timeout`},
+		{"browser:\n  timeout: soon\n", `"soon" is not a timeout`},
+		{"browser:\n  headles: true\n", `"headles" is not a setting here`},
+		{"logLevel: info\nlogLevel: warn\n", `"logLevel" is given twice (first at line 1)`},
+		{"schemes: 5\n", "5 is not a list"},
 		{"whitelist: [\"ex*ample.test\"]\n", "whitelist"},
 		{"frames:\n  fullPage: pdf\n", "frames.fullPage"},
 		{"bus:\n  prefix: \"a..b\"\n", "bus.prefix"},
-		{"browser: [1, 2]\n", "cannot unmarshal"},
+		{"browser: [1, 2]\n", "line 1: a list is not what this setting takes"},
 		{"profiles:\n  \"a b\": {}\n", "not a profile name"},
 		{"profiles:\n  default: {}\n", "not a profile name"},
 		{"profiles:\n  chrome:\n    attach: 127.0.0.1:9222\n", "profiles.chrome.attach"},

@@ -59,7 +59,7 @@ was refused as stale. Run it from the source tree, or pass --root.`,
 		setup: func(fs *pflag.FlagSet) func(c *cli, args []string) error {
 			var o demoOptions
 			fs.StringVar(&o.root, "root", "", "the framebus source tree, holding "+demoSiteDir+" and "+demoPlanFile+" (default: found from the working directory)")
-			fs.BoolVar(&o.headed, "headed", false, "show the browser window (default: headless)")
+			boolVarP(fs, &o.headed, "headed", "", "show the browser window (default: headless)")
 			fs.StringVar(&o.logLevel, "log-level", "warn", "log `level` on stderr: trace, debug, info, warn, error")
 			return func(c *cli, args []string) error {
 				if len(args) > 0 {

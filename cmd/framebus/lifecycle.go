@@ -188,6 +188,9 @@ func (c *cli) closeTab(target clientFlags, args []string) error {
 // selectTab records the tab commands use without --tab, in the state
 // file of the node, after checking the node has it.
 func (c *cli) selectTab(target clientFlags, id string) error {
+	if !protocol.ValidTabID(id) {
+		return usagef("tab select: %q is not a tab id", id)
+	}
 	if target.bus != "" || c.getenv(envURL) != "" {
 		return usagef("tab select: keeps the choice in the state file of framebus serve, which --bus and $%s bypass; give --tab to each command instead", envURL)
 	}

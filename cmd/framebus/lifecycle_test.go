@@ -35,7 +35,7 @@ func TestLifecycleCommands(t *testing.T) {
 	mustOK(t, n.env, "url") // the selected tab is gone: the first one answers
 	mustOK(t, n.env, "tab", "close")
 	if r := framebus(t, n.env, "", "eval", "1"); r.status != 1 || r.reply(t)["code"] != "tab_not_found" ||
-		!strings.Contains(r.reply(t)["error"].(string), "no tabs (open one with: framebus tab new)") {
+		!strings.Contains(r.reply(t)["error"].(string), "no tabs (open one with: framebus tab new;") {
 		t.Fatalf("eval with no tab open: exit %d, %s", r.status, r.stdout)
 	}
 

@@ -67,9 +67,8 @@ as a shell splits it ('...', "...", backslash):
   framebus [example.com]> type "#q" "hello world"
 The prompt shows the tab's URL (protocol and trailing slash left out),
 updated after every command; "framebus> " when no node answers.
-A unique prefix of a command is enough (nav, cli); when a prefix fits
-several commands and one of them is an action, the action wins (cl is
-click, c is click); otherwise the candidates are listed. help and
+A unique prefix of a command is enough (nav, cli); a prefix that fits
+several commands (cl: click or close) runs nothing and lists them. help and
 help <command> work as on the command line; serve, demo and repl do not
 run inside the REPL.
 --tab, --bus and --prefix given to repl apply to every command.

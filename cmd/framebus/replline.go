@@ -121,10 +121,8 @@ func replCommands() []command {
 }
 
 // resolveCommand finds the command a line's first word names: its exact
-// name; else the one command the word is a prefix of; else, when it is a
-// prefix of several and exactly one of them is an action, that action
-// (what the REPL is mostly for: cl is click, not close). Anything else is
-// an error that lists the candidates.
+// name, else the one command the word is a prefix of. A prefix of several
+// is an error that lists them: guessing could run an action nobody meant.
 func resolveCommand(word string) (command, error) {
 	if why, ok := replRefused[word]; ok {
 		return command{}, fmt.Errorf("%s does not run in the REPL: %s", word, why)

@@ -86,6 +86,11 @@ func TestServeAndClientCommands(t *testing.T) {
 // receives every frame, in order, with no gaps.
 func TestWatchSeesEveryFrame(t *testing.T) {
 	n := startNode(t)
+	// A tab nobody has is refused, not watched forever.
+	r := framebus(t, n.env, "", "watch", "--tab", "NOSUCHTAB")
+	if m := r.reply(t); r.status != 1 || m["code"] != "tab_not_found" || !strings.Contains(m["error"].(string), n.state.Tabs[0].Tab) {
+		t.Fatalf("watch --tab NOSUCHTAB: exit %d, %s", r.status, r.stdout)
+	}
 	watch := startProcess(t, testEnv(), "watch", "--all", "--bus", n.state.Bus)
 	waitFor(t, "watch subscribes", 30*time.Second, func() bool {
 		if watch.exited() {

@@ -32,7 +32,8 @@ are not shown. Once subscribed it logs "watching" on stderr.`,
 		setup: func(fs *pflag.FlagSet) func(c *cli, args []string) error {
 			var target clientFlags
 			target.declare(fs, true)
-			all := fs.Bool("all", false, "watch every tab on the bus")
+			all := new(bool)
+			boolVarP(fs, all, "all", "", "watch every tab on the bus")
 			return func(c *cli, args []string) error {
 				if len(args) > 0 {
 					return usagef("watch: takes no arguments, got %q", args)
@@ -71,6 +72,9 @@ func (c *cli) watch(target clientFlags, all bool) error {
 		tab, err := cl.resolveTab(c.ctx, target.tab)
 		if err != nil {
 			return err
+		}
+		if err := cl.checkTab(c.ctx, tab); err != nil {
+			return err // a tab nobody has would be watched forever
 		}
 		subject = cl.subj.TabFrames(tab)
 	}
