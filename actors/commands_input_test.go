@@ -77,6 +77,22 @@ func TestClickCoveredElement(t *testing.T) {
 	cmdExpect(t, tab, "window.underClicked", "true")
 }
 
+// A click that runs out of time after its events went (a handler busy
+// for longer) fails with timeout, but it did reach the page: it makes its
+// frame, so a plan based on the frame before it no longer runs.
+func TestClickTimesOutAfterItsEvents(t *testing.T) {
+	tab, _, seq := tabAt(t, "/click.html")
+	res := send(t, tab.ID(), one(protocol.Action{Type: "click", Selector: "#busy", Timeout: protocol.Duration(300 * time.Millisecond)}))
+	if res.OK || res.Code != protocol.CodeTimeout || res.Sequence != seq+1 || res.Results[0].Sequence != seq+1 {
+		t.Fatalf("click on a handler busy for 1.5s, with 300ms: want timeout and frame %d, got %+v", seq+1, res)
+	}
+	stale := send(t, tab.ID(), one(protocol.Action{Type: "click", Selector: "#btn", BasedOnSequence: protocol.Based(seq)}))
+	if stale.Code != protocol.CodeStaleFrame {
+		t.Fatalf("a plan based on the frame before the timed-out click: %+v", stale)
+	}
+	cmdExpect(t, tab, "document.title", `"Busy done"`)
+}
+
 // Elements that are missing, display:none or of zero size cannot be
 // clicked: element_not_found, no frame, and no handler runs.
 func TestClickElementNotClickable(t *testing.T) {

@@ -20,9 +20,6 @@ type outcome struct {
 	// barrier: the action ran in the renderer through input events, whose
 	// effects may still be in flight; settle with a renderer round trip.
 	barrier bool
-	// settled: the page's location, read once the action's input had
-	// been handled; it stands in for the barrier's round trip.
-	settled *cdpdriver.Location
 	// ran: the action failed after it ran in the page (a script that
 	// threw), so it may have changed it: it still makes its frame.
 	ran bool
@@ -70,8 +67,16 @@ var handlers = map[string]handler{
 // a script) and answers nothing: it settles with a round trip.
 func viaRenderer(f func(t *Tab, ctx context.Context, a protocol.Action) error) handler {
 	return func(t *Tab, ctx context.Context, a protocol.Action) (outcome, error) {
-		return outcome{barrier: true}, f(t, ctx, a)
+		err := f(t, ctx, a)
+		return outcome{barrier: true, ran: inputSent(err)}, err
 	}
+}
+
+// inputSent: the action failed after its input reached the page, which
+// may have acted on it, so it still makes its frame.
+func inputSent(err error) bool {
+	var sent *cdpdriver.InputSentError
+	return errors.As(err, &sent)
 }
 
 // read adapts a read-only action whose answer is its value.
@@ -210,8 +215,8 @@ func (t *Tab) stopLoading() {
 }
 
 func (t *Tab) click(ctx context.Context, a protocol.Action) (outcome, error) {
-	loc, err := t.page.Click(ctx, a.Selector, cdpdriver.ClickOptions{Double: a.Double, Right: a.Right})
-	return outcome{barrier: loc == nil, settled: loc}, err
+	err := t.page.Click(ctx, a.Selector, cdpdriver.ClickOptions{Double: a.Double, Right: a.Right})
+	return outcome{barrier: true, ran: inputSent(err)}, err
 }
 
 // typeText is DR-013's type: focus the selector's element if given, clear

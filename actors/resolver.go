@@ -176,12 +176,9 @@ func (t *Tab) settle(ctx context.Context, out outcome) {
 	if t.nav.dialog != nil {
 		return // the page is blocked until the dialog is answered
 	}
-	switch {
-	case out.settled != nil:
-		t.located(*out.settled, nil)
-	case out.barrier && !t.nav.crashed: // a dead renderer answers nothing
+	if out.barrier && !t.nav.crashed { // a dead renderer answers nothing
 		t.barrier(ctx)
-	default:
+	} else {
 		t.nav.observe(t.page.TakeEvents())
 	}
 	if out.loaderID != "" {
@@ -202,15 +199,9 @@ func (t *Tab) settle(ctx context.Context, out outcome) {
 // refreshes URL and title.
 func (t *Tab) barrier(ctx context.Context) {
 	url, title, err := t.page.Location(ctx)
-	t.located(cdpdriver.Location{URL: url, Title: title}, err)
-}
-
-// located takes in the events received up to a read of the page's
-// location, and the title read, unless the page has moved on since.
-func (t *Tab) located(loc cdpdriver.Location, err error) {
 	t.nav.observe(t.page.TakeEvents())
-	if err == nil && !t.nav.navigating && loc.URL == t.nav.url {
-		t.nav.title = loc.Title
+	if err == nil && !t.nav.navigating && url == t.nav.url {
+		t.nav.title = title
 	}
 }
 

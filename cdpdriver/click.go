@@ -2,6 +2,7 @@ package cdpdriver
 
 import (
 	"context"
+	"errors"
 
 	"github.com/mafredri/cdp/protocol/input"
 )
@@ -9,55 +10,37 @@ import (
 // pointJS scrolls the element into view when it is not, and answers the
 // centre of its first visible box in viewport coordinates. With hitTest it
 // also checks that the element (or a descendant) is what a click at that
-// point would hit, and names the element that would be hit instead. It
-// answers how many real pointerups the document has seen, too (see
-// settleClickJS).
-const pointJS = `function (selector, hitTest) {` + countPointerUpsJS + findElementJS + describeJS + `
+// point would hit, and names the element that would be hit instead. An
+// element in a same-origin frame's document (a snapshot ref reaches
+// those) is placed in the top viewport through its frames, each of which
+// must be what is hit there too.
+const pointJS = `function (selector, hitTest) {` + findElementJS + describeJS + `
 	if (el.scrollIntoViewIfNeeded) el.scrollIntoViewIfNeeded(true);
 	else el.scrollIntoView({block: "center", inline: "center", behavior: "instant"});
 	let r = null;
 	for (const c of el.getClientRects()) if (c.width > 0 && c.height > 0) { r = c; break; }
 	if (!r || getComputedStyle(el).visibility === "hidden") return {error: "invisible"};
-	const x = r.left + r.width / 2, y = r.top + r.height / 2;
+	let x = r.left + r.width / 2, y = r.top + r.height / 2;
 	if (hitTest) {
 		const root = el.getRootNode();
-		const hit = (root.elementFromPoint ? root : document).elementFromPoint(x, y);
+		const hit = (root.elementFromPoint ? root : el.ownerDocument).elementFromPoint(x, y);
 		if (hit && hit !== el && !el.contains(hit)) return {error: "covered", by: describe(hit)};
 	}
-	return {x, y, ups: window.__framebusPointerUps};
-}`
-
-// countPointerUpsJS has the document count the trusted pointerups it
-// dispatches, in framebus's world: a page cannot raise the count, as it
-// can dispatch only untrusted events.
-const countPointerUpsJS = `
-	if (window.__framebusPointerUps === undefined) {
-		window.__framebusPointerUps = 0;
-		addEventListener("pointerup", (e) => { if (e.isTrusted) window.__framebusPointerUps++; }, true);
+	for (let w = el.ownerDocument.defaultView; w && w.frameElement; w = w.parent) {
+		const f = w.frameElement, box = f.getBoundingClientRect(), s = getComputedStyle(f);
+		x += box.left + f.clientLeft + parseFloat(s.paddingLeft);
+		y += box.top + f.clientTop + parseFloat(s.paddingTop);
+		if (hitTest) {
+			const hit = f.ownerDocument.elementFromPoint(x, y);
+			if (hit !== f) return {error: "covered", by: describe(hit)};
+		}
 	}
-`
-
-// settleClickJS reads what a click left: the pointerup count, and the
-// page's URL and title.
-const settleClickJS = `function () {
-	return {ups: window.__framebusPointerUps, url: location.href, title: document.title};
+	return {x, y};
 }`
-
-type clickSettled struct {
-	elementReply
-	Ups        int
-	URL, Title string
-}
 
 type point struct {
 	elementReply
 	X, Y float64
-	Ups  int // the document's pointerup count before the action
-}
-
-// Location is a page's URL and title, read in the renderer.
-type Location struct {
-	URL, Title string
 }
 
 // point resolves selector to the point a pointer action aims at.
@@ -79,16 +62,10 @@ type ClickOptions struct {
 // handlers fire), and a hit test refuses to click when another element
 // covers its centre (*ElementCoveredError names it). Then the button is
 // pressed and released at the centre; twice for Double.
-//
-// When it can, Click also answers the page's location as it was once the
-// click had been handled, so everything the click made the renderer
-// report (a navigation it requested, a new title) has been received: the
-// round trip a caller would otherwise make after it (see Location). It
-// answers nil when it could not tell.
-func (p *Page) Click(ctx context.Context, selector string, o ClickOptions) (*Location, error) {
+func (p *Page) Click(ctx context.Context, selector string, o ClickOptions) error {
 	pt, err := p.point(ctx, selector, true)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	button := input.MouseButtonLeft
 	if o.Right {
@@ -107,45 +84,36 @@ func (p *Page) Click(ctx context.Context, selector string, o ClickOptions) (*Loc
 	if !p.pointerAt(pt.X, pt.Y) {
 		id, err := p.postMouse(mouseEvent("mouseMoved", pt.X, pt.Y, input.MouseButtonNone, 0, 0))
 		if err != nil {
-			return nil, p.postedErrors(ctx, posted, p.wrap(ctx, "mouse move", err))
+			return p.postedErrors(ctx, posted, p.wrap(ctx, "mouse move", err))
 		}
 		posted = append(posted, id)
 	}
-	// Every event is posted: the browser runs a session's input commands
-	// in order, and each waits for the renderer, so awaiting every one
-	// would add a renderer round trip per event.
-	var release uint64
+	// Only the last release is awaited: the browser runs a session's
+	// input commands in order, and each waits for the renderer, so
+	// awaiting every one would add a renderer round trip per event.
 	for n := 1; n <= clicks; n++ {
 		id, err := p.postMouse(mouseEvent("mousePressed", pt.X, pt.Y, button, buttonsOf(button), n))
 		if err != nil {
-			return nil, p.postedErrors(ctx, posted, p.wrap(ctx, "mouse mousePressed", err))
+			err = p.postedErrors(ctx, posted, p.wrap(ctx, "mouse mousePressed", err))
+			if n > 1 {
+				err = &InputSentError{Err: err} // the first click went
+			}
+			return err
 		}
 		posted = append(posted, id)
-		if release, err = p.postMouse(mouseEvent("mouseReleased", pt.X, pt.Y, button, 0, n)); err != nil {
-			return nil, p.postedErrors(ctx, posted, p.wrap(ctx, "mouse mouseReleased", err))
+		if n == clicks {
+			break
 		}
-		if n < clicks {
-			posted = append(posted, release)
+		if id, err = p.postMouse(mouseEvent("mouseReleased", pt.X, pt.Y, button, 0, n)); err != nil {
+			return &InputSentError{Err: p.postedErrors(ctx, posted, p.wrap(ctx, "mouse mouseReleased", err))}
 		}
+		posted = append(posted, id)
 	}
-	// Then the page is read, at once. An input event reaches the renderer
-	// by another path than this call, so the call may overtake it; but
-	// when the document has counted the last release's pointerup, the
-	// whole task that handled that release (its handlers, the default
-	// action: a link followed, a form submitted) ran before this call,
-	// and the renderer had reported what it did. That saves waiting for
-	// the release's answer and then making a round trip to the renderer.
-	var after clickSettled
-	if err := p.callOnDocument(ctx, "settle click", "", settleClickJS, false, &after); err == nil && after.Ups >= pt.Ups+clicks {
-		// The events were handled, so they were taken: their answers,
-		// which may still be on their way, are of no more use.
-		p.codec.postedError(release)
-		return &Location{URL: after.URL, Title: after.Title}, p.postedErrors(ctx, posted, nil)
+	err = p.mouse(ctx, "mouseReleased", pt.X, pt.Y, button, 0, clicks)
+	if err = p.postedErrors(ctx, posted, err); err != nil && !errors.As(err, new(*InputSentError)) {
+		err = &InputSentError{Err: err} // the press went
 	}
-	// Overtaken (or the pointerup went to a frame's document, or the
-	// page changed): wait for the release as the browser reports it.
-	err = p.wrap(ctx, "mouse mouseReleased", p.codec.awaitPosted(ctx, release))
-	return nil, p.postedErrors(ctx, posted, err)
+	return err
 }
 
 // Hover moves the mouse to the centre of the element (scrolled into view),
@@ -208,7 +176,19 @@ func (p *Page) mouse(ctx context.Context, typ string, x, y float64, button input
 	if err != nil {
 		p.pointer.known = false // it may not have got there
 	}
-	return p.wrap(ctx, "mouse "+typ, err)
+	return sent(p.wrap(ctx, "mouse "+typ, err))
+}
+
+// sent marks the error of an input command that was sent but not
+// answered in time (a page busy in a handler, a dialog it opened) as an
+// *InputSentError: the page may act on it still. A refused command is
+// left as it is.
+func sent(err error) error {
+	var timeout *TimeoutError
+	if errors.As(err, &timeout) || errors.Is(err, ErrDialogOpened) {
+		return &InputSentError{Err: err}
+	}
+	return err
 }
 
 // postMouse dispatches a mouse event without waiting (see Click); its id

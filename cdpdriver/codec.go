@@ -2,7 +2,6 @@ package cdpdriver
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -33,20 +32,9 @@ type eventCodec struct {
 	refused func(err *rpcc.ResponseError)
 
 	// watched holds the posted commands whose caller will ask how they
-	// ended (postedError, awaitPosted), each with its reply once read.
+	// ended (postedError), with their error once the reply has one.
 	watchMu sync.Mutex
-	watched map[uint64]*postedReply
-	// readEnded is closed when the connection can be read no more: no
-	// posted command will be answered then.
-	readEnded chan struct{}
-	endOnce   sync.Once
-}
-
-// postedReply is how a watched posted command ended: done is closed when
-// its reply is read, err is the error it carried.
-type postedReply struct {
-	done chan struct{}
-	err  *rpcc.ResponseError
+	watched map[uint64]*rpcc.ResponseError
 }
 
 // postedIDs is where the ids of posted commands start, far above any id
@@ -56,7 +44,7 @@ type postedReply struct {
 const postedIDs = 1 << 30
 
 func newEventCodec(conn io.ReadWriter, q *eventQueue, decode func(string, json.RawMessage) (Event, bool)) *eventCodec {
-	c := &eventCodec{conn: conn, msgs: newMessageReader(conn), events: q, decode: decode, readEnded: make(chan struct{})}
+	c := &eventCodec{conn: conn, msgs: newMessageReader(conn), events: q, decode: decode}
 	c.enc = json.NewEncoder(&c.buf)
 	return c
 }
@@ -119,9 +107,9 @@ func (c *eventCodec) send(method string, args any, watch bool) (uint64, error) {
 	if watch {
 		c.watchMu.Lock()
 		if c.watched == nil {
-			c.watched = make(map[uint64]*postedReply)
+			c.watched = make(map[uint64]*rpcc.ResponseError)
 		}
-		c.watched[id] = &postedReply{done: make(chan struct{})}
+		c.watched[id] = nil
 		c.watchMu.Unlock()
 	}
 	return id, c.write(&rpcc.Request{ID: id, Method: method, Args: args})
@@ -133,39 +121,18 @@ func (c *eventCodec) send(method string, args any, watch bool) (uint64, error) {
 func (c *eventCodec) postedError(id uint64) error {
 	c.watchMu.Lock()
 	defer c.watchMu.Unlock()
-	w := c.watched[id]
+	err := c.watched[id]
 	delete(c.watched, id)
-	if w != nil && w.err != nil {
-		return w.err
+	if err != nil {
+		return err
 	}
 	return nil
-}
-
-// awaitPosted waits for a posted command's reply and returns the error it
-// carried; the command is forgotten either way.
-func (c *eventCodec) awaitPosted(ctx context.Context, id uint64) error {
-	c.watchMu.Lock()
-	w := c.watched[id]
-	c.watchMu.Unlock()
-	if w == nil {
-		return fmt.Errorf("posted command %d is not watched", id)
-	}
-	defer c.postedError(id) // forget it
-	select {
-	case <-w.done:
-		return c.postedError(id)
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-c.readEnded:
-		return rpcc.ErrConnClosing
-	}
 }
 
 func (c *eventCodec) ReadResponse(r *rpcc.Response) error {
 	for {
 		msg, err := c.msgs.next()
 		if err != nil {
-			c.endOnce.Do(func() { close(c.readEnded) })
 			return err
 		}
 		if err := splitMessage(msg, r); err != nil {
@@ -195,9 +162,8 @@ func (c *eventCodec) ReadResponse(r *rpcc.Response) error {
 func (c *eventCodec) keepPosted(id uint64, err *rpcc.ResponseError) {
 	c.watchMu.Lock()
 	defer c.watchMu.Unlock()
-	if w, ok := c.watched[id]; ok {
-		w.err = err
-		close(w.done)
+	if _, ok := c.watched[id]; ok && err != nil {
+		c.watched[id] = err
 	}
 }
 

@@ -11,7 +11,7 @@
 //	id, err := b.NewTarget(ctx, "about:blank")
 //	page, err := cdpdriver.OpenPage(ctx, b.PageWebSocketURL(id), id, log)
 //	res, err := page.Navigate(ctx, "http://127.0.0.1:8080/")
-//	_, err = page.Click(ctx, "#buy")
+//	err = page.Click(ctx, "#buy")
 //	v, err := page.Eval(ctx, "document.title", 30*time.Second)
 //
 // Each page has its own websocket (mafredri/cdp's session multiplexing is

@@ -139,7 +139,7 @@ func (p *Page) press(ctx context.Context, d keyDef, modifiers int) error {
 		down.SetWindowsVirtualKeyCode(d.vk).SetNativeVirtualKeyCode(d.vk)
 	}
 	if err := p.client.Input.DispatchKeyEvent(ctx, down); err != nil {
-		return p.wrap(ctx, "key "+d.key, err)
+		return sent(p.wrap(ctx, "key "+d.key, err))
 	}
 	up := input.NewDispatchKeyEventArgs("keyUp").SetKey(d.key).SetModifiers(modifiers)
 	if d.code != "" {
@@ -148,13 +148,16 @@ func (p *Page) press(ctx context.Context, d keyDef, modifiers int) error {
 	if d.vk != 0 {
 		up.SetWindowsVirtualKeyCode(d.vk).SetNativeVirtualKeyCode(d.vk)
 	}
-	return p.wrap(ctx, "key "+d.key, p.client.Input.DispatchKeyEvent(ctx, up))
+	if err := p.client.Input.DispatchKeyEvent(ctx, up); err != nil {
+		return &InputSentError{Err: p.wrap(ctx, "key "+d.key, err)} // the key went down
+	}
+	return nil
 }
 
 // InsertText types text into the focused element as an input method
 // would: beforeinput and input events fire, no key events.
 func (p *Page) InsertText(ctx context.Context, text string) error {
-	return p.wrap(ctx, "insert text", p.client.Input.InsertText(ctx, input.NewInsertTextArgs(text)))
+	return sent(p.wrap(ctx, "insert text", p.client.Input.InsertText(ctx, input.NewInsertTextArgs(text))))
 }
 
 // Focus focuses the element matching selector (DOM.focus), after

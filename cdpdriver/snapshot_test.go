@@ -3,6 +3,7 @@ package cdpdriver
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"net/http"
@@ -323,7 +324,7 @@ func TestSnapshotHostilePageCannotRebindRefs(t *testing.T) {
 		if ref == "" {
 			t.Fatalf("no ref for the target button in\n%s", s.Text())
 		}
-		if _, err := p.Click(ctx, ref, ClickOptions{}); err != nil {
+		if err := p.Click(ctx, ref, ClickOptions{}); err != nil {
 			t.Fatal(err)
 		}
 		if who := clicked(); who != "target" {
@@ -333,7 +334,7 @@ func TestSnapshotHostilePageCannotRebindRefs(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if _, err := p.Click(ctx, "#target", ClickOptions{}); err != nil {
+	if err := p.Click(ctx, "#target", ClickOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	if who := clicked(); who != "target" {
@@ -342,5 +343,56 @@ func TestSnapshotHostilePageCannotRebindRefs(t *testing.T) {
 	var token string
 	if err := p.evalValue(ctx, "token", "String(window.__framebusSnapshot.token)", &token); err != nil || token != "guess" {
 		t.Fatalf("the page sees a snapshot function with token %q (%v); want only its own", token, err)
+	}
+}
+
+// A ref in a same-origin frame's document is clicked where the frame
+// shows it in the top viewport, not at its place inside the frame (which
+// on the top page is some other element); a frame covered on the top
+// page is refused like a covered element.
+func TestClickRefsInFrames(t *testing.T) {
+	b := snapshotTestBrowser(t)
+	srv := snapshotTestServer(t)
+	ctx, p, _ := snapshotTestFixture(t, b, srv, "iframe")
+	var ok bool
+	setup := `(() => {
+		document.body.style.paddingTop = "120px"; // the frames' own points are on other elements now
+		document.addEventListener("click", () => window.topClicked = true);
+		const child = document.querySelector("iframe").contentDocument;
+		child.getElementById("child-button").addEventListener("click", () => window.childClicked = true);
+		return true;
+	})()`
+	if err := p.evalValue(ctx, "setup", setup, &ok); err != nil || !ok {
+		t.Fatalf("setup: %v", err)
+	}
+	if _, err := p.Snapshot(ctx, SnapshotOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Click(ctx, "e2", ClickOptions{}); err != nil { // Child button
+		t.Fatal(err)
+	}
+	if err := p.Click(ctx, "e3", ClickOptions{}); err != nil { // Child checkbox
+		t.Fatal(err)
+	}
+	var got [3]bool
+	read := `[window.childClicked === true, window.topClicked === true,
+		document.querySelector("iframe").contentDocument.querySelector("[name=child-check]").checked]`
+	if err := p.evalValue(ctx, "read", read, &got); err != nil || got != [3]bool{true, false, false} {
+		t.Fatalf("[child button clicked, top page clicked, child checkbox checked] = %v (%v), want [true false false]", got, err)
+	}
+
+	cover := `(() => {
+		const d = document.createElement("div");
+		d.id = "veil";
+		d.style.cssText = "position:fixed;left:0;top:0;width:100vw;height:100vh";
+		document.body.append(d);
+		return true;
+	})()`
+	if err := p.evalValue(ctx, "cover", cover, &ok); err != nil {
+		t.Fatal(err)
+	}
+	var covered *ElementCoveredError
+	if err := p.Click(ctx, "e4", ClickOptions{}); !errors.As(err, &covered) || !strings.Contains(err.Error(), "div#veil") {
+		t.Fatalf("click on a field in a covered frame: %v, want it covered by div#veil", err)
 	}
 }

@@ -305,13 +305,16 @@ func decodeObject(data []byte, path string) (map[string]json.RawMessage, error) 
 	if len(trimmed) == 0 {
 		return nil, badRequest("%s: empty; expected a JSON object", path)
 	}
-	if !json.Valid(trimmed) {
+	valid := json.Valid(trimmed)
+	switch {
+	case trimmed[0] != '{' && !valid:
+		return nil, badRequest("%s: expected a JSON object, got text that is not JSON", path)
+	case trimmed[0] != '{':
+		return nil, badRequest("%s: expected a JSON object, got %s", path, describeJSON(trimmed))
+	case !valid:
 		var v any // for the decoder's description of what is wrong
 		err := json.Unmarshal(trimmed, &v)
 		return nil, badRequest("%s: invalid JSON: %v", path, err)
-	}
-	if trimmed[0] != '{' {
-		return nil, badRequest("%s: expected a JSON object, got %s", path, describeJSON(trimmed))
 	}
 	fields, err := members(trimmed)
 	if err != nil {

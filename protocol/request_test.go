@@ -16,7 +16,7 @@ func TestDecodeRequest(t *testing.T) {
 		{`{"url": "/a", "url": "/b"}`, `newtab: invalid JSON: "url" is given twice`},
 		{`[1]`, "newtab: expected a JSON object"},
 		{`{"url": `, "newtab: invalid JSON"},
-		{`nope`, "newtab: invalid JSON"},
+		{`nope`, "newtab: expected a JSON object, got text that is not JSON"},
 	}
 	for _, tc := range cases {
 		var req NewTabRequest
