@@ -321,6 +321,17 @@ func (cfg config) validate() error {
 			return err
 		}
 	}
+	for _, server := range strings.Split(cfg.Bus.URL, ",") {
+		u, err := url.Parse(strings.TrimSpace(server))
+		if cfg.Bus.URL != "" && (err != nil || u.Host == "" || !slices.Contains([]string{"nats", "tls", "ws", "wss"}, u.Scheme)) {
+			return usagef("bus.url (--bus-url): %q is not a NATS server URL (nats://host:port; several separated by commas)", server)
+		}
+	}
+	for _, scheme := range cfg.Schemes {
+		if !urlScheme.MatchString(scheme) {
+			return usagef("schemes (--schemes): %q is not a URL scheme (http, https, data, ...)", scheme)
+		}
+	}
 	if _, err := newLogLevel(cfg.LogLevel); err != nil {
 		return err
 	}
@@ -337,6 +348,9 @@ func (cfg config) validate() error {
 	}
 	return nil
 }
+
+// urlScheme is what RFC 3986 allows a scheme to be.
+var urlScheme = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9+.-]*$`)
 
 // timeout is the default action deadline.
 func (cfg config) timeout() time.Duration {
