@@ -47,6 +47,21 @@ func cmdNextDialog(t *testing.T, w *frameWatch) cmdDialogEvent {
 	return cmdDialogEvent{}
 }
 
+// cmdOpenDialog opens a tab at dialog.html, runs trigger there, and
+// returns the opening event of the dialog it opened, with the tab's
+// dialog events for what follows.
+func cmdOpenDialog(t *testing.T, trigger protocol.Action) (*Tab, *frameWatch, cmdDialogEvent) {
+	t.Helper()
+	tab, _, _ := tabAt(t, "/dialog.html")
+	events := cmdWatchDialogs(t, tab)
+	cmdMutate(t, tab, trigger)
+	ev := cmdNextDialog(t, events)
+	if !ev.Open || ev.Tab != tab.ID() || ev.URL != site("/dialog.html") {
+		t.Fatalf("%s: dialog event %+v, want an open dialog on %s", trigger.Type, ev, site("/dialog.html"))
+	}
+	return tab, events, ev
+}
+
 // A dialog stays open until the agent answers it: the click that opened
 // it returns, the opening is reported, and the dialog action's answer is
 // what the page's confirm or prompt returns.
@@ -68,12 +83,9 @@ func TestDialogAnsweredByAgent(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			tab, _, _ := tabAt(t, "/dialog.html")
-			events := cmdWatchDialogs(t, tab)
-			cmdMutate(t, tab, protocol.Action{Type: "click", Selector: tc.button, Timeout: protocol.Duration(10 * time.Second)})
-			ev := cmdNextDialog(t, events)
-			if !ev.Open || ev.Tab != tab.ID() || ev.Type != tc.typ || ev.Message != tc.message || ev.URL != site("/dialog.html") {
-				t.Fatalf("dialog event %+v, want an open %s %q on %s", ev, tc.typ, tc.message, site("/dialog.html"))
+			tab, _, ev := cmdOpenDialog(t, protocol.Action{Type: "click", Selector: tc.button, Timeout: protocol.Duration(10 * time.Second)})
+			if ev.Type != tc.typ || ev.Message != tc.message {
+				t.Fatalf("dialog event %+v, want a %s %q", ev, tc.typ, tc.message)
 			}
 			a := tc.answer
 			a.Type = "dialog"
@@ -91,10 +103,8 @@ func TestDialogAnsweredByAgent(t *testing.T) {
 // While a dialog is open every other action fails fast with dialog_open,
 // says how to answer it, and produces no frame.
 func TestDialogOpenBlocksOtherActions(t *testing.T) {
-	tab, _, _ := tabAt(t, "/dialog.html")
-	events := cmdWatchDialogs(t, tab)
-	cmdMutate(t, tab, protocol.Action{Type: "click", Selector: "#confirm"})
-	if ev := cmdNextDialog(t, events); !ev.Open || ev.Type != "confirm" {
+	tab, _, ev := cmdOpenDialog(t, protocol.Action{Type: "click", Selector: "#confirm"})
+	if ev.Type != "confirm" {
 		t.Fatalf("dialog event %+v", ev)
 	}
 	for _, a := range []protocol.Action{
@@ -118,10 +128,8 @@ func TestDialogOpenBlocksOtherActions(t *testing.T) {
 // row) is reported as the first was, and held for its own answer: the
 // dialog action that led to it returns.
 func TestDialogAfterDialog(t *testing.T) {
-	tab, _, _ := tabAt(t, "/dialog.html")
-	events := cmdWatchDialogs(t, tab)
-	cmdMutate(t, tab, protocol.Action{Type: "eval", Expression: "window.answers = [confirm('one'), confirm('two')]"})
-	if ev := cmdNextDialog(t, events); !ev.Open || ev.Message != "one" {
+	tab, events, ev := cmdOpenDialog(t, protocol.Action{Type: "eval", Expression: "window.answers = [confirm('one'), confirm('two')]"})
+	if ev.Message != "one" {
 		t.Fatalf("first dialog event %+v", ev)
 	}
 	// A deadline beyond the test's 60s wait for a reply: an answer that

@@ -28,9 +28,9 @@ func (e *InvalidURLError) Error() string {
 	return fmt.Sprintf("URL %q is not one the browser can parse", e.URL)
 }
 
-// InputSentError is the error of an input action that failed after its
-// events were sent (it timed out waiting for the page to handle them):
-// the page may have acted on them.
+// InputSentError is the error of an input action that failed after some
+// of its events were sent (it timed out waiting for the page to handle
+// them, or a later event was refused): the page may have acted on them.
 type InputSentError struct{ Err error }
 
 func (e *InputSentError) Error() string { return e.Err.Error() }

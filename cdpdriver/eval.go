@@ -32,7 +32,7 @@ func (p *Page) Eval(ctx context.Context, expression string, timeout time.Duratio
 		if errors.As(err, &rerr) && isSerializationFailure(rerr.Message) {
 			return nil, &SerializationError{Reason: serializationReason(rerr.Message)}
 		}
-		if errors.As(err, &rerr) && rerr.Message == errNavigatedAway && !p.lost() {
+		if p.navigatedAway(err) {
 			// An awaited promise whose document was replaced.
 			return nil, &JSError{Text: "the page navigated away before the evaluation finished", Ran: true}
 		}
@@ -211,6 +211,13 @@ func previewValue(p runtime.ObjectPreview) string {
 // errNavigatedAway is how Runtime.evaluate ends when the document it runs
 // in is replaced before it answers (or the tab closes, which p.lost tells).
 const errNavigatedAway = "Inspected target navigated or closed"
+
+// navigatedAway: a call that waited in the page (an awaited promise) was
+// cut short because its document was replaced, not because the tab went.
+func (p *Page) navigatedAway(err error) bool {
+	var rerr *rpcc.ResponseError
+	return errors.As(err, &rerr) && rerr.Message == errNavigatedAway && !p.lost()
+}
 
 // rpcInternalError is JSON-RPC's "Internal error" code.
 const rpcInternalError = -32603

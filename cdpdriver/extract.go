@@ -3,13 +3,11 @@ package cdpdriver
 import (
 	"context"
 	"encoding/base64"
-	"errors"
 	"fmt"
 	"math"
 	"time"
 
 	"github.com/mafredri/cdp/protocol/page"
-	"github.com/mafredri/cdp/rpcc"
 )
 
 // textJS is the visible text (innerText: rendering-aware, hidden content
@@ -181,9 +179,8 @@ func (p *Page) WaitFor(ctx context.Context, selector, state string, timeout time
 			return &WaitTimeoutError{Selector: selector, State: state, After: timeout}
 		}
 		err := p.callOnDocument(ctx, "wait for "+selector, selector, waitJS, true, nil, state, left.Milliseconds())
-		var rerr *rpcc.ResponseError
-		if errors.As(err, &rerr) && rerr.Message == errNavigatedAway && !p.lost() {
-			continue // its document was replaced
+		if p.navigatedAway(err) {
+			continue // in the new document
 		}
 		var in *InputError
 		if asInput(err, &in) && in.Msg == "" {
