@@ -590,3 +590,79 @@ func TestEveryMutatingActionIsOneFrame(t *testing.T) {
 		t.Fatalf("after the reload window.dropped = %s, want null", v)
 	}
 }
+
+// type and fill refuse a field that would drop their text unseen, set
+// whole-value inputs (date, colour, range) as a picker would, and type
+// into the focused element through shadow roots.
+func TestTypeAndFillFields(t *testing.T) {
+	tab, _, _ := tabAt(t, "/fields.html")
+	value := func(id string) string {
+		t.Helper()
+		var v string
+		cmdEvalInto(t, tab, "document.getElementById('"+id+"').value", &v)
+		return v
+	}
+	for _, tc := range []struct{ id, text, want string }{
+		{"date", "2024-02-29", "2024-02-29"},
+		{"time", "07:30", "07:30"},
+		{"color", "#00FF7f", "#00ff7f"},
+		{"range", "6", "6"},
+	} {
+		cmdEval(t, tab, "window.events = [], 1")
+		cmdMutate(t, tab, protocol.Action{Type: "fill", Selector: "#" + tc.id, Text: tc.text})
+		if v := value(tc.id); v != tc.want {
+			t.Fatalf("fill #%s %q: value %q, want %q", tc.id, tc.text, v, tc.want)
+		}
+		cmdExpect(t, tab, "window.events", `["input:`+tc.id+`","change:`+tc.id+`"]`)
+	}
+	// type --clear replaces as fill does.
+	cmdMutate(t, tab, protocol.Action{Type: "type", Selector: "#date", Text: "2025-12-01", Clear: true})
+	if v := value("date"); v != "2025-12-01" {
+		t.Fatalf("type --clear #date: value %q", v)
+	}
+
+	refused := []struct {
+		a    protocol.Action
+		says string
+	}{
+		{protocol.Action{Type: "type", Selector: "#date", Text: "2024-01-01"}, "takes a whole value: set it with fill"},
+		{protocol.Action{Type: "fill", Selector: "#date", Text: "tomorrow"}, `"tomorrow" is not a value for element #date (an <input type=date>): e.g. 2024-01-31`},
+		{protocol.Action{Type: "fill", Selector: "#range", Text: "7"}, "a number from 0 to 10 in steps of 2"},
+		{protocol.Action{Type: "type", Selector: "#number", Text: "abc"}, "takes only numbers"},
+		{protocol.Action{Type: "fill", Selector: "#number", Text: "1,5"}, "takes only numbers"},
+		{protocol.Action{Type: "type", Selector: "#readonly", Text: "x"}, "element #readonly is read-only"},
+		{protocol.Action{Type: "fill", Selector: "#readonly-area", Text: "x"}, "element #readonly-area is read-only"},
+		{protocol.Action{Type: "fill", Selector: "#disabled", Text: "x"}, "element #disabled is disabled"},
+		{protocol.Action{Type: "type", Selector: "#check", Text: "x"}, "is an <input type=checkbox>, which takes no text"},
+		{protocol.Action{Type: "type", Selector: "#button", Text: "x"}, "is a <button>, which takes no text"},
+		{protocol.Action{Type: "type", Selector: "#pick", Text: "x"}, "choose an option with select"},
+		{protocol.Action{Type: "select", Selector: "#off", Value: "a"}, "element #off is disabled"},
+		{protocol.Action{Type: "select", Selector: "#some", Value: "no"}, `option "no" of #some is disabled`},
+		{protocol.Action{Type: "select", Selector: "#some", Value: "Shut"}, `option "Shut" of #some is disabled`},
+	}
+	for _, tc := range refused {
+		res := cmdFails(t, tab, tc.a, protocol.CodeBadRequest)
+		if !strings.Contains(res.Error, tc.says) {
+			t.Fatalf("%s %s %q: error %q does not say %q", tc.a.Type, tc.a.Selector, tc.a.Text+tc.a.Value, res.Error, tc.says)
+		}
+	}
+	cmdExpect(t, tab, "[readonly.value, document.getElementById('readonly-area').value, disabled.value, number.value, some.value]",
+		`["kept","kept","kept","","on"]`)
+
+	// Without a selector: the focused element, which must take text.
+	cmdEval(t, tab, "document.activeElement.blur(), 1")
+	res := cmdFails(t, tab, protocol.Action{Type: "type", Text: "lost"}, protocol.CodeBadRequest)
+	if !strings.Contains(res.Error, "the focused element (body) is a <body>, which takes no text") {
+		t.Fatalf("type with the body focused: %q", res.Error)
+	}
+	cmdEval(t, tab, "host.shadowRoot.getElementById('inner').focus(), 1")
+	cmdMutate(t, tab, protocol.Action{Type: "type", Text: "in the shadow"})
+	cmdExpect(t, tab, "host.shadowRoot.getElementById('inner').value", `"in the shadow"`)
+
+	cmdMutate(t, tab, protocol.Action{Type: "fill", Selector: "#editable", Text: "new words"})
+	cmdExpect(t, tab, "editable.textContent", `"new words"`)
+	cmdMutate(t, tab, protocol.Action{Type: "fill", Selector: "#number", Text: "-1.5e3"})
+	if v := value("number"); v != "-1.5e3" {
+		t.Fatalf("fill #number: value %q", v)
+	}
+}

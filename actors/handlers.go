@@ -219,26 +219,24 @@ func (t *Tab) click(ctx context.Context, a protocol.Action) (outcome, error) {
 	return outcome{barrier: true, ran: inputSent(err)}, err
 }
 
-// typeText is DR-013's type: focus the selector's element if given, clear
-// it if asked, insert the text, press the key if given.
+// typeText is DR-013's type: focus the selector's element if given (else
+// type into the focused one), clear it if asked, insert the text, press
+// the key if given.
 func (t *Tab) typeText(ctx context.Context, a protocol.Action) error {
 	if a.Key != "" {
 		if err := cdpdriver.CheckKey(a.Key); err != nil {
 			return err // before anything changes the page
 		}
 	}
-	if a.Selector != "" {
-		if err := t.page.Focus(ctx, a.Selector); err != nil {
-			return err
-		}
-	}
-	if a.Clear {
-		if err := t.page.ClearFocused(ctx); err != nil {
-			return err
-		}
-	}
-	if err := t.page.InsertText(ctx, a.Text); err != nil {
+	set, err := t.page.PrepareField(ctx, a.Selector, a.Text, a.Clear)
+	if err != nil {
 		return err
+	}
+	// A date, colour or range input took the text as its value when set.
+	if !set {
+		if err := t.page.InsertText(ctx, a.Text); err != nil {
+			return err
+		}
 	}
 	if a.Key != "" {
 		return t.page.Key(ctx, a.Key, 0)

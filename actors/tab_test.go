@@ -160,7 +160,13 @@ func TestPageNavigationInFlightLandsBeforeThePlan(t *testing.T) {
 	r := cmdMutate(t, tab, protocol.Action{Type: "navigate", URL: site("/delayednav.html"), Wait: true})
 	frames.next()
 	// The page asks for /slow 50ms after its load; /slow answers after 3s.
-	send(t, tab.ID(), one(protocol.Action{Type: "wait-for", Selector: "#never", Timeout: protocol.Duration(300 * time.Millisecond)}))
+	// Until the page has asked (data-leaving, set in the task that asks),
+	// the navigation is not yet on its way, however late a loaded
+	// machine runs the page's timer.
+	w := send(t, tab.ID(), one(protocol.Action{Type: "wait-for", Selector: "html[data-leaving]", Timeout: protocol.Duration(10 * time.Second)}))
+	if !w.OK {
+		t.Fatalf("wait-for the page to ask for /slow: %+v", w)
+	}
 	res := send(t, tab.ID(), one(protocol.Action{Type: "eval", Expression: "location.href", BasedOnSequence: protocol.Based(r.Sequence)}))
 	if res.OK || res.Code != protocol.CodeStaleFrame || res.Stopped.Current != r.Sequence+1 || len(res.Results) != 0 {
 		t.Fatalf("plan based on %d while the page navigated: %+v", r.Sequence, res)

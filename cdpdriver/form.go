@@ -13,12 +13,18 @@ import (
 
 // selectJS chooses the option of a native <select> whose value, or else
 // whose visible text, is the wanted one, and fires input and change as a
-// user's choice would.
+// user's choice would. A disabled select or option is refused, as a user
+// could not choose it either.
 const selectJS = `function (selector, want) {` + findElementJS + `
-	if (!(el instanceof HTMLSelectElement)) return {error: "input", reason: "element " + selector + " is a <" + el.tagName.toLowerCase() + ">, not a <select>"};
+	if (el.localName !== "select") return {error: "input", reason: "element " + selector + " is a <" + el.localName + ">, not a <select>"};
+	if (el.disabled) return {error: "input", reason: "element " + selector + " is disabled"};
 	let opt = Array.from(el.options).find(o => o.value === want);
 	if (!opt) opt = Array.from(el.options).find(o => o.text.trim() === want.trim());
 	if (!opt) return {error: "nooption", reason: want};
+	const group = opt.parentElement;
+	if (opt.disabled || group && group.localName === "optgroup" && group.disabled) {
+		return {error: "input", reason: "option " + JSON.stringify(want) + " of " + selector + " is disabled"};
+	}
 	el.value = opt.value;
 	opt.selected = true;
 	el.dispatchEvent(new Event("input", {bubbles: true}));

@@ -176,36 +176,3 @@ func (p *Page) Focus(ctx context.Context, selector string) error {
 	}
 	return nil
 }
-
-// selectContentsJS selects all the content of the focused editable
-// element, so the next key replaces it.
-const selectContentsJS = `function () {
-	const el = document.activeElement;
-	if (!el) return false;
-	if (typeof el.select === "function" && "value" in el) { el.select(); return true; }
-	if (el.isContentEditable) {
-		const r = document.createRange(); r.selectNodeContents(el);
-		const s = getSelection(); s.removeAllRanges(); s.addRange(r); return true;
-	}
-	return false;
-}`
-
-// ClearFocused deletes the content of the focused field the way DR-013's
-// --clear does (select all, then Backspace), so input events fire.
-func (p *Page) ClearFocused(ctx context.Context) error {
-	var selected bool
-	err := p.withDocument(ctx, func(doc runtimeObjectID) error {
-		res, err := p.client.Runtime.CallFunctionOn(ctx, callOn(doc, selectContentsJS))
-		if err == nil && res.ExceptionDetails == nil {
-			selected = string(res.Result.Value) == "true"
-		}
-		return err
-	})
-	if err != nil {
-		return p.wrap(ctx, "clear", err)
-	}
-	if !selected {
-		return nil // nothing editable is focused: nothing to clear
-	}
-	return p.press(ctx, namedKeys["Backspace"], 0)
-}

@@ -74,7 +74,7 @@ func actionCommand(spec protocol.ActionSpec) command {
 				}
 				plan, err := protocol.DecodePlan(data)
 				if err != nil {
-					return usagef("%s: %v", spec.Type, err)
+					return inCLITerms(spec, err)
 				}
 				if dryRun {
 					c.printJSON(json.RawMessage(data))
@@ -332,4 +332,23 @@ func declareParam(fs *pflag.FlagSet, p protocol.Param) paramFlag {
 	}
 	v := fs.StringP(name, p.Short, "", help)
 	return paramFlag{p, name, func() any { return *v }}
+}
+
+// inCLITerms words an error decoding a command's one-action plan as the
+// command line speaks: "action.to" is the --to flag, "action.url" the
+// <url> argument, and the command is named once.
+func inCLITerms(spec protocol.ActionSpec, err error) error {
+	msg := strings.TrimPrefix(err.Error(), "action: ")
+	for _, p := range spec.Params {
+		name := "--" + p.Name
+		if p.Positional {
+			name = "<" + p.Name + ">"
+		}
+		msg = strings.ReplaceAll(msg, "action."+p.Name+":", name+":")
+		msg = strings.ReplaceAll(msg, spec.Type+"."+p.Name+":", name+":")
+	}
+	if !strings.HasPrefix(msg, spec.Type+": ") {
+		msg = spec.Type + ": " + msg
+	}
+	return usagef("%s", msg)
 }

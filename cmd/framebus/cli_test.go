@@ -187,12 +187,15 @@ func TestUsageErrors(t *testing.T) {
 	tests := []struct {
 		args  []string
 		stdin string
-		want  string // in the error message
+		want  string // in the error message; with ^, what it starts with
 	}{
 		{nil, "", "no command given"},
 		{[]string{"bogus"}, "", `unknown command "bogus"`},
 		{[]string{"click"}, "", "missing <selector>"},
-		{[]string{"eval", ""}, "", "expression: missing"},
+		{[]string{"eval", ""}, "", "eval: <expression>: missing; eval needs"},
+		{[]string{"scroll", "--to", "abc"}, "", `scroll: --to: "abc" is not x,y`},
+		{[]string{"scroll"}, "", "^scroll: give exactly one of"}, // named once
+		{[]string{"click", "x", "--double", "--right"}, "", "click: double and right cannot be combined"},
 		{[]string{"navigate", "x", "--timeout", "soon"}, "", `"soon" is not a duration`},
 		{[]string{"navigate", "x", "--timeout", "-1s"}, "", "negative"},
 		{[]string{"navigate", "x", "--nope"}, "", "unknown flag: --nope"},
@@ -234,7 +237,12 @@ func TestUsageErrors(t *testing.T) {
 			}
 			continue
 		}
-		if r.status != exitUsage || m["ok"] != false || m["code"] != "bad_request" || !strings.Contains(m["error"].(string), tt.want) {
+		msg, _ := m["error"].(string)
+		says := strings.Contains(msg, tt.want)
+		if prefix, ok := strings.CutPrefix(tt.want, "^"); ok {
+			says = strings.HasPrefix(msg, prefix)
+		}
+		if r.status != exitUsage || m["ok"] != false || m["code"] != "bad_request" || !says {
 			t.Errorf("%q: exit %d, stdout %s; want exit 2, bad_request mentioning %q", tt.args, r.status, r.stdout, tt.want)
 		}
 	}
