@@ -189,6 +189,46 @@ func TestTextIsVisibleCollapsedText(t *testing.T) {
 	}
 }
 
+// text also reads what innerText leaves out: open shadow roots where
+// their hosts stand, the nodes slotted into them (or a slot's fallback),
+// and same-origin frames; not hidden hosts, not scripts. So does a
+// frame's content in the text format.
+func TestTextReadsShadowRootsAndFrames(t *testing.T) {
+	tab, frames, _ := tabAt(t, "/shadow.html")
+	cmdPoll(t, tab, "document.getElementById('frame').contentDocument.readyState === 'complete'", 10*time.Second)
+	const page = "Components before shadow words shadow button after Slotted title light child fallback footer inside the frame"
+	cases := []struct{ selector, want string }{
+		{"", page},
+		{"#host", "shadow words shadow button"},
+		{"#card", "Slotted title light child fallback footer"},
+		{"#hidden", ""},
+	}
+	for _, tc := range cases {
+		if got := cmdString(t, cmdRead(t, tab, protocol.Action{Type: "text", Selector: tc.selector})); got != tc.want {
+			t.Errorf("text %q = %q, want %q", tc.selector, got, tc.want)
+		}
+	}
+
+	seq := tab.Info().Sequence
+	res := send(t, tab.ID(), protocol.Plan{FullPage: "text", Action: &protocol.Action{Type: "navigate", URL: site("/shadow.html?again"), Wait: true, BasedOnSequence: protocol.Based(seq)}})
+	if !res.OK {
+		t.Fatalf("navigate: %+v", res)
+	}
+	f := frames.until(res.Sequence)
+	if f.FullPage == nil {
+		t.Fatalf("the navigation's frame has no content: %+v", f)
+	}
+	content := *f.FullPage
+	for _, want := range []string{"Components", "shadow words", "Slotted title\n", "fallback footer"} {
+		if !strings.Contains(content, want) {
+			t.Errorf("the text frame's content %q lacks %q", content, want)
+		}
+	}
+	if strings.Contains(content, "never shown") || strings.Contains(content, "attachShadow") {
+		t.Errorf("the text frame's content %q has hidden text or script", content)
+	}
+}
+
 // html is the outerHTML of the element, or of the whole document.
 func TestHTMLOfElementAndDocument(t *testing.T) {
 	tab, _, _ := tabAt(t, "/read.html")

@@ -10,10 +10,70 @@ import (
 	"github.com/mafredri/cdp/protocol/page"
 )
 
-// textJS is the visible text (innerText: rendering-aware, hidden content
-// left out) of the element or the body, whitespace collapsed.
-const textJS = `function (selector) {
-	const text = (n) => n ? n.innerText.replace(/\s+/g, " ").trim() : "";
+// visibleTextJS defines visibleText(root): root's innerText (rendering
+// aware: hidden content left out, blocks on lines of their own), with
+// what innerText leaves out put where it shows: the content of open
+// shadow roots, the nodes slotted into them, and same-origin frames'
+// documents. The elements on the way to those are walked here, the rest
+// is left to innerText; a page with none of them is innerText alone.
+const visibleTextJS = `
+	const visibleText = (root) => {
+		const walked = new Set();
+		const mark = (n) => {
+			for (let p = n; p && !walked.has(p); p = p.parentNode || p.host || (p.defaultView && p.defaultView.frameElement)) walked.add(p);
+		};
+		const find = (scope, inShadow) => {
+			for (const el of scope.querySelectorAll("*")) {
+				if (el.shadowRoot) { mark(el); find(el.shadowRoot, true); }
+				else if (inShadow && el.localName === "slot") mark(el);
+				else if (el.localName === "iframe" || el.localName === "frame") {
+					let d = null;
+					try { d = el.contentDocument; } catch (e) { /* another origin's */ }
+					if (d) { mark(el); find(d, false); }
+				}
+			}
+		};
+		find(root.shadowRoot || root, !!root.shadowRoot);
+		if (root.shadowRoot) mark(root);
+		if (!walked.has(root)) return root.innerText;
+		const styleOf = (el) => el.ownerDocument.defaultView.getComputedStyle(el);
+		const isBlock = (el) => { const d = styleOf(el).display; return d !== "contents" && !d.startsWith("inline"); };
+		const nodes = (list, style) => {
+			let out = "";
+			for (const c of list) {
+				if (c.nodeType === 3) {
+					if (style.visibility === "visible") out += /^pre/.test(style.whiteSpace) ? c.data : c.data.replace(/\s+/g, " ");
+				} else if (c.nodeType === 1) {
+					if (c.localName === "br") { out += "\n"; continue; }
+					const t = textOf(c);
+					out += t && isBlock(c) ? "\n" + t + "\n" : t;
+				}
+			}
+			return out;
+		};
+		const textOf = (el) => {
+			const style = styleOf(el);
+			if (style.display === "none") return ""; // whose innerText is its textContent
+			if (!walked.has(el)) return el.innerText || "";
+			if (el.shadowRoot) return nodes(el.shadowRoot.childNodes, style);
+			if (el.localName === "slot") {
+				const assigned = el.assignedNodes({flatten: true});
+				return nodes(assigned.length ? assigned : el.childNodes, style);
+			}
+			if (el.localName === "iframe" || el.localName === "frame") {
+				const body = el.contentDocument.body;
+				return body ? textOf(body) : "";
+			}
+			return nodes(el.childNodes, style);
+		};
+		return textOf(root).replace(/[ \t]*\n[ \t]*/g, "\n").replace(/\n{3,}/g, "\n\n").trim();
+	};
+`
+
+// textJS is the visible text (visibleText) of the element or the body,
+// whitespace collapsed.
+const textJS = `function (selector) {` + visibleTextJS + `
+	const text = (n) => n ? visibleText(n).replace(/\s+/g, " ").trim() : "";
 	if (!selector) return {text: text(document.body || document.documentElement)};` + findElementJS + `
 	return {text: text(el)};
 }`
