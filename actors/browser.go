@@ -28,6 +28,13 @@ func StartBrowser(ctx context.Context, opts cdpdriver.LaunchOptions, log zerolog
 		return nil, err
 	}
 	conn, err := cdpdriver.ConnectBrowser(ctx, proc.BrowserWebSocketURL(), log)
+	if err == nil {
+		// A browser framebus runs takes no downloads; one it attaches to
+		// is its user's, and keeps its own settings.
+		if err = conn.DenyDownloads(ctx); err != nil {
+			conn.Close()
+		}
+	}
 	if err != nil {
 		proc.Close()
 		return nil, err

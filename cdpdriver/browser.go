@@ -7,6 +7,7 @@ import (
 	"net/url"
 
 	"github.com/mafredri/cdp"
+	"github.com/mafredri/cdp/protocol/browser"
 	"github.com/mafredri/cdp/protocol/target"
 	"github.com/mafredri/cdp/rpcc"
 	"github.com/rs/zerolog"
@@ -107,6 +108,17 @@ func (b *Browser) Version(ctx context.Context) (product string, err error) {
 		return "", b.wrap(ctx, "get version", err)
 	}
 	return reply.Product, nil
+}
+
+// DenyDownloads makes the browser refuse downloads: a link or a
+// navigation to an attachment saves nothing (a navigation fails with
+// net::ERR_ABORTED). Left alone, Chromium saves them in ~/Downloads,
+// where no agent asked for them and nobody is told.
+func (b *Browser) DenyDownloads(ctx context.Context) error {
+	if err := b.client.Browser.SetDownloadBehavior(ctx, browser.NewSetDownloadBehaviorArgs("deny")); err != nil {
+		return b.wrap(ctx, "deny downloads", err)
+	}
+	return nil
 }
 
 // Client is the underlying CDP client of the browser target.
