@@ -666,3 +666,18 @@ func TestTypeAndFillFields(t *testing.T) {
 		t.Fatalf("fill #number: value %q", v)
 	}
 }
+
+// A CSS selector that matches nothing in the document matches inside open
+// shadow roots: web components' buttons and fields are clickable and
+// typable by selector, as they are by snapshot ref.
+func TestSelectorsReachIntoShadowRoots(t *testing.T) {
+	tab, _, _ := tabAt(t, "/shadow.html")
+	cmdMutate(t, tab, protocol.Action{Type: "click", Selector: "#shadow-button"})
+	cmdExpect(t, tab, "host.shadowRoot.getElementById('shadow-button').dataset.clicked", `"yes"`)
+	cmdMutate(t, tab, protocol.Action{Type: "fill", Selector: "#card-field", Text: "in a component"})
+	cmdExpect(t, tab, "card.shadowRoot.getElementById('card-field').value", `"in a component"`)
+	if got := cmdString(t, cmdRead(t, tab, protocol.Action{Type: "text", Selector: "#shadow-button"})); got != "shadow button" {
+		t.Fatalf("text #shadow-button = %q", got)
+	}
+	cmdFails(t, tab, protocol.Action{Type: "click", Selector: "#host #shadow-button"}, protocol.CodeElementNotFound)
+}

@@ -17,7 +17,9 @@ import (
 // findElementJS and answers {error: ...} or its data, by value.
 
 // lookupJS defines lookup(root, selector): the element a selector or a
-// snapshot ref (e12) names, as {el} or {error}. A ref is looked up in the
+// snapshot ref (e12) names, as {el} or {error}. A selector matches in the
+// document first, then inside open shadow roots, each on its own (a
+// selector does not span a shadow boundary). A ref is looked up in the
 // page's ref registry (snapshot.js); a ref whose element is gone is
 // "staleref", never re-bound to another element.
 const lookupJS = `
@@ -29,6 +31,17 @@ const lookupJS = `
 		}
 		let el;
 		try { el = root.querySelector(selector); } catch (e) { return {error: "invalid", reason: "" + e.message}; }
+		// Not in the document's own tree: the first match inside an open
+		// shadow root (web components), as a user sees them in the page.
+		const inShadows = (scope) => {
+			for (const host of scope.querySelectorAll("*")) {
+				if (!host.shadowRoot) continue;
+				const found = host.shadowRoot.querySelector(selector) || inShadows(host.shadowRoot);
+				if (found) return found;
+			}
+			return null;
+		};
+		if (!el) el = inShadows(root);
 		return el ? {el} : {error: "notfound"};
 	};
 `
