@@ -98,6 +98,28 @@ func TestNavigateFailures(t *testing.T) {
 	}
 }
 
+// Chromium's error page for a load that failed is a frame like any other,
+// at Chromium's chrome-error:// URL; its note names the URL that could
+// not be loaded, whether a navigate failed or a link led there.
+func TestErrorPageFrameNamesTheURL(t *testing.T) {
+	tab, frames, _ := tabAt(t, "/read.html")
+	dead := closedPortURL(t)
+	cmdMutate(t, tab, protocol.Action{Type: "eval", Expression: "document.body.insertAdjacentHTML('beforeend', '<a id=dead href=" + dead + ">dead</a>')"})
+	r := cmdMutate(t, tab, protocol.Action{Type: "click", Selector: "#dead"})
+	want := dead + " could not be loaded"
+	if f := frames.until(r.Sequence); !strings.HasPrefix(f.URL, "chrome-error://") || !strings.Contains(f.Note, want) {
+		t.Fatalf("the click's frame: URL %q, note %q; want a chrome-error URL and a note with %q", f.URL, f.Note, want)
+	}
+	cmdMutate(t, tab, protocol.Action{Type: "navigate", URL: site("/read.html")})
+	res := send(t, tab.ID(), one(protocol.Action{Type: "navigate", URL: dead, Timeout: protocol.Duration(20 * time.Second)}))
+	if res.Code != protocol.CodeNavigationFailed {
+		t.Fatalf("navigate %s: %+v", dead, res)
+	}
+	if f := frames.until(res.Sequence); !strings.Contains(f.Note, want) {
+		t.Fatalf("the failed navigate's frame: note %q, want %q", f.Note, want)
+	}
+}
+
 // navigate with wait answers after the load event, which a slow image
 // holds back; past its deadline it fails with DR-013's timeout error and
 // the tab stays usable. (The tab's frames do not wait for the load, so

@@ -30,6 +30,7 @@ type pendingFrame struct {
 	// content: the frame carries the page's content, read at the load;
 	// else only its title is.
 	content bool
+	note    string // what the frame says whatever its content
 }
 
 // frameFor turns change c into the next frame.
@@ -42,11 +43,17 @@ func (t *Tab) frameFor(ctx context.Context, c pageChange, change frames.Change) 
 	// A new document's frame waits for its load: for its content, or at
 	// least for its title, which is seldom parsed at commit.
 	wants := t.frames.WantsContent(change) // against the frame before it
+	note := ""
+	if c.unreachable != "" {
+		// The URL is Chromium's (chrome-error://...); say which page
+		// could not be loaded, whatever action led there.
+		note = c.unreachable + " could not be loaded: this is Chromium's error page"
+	}
 	if change.NewDocument && t.nav.dialog == nil && !t.nav.crashed {
 		if !t.nav.loaded[c.loaderID] {
-			f := t.frames.Append(change, nil, "")
+			f := t.frames.Append(change, nil, note)
 			t.outbox = append(t.outbox, f)
-			t.pending = &pendingFrame{seq: f.Sequence, change: change, loaderID: c.loaderID, timer: time.NewTimer(t.settleTimeout), content: wants}
+			t.pending = &pendingFrame{seq: f.Sequence, change: change, loaderID: c.loaderID, timer: time.NewTimer(t.settleTimeout), content: wants, note: note}
 			t.storeInfo(f)
 			return f
 		}
@@ -56,7 +63,7 @@ func (t *Tab) frameFor(ctx context.Context, c pageChange, change frames.Change) 
 			change.Title = cmp.Or(t.loadedTitle(ctx, change), change.Title)
 		}
 	}
-	return t.emit(ctx, change, "", true)
+	return t.emit(ctx, change, note, true)
 }
 
 // pendingCutNote says why a pending frame goes out without its content:
@@ -125,7 +132,7 @@ func (t *Tab) completePending(ctx context.Context, note string, capture bool) {
 	case capture:
 		title = t.loadedTitle(ctx, p.change)
 	}
-	f, ok := t.frames.Complete(p.seq, t.frames.FormatOf(p.change), title, content, note)
+	f, ok := t.frames.Complete(p.seq, t.frames.FormatOf(p.change), title, content, joinNote(p.note, note))
 	if !ok {
 		return
 	}
@@ -225,8 +232,8 @@ func (t *Tab) flush() {
 }
 
 func joinNote(a, b string) string {
-	if a == "" {
-		return b
+	if a == "" || b == "" {
+		return a + b
 	}
 	return a + "; " + b
 }

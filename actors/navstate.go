@@ -12,6 +12,9 @@ type pageChange struct {
 	kind     string // protocol.FrameNavigation, FrameSameDocument or FrameCrash
 	url      string
 	loaderID string // the new document's loader (FrameNavigation only)
+	// unreachable: the new document is Chromium's error page for this
+	// URL, which could not be loaded.
+	unreachable string
 }
 
 // navState is what the tab actor knows of its page from the events it has
@@ -54,7 +57,7 @@ func (s *navState) observe(evs []cdpdriver.Event) {
 			// The old document's title is not the new one's, which is
 			// unknown until the browser reports it or the page is read.
 			s.url, s.loaderID, s.title = e.URL, e.LoaderID, ""
-			s.changes = append(s.changes, pageChange{kind: frameNavigation, url: e.URL, loaderID: e.LoaderID})
+			s.changes = append(s.changes, pageChange{kind: frameNavigation, url: e.URL, loaderID: e.LoaderID, unreachable: e.UnreachableURL})
 		case cdpdriver.SameDocumentNavigated:
 			if !e.Main || e.URL == s.url {
 				continue
