@@ -274,43 +274,37 @@ func TestDrag(t *testing.T) {
 // clears and types.
 func TestTypeAndFill(t *testing.T) {
 	tab, _, _ := tabAt(t, "/form.html")
-	value := func(id string) string {
-		t.Helper()
-		var v string
-		cmdEvalInto(t, tab, "document.getElementById('"+id+"').value", &v)
-		return v
-	}
 
 	cmdMutate(t, tab, protocol.Action{Type: "type", Selector: "#name", Text: "hello"})
-	if v := value("name"); v != "hello" {
+	if v := cmdValue(t, tab, "name"); v != "hello" {
 		t.Fatalf("type #name hello: value %q", v)
 	}
 	cmdExpect(t, tab, "[document.activeElement.id, window.inputs.name >= 1]", `["name",true]`)
 
 	cmdMutate(t, tab, protocol.Action{Type: "focus", Selector: "#area"})
 	cmdMutate(t, tab, protocol.Action{Type: "type", Text: "into the focused one"})
-	if v := value("area"); v != "into the focused one" {
+	if v := cmdValue(t, tab, "area"); v != "into the focused one" {
 		t.Fatalf("type without selector: textarea value %q", v)
 	}
-	if v := value("name"); v != "hello" {
+	if v := cmdValue(t, tab, "name"); v != "hello" {
 		t.Fatalf("type without selector changed #name to %q", v)
 	}
 
 	cmdMutate(t, tab, protocol.Action{Type: "type", Selector: "#prefilled", Text: "new", Clear: true})
-	if v := value("prefilled"); v != "new" {
+	if v := cmdValue(t, tab, "prefilled"); v != "new" {
 		t.Fatalf("type --clear: value %q, want %q", v, "new")
 	}
 
 	cmdEval(t, tab, "window.inputs = {}, 1")
 	cmdMutate(t, tab, protocol.Action{Type: "fill", Selector: "#prefilled", Text: "filled"})
-	if v := value("prefilled"); v != "filled" {
+	if v := cmdValue(t, tab, "prefilled"); v != "filled" {
 		t.Fatalf("fill: value %q", v)
 	}
 	cmdExpect(t, tab, "window.inputs.prefilled >= 1", "true")
 
 	const unicode = "héllo wörld ✓ 😀 \"quotes\" \\ back"
 	cmdMutate(t, tab, protocol.Action{Type: "fill", Selector: "#area", Text: unicode})
-	if v := value("area"); v != unicode {
+	if v := cmdValue(t, tab, "area"); v != unicode {
 		t.Fatalf("fill with unicode: value %q, want %q", v, unicode)
 	}
 }
@@ -596,12 +590,6 @@ func TestEveryMutatingActionIsOneFrame(t *testing.T) {
 // into the focused element through shadow roots.
 func TestTypeAndFillFields(t *testing.T) {
 	tab, _, _ := tabAt(t, "/fields.html")
-	value := func(id string) string {
-		t.Helper()
-		var v string
-		cmdEvalInto(t, tab, "document.getElementById('"+id+"').value", &v)
-		return v
-	}
 	for _, tc := range []struct{ id, text, want string }{
 		{"date", "2024-02-29", "2024-02-29"},
 		{"time", "07:30", "07:30"},
@@ -610,14 +598,14 @@ func TestTypeAndFillFields(t *testing.T) {
 	} {
 		cmdEval(t, tab, "window.events = [], 1")
 		cmdMutate(t, tab, protocol.Action{Type: "fill", Selector: "#" + tc.id, Text: tc.text})
-		if v := value(tc.id); v != tc.want {
+		if v := cmdValue(t, tab, tc.id); v != tc.want {
 			t.Fatalf("fill #%s %q: value %q, want %q", tc.id, tc.text, v, tc.want)
 		}
 		cmdExpect(t, tab, "window.events", `["input:`+tc.id+`","change:`+tc.id+`"]`)
 	}
 	// type --clear replaces as fill does.
 	cmdMutate(t, tab, protocol.Action{Type: "type", Selector: "#date", Text: "2025-12-01", Clear: true})
-	if v := value("date"); v != "2025-12-01" {
+	if v := cmdValue(t, tab, "date"); v != "2025-12-01" {
 		t.Fatalf("type --clear #date: value %q", v)
 	}
 
@@ -662,7 +650,7 @@ func TestTypeAndFillFields(t *testing.T) {
 	cmdMutate(t, tab, protocol.Action{Type: "fill", Selector: "#editable", Text: "new words"})
 	cmdExpect(t, tab, "editable.textContent", `"new words"`)
 	cmdMutate(t, tab, protocol.Action{Type: "fill", Selector: "#number", Text: "-1.5e3"})
-	if v := value("number"); v != "-1.5e3" {
+	if v := cmdValue(t, tab, "number"); v != "-1.5e3" {
 		t.Fatalf("fill #number: value %q", v)
 	}
 }
@@ -680,4 +668,12 @@ func TestSelectorsReachIntoShadowRoots(t *testing.T) {
 		t.Fatalf("text #shadow-button = %q", got)
 	}
 	cmdFails(t, tab, protocol.Action{Type: "click", Selector: "#host #shadow-button"}, protocol.CodeElementNotFound)
+}
+
+// cmdValue is the value of the field with id.
+func cmdValue(t *testing.T, tab *Tab, id string) string {
+	t.Helper()
+	var v string
+	cmdEvalInto(t, tab, "document.getElementById('"+id+"').value", &v)
+	return v
 }

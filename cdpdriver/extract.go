@@ -27,8 +27,7 @@ const visibleTextJS = `
 				if (el.shadowRoot) { mark(el); find(el.shadowRoot, true); }
 				else if (inShadow && el.localName === "slot") mark(el);
 				else if (el.localName === "iframe" || el.localName === "frame") {
-					let d = null;
-					try { d = el.contentDocument; } catch (e) { /* another origin's */ }
+					const d = el.contentDocument; // null for another origin's
 					if (d) { mark(el); find(d, false); }
 				}
 			}
