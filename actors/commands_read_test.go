@@ -229,6 +229,36 @@ func TestTextReadsShadowRootsAndFrames(t *testing.T) {
 	}
 }
 
+// html and html-format frames serialize open shadow roots as declarative
+// shadow DOM, which parses back to the same trees; the host's start tag
+// is as outerHTML writes it.
+func TestHTMLSerializesShadowRoots(t *testing.T) {
+	tab, frames, _ := tabAt(t, "/shadow.html")
+	const host = `<span id="host"><template shadowrootmode="open"><i>shadow words</i> <button id="shadow-button">shadow button</button></template></span>`
+	if got := cmdString(t, cmdRead(t, tab, protocol.Action{Type: "html", Selector: "#host"})); got != host {
+		t.Errorf("html #host = %q, want %q", got, host)
+	}
+	card := cmdString(t, cmdRead(t, tab, protocol.Action{Type: "html", Selector: "#card"}))
+	data, _ := json.Marshal(card)
+	cmdExpect(t, tab, `(() => {
+		const html = `+string(data)+`, el = document.getElementById("card");
+		const back = Document.parseHTMLUnsafe(html).getElementById("card");
+		const startTag = (s) => s.slice(0, s.indexOf("<", 1));
+		return [back.title === el.title, back.shadowRoot && back.shadowRoot.innerHTML === el.shadowRoot.innerHTML,
+			back.innerHTML === el.innerHTML, startTag(html) === startTag(el.outerHTML)];
+	})()`, `[true,true,true,true]`)
+
+	seq := tab.Info().Sequence
+	res := send(t, tab.ID(), protocol.Plan{FullPage: "html", Action: &protocol.Action{Type: "navigate", URL: site("/shadow.html?again"), Wait: true, BasedOnSequence: protocol.Based(seq)}})
+	if !res.OK {
+		t.Fatalf("navigate: %+v", res)
+	}
+	f := frames.until(res.Sequence)
+	if f.FullPage == nil || !strings.Contains(*f.FullPage, host) || !strings.Contains(*f.FullPage, `<slot name="title">no title</slot>`) {
+		t.Fatalf("the html frame's content lacks the shadow roots: %+v", f)
+	}
+}
+
 // html is the outerHTML of the element, or of the whole document.
 func TestHTMLOfElementAndDocument(t *testing.T) {
 	tab, _, _ := tabAt(t, "/read.html")

@@ -9,9 +9,12 @@ const (
 	ContentText     = "text"
 )
 
-// contentTextJS reads the page's location, title and visible text.
-const contentTextJS = `function () {` + visibleTextJS + `
-	return {url: location.href, title: document.title, text: document.body ? visibleText(document.body) : ""};
+// contentJS reads the page's location, title and content: its visible
+// text (visibleText) when text, else its serialized DOM (outerHTML).
+const contentJS = `function (_, text) {` + visibleTextJS + outerHTMLJS + `
+	const root = document.documentElement;
+	const content = text ? (document.body ? visibleText(document.body) : "") : (root ? outerHTML(root) : "");
+	return {url: location.href, title: document.title, content};
 }`
 
 // Content returns the page's URL, title and content in one round trip:
@@ -22,18 +25,10 @@ func (p *Page) Content(ctx context.Context, format string) (url, title, content 
 		s, err := p.Snapshot(ctx, SnapshotOptions{})
 		return s.URL, s.Title, s.Text(), err
 	}
-	if format == ContentText {
-		var r struct {
-			elementReply
-			URL, Title, Text string
-		}
-		err := p.callOnDocument(ctx, "read content", "", contentTextJS, false, &r)
-		return r.URL, r.Title, r.Text, err
+	var r struct {
+		elementReply
+		URL, Title, Content string
 	}
-	expr := `[location.href, document.title, document.documentElement ? document.documentElement.outerHTML : ""]`
-	var v [3]string
-	if err := p.evalValue(ctx, "read content", expr, &v); err != nil {
-		return "", "", "", err
-	}
-	return v[0], v[1], v[2], nil
+	err = p.callOnDocument(ctx, "read content", "", contentJS, false, &r, format == ContentText)
+	return r.URL, r.Title, r.Content, err
 }

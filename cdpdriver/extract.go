@@ -88,13 +88,37 @@ func (p *Page) Text(ctx context.Context, selector string) (string, error) {
 	return r.Text, err
 }
 
-const htmlJS = `function (selector) {
-	if (!selector) return {html: document.documentElement ? document.documentElement.outerHTML : ""};` + findElementJS + `
-	return {html: el.outerHTML};
+// outerHTMLJS defines outerHTML(el): el.outerHTML, with the open shadow
+// roots in it (el's own included) serialized as declarative shadow DOM
+// (<template shadowrootmode="open">), so a page built of web components
+// does not read as empty hosts. The start tag is written here rather than
+// taken from a clone, since cloning a custom element runs the page's
+// constructor.
+const outerHTMLJS = `
+	const outerHTML = (el) => {
+		const roots = [];
+		const find = (scope) => {
+			for (const e of scope.querySelectorAll("*")) if (e.shadowRoot) { roots.push(e.shadowRoot); find(e.shadowRoot); }
+		};
+		if (el.shadowRoot) { roots.push(el.shadowRoot); find(el.shadowRoot); }
+		find(el);
+		if (!roots.length || !el.getHTML) return el.outerHTML;
+		const name = el.namespaceURI === "http://www.w3.org/1999/xhtml" ? el.localName : el.tagName;
+		let start = "<" + name;
+		for (const a of el.attributes)
+			start += " " + a.name + '="' + a.value.replace(/&/g, "&amp;").replace(/"/g, "&quot;").replace(/\u00a0/g, "&nbsp;").replace(/</g, "&lt;").replace(/>/g, "&gt;") + '"';
+		return start + ">" + el.getHTML({shadowRoots: roots}) + "</" + name + ">";
+	};
+`
+
+const htmlJS = `function (selector) {` + outerHTMLJS + `
+	if (!selector) return {html: document.documentElement ? outerHTML(document.documentElement) : ""};` + findElementJS + `
+	return {html: outerHTML(el)};
 }`
 
 // HTML returns the outer HTML of the element matching selector, or of the
-// whole document when selector is empty.
+// whole document when selector is empty; open shadow roots are in it as
+// declarative shadow DOM.
 func (p *Page) HTML(ctx context.Context, selector string) (string, error) {
 	var r struct {
 		elementReply
