@@ -677,3 +677,87 @@ func cmdValue(t *testing.T, tab *Tab, id string) string {
 	cmdEvalInto(t, tab, "document.getElementById('"+id+"').value", &v)
 	return v
 }
+
+// type appends at the end of a field it focuses, as a user clicking into
+// it to add text would; in an editor's paragraph, at that paragraph's
+// end. fill with empty text clears a field.
+func TestTypeAppendsAndFillClears(t *testing.T) {
+	tab, _, _ := tabAt(t, "/typing.html")
+	cmdMutate(t, tab, protocol.Action{Type: "type", Selector: "#prefilled", Text: " more"})
+	cmdMutate(t, tab, protocol.Action{Type: "type", Selector: "#area", Text: " more"})
+	cmdMutate(t, tab, protocol.Action{Type: "type", Selector: "#para1", Text: " more"})
+	cmdExpect(t, tab, "[prefilled.value, area.value, para1.textContent, para2.textContent]",
+		`["prefilled more","existing text more","para one more","para two"]`)
+	// Focused already: the caret stays where it is.
+	cmdEval(t, tab, "prefilled.focus(), prefilled.setSelectionRange(0, 0), 1")
+	cmdMutate(t, tab, protocol.Action{Type: "type", Selector: "#prefilled", Text: ">"})
+	cmdExpect(t, tab, "prefilled.value", `">prefilled more"`)
+
+	cmdMutate(t, tab, protocol.Action{Type: "fill", Selector: "#clearme", Text: ""})
+	cmdExpect(t, tab, "clearme.value", `""`)
+	cmdMutate(t, tab, protocol.Action{Type: "type", Selector: "#area", Clear: true})
+	cmdExpect(t, tab, "area.value", `""`)
+	res := cmdFails(t, tab, protocol.Action{Type: "type", Selector: "#area"}, protocol.CodeBadRequest)
+	if !strings.Contains(res.Error, "type needs the text to insert") {
+		t.Fatalf("type without text: %q", res.Error)
+	}
+}
+
+// type and fill refuse what a field would drop or the page would refuse,
+// instead of answering ok; --keys types a key per character, which such
+// fields take.
+func TestTypeRefusesLostText(t *testing.T) {
+	tab, _, _ := tabAt(t, "/typing.html")
+	refused := []struct {
+		a    protocol.Action
+		says string
+	}{
+		{protocol.Action{Type: "type", Selector: "#short", Text: "cdef"}, `"cdef" is 4 characters, but element #short takes at most 5, and holds 2 already (maxlength)`},
+		{protocol.Action{Type: "fill", Selector: "#code input", Text: "1234"}, "type it with --keys"},
+		{protocol.Action{Type: "type", Selector: "#digits", Text: "12ab34"}, `element #digits did not take the text: it still holds ""`},
+		{protocol.Action{Type: "fill", Selector: "#masked", Text: "56/78"}, `element #masked could not be cleared: it still holds "12/3"`},
+		{protocol.Action{Type: "type", Selector: "#in-fieldset", Text: "x"}, "element #in-fieldset is disabled"},
+		{protocol.Action{Type: "focus", Selector: "#inert-field"}, "element #inert-field is inert"},
+		{protocol.Action{Type: "type", Selector: "#gone", Text: "x"}, "element #gone is not shown"},
+		{protocol.Action{Type: "focus", Selector: "#unseen"}, "element #unseen is hidden (visibility:hidden)"},
+		{protocol.Action{Type: "type", Selector: "#plain", Text: "x"}, "element #plain cannot be focused: it is not a field"},
+	}
+	for _, tc := range refused {
+		res := send(t, tab.ID(), one(tc.a))
+		if res.OK || res.Code != protocol.CodeBadRequest || !strings.Contains(res.Error, tc.says) {
+			t.Errorf("%s %s %q: want bad_request saying %q, got %+v", tc.a.Type, tc.a.Selector, tc.a.Text, tc.says, res)
+		}
+	}
+	cmdExpect(t, tab, "[short.value, code(), digits.value, document.getElementById('in-fieldset').value]", `["ab","","",""]`)
+
+	cmdMutate(t, tab, protocol.Action{Type: "type", Selector: "#digits", Text: "12ab34", Keys: true})
+	cmdMutate(t, tab, protocol.Action{Type: "type", Selector: "#code input", Text: "1234", Keys: true})
+	cmdMutate(t, tab, protocol.Action{Type: "fill", Selector: "#short", Text: "abcdefg", Keys: true})
+	cmdExpect(t, tab, "[digits.value, code(), short.value]", `["1234","1234","abcde"]`)
+
+	// A host that delegates focus passes it, and the text, to its field.
+	cmdMutate(t, tab, protocol.Action{Type: "focus", Selector: "#delegating"})
+	cmdMutate(t, tab, protocol.Action{Type: "type", Selector: "#delegating", Text: "delegated"})
+	cmdExpect(t, tab, "delegating.shadowRoot.getElementById('inside').value", `"delegated"`)
+}
+
+// key sends what a US keyboard does: Shift gives the capital or the
+// symbol, a character that needs Shift holds it, punctuation has its code
+// and keyCode, and a modifier key is down in its own keydown.
+func TestKeyEventsAsAKeyboardSendsThem(t *testing.T) {
+	tab, _, _ := tabAt(t, "/typing.html")
+	cmdMutate(t, tab, protocol.Action{Type: "focus", Selector: "#keys"})
+	for _, a := range []protocol.Action{
+		{Type: "key", Key: "a", Shift: true},
+		{Type: "key", Key: "1", Shift: true},
+		{Type: "key", Key: "."},
+		{Type: "key", Key: "?"},
+		{Type: "key", Key: "Shift"},
+		{Type: "key", Key: "esc"},
+	} {
+		cmdMutate(t, tab, a)
+	}
+	cmdExpect(t, tab, "[document.getElementById('keys').value, JSON.stringify(keys.filter(k => k[0] === 'keydown'))]",
+		`["A!.?","[[\"keydown\",\"A\",\"KeyA\",65,true,0],[\"keydown\",\"!\",\"Digit1\",49,true,0],[\"keydown\",\".\",\"Period\",190,false,0],`+
+			`[\"keydown\",\"?\",\"Slash\",191,true,0],[\"keydown\",\"Shift\",\"ShiftLeft\",16,true,1],[\"keydown\",\"Escape\",\"Escape\",27,false,0]]"]`)
+}

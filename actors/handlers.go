@@ -228,15 +228,8 @@ func (t *Tab) typeText(ctx context.Context, a protocol.Action) error {
 			return err // before anything changes the page
 		}
 	}
-	set, err := t.page.PrepareField(ctx, a.Selector, a.Text, a.Clear)
-	if err != nil {
+	if err := t.page.Type(ctx, a.Selector, a.Text, cdpdriver.TypeOptions{Replace: a.Clear, Keys: a.Keys}); err != nil {
 		return err
-	}
-	// A date, colour or range input took the text as its value when set.
-	if !set {
-		if err := t.page.InsertText(ctx, a.Text); err != nil {
-			return err
-		}
 	}
 	if a.Key != "" {
 		return t.page.Key(ctx, a.Key, 0)

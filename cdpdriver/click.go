@@ -198,16 +198,22 @@ func (p *Page) postMouse(ev *input.DispatchMouseEventArgs) (uint64, error) {
 	return p.codec.post("Input.dispatchMouseEvent", ev)
 }
 
-// postedErrors collects the posted events' outcomes once the event
-// awaited after them has answered with err: the first error wins.
+// postedErrors is postedOutcome for mouse events; after an error the
+// mouse may not be where it was sent.
 func (p *Page) postedErrors(ctx context.Context, posted []uint64, err error) error {
+	if err = p.postedOutcome(ctx, "mouse", posted, err); err != nil {
+		p.pointer.known = false
+	}
+	return err
+}
+
+// postedOutcome collects the posted commands' outcomes once the command
+// awaited after them has answered with err: the first error wins.
+func (p *Page) postedOutcome(ctx context.Context, op string, posted []uint64, err error) error {
 	for _, id := range posted {
 		if perr := p.codec.postedError(id); perr != nil && err == nil {
-			err = p.wrap(ctx, "mouse", perr)
+			err = p.wrap(ctx, op, perr)
 		}
-	}
-	if err != nil {
-		p.pointer.known = false // it may not have got there
 	}
 	return err
 }

@@ -33,7 +33,15 @@ func (e *InvalidURLError) Error() string {
 // them, or a later event was refused): the page may have acted on them.
 type InputSentError struct{ Err error }
 
-func (e *InputSentError) Error() string { return e.Err.Error() }
+// Error says, of a timeout, that the input went: a retry would repeat it
+// (type the text twice).
+func (e *InputSentError) Error() string {
+	var timeout *TimeoutError
+	if errors.As(e.Err, &timeout) {
+		return e.Err.Error() + " (the input was sent; the page may still act on it)"
+	}
+	return e.Err.Error()
+}
 func (e *InputSentError) Unwrap() error { return e.Err }
 
 // ElementNotFoundError: no element matches the selector.

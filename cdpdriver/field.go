@@ -2,12 +2,69 @@ package cdpdriver
 
 import "context"
 
+// deepFocusJS defines deepFocus(): the element that has focus, through
+// open shadow roots and same-origin frames; null when nothing has, or
+// when another origin's frame has it.
+const deepFocusJS = `
+	const deepFocus = () => {
+		let el = document.activeElement;
+		for (;;) {
+			if (el && el.shadowRoot && el.shadowRoot.activeElement) el = el.shadowRoot.activeElement;
+			else if (el && (el.localName === "iframe" || el.localName === "frame")) {
+				const doc = el.contentDocument;
+				if (!doc) return null; // another origin's frame: its own page decides
+				el = doc.activeElement;
+			} else return el;
+		}
+	};
+`
+
+// focusOnJS defines focusOn(el, where): scrolls el into view and focuses
+// it as a user would reach it, answering {el: the element that then has
+// focus, part, focused: whether it had focus before}, or a refusal that
+// says why el cannot be focused (disabled, inert, not shown, hidden, the
+// page moved focus away, or not focusable at all). A host that delegates
+// focus gives it to the element inside it; a part of editable content
+// that cannot take focus itself (a paragraph of an editor) focuses its
+// editor, and is the part.
+const focusOnJS = deepFocusJS + `
+	const focusOn = (el, where) => {
+		const refuse = (reason) => ({error: "input", reason});
+		if (el.scrollIntoViewIfNeeded) el.scrollIntoViewIfNeeded(true);
+		else el.scrollIntoView({block: "center", inline: "center", behavior: "instant"});
+		if (el.matches(":disabled")) return refuse(where + " is disabled");
+		const before = deepFocus();
+		if (typeof el.focus === "function") el.focus();
+		let now = deepFocus();
+		if (now !== el && el.isContentEditable && !(now && now.isContentEditable && now.contains(el))) {
+			let host = el;
+			while (host.parentElement && host.parentElement.isContentEditable) host = host.parentElement;
+			host.focus();
+			now = deepFocus();
+		}
+		const inside = now && (now === el || (el.shadowRoot && el.shadowRoot.contains(now)) || (el.isContentEditable && now.contains(el)));
+		if (!inside) {
+			if (el.closest("[inert]")) return refuse(where + " is inert (inside an element with the inert attribute): a user cannot reach it");
+			if (!el.getClientRects().length) return refuse(where + " is not shown (display:none, or not rendered)");
+			if (getComputedStyle(el).visibility !== "visible") return refuse(where + " is hidden (visibility:hidden)");
+			if (now !== before && now && now !== el.ownerDocument.body) return refuse(where + " did not keep focus: the page moved it to " + describe(now));
+			return refuse(where + " cannot be focused: it is not a field, a link, editable content or an element with a tabindex");
+		}
+		return {el: now, part: now !== el && now.contains(el) ? el : null, focused: before === now};
+	};
+`
+
 // fieldJS makes ready the field that type and fill put text into: the
 // selector's element, focused after it is scrolled into view, or with no
-// selector the element that has focus (through shadow roots and
-// same-origin frames). It refuses what would drop the text unseen: an
-// element that is disabled, read-only or takes no text (a button, a
-// checkbox, the page's body), and a number input given letters.
+// selector the element that has focus (see focusOnJS); for a part of
+// editable content, the editor, with the caret in that part. A field
+// focused here, and not before, gets the caret at its end,
+// where a user appending to it puts it.
+//
+// It refuses what would drop the text unseen: an element that cannot
+// be focused, is read-only or takes no text (a button, a
+// checkbox, the page's body), a number input given letters, and text
+// longer than the field's maxlength allows (unless typed key by key).
 //
 // Inputs whose value is not typed character by character (date, time,
 // color, range, ...) take the whole value, set as a user's picker would,
@@ -15,43 +72,40 @@ import "context"
 // and only a value the input keeps. With replace, a text field's content
 // is selected, for the Backspace that clears it.
 //
+// The field and its content are kept for fieldCheckJS, which checks
+// that the clearing and the typing took.
+//
 // Elements are told apart by localName, not instanceof: a ref may name an
 // element of a frame's document, whose classes are another realm's.
-const fieldJS = `function (selector, text, replace) {` + lookupJS + describeJS + `
+const fieldJS = `function (selector, text, replace, keys) {` + lookupJS + describeJS + focusOnJS + `
 	const refuse = (reason) => ({error: "input", reason});
-	let el, where;
+	window.__framebusField = null;
+	let el, where, part = null, focused = true;
 	if (selector) {
 		const found = lookup(this, selector);
 		if (found.error) return found;
-		el = found.el;
 		where = "element " + selector;
-		if (el.scrollIntoViewIfNeeded) el.scrollIntoViewIfNeeded(true);
-		else el.scrollIntoView({block: "center", inline: "center", behavior: "instant"});
-		if (el.disabled) return refuse(where + " is disabled");
-		if (typeof el.focus === "function") el.focus();
-		if (el.getRootNode().activeElement !== el) return refuse(where + " cannot be focused");
+		const f = focusOn(found.el, where);
+		if (f.error) return f;
+		el = f.el, part = f.part, focused = f.focused;
 	} else {
-		el = document.activeElement;
-		for (;;) {
-			if (el && el.shadowRoot && el.shadowRoot.activeElement) el = el.shadowRoot.activeElement;
-			else if (el && (el.localName === "iframe" || el.localName === "frame")) {
-				const doc = el.contentDocument;
-				if (!doc) return {}; // another origin's frame: its own page decides
-				el = doc.activeElement;
-			} else break;
-		}
+		el = deepFocus();
+		if (el === null) return {}; // another origin's frame
 		if (!el) return refuse("nothing has focus: give a selector");
 		where = "the focused element (" + describe(el) + ")";
 	}
 	const kind = el.localName === "input" ? (el.type || "text") : el.localName;
+	const keep = (editable) => { window.__framebusField = {el, where, editable, before: editable ? el.textContent : el.value}; };
 	if (el.isContentEditable) {
-		if (replace) {
-			const r = el.ownerDocument.createRange();
-			r.selectNodeContents(el);
-			const s = el.ownerDocument.getSelection();
+		if (replace || !focused) {
+			const doc = el.ownerDocument, r = doc.createRange();
+			r.selectNodeContents(part || el);
+			if (!replace) r.collapse(false);
+			const s = doc.getSelection();
 			s.removeAllRanges();
 			s.addRange(r);
 		}
+		keep(true);
 		return {selected: replace};
 	}
 	if (el.localName === "select") {
@@ -86,8 +140,40 @@ const fieldJS = `function (selector, text, replace) {` + lookupJS + describeJS +
 			return refuse(JSON.stringify(text) + " is not a number, and " + where + " (an <input type=number>) takes only numbers");
 		}
 	}
+	// Only text-like inputs have a caret to move (email and number throw).
+	const caret = kind !== "email" && kind !== "number";
+	if (!replace && !focused && caret) el.setSelectionRange(el.value.length, el.value.length);
+	if (!keys && kind !== "number" && el.maxLength >= 0) {
+		const selected = caret ? el.selectionEnd - el.selectionStart : 0;
+		const held = replace ? 0 : el.value.length - selected;
+		if (held + text.length > el.maxLength) {
+			return refuse(JSON.stringify(text) + " is " + text.length + " characters, but " + where + " takes at most " + el.maxLength +
+				(held ? ", and holds " + held + " already" : "") + " (maxlength): shorten it, or type it with --keys, a key per character (pages that split a code over several boxes move focus on as each is typed)");
+		}
+	}
 	if (replace) el.select();
+	keep(false);
 	return {selected: replace};
+}`
+
+// fieldCheckJS checks the field fieldJS readied: after the Backspace that
+// clears it ("cleared"), that it is empty; after the typing ("took"),
+// that it changed. A page that handles Backspace itself, or refuses
+// typed text (a field that filters characters drops a whole insert), is
+// found out here instead of answering ok.
+const fieldCheckJS = `function (_, step) {
+	const f = window.__framebusField;
+	if (!f || !f.el.isConnected) return {};
+	const refuse = (reason) => ({error: "input", reason});
+	const now = f.editable ? f.el.textContent : f.el.value;
+	if (step === "cleared") {
+		if (now.replace(/[\s\u200b\ufeff]/g, "") !== "") return refuse(f.where + " could not be cleared: it still holds " + JSON.stringify(now) + " after select-all and Backspace (the page handles the keys itself)");
+		f.before = now;
+		return {};
+	}
+	window.__framebusField = null;
+	if (now === f.before) return refuse(f.where + " did not take the text: it still holds " + JSON.stringify(now) + " (a script on the page refused the input; type --keys presses a key per character, as a user types)");
+	return {};
 }`
 
 type fieldReply struct {
@@ -96,19 +182,60 @@ type fieldReply struct {
 	Selected bool // the content is selected, to be deleted
 }
 
-// PrepareField readies the field text goes into (see fieldJS): the
-// element matching selector, focused, or with selector "" the focused
-// one. With replace its content is deleted (select all, Backspace, so
-// input events fire), or for an input that takes a whole value (a date,
-// a colour, a range) text is set as that value: set reports it, and then
-// there is nothing to type.
-func (p *Page) PrepareField(ctx context.Context, selector, text string, replace bool) (set bool, err error) {
+// TypeOptions vary how Type puts text in.
+type TypeOptions struct {
+	// Replace: delete the field's content first (select all, Backspace,
+	// so input events fire): fill, type --clear.
+	Replace bool
+	// Keys: a key per character (TypeKeys) rather than one insert.
+	Keys bool
+}
+
+// Type puts text into the field (see fieldJS): the element matching
+// selector, focused, or with selector "" the focused one. An input that
+// takes a whole value (a date, a colour, a range) takes text as that
+// value. Clearing and typing are checked to have taken (fieldCheckJS).
+func (p *Page) Type(ctx context.Context, selector, text string, o TypeOptions) error {
 	var r fieldReply
-	if err := p.callOnDocument(ctx, "focus", selector, fieldJS, false, &r, text, replace); err != nil {
-		return false, err
+	if err := p.callOnDocument(ctx, "focus", selector, fieldJS, false, &r, text, o.Replace, o.Keys); err != nil {
+		return err
+	}
+	if r.Set {
+		return nil
 	}
 	if r.Selected {
-		return false, p.press(ctx, namedKeys["Backspace"], 0)
+		if err := p.press(ctx, namedKeys["Backspace"], 0); err != nil {
+			return err
+		}
+		if err := p.callOnDocument(ctx, "check field", "", fieldCheckJS, false, nil, "cleared"); err != nil {
+			return &InputSentError{Err: err} // the field may have changed
+		}
 	}
-	return r.Set, nil
+	if text == "" {
+		return nil
+	}
+	var err error
+	if o.Keys {
+		err = p.TypeKeys(ctx, text)
+	} else {
+		err = p.InsertText(ctx, text)
+	}
+	if err != nil {
+		return err
+	}
+	if err := p.callOnDocument(ctx, "check field", "", fieldCheckJS, false, nil, "took"); err != nil {
+		return &InputSentError{Err: err}
+	}
+	return nil
+}
+
+const focusJS = `function (selector) {` + findElementJS + describeJS + focusOnJS + `
+	const f = focusOn(el, "element " + selector);
+	return f.error ? f : {};
+}`
+
+// Focus focuses the element matching selector, after scrolling it into
+// view (see focusOnJS).
+func (p *Page) Focus(ctx context.Context, selector string) error {
+	return p.callOnDocument(ctx, "focus", selector, focusJS, false, nil)
 }

@@ -24,6 +24,7 @@ type Action struct {
 
 	Wait        bool `json:"wait,omitempty"`
 	Clear       bool `json:"clear,omitempty"`
+	Keys        bool `json:"keys,omitempty"`
 	Double      bool `json:"double,omitempty"`
 	Right       bool `json:"right,omitempty"`
 	Ctrl        bool `json:"ctrl,omitempty"`
@@ -81,6 +82,8 @@ func (a *Action) field(name string) any {
 		return &a.Wait
 	case "clear":
 		return &a.Clear
+	case "keys":
+		return &a.Keys
 	case "double":
 		return &a.Double
 	case "right":

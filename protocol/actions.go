@@ -30,6 +30,10 @@ type Param struct {
 	// required is filled only when the line has more arguments than the
 	// required ones (`type [selector] <text>`).
 	Required bool
+	// MayBeEmpty: a required string that may be empty or left out of a
+	// plan (fill's text: an empty one clears the field); the action's
+	// Check says when it may not. The CLI still wants it on the line.
+	MayBeEmpty bool
 	// Rest: the last positional parameter takes the rest of the line,
 	// joined with spaces (`eval 1 + 1`).
 	Rest    bool
@@ -67,6 +71,8 @@ func timeoutParam(what string) Param {
 	return Param{Name: "timeout", Kind: KindDuration, Short: "t",
 		Help: "deadline for " + what + " (500ms, 2s, 1m; a bare number is milliseconds; default " + DefaultActionTimeout.String() + " unless the node sets its own)"}
 }
+
+var keysParam = Param{Name: "keys", Kind: KindBool, Help: "press a key per character, as a user types, instead of inserting the text at once: for fields that filter or format as you type, or move focus on (code boxes)"}
 
 var waitParam = Param{Name: "wait", Kind: KindBool, Help: "answer after the load event instead of at commit"}
 
@@ -106,15 +112,18 @@ var actionSpecs = []ActionSpec{
 	{Type: "type", Mutates: true, Summary: "type text into the focused element, or into the selector's element after focusing it",
 		Params: []Param{
 			{Name: "selector", Positional: true, Aliases: []string{"element"}, Help: "CSS selector of the element to focus first"},
-			{Name: "text", Positional: true, Required: true, Help: "the text to insert"},
+			{Name: "text", Positional: true, Required: true, MayBeEmpty: true, Help: "the text to insert"},
 			{Name: "key", Help: "a key to press after the text (Enter, Tab, ...)"},
 			{Name: "clear", Kind: KindBool, Help: "clear the field first (select all, delete)"},
+			keysParam,
 			timeoutParam("typing"),
-		}},
+		},
+		Check: checkType},
 	{Type: "fill", Mutates: true, Summary: "clear a field and type text into it",
 		Params: []Param{
 			selectorParam("CSS selector of the field"),
-			{Name: "text", Positional: true, Required: true, Help: "the text"},
+			{Name: "text", Positional: true, Required: true, MayBeEmpty: true, Help: "the text; empty ('') clears the field"},
+			keysParam,
 			timeoutParam("typing"),
 		}},
 	{Type: "focus", Mutates: true, Summary: "focus an element",
@@ -215,6 +224,15 @@ func exclusive(a Action, names ...string) error {
 	}
 	if len(set) > 1 {
 		return badRequest("%s: %s cannot be combined; give one", a.Type, strings.Join(set, " and "))
+	}
+	return nil
+}
+
+// checkType: type needs text unless it only clears the field or presses
+// a key.
+func checkType(a Action) error {
+	if a.Text == "" && !a.Clear && a.Key == "" {
+		return badRequest("%s.text: missing; type needs the text to insert (empty only with clear or key; fill '' clears a field)", a.Type)
 	}
 	return nil
 }

@@ -191,7 +191,7 @@ func decodeAction(data []byte, path string) (Action, error) {
 		}
 		switch v := a.field(p.Name).(type) {
 		case *string:
-			if *v == "" {
+			if *v == "" && !p.MayBeEmpty {
 				return Action{}, badRequest("%s.%s: missing; %s needs %s", path, p.Name, a.Type, LowerFirst(p.Help))
 			}
 		case *[]string:
