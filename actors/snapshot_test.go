@@ -90,6 +90,15 @@ func TestSnapshotRefs(t *testing.T) {
 	// A new document: the old refs are stale.
 	cmdMutate(t, tab, protocol.Action{Type: "navigate", URL: site("/refs.html")})
 	cmdFails(t, tab, protocol.Action{Type: "click", Selector: beta}, protocol.CodeStaleRef)
+	// Also when the new page was snapshotted (its frame's content, at a
+	// new URL): its refs are new numbers, so an old ref names nothing on
+	// it rather than the element that now has its number.
+	cmdMutate(t, tab, protocol.Action{Type: "navigate", URL: site("/refs.html?again"), Wait: true})
+	cmdFails(t, tab, protocol.Action{Type: "click", Selector: beta}, protocol.CodeStaleRef)
+	cmdExpect(t, tab, "window.clicked === undefined", `true`)
+	if again := snapshotOf(t, tab, protocol.Action{NoIdle: true}); refFor(t, again.Text, `"Beta"`) == beta {
+		t.Fatalf("Beta on a new page has the old page's ref %s:\n%s", beta, again.Text)
+	}
 }
 
 // Options: a subtree, interactive only, depth and node caps, JSON.

@@ -27,7 +27,9 @@ const lookupJS = `
 		if (/^e\d+$/.test(selector)) {
 			const reg = window.__framebusRefs, w = reg && reg.byRef.get(selector);
 			const el = w && w.deref();
-			return el && el.isConnected ? {el} : {error: "staleref"};
+			// A frame's document that was replaced or removed keeps its
+			// elements connected to it, but has no window.
+			return el && el.isConnected && el.ownerDocument.defaultView ? {el} : {error: "staleref"};
 		}
 		let el;
 		try { el = root.querySelector(selector); } catch (e) { return {error: "invalid", reason: "" + e.message}; }

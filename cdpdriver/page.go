@@ -41,6 +41,10 @@ type Page struct {
 	// snapshotGeneration is 1 + the document generation the snapshot
 	// function was last installed in, 0 before any (see snapshotCallJS).
 	snapshotGeneration uint64
+	// nextRef is the number the next new document's refs start at: one
+	// past the last ref this tab gave out, in any document, so no ref is
+	// ever given to two elements.
+	nextRef int
 
 	dialogs dialogState
 	crash   crashState

@@ -115,7 +115,7 @@ func (p *Page) Snapshot(ctx context.Context, o SnapshotOptions) (Snapshot, error
 	// The page answers in a compact line format (parseSnapshotWire): the
 	// tree as JSON is twice the size and much slower to move and decode.
 	var r snapshotReply
-	opts := map[string]any{"interactiveOnly": o.InteractiveOnly, "maxDepth": o.MaxDepth, "maxNodes": o.MaxNodes}
+	opts := map[string]any{"interactiveOnly": o.InteractiveOnly, "maxDepth": o.MaxDepth, "maxNodes": o.MaxNodes, "firstRef": p.nextRef}
 	// A new document has no function yet: install it at once rather than
 	// ask first. The generation can lag a navigation, so "uninstalled"
 	// still falls back to installing.
@@ -132,10 +132,11 @@ func (p *Page) Snapshot(ctx context.Context, o SnapshotOptions) (Snapshot, error
 		return Snapshot{}, err
 	}
 	p.snapshotGeneration = gen
-	s, err := parseSnapshotWire(r.Wire)
+	s, next, err := parseSnapshotWire(r.Wire)
 	if err != nil {
 		return Snapshot{}, fmt.Errorf("snapshot: unexpected answer: %w", err)
 	}
+	p.nextRef = max(p.nextRef, next)
 	return s, nil
 }
 
@@ -255,15 +256,19 @@ const (
 // snapshot's fields, then one line per node in document order, separated
 // by ~: "depth|role" and |-separated fields, each a key letter and its
 // value (see the end of snapshot.js), with backslash escapes.
-func parseSnapshotWire(wire string) (Snapshot, error) {
+func parseSnapshotWire(wire string) (s Snapshot, nextRef int, err error) {
 	head, body, _ := strings.Cut(wire, "\n")
-	var s Snapshot
-	if err := json.Unmarshal([]byte(head), &s); err != nil {
-		return Snapshot{}, err
+	var h struct {
+		Snapshot
+		NextRef int `json:"nextRef"`
 	}
+	if err := json.Unmarshal([]byte(head), &h); err != nil {
+		return Snapshot{}, 0, err
+	}
+	s, nextRef = h.Snapshot, h.NextRef
 	s.Nodes = []SnapshotNode{}
 	if body == "" {
-		return s, nil
+		return s, nextRef, nil
 	}
 	// Two passes, so that every list is allocated once, at its size: the
 	// depths give each node's number of children, then the nodes are
@@ -276,7 +281,7 @@ func parseSnapshotWire(wire string) (Snapshot, error) {
 		d, rest, ok := strings.Cut(line, wireFieldSep)
 		depth, err := strconv.Atoi(d)
 		if !ok || err != nil || depth < 0 || depth >= len(parents) {
-			return Snapshot{}, fmt.Errorf("bad node line %q", line)
+			return Snapshot{}, 0, fmt.Errorf("bad node line %q", line)
 		}
 		lines[i] = rest // the node, for the second pass
 		parents = append(parents[:depth+1], i)
@@ -308,11 +313,11 @@ func parseSnapshotWire(wire string) (Snapshot, error) {
 	if kids[0] > 0 {
 		nodes, err := build(kids[0])
 		if err != nil {
-			return Snapshot{}, err
+			return Snapshot{}, 0, err
 		}
 		s.Nodes = nodes
 	}
-	return s, nil
+	return s, nextRef, nil
 }
 
 // wireSlabs hand out the locators and values of a snapshot's nodes.

@@ -62,7 +62,10 @@
 function (selector, opts) {
 	"use strict";
 	const reg = window.__framebusRefs || (() => {
-		const r = {next: 1, byRef: new Map(), byEl: new WeakMap()};
+		// Numbering goes on from the tab's last document (opts.firstRef),
+		// so a ref from an earlier page names nothing here, rather than
+		// whatever this page's element of that number is.
+		const r = {next: Math.max(1, opts.firstRef | 0), byRef: new Map(), byEl: new WeakMap()};
 		Object.defineProperty(window, "__framebusRefs", {value: r, enumerable: false});
 		return r;
 	})();
@@ -762,7 +765,7 @@ function (selector, opts) {
 		if (/^e\d+$/.test(selector)) {
 			const w = reg.byRef.get(selector);
 			rootEl = w && w.deref();
-			if (!rootEl || !rootEl.isConnected) return {error: "staleref"};
+			if (!rootEl || !rootEl.isConnected || !rootEl.ownerDocument.defaultView) return {error: "staleref"};
 		} else {
 			try { rootEl = document.querySelector(selector); } catch (e) { return {error: "invalid", reason: "" + e.message}; }
 			if (!rootEl) return {error: "notfound"};
@@ -802,7 +805,7 @@ function (selector, opts) {
 	const special = /[\\|~]/;
 	const esc = (v) => special.test(v) ? v.replace(/[\\|~]/g, (c) => c === "\\" ? "\\\\" : c === "|" ? "\\p" : "\\w") : v;
 	const tri = (v) => v === "mixed" ? "m" : v ? "1" : "0";
-	const lines = [JSON.stringify({title: document.title, url: location.href, interactive: interactiveCount, count, truncated})];
+	const lines = [JSON.stringify({title: document.title, url: location.href, interactive: interactiveCount, count, truncated, nextRef: reg.next})];
 	const emit = (list, depth) => {
 		for (const n of list) {
 			let l = depth + "|" + n.role;

@@ -198,14 +198,14 @@ func snapshotTestDiff(want, got string) string {
 // parseSnapshotWire decodes every field of the line format snapshot.js
 // answers in, escapes included, and rejects a malformed tree.
 func TestSnapshotWire(t *testing.T) {
-	wire := `{"title":"T","url":"http://x/","interactive":2,"count":4,"truncated":true}` + "\n" +
+	wire := `{"title":"T","url":"http://x/","interactive":2,"count":4,"truncated":true,"nextRef":3}` + "\n" +
 		"0|list|nItems~" +
 		"1|checkbox|nA\tB\\\\C\\p\\w|re1|cm|q|d|f|i\n1|aL|tT|mN~" +
 		"1|button|re2|p1|e0|s1|v|hH~" +
 		"0|heading|nH|l3"
-	s, err := parseSnapshotWire(wire)
-	if err != nil {
-		t.Fatal(err)
+	s, next, err := parseSnapshotWire(wire)
+	if err != nil || next != 3 {
+		t.Fatalf("next ref %d, err %v", next, err)
 	}
 	js, _ := json.Marshal(s)
 	want := `{"url":"http://x/","title":"T","nodes":[{"role":"list","name":"Items","children":[` +
@@ -215,18 +215,18 @@ func TestSnapshotWire(t *testing.T) {
 	if string(js) != want {
 		t.Fatalf("parsed\n%s\nwant\n%s", js, want)
 	}
-	empty, err := parseSnapshotWire(`{"title":"","url":"about:blank","interactive":0,"count":0,"truncated":false}`)
+	empty, _, err := parseSnapshotWire(`{"title":"","url":"about:blank","interactive":0,"count":0,"truncated":false}`)
 	if err != nil || empty.Nodes == nil || len(empty.Nodes) != 0 {
 		t.Fatalf("empty snapshot: %+v, %v", empty, err)
 	}
 	for _, bad := range []string{"", "{}\n1|button", "{}\nx|button", "{}\n0|button|", "{}\n0|list~2|button", "{}\n-1|button", "{}\n0|list~~0|button", "{}\n0|list~1|"} {
-		if _, err := parseSnapshotWire(bad); err == nil {
+		if _, _, err := parseSnapshotWire(bad); err == nil {
 			t.Errorf("parseSnapshotWire(%q) succeeded", bad)
 		}
 	}
 	// A head that undercounts (the locators and values are allocated by
 	// its counts) still gets every node whole.
-	under, err := parseSnapshotWire(`{"interactive":0}` + "\n0|textbox|re1|va|iA~0|textbox|re2|vb|iB")
+	under, _, err := parseSnapshotWire(`{"interactive":0}` + "\n0|textbox|re1|va|iA~0|textbox|re2|vb|iB")
 	if err != nil || len(under.Nodes) != 2 || *under.Nodes[0].Value != "a" || under.Nodes[1].Attrs.ID != "B" || *under.Nodes[1].Value != "b" {
 		t.Fatalf("undercounted head: %+v, %v", under, err)
 	}
@@ -394,5 +394,15 @@ func TestClickRefsInFrames(t *testing.T) {
 	var covered *ElementCoveredError
 	if err := p.Click(ctx, "e4", ClickOptions{}); !errors.As(err, &covered) || !strings.Contains(err.Error(), "div#veil") {
 		t.Fatalf("click on a field in a covered frame: %v, want it covered by div#veil", err)
+	}
+
+	// The frame goes: its elements keep their document, which has no
+	// window now; their refs are stale, not "not visible".
+	if err := p.evalValue(ctx, "remove", `document.querySelector("iframe").remove(), true`, &ok); err != nil {
+		t.Fatal(err)
+	}
+	var stale *StaleRefError
+	if err := p.Click(ctx, "e2", ClickOptions{}); !errors.As(err, &stale) {
+		t.Fatalf("click on a ref in a removed frame: %v, want a stale ref", err)
 	}
 }
