@@ -77,6 +77,33 @@ func TestClickCoveredElement(t *testing.T) {
 	cmdExpect(t, tab, "window.underClicked", "true")
 }
 
+// A click reaches what a user can: an element under a sticky header is
+// scrolled clear of it, a checkbox drawn by its label is clicked through
+// the label; an element placed off the page is refused, not clicked
+// where nothing of it is.
+func TestClickReachesWhatAUserCan(t *testing.T) {
+	tab, _, _ := tabAt(t, "/reach.html")
+	// b30 just below the header's bottom edge: in view, but covered.
+	cmdEval(t, tab, "scrollTo(0, document.getElementById('b30').offsetTop - 60), 1")
+	cmdMutate(t, tab, protocol.Action{Type: "click", Selector: "#b30"})
+	cmdExpect(t, tab, "window.clickedRow", "30")
+
+	cmdMutate(t, tab, protocol.Action{Type: "click", Selector: "#remember"})
+	cmdExpect(t, tab, "document.getElementById('remember').checked", "true")
+
+	cmdEval(t, tab, "window.clicks = [], 1")
+	res := cmdFails(t, tab, protocol.Action{Type: "click", Selector: "#offscreen"}, protocol.CodeElementNotFound)
+	if !strings.Contains(res.Error, "element not visible: #offscreen (it is outside the visible page") {
+		t.Fatalf("click on an element off the page: %q", res.Error)
+	}
+	cmdFails(t, tab, protocol.Action{Type: "hover", Selector: "#offscreen"}, protocol.CodeElementNotFound)
+	cmdExpect(t, tab, "[window.offClicked === undefined, clicks.length]", "[true,0]")
+	res = cmdFails(t, tab, protocol.Action{Type: "screenshot", Selector: "#offscreen"}, protocol.CodeElementNotFound)
+	if !strings.Contains(res.Error, "outside the page") {
+		t.Fatalf("screenshot of an element off the page: %q", res.Error)
+	}
+}
+
 // A click that runs out of time after its events went (a handler busy
 // for longer) fails with timeout, but it did reach the page: it makes its
 // frame, so a plan based on the frame before it no longer runs.

@@ -171,6 +171,9 @@ func TestTextIsVisibleCollapsedText(t *testing.T) {
 		{"h1", "Read page"},
 		{"#frag", "A & b"},
 		{"", "Read page Hello, world second line A & b"},
+		// Hidden itself, or by an ancestor: no text shows.
+		{"#text span", ""},
+		{"#text p[hidden]", ""},
 	}
 	for _, tc := range cases {
 		r := cmdRead(t, tab, protocol.Action{Type: "text", Selector: tc.selector})

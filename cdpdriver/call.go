@@ -87,7 +87,7 @@ func (r elementReply) err(selector string) error {
 	case "staleref":
 		return &StaleRefError{Ref: selector}
 	case "invisible":
-		return &ElementNotVisibleError{Selector: selector}
+		return &ElementNotVisibleError{Selector: selector, Why: r.Reason}
 	case "covered":
 		return &ElementCoveredError{Selector: selector, By: r.By}
 	case "timeout":

@@ -9,33 +9,54 @@ import (
 
 // pointJS scrolls the element into view when it is not, and answers the
 // centre of its first visible box in viewport coordinates. With hitTest it
-// also checks that the element (or a descendant) is what a click at that
-// point would hit, and names the element that would be hit instead. An
-// element in a same-origin frame's document (a snapshot ref reaches
-// those) is placed in the top viewport through its frames, each of which
-// must be what is hit there too.
+// also checks that the element (or a descendant, or one of its labels:
+// a checkbox drawn by its label) is what a click at that point would hit,
+// and names the element that would be hit instead. An element in a
+// same-origin frame's document (a snapshot ref reaches those) is placed
+// in the top viewport through its frames, each of which must be what is
+// hit there too. A centre that is covered (a sticky header over an
+// element scrolled just into view) or outside the viewport gets one more
+// try with the element scrolled to the middle; one still outside (placed
+// off the page, as visually hidden content is) is refused, never clicked
+// where nothing of it is.
 const pointJS = `function (selector, hitTest) {` + findElementJS + describeJS + `
+	const offscreen = (x, y) => ({error: "invisible", reason: "it is outside the visible page, at " + Math.round(x) + "," + Math.round(y) + ", and scrolling does not bring it in"});
+	const outside = (w, x, y) => x < 0 || y < 0 || x >= w.innerWidth || y >= w.innerHeight;
+	const inLabel = (hit) => Array.from(el.labels || []).some(l => l.contains(hit));
+	const locate = () => {
+		let r = null;
+		for (const c of el.getClientRects()) if (c.width > 0 && c.height > 0) { r = c; break; }
+		if (!r) return {error: "invisible"};
+		let x = r.left + r.width / 2, y = r.top + r.height / 2;
+		let w = el.ownerDocument.defaultView;
+		if (outside(w, x, y)) return offscreen(x, y);
+		if (hitTest) {
+			const root = el.getRootNode();
+			const hit = (root.elementFromPoint ? root : el.ownerDocument).elementFromPoint(x, y);
+			if (!hit) return offscreen(x, y);
+			if (hit !== el && !el.contains(hit) && !inLabel(hit)) return {error: "covered", by: describe(hit)};
+		}
+		for (; w && w.frameElement; w = w.parent) {
+			const f = w.frameElement, box = f.getBoundingClientRect(), s = getComputedStyle(f);
+			x += box.left + f.clientLeft + parseFloat(s.paddingLeft);
+			y += box.top + f.clientTop + parseFloat(s.paddingTop);
+			if (outside(w.parent, x, y)) return offscreen(x, y);
+			if (hitTest) {
+				const hit = f.ownerDocument.elementFromPoint(x, y);
+				if (hit !== f) return {error: "covered", by: describe(hit)};
+			}
+		}
+		return {x, y};
+	};
 	if (el.scrollIntoViewIfNeeded) el.scrollIntoViewIfNeeded(true);
 	else el.scrollIntoView({block: "center", inline: "center", behavior: "instant"});
-	let r = null;
-	for (const c of el.getClientRects()) if (c.width > 0 && c.height > 0) { r = c; break; }
-	if (!r || getComputedStyle(el).visibility === "hidden") return {error: "invisible"};
-	let x = r.left + r.width / 2, y = r.top + r.height / 2;
-	if (hitTest) {
-		const root = el.getRootNode();
-		const hit = (root.elementFromPoint ? root : el.ownerDocument).elementFromPoint(x, y);
-		if (hit && hit !== el && !el.contains(hit)) return {error: "covered", by: describe(hit)};
+	if (getComputedStyle(el).visibility === "hidden") return {error: "invisible"};
+	let at = locate();
+	if (at.error === "covered" || at.reason) {
+		el.scrollIntoView({block: "center", inline: "center", behavior: "instant"});
+		at = locate();
 	}
-	for (let w = el.ownerDocument.defaultView; w && w.frameElement; w = w.parent) {
-		const f = w.frameElement, box = f.getBoundingClientRect(), s = getComputedStyle(f);
-		x += box.left + f.clientLeft + parseFloat(s.paddingLeft);
-		y += box.top + f.clientTop + parseFloat(s.paddingTop);
-		if (hitTest) {
-			const hit = f.ownerDocument.elementFromPoint(x, y);
-			if (hit !== f) return {error: "covered", by: describe(hit)};
-		}
-	}
-	return {x, y};
+	return at;
 }`
 
 type point struct {

@@ -49,10 +49,16 @@ type ElementNotFoundError struct{ Selector string }
 
 func (e *ElementNotFoundError) Error() string { return "element not found: " + e.Selector }
 
-// ElementNotVisibleError: the element exists but has no box to click.
-type ElementNotVisibleError struct{ Selector string }
+// ElementNotVisibleError: the element exists but has no box to click,
+// or none a user could reach (Why says so).
+type ElementNotVisibleError struct{ Selector, Why string }
 
-func (e *ElementNotVisibleError) Error() string { return "element not visible: " + e.Selector }
+func (e *ElementNotVisibleError) Error() string {
+	if e.Why != "" {
+		return "element not visible: " + e.Selector + " (" + e.Why + ")"
+	}
+	return "element not visible: " + e.Selector
+}
 
 // InvalidSelectorError: the selector is not valid CSS.
 type InvalidSelectorError struct{ Selector, Reason string }

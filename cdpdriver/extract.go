@@ -70,9 +70,11 @@ const visibleTextJS = `
 `
 
 // textJS is the visible text (visibleText) of the element or the body,
-// whitespace collapsed.
+// whitespace collapsed; none for an element not rendered (display:none,
+// itself or by an ancestor), whose innerText would be all its text.
 const textJS = `function (selector) {` + visibleTextJS + `
-	const text = (n) => n ? visibleText(n).replace(/\s+/g, " ").trim() : "";
+	const shown = (n) => !n.checkVisibility || n.checkVisibility();
+	const text = (n) => n && shown(n) ? visibleText(n).replace(/\s+/g, " ").trim() : "";
 	if (!selector) return {text: text(document.body || document.documentElement)};` + findElementJS + `
 	return {text: text(el)};
 }`
@@ -158,7 +160,14 @@ const regionJS = `function (selector, fullPage) {
 	el.scrollIntoView({block: "center", inline: "center", behavior: "instant"});
 	const r = el.getBoundingClientRect();
 	if (r.width <= 0 || r.height <= 0) return {error: "invisible"};
-	return {x: r.left + scrollX, y: r.top + scrollY, width: r.width, height: r.height};
+	// Only what lies on the page can be captured: the box is cut to it, and
+	// one wholly off it (placed there to hide it) is refused, not taken
+	// as some other part of the page.
+	const d = document.documentElement;
+	const left = Math.max(0, r.left + scrollX), top = Math.max(0, r.top + scrollY);
+	const right = Math.min(Math.max(d.scrollWidth, innerWidth), r.right + scrollX), bottom = Math.min(Math.max(d.scrollHeight, innerHeight), r.bottom + scrollY);
+	if (right <= left || bottom <= top) return {error: "invisible", reason: "it is outside the page, at " + Math.round(r.left + scrollX) + "," + Math.round(r.top + scrollY)};
+	return {x: left, y: top, width: right - left, height: bottom - top};
 }`
 
 // Screenshot captures a PNG of the viewport, the full page or an element.
