@@ -498,13 +498,27 @@ func TestScroll(t *testing.T) {
 	for _, s := range steps {
 		a := s.action
 		a.Type = "scroll"
-		cmdMutate(t, tab, a)
+		if got := string(cmdMutate(t, tab, a).Value); got != `{"scroller":"window","x":0,"y":`+s.y+`}` {
+			t.Fatalf("scroll %+v answered %s", a, got)
+		}
 		cmdExpect(t, tab, "scrollY", s.y)
 	}
 	for _, bad := range []string{"down", "NaN,0", "0,Inf", "-Inf,1", "infinity,2", "1e309,0"} {
 		cmdFails(t, tab, protocol.Action{Type: "scroll", To: bad}, protocol.CodeBadRequest)
 		cmdFails(t, tab, protocol.Action{Type: "scroll", By: bad}, protocol.CodeBadRequest)
 	}
+}
+
+// An app whose page cannot scroll has a pane that does: scroll --by moves
+// the pane a wheel in the middle of the viewport would, and says which;
+// a selector with --to or --by names the element to scroll.
+func TestScrollMovesThePaneOfAnApp(t *testing.T) {
+	tab, _, _ := tabAt(t, "/pane.html")
+	if got := string(cmdMutate(t, tab, protocol.Action{Type: "scroll", By: "0,500"}).Value); got != `{"scroller":"div#app","x":0,"y":500}` {
+		t.Fatalf("scroll --by 0,500 answered %s", got)
+	}
+	cmdMutate(t, tab, protocol.Action{Type: "scroll", Selector: "#app", To: "0,100"})
+	cmdExpect(t, tab, "[scrollY, document.getElementById('app').scrollTop]", "[0,100]")
 }
 
 // upload sets the files of a file input, which sees a change event; a
@@ -553,6 +567,10 @@ func TestUpload(t *testing.T) {
 		t.Fatalf("upload of a directory: error %q, want %q", res.Error, want)
 	}
 	cmdFails(t, tab, protocol.Action{Type: "upload", Selector: "#text", Files: []string{a}}, protocol.CodeBadRequest)
+	if res := cmdFails(t, tab, protocol.Action{Type: "upload", Selector: "#off", Files: []string{a}}, protocol.CodeBadRequest); res.Error != "element #off is disabled" {
+		t.Fatalf("upload into a disabled input: %q", res.Error)
+	}
+	cmdExpect(t, tab, "document.getElementById('off').files.length", "0")
 	if got := read("one"); !reflect.DeepEqual(got, files{Names: []string{"a.txt"}, Changes: 1, First: "alpha"}) {
 		t.Fatalf("failed uploads changed #one: %+v", got)
 	}

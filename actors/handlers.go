@@ -47,7 +47,7 @@ var handlers = map[string]handler{
 	"select": viaRenderer(func(t *Tab, ctx context.Context, a protocol.Action) error {
 		return t.page.Select(ctx, a.Selector, a.Value)
 	}),
-	"scroll": viaRenderer((*Tab).scroll),
+	"scroll": (*Tab).scroll,
 	"upload": viaRenderer(func(t *Tab, ctx context.Context, a protocol.Action) error {
 		return t.page.Upload(ctx, a.Selector, a.Files)
 	}),
@@ -242,9 +242,12 @@ func (t *Tab) fill(ctx context.Context, a protocol.Action) error {
 	return t.typeText(ctx, a)
 }
 
-func (t *Tab) scroll(ctx context.Context, a protocol.Action) error {
-	if a.Selector != "" {
-		return t.page.ScrollIntoView(ctx, a.Selector)
+// scroll scrolls an element into view, or a scroller (the selector's, or
+// the page's) to or by a point; the latter answers where it is then.
+func (t *Tab) scroll(ctx context.Context, a protocol.Action) (outcome, error) {
+	if a.To == "" && a.By == "" {
+		err := t.page.ScrollIntoView(ctx, a.Selector)
+		return outcome{barrier: true}, err
 	}
 	pos, by := a.To, false
 	if a.By != "" {
@@ -252,9 +255,14 @@ func (t *Tab) scroll(ctx context.Context, a protocol.Action) error {
 	}
 	x, y, err := protocol.ParsePoint(pos)
 	if err != nil {
-		return protocol.Errorf(protocol.CodeBadRequest, "scroll: %v", err)
+		return outcome{}, protocol.Errorf(protocol.CodeBadRequest, "scroll: %v", err)
 	}
-	return t.page.ScrollWindow(ctx, x, y, by)
+	at, err := t.page.Scroll(ctx, a.Selector, x, y, by)
+	if err != nil {
+		return outcome{}, err
+	}
+	raw, err := json.Marshal(at)
+	return outcome{barrier: true, value: raw}, err
 }
 
 // answerDialog answers the open dialog and waits for the browser to report

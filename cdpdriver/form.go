@@ -45,26 +45,71 @@ const scrollIntoViewJS = `function (selector) {` + findElementJS + `
 	return {};
 }`
 
-// scrollWindowJS scrolls the window to or by a position, instantly.
-const scrollWindowJS = `function (selector, by, x, y) {
-	const opts = {left: x, top: y, behavior: "instant"};
-	if (by) window.scrollBy(opts); else window.scrollTo(opts);
-	return {};
+// scrollJS scrolls an element (the selector's) or the page to or by a
+// position, instantly, and answers where its scroller is then. The page
+// is the window, unless the window cannot move (html and body keep
+// overflow hidden, as apps with a scrolling pane do): then it is the
+// scroller a mouse wheel in the middle of the viewport would move.
+const scrollJS = `function (selector, by, x, y) {` + lookupJS + describeJS + `
+	const move = (s) => { const o = {left: x, top: y, behavior: "instant"}; if (by) s.scrollBy(o); else s.scrollTo(o); };
+	const answer = (el) => el ? {scroller: describe(el), x: el.scrollLeft, y: el.scrollTop} : {scroller: "window", x: scrollX, y: scrollY};
+	if (selector) {
+		const found = lookup(this, selector);
+		if (found.error) return found;
+		const el = found.el;
+		if (el === document.documentElement || el === document.body || el === document.scrollingElement) {
+			move(window);
+			return answer(null);
+		}
+		move(el);
+		return answer(el);
+	}
+	const before = [scrollX, scrollY];
+	move(window);
+	const asked = by ? x !== 0 || y !== 0 : x !== before[0] || y !== before[1];
+	if (!asked || scrollX !== before[0] || scrollY !== before[1]) return answer(null);
+	const scrolls = (el) => {
+		const s = getComputedStyle(el);
+		return (/(auto|scroll|overlay)/.test(s.overflowY) && el.scrollHeight > el.clientHeight) ||
+			(/(auto|scroll|overlay)/.test(s.overflowX) && el.scrollWidth > el.clientWidth);
+	};
+	for (let el = document.elementFromPoint(innerWidth / 2, innerHeight / 2); el; el = el.parentElement || el.getRootNode().host || null) {
+		if (el !== document.documentElement && el !== document.body && scrolls(el)) {
+			move(el);
+			return answer(el);
+		}
+	}
+	return answer(null);
 }`
+
+// ScrollPosition is where a scroll left the scroller it moved: "window",
+// or the element (div#app), and its scroll offsets.
+type ScrollPosition struct {
+	Scroller string  `json:"scroller"`
+	X        float64 `json:"x"`
+	Y        float64 `json:"y"`
+}
 
 // ScrollIntoView scrolls the element matching selector into view.
 func (p *Page) ScrollIntoView(ctx context.Context, selector string) error {
 	return p.callOnDocument(ctx, "scroll", selector, scrollIntoViewJS, false, nil)
 }
 
-// ScrollWindow scrolls the page to x,y, or by x,y when by is set.
-func (p *Page) ScrollWindow(ctx context.Context, x, y float64, by bool) error {
-	return p.callOnDocument(ctx, "scroll", "", scrollWindowJS, false, nil, by, x, y)
+// Scroll scrolls the element matching selector, or with selector "" the
+// page (see scrollJS), to x,y, or by x,y when by is set.
+func (p *Page) Scroll(ctx context.Context, selector string, x, y float64, by bool) (ScrollPosition, error) {
+	var r struct {
+		elementReply
+		ScrollPosition
+	}
+	err := p.callOnDocument(ctx, "scroll", selector, scrollJS, false, &r, by, x, y)
+	return r.ScrollPosition, err
 }
 
 // fileInputJS checks the element is a file input that can take the files.
 const fileInputJS = `function (selector, count) {` + findElementJS + `
-	if (!(el instanceof HTMLInputElement) || el.type !== "file") return {error: "input", reason: "element " + selector + " is not an <input type=file>"};
+	if (el.localName !== "input" || el.type !== "file") return {error: "input", reason: "element " + selector + " is not an <input type=file>"};
+	if (el.disabled) return {error: "input", reason: "element " + selector + " is disabled"};
 	if (count > 1 && !el.multiple) return {error: "input", reason: "element " + selector + " takes one file (no multiple attribute), got " + count};
 	return {};
 }`

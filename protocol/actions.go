@@ -143,11 +143,11 @@ var actionSpecs = []ActionSpec{
 			{Name: "value", Positional: true, Required: true, Help: "the option's value or text"},
 			timeoutParam("selecting"),
 		}},
-	{Type: "scroll", Mutates: true, Summary: "scroll an element into view, or the page to or by x,y (instantly)",
+	{Type: "scroll", Mutates: true, Summary: "scroll an element into view, or the page (or an element) to or by x,y (instantly)",
 		Params: []Param{
-			{Name: "selector", Positional: true, Aliases: []string{"element"}, Help: "CSS selector of the element to scroll into view"},
-			{Name: "to", Help: "scroll the page to x,y"},
-			{Name: "by", Help: "scroll the page by x,y"},
+			{Name: "selector", Positional: true, Aliases: []string{"element"}, Help: "CSS selector of the element to scroll into view; with --to or --by, of the element to scroll"},
+			{Name: "to", Help: "scroll the page (or the selector's element) to x,y"},
+			{Name: "by", Help: "scroll the page (or the selector's element) by x,y"},
 			timeoutParam("scrolling"),
 		},
 		Check: checkScroll},
@@ -238,14 +238,11 @@ func checkType(a Action) error {
 }
 
 func checkScroll(a Action) error {
-	given := 0
-	for _, v := range []string{a.Selector, a.To, a.By} {
-		if v != "" {
-			given++
-		}
-	}
-	if given != 1 {
-		return badRequest("scroll: give exactly one of selector, to (x,y) or by (x,y)")
+	switch {
+	case a.To != "" && a.By != "":
+		return badRequest("scroll: give to (x,y) or by (x,y), not both")
+	case a.Selector == "" && a.To == "" && a.By == "":
+		return badRequest("scroll: give a selector (scroll it into view), to (x,y) or by (x,y)")
 	}
 	for name, v := range map[string]string{"to": a.To, "by": a.By} {
 		if v == "" {

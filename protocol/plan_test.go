@@ -179,8 +179,8 @@ func lastPositional(s ActionSpec) int {
 
 func TestActionChecks(t *testing.T) {
 	bad := []struct{ plan, mention string }{
-		{`{"action": {"type": "scroll"}}`, "exactly one of selector, to (x,y) or by (x,y)"},
-		{`{"action": {"type": "scroll", "selector": "#a", "by": "0,10"}}`, "exactly one"},
+		{`{"action": {"type": "scroll"}}`, "give a selector (scroll it into view), to (x,y) or by (x,y)"},
+		{`{"action": {"type": "scroll", "to": "0,0", "by": "0,10"}}`, "give to (x,y) or by (x,y), not both"},
 		{`{"action": {"type": "scroll", "to": "ten,20"}}`, `"ten,20" is not x,y`},
 		{`{"action": {"type": "wait-for", "selector": "#a", "visible": true, "gone": true}}`, "visible and gone cannot be combined"},
 		{`{"action": {"type": "click", "selector": "#a", "double": true, "right": true}}`, "double and right cannot be combined"},

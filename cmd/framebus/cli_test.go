@@ -194,7 +194,7 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"click"}, "", "missing <selector>"},
 		{[]string{"eval", ""}, "", "eval: <expression>: missing; eval needs"},
 		{[]string{"scroll", "--to", "abc"}, "", `scroll: --to: "abc" is not x,y`},
-		{[]string{"scroll"}, "", "^scroll: give exactly one of"}, // named once
+		{[]string{"scroll"}, "", "^scroll: give a selector (scroll it into view), to"}, // named once
 		{[]string{"click", "x", "--double", "--right"}, "", "click: double and right cannot be combined"},
 		{[]string{"navigate", "x", "--timeout", "soon"}, "", `"soon" is not a duration`},
 		{[]string{"navigate", "x", "--timeout", "-1s"}, "", "negative"},
