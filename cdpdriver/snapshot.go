@@ -82,8 +82,9 @@ type SnapshotNode struct {
 	Disabled bool      `json:"disabled,omitempty"`
 	Required bool      `json:"required,omitempty"`
 	Focused  bool      `json:"focused,omitempty"`
-	Value    *string   `json:"value,omitempty"` // form fields
-	Attrs    *Locators `json:"attrs,omitempty"` // interactive elements
+	Editable bool      `json:"editable,omitempty"` // editable content with no text field role
+	Value    *string   `json:"value,omitempty"`    // form fields
+	Attrs    *Locators `json:"attrs,omitempty"`    // interactive elements
 	// Children are the node's children, in document order.
 	Children []SnapshotNode `json:"children,omitempty"`
 }
@@ -385,6 +386,8 @@ func parseSnapshotNode(line string, slabs *wireSlabs, n *SnapshotNode) error {
 			n.Required = true
 		case 'f':
 			n.Focused = true
+		case 'x':
+			n.Editable = true
 		case 'v':
 			n.Value = slabs.value(v)
 		case 'i':
@@ -516,6 +519,9 @@ func writeNode(b *strings.Builder, n SnapshotNode, depth int) {
 	}
 	if n.Focused {
 		attr("focused", "")
+	}
+	if n.Editable {
+		attr("editable", "")
 	}
 	if n.Ref != "" {
 		attr("ref", n.Ref)

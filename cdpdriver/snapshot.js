@@ -288,6 +288,11 @@ function (selector, opts) {
 	// counts instead.
 	const embeddedName = (el, tag, attrs, role) => {
 		if (tag === "img") return el.getAttribute("alt") || "";
+		if (tag === "svg") {
+			// An icon names its button or link by its <title>.
+			const t = firstChild(el, "title");
+			if (t) return t.textContent;
+		}
 		if (tag === "input") {
 			const t = inputType(el);
 			if (t === "image") return el.getAttribute("alt") || "";
@@ -510,6 +515,9 @@ function (selector, opts) {
 		if (tag === "summary" && role === "button" && node.expanded === undefined) node.expanded = el.parentElement.open;
 		if (tag === "option") node.selected = el.selected;
 		if (el === focused) node.focused = true;
+		// Editable content that no role calls a text field (an editor's
+		// root): say it takes text.
+		if (role !== "textbox" && role !== "searchbox" && el.isContentEditable && !(el.parentElement && el.parentElement.isContentEditable)) node.editable = true;
 		if (role === "heading") {
 			const lvl = +attr(el, attrs, "aria-level");
 			node.level = lvl >= 1 ? Math.floor(lvl) : /^h[1-6]$/.test(tag) ? +tag[1] : 2;
@@ -796,7 +804,7 @@ function (selector, opts) {
 	// parseSnapshotWire in snapshot.go): depth | role, then |-separated fields, each a key letter and its
 	// value: n name, r ref, l level, c checked, p pressed (1, 0 or m for
 	// mixed), e expanded, s selected (1 or 0), d disabled, q required,
-	// f focused, v value, and the locators i id, a aria-label, t test id,
+	// f focused, x editable, v value, and the locators i id, a aria-label, t test id,
 	// m name attribute, h href. In values a backslash is \\, | is \p and
 	// ~ is \w. Much smaller than the same
 	// tree in JSON, so it crosses the protocol and is decoded in a fraction
@@ -819,6 +827,7 @@ function (selector, opts) {
 			if (n.disabled) l += "|d";
 			if (n.required) l += "|q";
 			if (n.focused) l += "|f";
+			if (n.editable) l += "|x";
 			if (n.value !== undefined) l += "|v" + esc(n.value);
 			const a = n.attrs;
 			if (a) {

@@ -201,7 +201,7 @@ func TestSnapshotWire(t *testing.T) {
 	wire := `{"title":"T","url":"http://x/","interactive":2,"count":4,"truncated":true,"nextRef":3}` + "\n" +
 		"0|list|nItems~" +
 		"1|checkbox|nA\tB\\\\C\\p\\w|re1|cm|q|d|f|i\n1|aL|tT|mN~" +
-		"1|button|re2|p1|e0|s1|v|hH~" +
+		"1|button|re2|p1|e0|s1|x|v|hH~" +
 		"0|heading|nH|l3"
 	s, next, err := parseSnapshotWire(wire)
 	if err != nil || next != 3 {
@@ -210,7 +210,7 @@ func TestSnapshotWire(t *testing.T) {
 	js, _ := json.Marshal(s)
 	want := `{"url":"http://x/","title":"T","nodes":[{"role":"list","name":"Items","children":[` +
 		`{"role":"checkbox","name":"A\tB\\C|~","ref":"e1","checked":"mixed","disabled":true,"required":true,"focused":true,"attrs":{"id":"\n1","ariaLabel":"L","testId":"T","name":"N"}},` +
-		`{"role":"button","ref":"e2","pressed":true,"expanded":false,"selected":true,"value":"","attrs":{"href":"H"}}]},` +
+		`{"role":"button","ref":"e2","pressed":true,"expanded":false,"selected":true,"editable":true,"value":"","attrs":{"href":"H"}}]},` +
 		`{"role":"heading","name":"H","level":3}],"interactive":2,"count":4,"truncated":true}`
 	if string(js) != want {
 		t.Fatalf("parsed\n%s\nwant\n%s", js, want)
