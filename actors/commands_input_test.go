@@ -79,8 +79,8 @@ func TestClickCoveredElement(t *testing.T) {
 
 // A click reaches what a user can: an element under a sticky header is
 // scrolled clear of it, a checkbox drawn by its label is clicked through
-// the label; an element placed off the page is refused, not clicked
-// where nothing of it is.
+// the label; a disabled button, and an element placed off the page, are
+// refused, not clicked for nothing.
 func TestClickReachesWhatAUserCan(t *testing.T) {
 	tab, _, _ := tabAt(t, "/reach.html")
 	// b30 just below the header's bottom edge: in view, but covered.
@@ -90,6 +90,13 @@ func TestClickReachesWhatAUserCan(t *testing.T) {
 
 	cmdMutate(t, tab, protocol.Action{Type: "click", Selector: "#remember"})
 	cmdExpect(t, tab, "document.getElementById('remember').checked", "true")
+
+	// A disabled button: a click would do nothing, so it is refused; a
+	// hover is not.
+	if res := cmdFails(t, tab, protocol.Action{Type: "click", Selector: "#disabled-button"}, protocol.CodeBadRequest); res.Error != "element #disabled-button is disabled: a click on it does nothing" {
+		t.Fatalf("click on a disabled button: %q", res.Error)
+	}
+	cmdMutate(t, tab, protocol.Action{Type: "hover", Selector: "#disabled-button"})
 
 	cmdEval(t, tab, "window.clicks = [], 1")
 	res := cmdFails(t, tab, protocol.Action{Type: "click", Selector: "#offscreen"}, protocol.CodeElementNotFound)

@@ -19,7 +19,8 @@ import (
 // try with the element scrolled to the middle; one still outside (placed
 // off the page, as visually hidden content is) is refused, never clicked
 // where nothing of it is.
-const pointJS = `function (selector, hitTest) {` + findElementJS + describeJS + `
+const pointJS = `function (selector, hitTest, enabled) {` + findElementJS + describeJS + `
+	if (enabled && el.matches(":disabled")) return {error: "input", reason: "element " + selector + " is disabled: a click on it does nothing"};
 	const offscreen = (x, y) => ({error: "invisible", reason: "it is outside the visible page, at " + Math.round(x) + "," + Math.round(y) + ", and scrolling does not bring it in"});
 	const outside = (w, x, y) => x < 0 || y < 0 || x >= w.innerWidth || y >= w.innerHeight;
 	const inLabel = (hit) => Array.from(el.labels || []).some(l => l.contains(hit));
@@ -64,10 +65,11 @@ type point struct {
 	X, Y float64
 }
 
-// point resolves selector to the point a pointer action aims at.
-func (p *Page) point(ctx context.Context, selector string, hitTest bool) (point, error) {
+// point resolves selector to the point a pointer action aims at. With
+// enabled, a disabled control is refused (a click would do nothing).
+func (p *Page) point(ctx context.Context, selector string, hitTest, enabled bool) (point, error) {
 	var pt point
-	err := p.callOnDocument(ctx, "locate element", selector, pointJS, false, &pt, hitTest)
+	err := p.callOnDocument(ctx, "locate element", selector, pointJS, false, &pt, hitTest, enabled)
 	return pt, err
 }
 
@@ -81,10 +83,11 @@ type ClickOptions struct {
 // DR-013 specifies, plus what makes a click land where a user's would: the
 // element is scrolled into view, the mouse moved over it first (hover
 // handlers fire), and a hit test refuses to click when another element
-// covers its centre (*ElementCoveredError names it). Then the button is
+// covers its centre (*ElementCoveredError names it); a disabled control
+// is refused, since a click on it does nothing. Then the button is
 // pressed and released at the centre; twice for Double.
 func (p *Page) Click(ctx context.Context, selector string, o ClickOptions) error {
-	pt, err := p.point(ctx, selector, true)
+	pt, err := p.point(ctx, selector, true, true)
 	if err != nil {
 		return err
 	}
@@ -140,7 +143,7 @@ func (p *Page) Click(ctx context.Context, selector string, o ClickOptions) error
 // Hover moves the mouse to the centre of the element (scrolled into view),
 // so mouseover, mouseenter and :hover apply.
 func (p *Page) Hover(ctx context.Context, selector string) error {
-	pt, err := p.point(ctx, selector, true)
+	pt, err := p.point(ctx, selector, true, false)
 	if err != nil {
 		return err
 	}
@@ -155,7 +158,7 @@ const dragSteps = 8
 // steps to the centre of to, and releases it there. The target is not hit
 // tested: the dragged element itself may be over it.
 func (p *Page) Drag(ctx context.Context, from, to string) error {
-	src, err := p.point(ctx, from, true)
+	src, err := p.point(ctx, from, true, false)
 	if err != nil {
 		return err
 	}
@@ -166,7 +169,7 @@ func (p *Page) Drag(ctx context.Context, from, to string) error {
 	if err := p.mouse(ctx, "mousePressed", src.X, src.Y, left, 1, 1); err != nil {
 		return err
 	}
-	dst, err := p.point(ctx, to, false)
+	dst, err := p.point(ctx, to, false, false)
 	if err != nil {
 		// Let go where we are, so the page is not left mid-drag.
 		_ = p.mouse(ctx, "mouseReleased", src.X, src.Y, left, 0, 1)
