@@ -206,12 +206,21 @@ var errPageLoadTimeout = protocol.Errorf(protocol.CodeTimeout, "timeout waiting 
 // stopLoadingTimeout bounds cancelling a navigation after its own deadline.
 const stopLoadingTimeout = 5 * time.Second
 
+// stopLoading cancels the navigation under way, if any. Page.stopLoading
+// is the browser's, so it answers while the renderer's commands are held
+// back for the navigation.
 func (t *Tab) stopLoading() {
 	ctx, cancel := context.WithTimeout(context.Background(), stopLoadingTimeout)
 	defer cancel()
 	if err := t.page.StopLoading(ctx); err != nil {
-		t.log.Warn().Err(err).Msg("stop loading after navigate timeout")
+		t.log.Warn().Err(err).Msg("stop loading")
+		return
 	}
+	t.nav.observe(t.page.TakeEvents())
+	// Nothing is coming now, though a navigation still asking the page
+	// (its beforeunload handlers) reports no stop. One that was already
+	// committing still lands, as a change of its own.
+	t.nav.navigating = false
 }
 
 func (t *Tab) click(ctx context.Context, a protocol.Action) (outcome, error) {

@@ -26,9 +26,11 @@ type navState struct {
 	loaderID string // the current main-frame document's loader
 	loaded   map[string]bool
 	// navigating: the main frame asked to navigate (or started loading) and
-	// has neither committed nor stopped since.
-	navigating bool
-	changes    []pageChange // changes not yet turned into frames
+	// has neither committed nor stopped since; navigatingTo is where to,
+	// when the browser said.
+	navigating   bool
+	navigatingTo string
+	changes      []pageChange // changes not yet turned into frames
 	// dialog is the JavaScript dialog open now; dialogNotes are the
 	// openings and closings not yet reported.
 	dialog      *cdpdriver.DialogOpening
@@ -66,11 +68,11 @@ func (s *navState) observe(evs []cdpdriver.Event) {
 			s.changes = append(s.changes, pageChange{kind: frameSameDocument, url: e.URL})
 		case cdpdriver.NavigationRequested:
 			if e.Main {
-				s.navigating = true
+				s.navigating, s.navigatingTo = true, e.URL
 			}
 		case cdpdriver.LoadingStarted:
-			if e.Main {
-				s.navigating = true
+			if e.Main && !s.navigating {
+				s.navigating, s.navigatingTo = true, ""
 			}
 		case cdpdriver.LoadingStopped:
 			if e.Main {
@@ -100,6 +102,13 @@ func (s *navState) observe(evs []cdpdriver.Event) {
 		case cdpdriver.DialogClosed:
 			if s.dialog != nil {
 				s.dialogNotes = append(s.dialogNotes, dialogNote{dialog: *s.dialog, closed: e})
+				if s.dialog.Type == "beforeunload" && !e.Accepted {
+					// The user chose to stay: the navigation that asked is
+					// cancelled, and Chromium sends no event that says so
+					// (only Page.frameClearedScheduledNavigation, which it
+					// also sends when a navigation goes ahead).
+					s.navigating = false
+				}
 			}
 			s.dialog = nil
 			s.dialogsClosed++
@@ -116,6 +125,14 @@ type dialogNote struct {
 	dialog cdpdriver.DialogOpening
 	open   bool
 	closed cdpdriver.DialogClosed
+}
+
+// pendingNavigation names the navigation under way, for messages.
+func (s *navState) pendingNavigation() string {
+	if s.navigatingTo == "" {
+		return "a new document"
+	}
+	return s.navigatingTo
 }
 
 // takeChanges returns the changes not yet framed.

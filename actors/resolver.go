@@ -27,12 +27,21 @@ func (t *Tab) runPlan(plan protocol.Plan) protocol.PlanResult {
 		// own navigation to land counts against it.
 		deadline := time.Now().Add(a.EffectiveTimeout())
 		t.absorb(ctx) // everything received so far counts before the check
-		t.landPageNavigation(ctx, deadline)
+		unlanded := t.landPageNavigation(ctx, deadline, a)
 		err := t.frames.Check(a.BasedOnSequence)
-		if spec, _ := protocol.LookupAction(a.Type); err == nil && t.pending != nil && spec.Mutates {
+		if spec, _ := protocol.LookupAction(a.Type); err == nil && unlanded == nil && t.pending != nil && spec.Mutates {
 			// The last frame's content is read before this action can
 			// change the page: wait (bounded) for its document's load.
 			t.settlePending(ctx, true)
+			t.absorb(ctx)
+			err = t.frames.Check(a.BasedOnSequence)
+		}
+		if err == nil && loadsDocument[a.Type] && t.nav.navigating && t.nav.dialog == nil {
+			// The action replaces a navigation the page has under way
+			// (which may hang): cancel that first, so it cannot commit
+			// under the action. One that committed already is the
+			// page's frame, before the check.
+			t.stopLoading()
 			t.absorb(ctx)
 			err = t.frames.Check(a.BasedOnSequence)
 		}
@@ -47,6 +56,16 @@ func (t *Tab) runPlan(plan protocol.Plan) protocol.PlanResult {
 		if t.nav.crashed && !worksCrashed[a.Type] {
 			// Nothing would answer: fail now, not at the deadline.
 			stop(&res, i, protocol.Errorf(protocol.CodePageCrashed, "the page crashed; navigate, reload, back or forward to load one again"), nil, t.frames.Sequence())
+			break
+		}
+		if unlanded != nil {
+			stop(&res, i, unlanded, nil, t.frames.Sequence())
+			break
+		}
+		if !time.Now().Before(deadline) {
+			// Sent now, it would still reach the browser and run, after
+			// the agent was told it timed out.
+			stop(&res, i, protocol.Errorf(protocol.CodeTimeout, "the %s's %s passed while the page settled, before it could run; it was not sent", a.Type, a.EffectiveTimeout()), nil, t.frames.Sequence())
 			break
 		}
 		r := t.execute(ctx, deadline, plan, i, a)
@@ -66,19 +85,34 @@ func (t *Tab) runPlan(plan protocol.Plan) protocol.PlanResult {
 // url, which the tab knows.
 var worksCrashed = map[string]bool{"navigate": true, "reload": true, "back": true, "forward": true, "url": true}
 
+// loadsDocument are the actions that start a navigation of their own,
+// from the browser, replacing any the page has under way.
+var loadsDocument = map[string]bool{"navigate": true, "reload": true, "back": true, "forward": true}
+
 // landPageNavigation waits, within the action's deadline, for a
 // navigation the page started on its own (a timer, a redirect) and that
 // is still on its way, so that it becomes the page's frame before the
 // check instead of landing during the action and passing for the
-// action's. (Chromium holds scripts and input until it commits anyway.)
-func (t *Tab) landPageNavigation(ctx context.Context, deadline time.Time) {
-	if !t.nav.navigating || t.nav.dialog != nil {
-		return
+// action's. Chromium holds the renderer's commands back until the
+// navigation commits and then runs them in the new document, which the
+// check never saw: so an action still waiting at its deadline is not
+// sent, and fails with the error returned. The actions that need no
+// renderer do not wait: url answers what has committed, and those that
+// load a document replace the navigation (see runPlan).
+func (t *Tab) landPageNavigation(ctx context.Context, deadline time.Time, a protocol.Action) error {
+	if !t.nav.navigating || t.nav.dialog != nil || worksCrashed[a.Type] {
+		return nil
 	}
 	wctx, cancel := context.WithDeadline(ctx, deadline)
 	defer cancel()
 	t.waitFor(wctx, func() bool { return !t.nav.navigating || t.nav.dialog != nil })
 	t.absorb(ctx)
+	if !t.nav.navigating || t.nav.dialog != nil {
+		return nil
+	}
+	return protocol.Errorf(protocol.CodeTimeout,
+		"the page is navigating to %s, by itself, and it has not committed within %s; the %s was not sent, since the browser would hold it back and run it in that next document: try again once it has loaded, or navigate elsewhere",
+		t.nav.pendingNavigation(), a.EffectiveTimeout(), a.Type)
 }
 
 // withNodeTimeout gives an action that sets no timeout, and has no
@@ -117,14 +151,28 @@ func (t *Tab) execute(ctx context.Context, deadline time.Time, plan protocol.Pla
 	// Settling waits on the renderer too: a dialog that opens meanwhile
 	// (the next one, after a dialog action's answer) ends the wait.
 	sctx, release := t.page.Guard(actx, !worksCrashed[a.Type])
-	t.settle(sctx, out)
+	t.settle(sctx, out, spec.Mutates)
 	release()
-	if err == nil && out.loaderID != "" && !t.nav.committed(out.loaderID) && t.nav.dialog == nil {
+	switch {
+	case err == nil && out.loaderID != "" && !t.nav.committed(out.loaderID) && t.nav.dialog == nil:
 		// The navigation never committed within the deadline (a hung
 		// page, a server that never answers): it failed, whatever
 		// Page.navigate said; cancel it so it cannot land later.
 		t.stopLoading()
 		err = errPageLoadTimeout
+	case spec.Mutates && t.nav.navigating && t.nav.dialog == nil && !t.nav.crashed:
+		// A navigation that started during the action (a link, a form,
+		// a script: the action's, see settle) has not committed by the
+		// deadline. Stop it, so it cannot land later as the page's,
+		// and so that what Chromium held back of the action for the
+		// next document runs, if at all, in this one.
+		to := t.nav.pendingNavigation()
+		t.stopLoading()
+		if err == nil || codeOf(err) == protocol.CodeTimeout {
+			out.ran = out.ran || err == nil // it did what it does: a frame
+			err = protocol.Errorf(protocol.CodeTimeout, "a navigation to %s started by the %s did not commit within %s; it was stopped, and the page stays at %s",
+				to, a.Type, a.EffectiveTimeout(), t.nav.url)
+		}
 	}
 	t.reportDialogs()
 	if denied := t.reportBlocked(); denied != nil {
@@ -170,13 +218,16 @@ func (t *Tab) execute(ctx context.Context, deadline time.Time, plan protocol.Pla
 }
 
 // settle waits, within the action's deadline, until the navigation the
-// action started (if any) has committed or ended.
-func (t *Tab) settle(ctx context.Context, out outcome) {
+// action started (if any) has committed or ended. A read-only action
+// (mutates false) starts none, and does not wait for the page's.
+func (t *Tab) settle(ctx context.Context, out outcome, mutates bool) {
 	t.nav.observe(t.page.TakeEvents())
 	if t.nav.dialog != nil {
 		return // the page is blocked until the dialog is answered
 	}
-	if out.barrier && !t.nav.crashed { // a dead renderer answers nothing
+	// A dead renderer answers nothing, and one whose next document is on
+	// its way answers only from that document: the commit tells more.
+	if out.barrier && !t.nav.crashed && !t.nav.navigating {
 		t.barrier(ctx)
 	} else {
 		t.nav.observe(t.page.TakeEvents())
@@ -184,9 +235,11 @@ func (t *Tab) settle(ctx context.Context, out outcome) {
 	if out.loaderID != "" {
 		t.waitFor(ctx, func() bool { return t.nav.committed(out.loaderID) })
 	}
-	// A navigation the page requested during the action (a link, a form,
-	// a script) belongs to the action too.
-	t.waitFor(ctx, func() bool { return !t.nav.navigating })
+	if mutates {
+		// A navigation the page requested during the action (a link, a
+		// form, a script) belongs to the action too.
+		t.waitFor(ctx, func() bool { return !t.nav.navigating })
+	}
 	if t.nav.title == "" && t.nav.dialog == nil && !t.nav.crashed && len(t.nav.changes) > 0 {
 		// A new document: read the title it has so far, which the frame
 		// and the reply carry.
@@ -198,6 +251,11 @@ func (t *Tab) settle(ctx context.Context, out outcome) {
 // reached us: a renderer round trip after the action, and its answer also
 // refreshes URL and title.
 func (t *Tab) barrier(ctx context.Context) {
+	if ctx.Err() != nil {
+		// Past the deadline nothing more goes to the browser.
+		t.nav.observe(t.page.TakeEvents())
+		return
+	}
 	url, title, err := t.page.Location(ctx)
 	t.nav.observe(t.page.TakeEvents())
 	if err == nil && !t.nav.navigating && url == t.nav.url {
