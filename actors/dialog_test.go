@@ -212,3 +212,25 @@ func TestDialogDefaultAnswerAfterTimeout(t *testing.T) {
 		})
 	}
 }
+
+// A dialog the page opens as it loads ends a navigate --wait as it ends a
+// click: the navigation is done, its frame made, and the dialog waits for
+// its answer (it used to fail as "timeout waiting for page load").
+func TestDialogWhileLoading(t *testing.T) {
+	tab, _, _ := tabAt(t, "/read.html")
+	events := cmdWatchDialogs(t, tab)
+	res := cmdMutate(t, tab, protocol.Action{Type: "navigate", URL: site("/dialogload.html"), Wait: true, Timeout: protocol.Duration(10 * time.Second)})
+	if res.URL != site("/dialogload.html") {
+		t.Fatalf("navigate --wait to a page that asks as it loads: %+v", res)
+	}
+	if ev := cmdNextDialog(t, events); !ev.Open || ev.Type != "confirm" {
+		t.Fatalf("dialog event %+v", ev)
+	}
+	res2 := cmdFails(t, tab, protocol.Action{Type: "ready", Timeout: protocol.Duration(5 * time.Second)}, protocol.CodeDialogOpen)
+	if !strings.Contains(res2.Error, "dialog accept") {
+		t.Fatalf("ready while the page asks: %q", res2.Error)
+	}
+	cmdMutate(t, tab, protocol.Action{Type: "dialog", Answer: "dismiss"})
+	cmdRead(t, tab, protocol.Action{Type: "ready", Timeout: protocol.Duration(10 * time.Second)})
+	cmdExpect(t, tab, "window.answer", "false")
+}

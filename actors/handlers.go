@@ -195,9 +195,20 @@ func (t *Tab) waitLoad(ctx context.Context, loaderID string) error {
 		return cur != loaderID && t.nav.committed(loaderID) && t.nav.loaded[cur] && !t.nav.navigating
 	}
 	if !t.waitFor(ctx, loaded) {
-		return errPageLoadTimeout
+		return t.loadCutShort()
 	}
 	return nil
+}
+
+// loadCutShort is why a wait for a load ended without it: a dialog the
+// page opened meanwhile blocks it (the action is done: it returns, and
+// the dialog waits for its answer), or the time ran out.
+func (t *Tab) loadCutShort() error {
+	t.nav.observe(t.page.TakeEvents())
+	if t.nav.dialog != nil {
+		return cdpdriver.ErrDialogOpened
+	}
+	return errPageLoadTimeout
 }
 
 // errPageLoadTimeout is DR-013's timeout error.
@@ -325,7 +336,11 @@ func (t *Tab) ready(ctx context.Context, a protocol.Action) (outcome, error) {
 		t.waitFor(poll, func() bool { return t.nav.loaded[t.nav.loaderID] })
 		cancel()
 		if ctx.Err() != nil {
-			return outcome{}, errPageLoadTimeout
+			if err := t.loadCutShort(); err != cdpdriver.ErrDialogOpened {
+				return outcome{}, err
+			}
+			// ready changes nothing: the page is not ready, and says why.
+			return outcome{}, dialogOpenError(t.nav.dialog)
 		}
 	}
 	if a.NetworkIdle {
