@@ -516,8 +516,9 @@ function (selector, opts) {
 		if (tag === "option") node.selected = el.selected;
 		if (el === focused) node.focused = true;
 		// Editable content that no role calls a text field (an editor's
-		// root): say it takes text.
-		if (role !== "textbox" && role !== "searchbox" && el.isContentEditable && !(el.parentElement && el.parentElement.isContentEditable)) node.editable = true;
+		// root, which carries the attribute): say it takes text.
+		if (attrs && role !== "textbox" && role !== "searchbox" && el.hasAttribute("contenteditable") && el.isContentEditable &&
+			!(el.parentElement && el.parentElement.isContentEditable)) node.editable = true;
 		if (role === "heading") {
 			const lvl = +attr(el, attrs, "aria-level");
 			node.level = lvl >= 1 ? Math.floor(lvl) : /^h[1-6]$/.test(tag) ? +tag[1] : 2;
