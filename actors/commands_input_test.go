@@ -755,6 +755,28 @@ func TestTypeAppendsAndFillClears(t *testing.T) {
 	}
 }
 
+// A typing's frame and reply carry the title and URL the page has after
+// it: the check that the text took is the typing's barrier, and must see
+// what its input handlers did.
+func TestTypeFrameSeesWhatTheTypingDid(t *testing.T) {
+	tab, frames, _ := tabAt(t, "/typing.html")
+	for _, a := range []protocol.Action{
+		{Type: "type", Selector: "#search", Text: "go"},
+		{Type: "fill", Selector: "#search", Text: "gopher"},
+		{Type: "type", Selector: "#search", Text: "s", Keys: true},
+	} {
+		r := cmdMutate(t, tab, a)
+		value := cmdValue(t, tab, "search")
+		wantTitle, wantURL := "Search: "+value, site("/typing.html?q="+value)
+		if r.Title != wantTitle || r.URL != wantURL {
+			t.Fatalf("%s %q: reply at %q %q, want %q %q", a.Type, a.Text, r.URL, r.Title, wantURL, wantTitle)
+		}
+		if f := frames.until(r.Sequence); f.Title != wantTitle || f.URL != wantURL {
+			t.Fatalf("%s %q: frame at %q %q, want %q %q", a.Type, a.Text, f.URL, f.Title, wantURL, wantTitle)
+		}
+	}
+}
+
 // type and fill refuse what a field would drop or the page would refuse,
 // instead of answering ok; --keys types a key per character, which such
 // fields take.

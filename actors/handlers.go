@@ -20,6 +20,9 @@ type outcome struct {
 	// barrier: the action ran in the renderer through input events, whose
 	// effects may still be in flight; settle with a renderer round trip.
 	barrier bool
+	// at: the action's last call was that round trip, and saw the page
+	// here; settling needs no other.
+	at *cdpdriver.Location
 	// ran: the action failed after it ran in the page (a script that
 	// threw), so it may have changed it: it still makes its frame.
 	ran bool
@@ -38,8 +41,8 @@ var handlers = map[string]handler{
 	"click":    (*Tab).click,
 	"hover":    viaRenderer(func(t *Tab, ctx context.Context, a protocol.Action) error { return t.page.Hover(ctx, a.Selector) }),
 	"drag":     viaRenderer(func(t *Tab, ctx context.Context, a protocol.Action) error { return t.page.Drag(ctx, a.From, a.To) }),
-	"type":     viaRenderer((*Tab).typeText),
-	"fill":     viaRenderer((*Tab).fill),
+	"type":     (*Tab).typeText,
+	"fill":     (*Tab).fill,
 	"focus":    viaRenderer(func(t *Tab, ctx context.Context, a protocol.Action) error { return t.page.Focus(ctx, a.Selector) }),
 	"key": viaRenderer(func(t *Tab, ctx context.Context, a protocol.Action) error {
 		return t.page.Key(ctx, a.Key, a.Modifiers())
@@ -241,23 +244,26 @@ func (t *Tab) click(ctx context.Context, a protocol.Action) (outcome, error) {
 
 // typeText is DR-013's type: focus the selector's element if given (else
 // type into the focused one), clear it if asked, insert the text, press
-// the key if given.
-func (t *Tab) typeText(ctx context.Context, a protocol.Action) error {
+// the key if given. The check that the text took is the barrier, unless
+// a key follows it.
+func (t *Tab) typeText(ctx context.Context, a protocol.Action) (outcome, error) {
 	if a.Key != "" {
 		if err := cdpdriver.CheckKey(a.Key); err != nil {
-			return err // before anything changes the page
+			return outcome{}, err // before anything changes the page
 		}
 	}
-	if err := t.page.Type(ctx, a.Selector, a.Text, cdpdriver.TypeOptions{Replace: a.Clear, Keys: a.Keys}); err != nil {
-		return err
+	at, err := t.page.Type(ctx, a.Selector, a.Text, cdpdriver.TypeOptions{Replace: a.Clear, Keys: a.Keys})
+	if err != nil {
+		return outcome{barrier: true, ran: inputSent(err)}, err
 	}
 	if a.Key != "" {
-		return t.page.Key(ctx, a.Key, 0)
+		err := t.page.Key(ctx, a.Key, 0)
+		return outcome{barrier: true, ran: true}, err // the text went in
 	}
-	return nil
+	return outcome{barrier: true, at: at}, nil
 }
 
-func (t *Tab) fill(ctx context.Context, a protocol.Action) error {
+func (t *Tab) fill(ctx context.Context, a protocol.Action) (outcome, error) {
 	a.Clear, a.Key = true, ""
 	return t.typeText(ctx, a)
 }

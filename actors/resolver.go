@@ -228,7 +228,11 @@ func (t *Tab) settle(ctx context.Context, out outcome, mutates bool) {
 	// A dead renderer answers nothing, and one whose next document is on
 	// its way answers only from that document: the commit tells more.
 	if out.barrier && !t.nav.crashed && !t.nav.navigating {
-		t.barrier(ctx)
+		if out.at != nil {
+			t.located(*out.at)
+		} else {
+			t.barrier(ctx)
+		}
 	} else {
 		t.nav.observe(t.page.TakeEvents())
 	}
@@ -257,9 +261,19 @@ func (t *Tab) barrier(ctx context.Context) {
 		return
 	}
 	url, title, err := t.page.Location(ctx)
+	if err != nil {
+		t.nav.observe(t.page.TakeEvents())
+		return
+	}
+	t.located(cdpdriver.Location{URL: url, Title: title})
+}
+
+// located takes in the events received up to a renderer round trip that
+// saw the page at loc, and the title it saw.
+func (t *Tab) located(loc cdpdriver.Location) {
 	t.nav.observe(t.page.TakeEvents())
-	if err == nil && !t.nav.navigating && url == t.nav.url {
-		t.nav.title = title
+	if !t.nav.navigating && loc.URL == t.nav.url {
+		t.nav.title = loc.Title
 	}
 }
 

@@ -160,10 +160,13 @@ const fieldJS = `function (selector, text, replace, keys) {` + lookupJS + descri
 // clears it ("cleared"), that it is empty; after the typing ("took"),
 // that it changed. A page that handles Backspace itself, or refuses
 // typed text (a field that filters characters drops a whole insert), is
-// found out here instead of answering ok.
+// found out here instead of answering ok. Being a renderer round trip
+// after the typing, "took" also answers the page's URL and title, as
+// Location does, so the typing needs no other barrier.
 const fieldCheckJS = `function (_, step) {
 	const f = window.__framebusField;
-	if (!f || !f.el.isConnected) return {};
+	const at = step === "took" ? {url: location.href, title: document.title} : {};
+	if (!f || !f.el.isConnected) return at;
 	const refuse = (reason) => ({error: "input", reason});
 	const now = f.editable ? f.el.textContent : f.el.value;
 	if (step === "cleared") {
@@ -173,7 +176,7 @@ const fieldCheckJS = `function (_, step) {
 	}
 	window.__framebusField = null;
 	if (now === f.before) return refuse(f.where + " did not take the text: it still holds " + JSON.stringify(now) + " (a script on the page refused the input; type --keys presses a key per character, as a user types)");
-	return {};
+	return at;
 }`
 
 type fieldReply struct {
@@ -195,24 +198,27 @@ type TypeOptions struct {
 // selector, focused, or with selector "" the focused one. An input that
 // takes a whole value (a date, a colour, a range) takes text as that
 // value. Clearing and typing are checked to have taken (fieldCheckJS).
-func (p *Page) Type(ctx context.Context, selector, text string, o TypeOptions) error {
+//
+// When the text was typed, the answer is where the page is after it (see
+// fieldCheckJS); otherwise it is nil.
+func (p *Page) Type(ctx context.Context, selector, text string, o TypeOptions) (*Location, error) {
 	var r fieldReply
 	if err := p.callOnDocument(ctx, "focus", selector, fieldJS, false, &r, text, o.Replace, o.Keys); err != nil {
-		return err
+		return nil, err
 	}
 	if r.Set {
-		return nil
+		return nil, nil
 	}
 	if r.Selected {
 		if err := p.press(ctx, namedKeys["Backspace"], 0); err != nil {
-			return err
+			return nil, err
 		}
 		if err := p.callOnDocument(ctx, "check field", "", fieldCheckJS, false, nil, "cleared"); err != nil {
-			return &InputSentError{Err: err} // the field may have changed
+			return nil, &InputSentError{Err: err} // the field may have changed
 		}
 	}
 	if text == "" {
-		return nil
+		return nil, nil
 	}
 	var err error
 	if o.Keys {
@@ -221,12 +227,13 @@ func (p *Page) Type(ctx context.Context, selector, text string, o TypeOptions) e
 		err = p.InsertText(ctx, text)
 	}
 	if err != nil {
-		return err
+		return nil, err
 	}
-	if err := p.callOnDocument(ctx, "check field", "", fieldCheckJS, false, nil, "took"); err != nil {
-		return &InputSentError{Err: err}
+	var took locationReply
+	if err := p.callOnDocument(ctx, "check field", "", fieldCheckJS, false, &took, "took"); err != nil {
+		return nil, &InputSentError{Err: err}
 	}
-	return nil
+	return took.location(), nil
 }
 
 const focusJS = `function (selector) {` + findElementJS + describeJS + focusOnJS + `

@@ -154,6 +154,27 @@ func (p *Page) Location(ctx context.Context) (url, title string, err error) {
 	return v[0], v[1], nil
 }
 
+// Location is where the page is, as one renderer round trip saw it: the
+// document's URL and title. An action whose last call answers it needs no
+// barrier after it (see Type).
+type Location struct{ URL, Title string }
+
+// locationReply is an element function's answer that may carry the
+// page's location.
+type locationReply struct {
+	elementReply
+	URL   *string `json:"url"`
+	Title string  `json:"title"`
+}
+
+// location is the answer's Location, nil when it has none.
+func (r *locationReply) location() *Location {
+	if r.URL == nil {
+		return nil
+	}
+	return &Location{URL: *r.URL, Title: r.Title}
+}
+
 // StopLoading cancels a pending navigation.
 func (p *Page) StopLoading(ctx context.Context) error {
 	return p.wrap(ctx, "stop loading", p.client.Page.StopLoading(ctx))
