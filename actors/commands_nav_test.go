@@ -67,6 +67,39 @@ func TestNavigationTitles(t *testing.T) {
 	check(protocol.Action{Type: "forward"}, "Product 4")
 }
 
+// A page the server answers with an error status (404, 500) loads as a
+// browser shows it: the action succeeds, and its reply and every frame of
+// that document carry the status, as frames of other documents carry
+// theirs; a redirect's is the status of where it led.
+func TestFramesCarryTheHTTPStatus(t *testing.T) {
+	tab, frames, _ := tabAt(t, "/")
+	check := func(a protocol.Action, want int) {
+		t.Helper()
+		r := cmdMutate(t, tab, a)
+		if r.Status != want {
+			t.Fatalf("%s %s: reply status %d, want %d (%+v)", a.Type, a.URL, r.Status, want, r)
+		}
+		if f := frames.until(r.Sequence); f.Status != want {
+			t.Fatalf("%s %s: frame status %d, want %d (%+v)", a.Type, a.URL, f.Status, want, f)
+		}
+	}
+	check(protocol.Action{Type: "navigate", URL: site("/missing.html")}, 404)
+	check(protocol.Action{Type: "navigate", URL: site("/status?code=500"), Wait: true}, 500)
+	check(protocol.Action{Type: "eval", Expression: "1"}, 500) // the same document
+	check(protocol.Action{Type: "click", Selector: "#home"}, 200)
+	check(protocol.Action{Type: "click", Selector: "#push"}, 200) // pushState
+	check(protocol.Action{Type: "navigate", URL: site("/redirect?to=" + url.QueryEscape("/status?code=410"))}, 410)
+	check(protocol.Action{Type: "back", Wait: true}, 200)
+	check(protocol.Action{Type: "forward", Wait: true}, 410)
+	check(protocol.Action{Type: "reload", Wait: true}, 410)
+	check(protocol.Action{Type: "navigate", URL: "about:blank"}, 0)
+	// As text: the CLI's and the frame's JSON have "status" only when known.
+	r := cmdMutate(t, tab, protocol.Action{Type: "navigate", URL: site("/status?code=404")})
+	if raw, _ := protocol.Marshal(r); !strings.Contains(string(raw), `"status":404`) {
+		t.Fatalf("reply JSON without its status: %s", raw)
+	}
+}
+
 // A load the browser cannot make fails with navigation_failed and
 // Chromium's net::ERR_ text; the tab navigates normally afterwards.
 func TestNavigateFailures(t *testing.T) {

@@ -35,7 +35,7 @@ type pendingFrame struct {
 
 // frameFor turns change c into the next frame.
 func (t *Tab) frameFor(ctx context.Context, c pageChange, change frames.Change) protocol.Frame {
-	change.URL, change.Title = c.url, t.nav.title
+	change.URL, change.Title, change.Status = c.url, t.nav.title, c.status
 	change.NewDocument = c.kind == frameNavigation
 	if t.pending != nil {
 		t.completePending(ctx, pendingCutNote(c), false)

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"strconv"
 	"testing"
 	"time"
 
@@ -74,6 +75,16 @@ func siteHandler() http.Handler {
 		case <-r.Context().Done():
 		}
 		fmt.Fprint(w, "<title>slow</title>slow")
+	})
+	// /status?code=N answers a page with HTTP status N.
+	mux.HandleFunc("/status", func(w http.ResponseWriter, r *http.Request) {
+		code, err := strconv.Atoi(r.URL.Query().Get("code"))
+		if err != nil {
+			code = http.StatusBadRequest
+		}
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		w.WriteHeader(code)
+		fmt.Fprintf(w, "<title>Status %d</title><h1>%d %s</h1><a id=home href=/>home</a>", code, code, http.StatusText(code))
 	})
 	// /redirect?to=URL answers 302 to URL.
 	mux.HandleFunc("/redirect", func(w http.ResponseWriter, r *http.Request) {

@@ -15,6 +15,9 @@ type pageChange struct {
 	// unreachable: the new document is Chromium's error page for this
 	// URL, which could not be loaded.
 	unreachable string
+	// status is the HTTP status of the document the page shows after the
+	// change; 0 when it came with none (about:blank, a data: URL).
+	status int
 }
 
 // navState is what the tab actor knows of its page from the events it has
@@ -24,7 +27,11 @@ type navState struct {
 	url      string
 	title    string
 	loaderID string // the current main-frame document's loader
+	status   int    // the current document's HTTP status (0: none)
 	loaded   map[string]bool
+	// statuses are the HTTP statuses main-frame documents came with, by
+	// loader; a document's arrives before its commit.
+	statuses map[string]int
 	// navigating: the main frame asked to navigate (or started loading) and
 	// has neither committed nor stopped since; navigatingTo is where to,
 	// when the browser said.
@@ -45,7 +52,9 @@ type navState struct {
 	crashed bool
 }
 
-func newNavState() *navState { return &navState{loaded: map[string]bool{}} }
+func newNavState() *navState {
+	return &navState{loaded: map[string]bool{}, statuses: map[string]int{}}
+}
 
 // observe folds events into the state, in order.
 func (s *navState) observe(evs []cdpdriver.Event) {
@@ -59,13 +68,18 @@ func (s *navState) observe(evs []cdpdriver.Event) {
 			// The old document's title is not the new one's, which is
 			// unknown until the browser reports it or the page is read.
 			s.url, s.loaderID, s.title = e.URL, e.LoaderID, ""
-			s.changes = append(s.changes, pageChange{kind: frameNavigation, url: e.URL, loaderID: e.LoaderID, unreachable: e.UnreachableURL})
+			s.status = s.statuses[e.LoaderID]
+			s.changes = append(s.changes, pageChange{kind: frameNavigation, url: e.URL, loaderID: e.LoaderID, unreachable: e.UnreachableURL, status: s.status})
+		case cdpdriver.DocumentResponse:
+			if e.Main {
+				s.statuses[e.LoaderID] = e.Status
+			}
 		case cdpdriver.SameDocumentNavigated:
 			if !e.Main || e.URL == s.url {
 				continue
 			}
 			s.url = e.URL
-			s.changes = append(s.changes, pageChange{kind: frameSameDocument, url: e.URL})
+			s.changes = append(s.changes, pageChange{kind: frameSameDocument, url: e.URL, status: s.status})
 		case cdpdriver.NavigationRequested:
 			if e.Main {
 				s.navigating, s.navigatingTo = true, e.URL
@@ -88,7 +102,7 @@ func (s *navState) observe(evs []cdpdriver.Event) {
 			}
 		case cdpdriver.Crashed:
 			s.navigating, s.crashed = false, true
-			s.changes = append(s.changes, pageChange{kind: frameCrash, url: s.url})
+			s.changes = append(s.changes, pageChange{kind: frameCrash, url: s.url, status: s.status})
 		case cdpdriver.Detached:
 			s.detached = true
 		case cdpdriver.RequestBlocked:
@@ -117,6 +131,9 @@ func (s *navState) observe(evs []cdpdriver.Event) {
 	if len(s.loaded) > 64 { // keep only the current document's mark
 		cur := s.loaded[s.loaderID]
 		s.loaded = map[string]bool{s.loaderID: cur}
+	}
+	if len(s.statuses) > 64 { // and status: older documents are gone
+		s.statuses = map[string]int{s.loaderID: s.status}
 	}
 }
 

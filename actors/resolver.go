@@ -207,13 +207,13 @@ func (t *Tab) execute(ctx context.Context, deadline time.Time, plan protocol.Pla
 		Format: frames.Format(plan.FullPage), Policy: frames.Policy(plan.FullPagePolicy)}
 	var f protocol.Frame
 	if len(changes) == 0 {
-		f = t.frameFor(ctx, pageChange{url: t.nav.url}, change)
+		f = t.frameFor(ctx, pageChange{url: t.nav.url, status: t.nav.status}, change)
 	} else {
 		// Every change the action caused settles into its one frame,
 		// carrying the final state.
 		f = t.frameFor(ctx, changes[len(changes)-1], change)
 	}
-	r.Sequence, r.URL, r.Title = f.Sequence, f.URL, f.Title
+	r.Sequence, r.URL, r.Title, r.Status = f.Sequence, f.URL, f.Title, f.Status
 	return r
 }
 
@@ -300,6 +300,7 @@ func codeOf(err error) protocol.Code {
 		in        *cdpdriver.InputError
 		wait      *cdpdriver.WaitTimeoutError
 		staleRef  *cdpdriver.StaleRefError
+		unknown   *cdpdriver.UnknownRefError
 		badURL    *cdpdriver.InvalidURLError
 	)
 	switch {
@@ -313,6 +314,8 @@ func codeOf(err error) protocol.Code {
 		return protocol.CodeElementNotFound
 	case errors.As(err, &staleRef):
 		return protocol.CodeStaleRef
+	case errors.As(err, &unknown):
+		return protocol.CodeBadRequest
 	case errors.As(err, &covered):
 		return protocol.CodeElementCovered
 	case errors.As(err, &noHistory):

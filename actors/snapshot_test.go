@@ -3,6 +3,7 @@ package actors
 import (
 	"encoding/json"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -86,6 +87,20 @@ func TestSnapshotRefs(t *testing.T) {
 	cmdExpect(t, tab, "window.clicked", `"b"`) // nothing else was clicked
 	// wait-for --gone on a stale ref is done at once.
 	cmdRead(t, tab, protocol.Action{Type: "wait-for", Selector: alpha, Gone: true, Timeout: protocol.Duration(time.Second)})
+
+	// A ref no snapshot gave out is a mistake, not a page change.
+	n := 0
+	for _, m := range regexp.MustCompile(`\[ref=e(\d+)\]`).FindAllStringSubmatch(snapshotOf(t, tab, protocol.Action{NoIdle: true}).Text, -1) {
+		k, _ := strconv.Atoi(m[1])
+		n = max(n, k)
+	}
+	last := "e" + strconv.Itoa(n)
+	for _, ref := range []string{"e" + strconv.Itoa(n+1), "e99999999999999999999"} {
+		res := cmdFails(t, tab, protocol.Action{Type: "click", Selector: ref}, protocol.CodeBadRequest)
+		if want := "unknown ref: " + ref + " was never given out on this tab (its snapshots gave out e1 to " + last + ")"; !strings.HasPrefix(res.Error, want) {
+			t.Fatalf("click on ref %s: %q, want %q", ref, res.Error, want)
+		}
+	}
 
 	// A new document: the old refs are stale.
 	cmdMutate(t, tab, protocol.Action{Type: "navigate", URL: site("/refs.html")})

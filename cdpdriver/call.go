@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
 
 	"github.com/mafredri/cdp/protocol/runtime"
 	"github.com/mafredri/cdp/rpcc"
@@ -150,7 +151,20 @@ func (p *Page) callOnDocument(ctx context.Context, op, selector, fn string, awai
 	if derr != nil {
 		return fmt.Errorf("%s: unexpected answer %s: %w", op, truncateForError(res.Value), derr)
 	}
-	return head.err(selector)
+	return p.refError(head.err(selector))
+}
+
+// refError tells a ref this tab never gave out from one whose element is
+// gone: the page sees both as naming nothing.
+func (p *Page) refError(err error) error {
+	var stale *StaleRefError
+	if !errors.As(err, &stale) {
+		return err
+	}
+	if n, perr := strconv.Atoi(stale.Ref[1:]); perr != nil || n >= p.nextRef {
+		return &UnknownRefError{Ref: stale.Ref, Last: max(p.nextRef-1, 0)}
+	}
+	return err
 }
 
 // callReply is Runtime.callFunctionOn's reply with the value left raw.

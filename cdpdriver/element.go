@@ -48,7 +48,7 @@ func (p *Page) element(ctx context.Context, selector string) (runtime.RemoteObje
 	}
 	switch r := res.Result; {
 	case r.Type == "number":
-		return "", &StaleRefError{Ref: selector}
+		return "", p.refError(&StaleRefError{Ref: selector})
 	case r.Type == "string":
 		var reason string
 		_ = json.Unmarshal(r.Value, &reason)

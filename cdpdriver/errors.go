@@ -128,3 +128,18 @@ type StaleRefError struct{ Ref string }
 func (e *StaleRefError) Error() string {
 	return fmt.Sprintf("stale ref: %s no longer points to an element on the page (removed, or the page changed); take a new snapshot", e.Ref)
 }
+
+// UnknownRefError: a ref no snapshot of this tab gave out (mistyped, or
+// taken from another tab). Last is the last ref its snapshots gave out,
+// 0 when none has.
+type UnknownRefError struct {
+	Ref  string
+	Last int
+}
+
+func (e *UnknownRefError) Error() string {
+	if e.Last == 0 {
+		return fmt.Sprintf("unknown ref: %s was never given out on this tab, where no snapshot has given refs yet; take a snapshot and use its refs", e.Ref)
+	}
+	return fmt.Sprintf("unknown ref: %s was never given out on this tab (its snapshots gave out e1 to e%d); take a snapshot and use its refs", e.Ref, e.Last)
+}

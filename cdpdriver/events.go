@@ -33,6 +33,14 @@ type NavigationRequested struct {
 	Main                           bool
 }
 
+// DocumentResponse: the HTTP response a frame's document came with
+// (Network.responseReceived of a Document), the last of any redirects.
+type DocumentResponse struct {
+	FrameID, LoaderID string
+	Status            int
+	Main              bool
+}
+
 // LoadingStarted and LoadingStopped bracket a frame's loading
 // (Page.frameStartedLoading / frameStoppedLoading). A stop without a
 // commit means a requested navigation ended without a new document
@@ -78,6 +86,7 @@ type DialogClosed struct {
 }
 
 func (FrameNavigated) isEvent()        {}
+func (DocumentResponse) isEvent()      {}
 func (SameDocumentNavigated) isEvent() {}
 func (NavigationRequested) isEvent()   {}
 func (LoadingStarted) isEvent()        {}
@@ -108,6 +117,19 @@ func (d *eventDecoder) decode(method string, params json.RawMessage) (Event, boo
 		return nil, false
 	}
 	switch method {
+	case "Network.responseReceived":
+		var p struct {
+			FrameID  string `json:"frameId"`
+			LoaderID string `json:"loaderId"`
+			Type     string `json:"type"`
+			Response struct {
+				Status int `json:"status"`
+			} `json:"response"`
+		}
+		if json.Unmarshal(params, &p) != nil || p.Type != "Document" {
+			return nil, false
+		}
+		return DocumentResponse{FrameID: p.FrameID, LoaderID: p.LoaderID, Status: p.Response.Status, Main: p.FrameID == d.mainFrameID}, true
 	case "Page.frameNavigated":
 		var p struct {
 			Frame struct {

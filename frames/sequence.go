@@ -20,6 +20,7 @@ type Options struct {
 // Change is a new state of the page, as the tab actor saw it settle.
 type Change struct {
 	URL, Title    string
+	Status        int    // the document's HTTP status; 0 when it had none
 	Action        string // the action type, or protocol.FrameNavigation etc. for page changes
 	Source        string // protocol.SourceAgent, SourcePage or SourceBrowser
 	PlanID, Agent string
@@ -118,6 +119,7 @@ func (s *Stream) Append(c Change, content *string, note string) protocol.Frame {
 		Sequence: s.seq,
 		URL:      c.URL,
 		Title:    c.Title,
+		Status:   c.Status,
 		Action:   c.Action,
 		Source:   c.Source,
 		PlanID:   c.PlanID,

@@ -25,16 +25,20 @@ const (
 // exactly one per state change; a plan's action runs only while the frame
 // it names is the tab's latest.
 type Frame struct {
-	Version  int       `json:"version"`
-	Tab      string    `json:"tab"`
-	Sequence int64     `json:"sequence"`
-	URL      string    `json:"url"`
-	Title    string    `json:"title"`
-	Action   string    `json:"action"`
-	Source   string    `json:"source"`
-	PlanID   string    `json:"planId,omitempty"`
-	Agent    string    `json:"agent,omitempty"`
-	Time     time.Time `json:"time"`
+	Version  int    `json:"version"`
+	Tab      string `json:"tab"`
+	Sequence int64  `json:"sequence"`
+	URL      string `json:"url"`
+	Title    string `json:"title"`
+	// Status is the HTTP status the frame's document came with (404 for
+	// a page not found); absent when it came with none (about:blank,
+	// data: URLs, Chromium's error page).
+	Status int       `json:"status,omitempty"`
+	Action string    `json:"action"`
+	Source string    `json:"source"`
+	PlanID string    `json:"planId,omitempty"`
+	Agent  string    `json:"agent,omitempty"`
+	Time   time.Time `json:"time"`
 	// FullPage is the page content, present when the URL changed from the
 	// previous frame. FullPageFormat says what it is (html, text, ...).
 	FullPage       *string `json:"fullPage,omitempty"`

@@ -40,6 +40,7 @@ type ActionResult struct {
 	Sequence int64           `json:"sequence,omitempty"`
 	URL      string          `json:"url,omitempty"`
 	Title    string          `json:"title,omitempty"`
+	Status   int             `json:"status,omitempty"` // the frame's (see Frame)
 	Value    json.RawMessage `json:"value,omitempty"`
 }
 
