@@ -309,7 +309,9 @@ func p50(d []time.Duration) time.Duration {
 //
 //   - click: resolve the element (Runtime.evaluate), DOM.getBoxModel,
 //     mousePressed and mouseReleased at the centre, each awaited;
-//   - type: resolve the element, DOM.focus, Input.insertText.
+//   - type: resolve the element, DOM.focus, Input.insertText;
+//   - fill: resolve the element, DOM.focus, select its content
+//     (Runtime.callFunctionOn), Input.insertText over it.
 //
 // It reports each path's p50 and the ratio. The clicks land where the
 // mouse already is, so framebus does not move it; click-moving is a bus
@@ -366,6 +368,18 @@ func BenchmarkInput(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+	rawFill := func() {
+		el := resolve("#q")
+		if err := raw.DOM.Focus(ctx, &dom.FocusArgs{ObjectID: &el}); err != nil {
+			b.Fatal(err)
+		}
+		if _, err := raw.Runtime.CallFunctionOn(ctx, runtime.NewCallFunctionOnArgs("function () { this.select(); }").SetObjectID(el)); err != nil {
+			b.Fatal(err)
+		}
+		if err := raw.Input.InsertText(ctx, input.NewInsertTextArgs("filled")); err != nil {
+			b.Fatal(err)
+		}
+	}
 	click := protocol.Action{Type: "click", Selector: "#count"}
 	other := protocol.Action{Type: "click", Selector: "#other"}
 	typ := protocol.Action{Type: "type", Selector: "#q", Text: "x"}
@@ -391,6 +405,16 @@ func BenchmarkInput(b *testing.B) {
 		if i%100 == 99 { // keep the field short
 			plan(protocol.Action{Type: "eval", Expression: "document.getElementById('q').value = ''"})
 		}
+	}
+	// Fills, in a loop of their own (they leave the field as it was).
+	fill := protocol.Action{Type: "fill", Selector: "#q", Text: "filled"}
+	var rf, bf []time.Duration
+	for i := 0; i < b.N; i++ {
+		t0 := time.Now()
+		rawFill()
+		t1 := time.Now()
+		plan(fill)
+		rf, bf = append(rf, t1.Sub(t0)), append(bf, time.Since(t1))
 	}
 	// Then clicks that each move the mouse, in a loop of their own: the
 	// hover changes they make would slow the rows above.
@@ -418,6 +442,9 @@ func BenchmarkInput(b *testing.B) {
 	b.ReportMetric(float64(p50(rt).Microseconds()), "type-raw-p50-µs")
 	b.ReportMetric(float64(p50(bt).Microseconds()), "type-bus-p50-µs")
 	b.ReportMetric(float64(p50(bt))/float64(p50(rt)), "type-bus/raw")
+	b.ReportMetric(float64(p50(rf).Microseconds()), "fill-raw-p50-µs")
+	b.ReportMetric(float64(p50(bf).Microseconds()), "fill-bus-p50-µs")
+	b.ReportMetric(float64(p50(bf))/float64(p50(rf)), "fill-bus/raw")
 }
 
 // benchSetup opens a tab at path, a raw DevTools client of the same tab

@@ -789,7 +789,7 @@ func TestTypeRefusesLostText(t *testing.T) {
 		{protocol.Action{Type: "type", Selector: "#short", Text: "cdef"}, `"cdef" is 4 characters, but element #short takes at most 5, and holds 2 already (maxlength)`},
 		{protocol.Action{Type: "fill", Selector: "#code input", Text: "1234"}, "type it with --keys"},
 		{protocol.Action{Type: "type", Selector: "#digits", Text: "12ab34"}, `element #digits did not take the text: it still holds ""`},
-		{protocol.Action{Type: "fill", Selector: "#masked", Text: "56/78"}, `element #masked could not be cleared: it still holds "12/3"`},
+		{protocol.Action{Type: "fill", Selector: "#masked", Text: ""}, `element #masked could not be cleared: it still holds "12/3"`},
 		{protocol.Action{Type: "type", Selector: "#in-fieldset", Text: "x"}, "element #in-fieldset is disabled"},
 		{protocol.Action{Type: "focus", Selector: "#inert-field"}, "element #inert-field is inert"},
 		{protocol.Action{Type: "type", Selector: "#gone", Text: "x"}, "element #gone is not shown"},
@@ -808,6 +808,12 @@ func TestTypeRefusesLostText(t *testing.T) {
 	cmdMutate(t, tab, protocol.Action{Type: "type", Selector: "#code input", Text: "1234", Keys: true})
 	cmdMutate(t, tab, protocol.Action{Type: "fill", Selector: "#short", Text: "abcdefg", Keys: true})
 	cmdExpect(t, tab, "[digits.value, code(), short.value]", `["1234","1234","abcde"]`)
+	// fill types over the selected content, as a user does: no Backspace
+	// for the page to handle its own way; the same text again is kept.
+	cmdMutate(t, tab, protocol.Action{Type: "fill", Selector: "#masked", Text: "56/78"})
+	cmdMutate(t, tab, protocol.Action{Type: "fill", Selector: "#short", Text: "abcde"})
+	cmdMutate(t, tab, protocol.Action{Type: "fill", Selector: "#digits", Text: "99", Keys: true})
+	cmdExpect(t, tab, "[masked.value, short.value, digits.value]", `["56/78","abcde","99"]`)
 
 	// A host that delegates focus passes it, and the text, to its field.
 	cmdMutate(t, tab, protocol.Action{Type: "focus", Selector: "#delegating"})

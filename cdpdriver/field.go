@@ -70,7 +70,8 @@ const focusOnJS = deepFocusJS + `
 // color, range, ...) take the whole value, set as a user's picker would,
 // with input and change events; only when replacing (fill, type --clear),
 // and only a value the input keeps. With replace, a text field's content
-// is selected, for the Backspace that clears it.
+// is selected, for the text to replace it, as a user's typing over a
+// selection does (or for the Backspace that clears it, given no text).
 //
 // The field and its content are kept for fieldCheckJS, which checks
 // that the clearing and the typing took.
@@ -95,7 +96,7 @@ const fieldJS = `function (selector, text, replace, keys) {` + lookupJS + descri
 		where = "the focused element (" + describe(el) + ")";
 	}
 	const kind = el.localName === "input" ? (el.type || "text") : el.localName;
-	const keep = (editable) => { window.__framebusField = {el, where, editable, before: editable ? el.textContent : el.value}; };
+	const keep = (editable) => { window.__framebusField = {el, where, editable, replace, text, before: editable ? el.textContent : el.value}; };
 	if (el.isContentEditable) {
 		if (replace || !focused) {
 			const doc = el.ownerDocument, r = doc.createRange();
@@ -158,7 +159,7 @@ const fieldJS = `function (selector, text, replace, keys) {` + lookupJS + descri
 
 // fieldCheckJS checks the field fieldJS readied: after the Backspace that
 // clears it ("cleared"), that it is empty; after the typing ("took"),
-// that it changed. A page that handles Backspace itself, or refuses
+// that it changed, or, replacing its content, holds the text. A page that handles Backspace itself, or refuses
 // typed text (a field that filters characters drops a whole insert), is
 // found out here instead of answering ok. Being a renderer round trip
 // after the typing, "took" also answers the page's URL and title, as
@@ -175,7 +176,7 @@ const fieldCheckJS = `function (_, step) {
 		return {};
 	}
 	window.__framebusField = null;
-	if (now === f.before) return refuse(f.where + " did not take the text: it still holds " + JSON.stringify(now) + " (a script on the page refused the input; type --keys presses a key per character, as a user types)");
+	if (now === f.before && !(f.replace && now === f.text)) return refuse(f.where + " did not take the text: it still holds " + JSON.stringify(now) + " (a script on the page refused the input; type --keys presses a key per character, as a user types)");
 	return at;
 }`
 
@@ -187,8 +188,9 @@ type fieldReply struct {
 
 // TypeOptions vary how Type puts text in.
 type TypeOptions struct {
-	// Replace: delete the field's content first (select all, Backspace,
-	// so input events fire): fill, type --clear.
+	// Replace: the text replaces the field's content, typed over it
+	// selected, as a user does (one input event, as Playwright's fill
+	// makes); with no text, Backspace deletes it: fill, type --clear.
 	Replace bool
 	// Keys: a key per character (TypeKeys) rather than one insert.
 	Keys bool
@@ -209,7 +211,7 @@ func (p *Page) Type(ctx context.Context, selector, text string, o TypeOptions) (
 	if r.Set {
 		return nil, nil
 	}
-	if r.Selected {
+	if r.Selected && text == "" {
 		if err := p.press(ctx, namedKeys["Backspace"], 0); err != nil {
 			return nil, err
 		}
