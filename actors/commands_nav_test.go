@@ -312,7 +312,7 @@ func TestNavigateFromAHungPage(t *testing.T) {
 	// loop has begun.
 	send(t, tab.ID(), one(protocol.Action{Type: "wait-for", Selector: "#never", Timeout: protocol.Duration(200 * time.Millisecond)}))
 	res := cmdFails(t, tab, protocol.Action{Type: "navigate", URL: site("/form.html"), Timeout: protocol.Duration(3 * time.Second)}, protocol.CodeTimeout)
-	if res.Error != "timeout waiting for page load" {
+	if !strings.HasPrefix(res.Error, "timeout waiting for page load: the navigation to "+site("/form.html")+" did not commit within 3s") {
 		t.Fatalf("navigate from a hung page: %+v", res)
 	}
 	if r := send(t, tab.ID(), one(protocol.Action{Type: "url", Timeout: protocol.Duration(time.Second)})); !r.OK || string(r.Results[0].Value) != `"`+site("/read.html")+`"` {
@@ -333,4 +333,48 @@ func TestPushStateBeforeLoad(t *testing.T) {
 	if n := frames.next(); n.Source != protocol.SourcePage || n.URL != site("/slowpush.html?view=list") || n.FullPage == nil {
 		t.Fatalf("pushState frame %+v", n)
 	}
+}
+
+// A page that sends itself on as it loads (a script's location.replace, a
+// meta refresh) is loaded by navigate without --wait like any other: the
+// reply is ok, and the redirect lands as the page's own frame (or, when it
+// committed before settling ended, in the navigate's). It is never taken
+// for the navigate's own navigation failing to commit.
+func TestNavigateToAPageThatRedirectsItself(t *testing.T) {
+	tab, frames, _ := tabAt(t, "/read.html")
+	for i, tc := range []struct{ path, want string }{
+		{"/jsredirect.html", "/product.html?id=script"},
+		{"/meta.html", "/product.html?id=meta"},
+		{"/jsredirect.html?again", "/product.html?id=script"},
+	} {
+		if i > 0 {
+			cmdMutate(t, tab, protocol.Action{Type: "navigate", URL: site("/read.html"), Wait: true})
+			frames.next()
+		}
+		r := cmdMutate(t, tab, protocol.Action{Type: "navigate", URL: site(tc.path)})
+		if f := frames.until(r.Sequence); f.Action != "navigate" || f.URL != r.URL {
+			t.Fatalf("navigate %s: reply %+v, frame %+v", tc.path, r, f)
+		}
+		if r.URL != site(tc.want) {
+			f := frames.next()
+			if f.Source != protocol.SourcePage || f.URL != site(tc.want) {
+				t.Fatalf("navigate %s (reply at %s): the redirect's frame is %+v, want the page's at %s", tc.path, r.URL, f, tc.want)
+			}
+		}
+		waitUntil(t, func() bool { return tab.Info().URL == site(tc.want) })
+	}
+	// The tab goes on normally, and at once.
+	cmdMutate(t, tab, protocol.Action{Type: "navigate", URL: site("/read.html"), Timeout: protocol.Duration(5 * time.Second)})
+}
+
+// A navigate whose server never answers fails at its deadline, says that
+// the navigation did not commit (not that the page did not load), and
+// leaves the tab where it was.
+func TestNavigateThatNeverCommits(t *testing.T) {
+	tab, _, _ := tabAt(t, "/read.html")
+	res := cmdFails(t, tab, protocol.Action{Type: "navigate", URL: site("/slow"), Timeout: protocol.Duration(time.Second)}, protocol.CodeTimeout)
+	if !strings.Contains(res.Error, "did not commit within 1s") || !strings.Contains(res.Error, "/slow") || !strings.Contains(res.Error, "stays at "+site("/read.html")) {
+		t.Fatalf("navigate to a server that never answers: %+v", res)
+	}
+	cmdMutate(t, tab, protocol.Action{Type: "navigate", URL: site("/product.html?id=1")})
 }

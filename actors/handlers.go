@@ -122,8 +122,7 @@ func (t *Tab) navigate(ctx context.Context, a protocol.Action) (outcome, error) 
 	if errors.As(err, &timeout) {
 		// Page.navigate answers at commit; cancel the load so it cannot
 		// commit later as a change nobody asked for.
-		t.stopLoading()
-		return outcome{}, errPageLoadTimeout
+		return outcome{}, t.notCommitted(a, target)
 	}
 	if err != nil {
 		// No document is coming, or only Chromium's error page, whose
@@ -168,8 +167,10 @@ func (t *Tab) awaitCommit(ctx context.Context, a protocol.Action, url string) (o
 		return len(t.nav.changes) > 0 || (url != "" && t.nav.url == url && !t.nav.navigating)
 	})
 	if !committed {
-		t.stopLoading()
-		return outcome{}, errPageLoadTimeout
+		if url == "" {
+			url = t.nav.url // a reload's
+		}
+		return outcome{}, t.notCommitted(a, url)
 	}
 	loader := ""
 	if c := t.nav.changes; len(c) > 0 && c[len(c)-1].kind == frameNavigation {
@@ -216,6 +217,16 @@ func (t *Tab) loadCutShort() error {
 
 // errPageLoadTimeout is DR-013's timeout error.
 var errPageLoadTimeout = protocol.Errorf(protocol.CodeTimeout, "timeout waiting for page load")
+
+// notCommitted stops a navigation to url that has not committed by the
+// action's deadline (a server that does not answer, a renderer stuck in a
+// loop), so it cannot land later, and says so: DR-013's timeout, and that
+// the page stays where it was.
+func (t *Tab) notCommitted(a protocol.Action, url string) error {
+	t.stopLoading()
+	return protocol.Errorf(protocol.CodeTimeout, "%v: the navigation to %s did not commit within %s; it was stopped, and the page stays at %s",
+		errPageLoadTimeout, url, a.EffectiveTimeout(), t.nav.url)
+}
 
 // stopLoadingTimeout bounds cancelling a navigation after its own deadline.
 const stopLoadingTimeout = 5 * time.Second

@@ -158,14 +158,16 @@ func (t *Tab) execute(ctx context.Context, deadline time.Time, plan protocol.Pla
 		// The navigation never committed within the deadline (a hung
 		// page, a server that never answers): it failed, whatever
 		// Page.navigate said; cancel it so it cannot land later.
-		t.stopLoading()
-		err = errPageLoadTimeout
-	case spec.Mutates && t.nav.navigating && t.nav.dialog == nil && !t.nav.crashed:
+		err = t.notCommitted(a, t.nav.pendingNavigation())
+	case spec.Mutates && t.nav.navigating && t.nav.dialog == nil && !t.nav.crashed && actx.Err() != nil:
 		// A navigation that started during the action (a link, a form,
 		// a script: the action's, see settle) has not committed by the
 		// deadline. Stop it, so it cannot land later as the page's,
 		// and so that what Chromium held back of the action for the
-		// next document runs, if at all, in this one.
+		// next document runs, if at all, in this one. (One that the
+		// document the action loaded starts as it loads, a script
+		// redirect, seen only once settling is done, is the page's: it
+		// goes on and lands as its own frame.)
 		to := t.nav.pendingNavigation()
 		t.stopLoading()
 		if err == nil || codeOf(err) == protocol.CodeTimeout {
