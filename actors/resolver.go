@@ -143,7 +143,13 @@ func (t *Tab) execute(ctx context.Context, deadline time.Time, plan protocol.Pla
 	if a.Type != "dialog" { // which answers the dialog the guard is about
 		gctx, release = t.page.Guard(actx, !worksCrashed[a.Type])
 	}
+	if spec.Mutates && !loadsDocument[a.Type] {
+		// The element the action acts on is looked up in the document
+		// the check saw, or not at all (see PinDocument).
+		t.page.PinDocument()
+	}
 	out, err := h(t, gctx, a)
+	t.page.UnpinDocument()
 	release()
 	if errors.Is(err, cdpdriver.ErrDialogOpened) {
 		err, out = nil, outcome{}
@@ -193,12 +199,21 @@ func (t *Tab) execute(ctx context.Context, deadline time.Time, plan protocol.Pla
 		r.Value = out.value
 	}
 	changes := t.nav.takeChanges()
-	if !spec.Mutates || errors.Is(err, cdpdriver.ErrPageCrashed) {
+	if !spec.Mutates || errors.Is(err, cdpdriver.ErrPageCrashed) || errors.Is(err, cdpdriver.ErrDocumentChanged) {
 		// A read-only action changes nothing: whatever changed while it
 		// ran (a timer, a redirect) was the page's doing. So is a crash
-		// that cut an action short: the crash is its own frame.
+		// that cut an action short: the crash is its own frame; and so
+		// is the new document an action was refused for.
 		for _, c := range changes {
 			t.frameFor(ctx, c, frames.Change{Action: c.kind, Source: protocol.SourcePage})
+		}
+		switch {
+		case errors.Is(err, cdpdriver.ErrDocumentChanged) && a.Type == "eval":
+			r.Error = fmt.Sprintf("the page moved on to %s by itself (frame %d) as the eval was sent, and Chromium ran it in that new document; its value is left out: plan against the new frame",
+				t.nav.url, t.frames.Sequence())
+		case errors.Is(err, cdpdriver.ErrDocumentChanged):
+			r.Error = fmt.Sprintf("the page moved on to %s by itself (frame %d) before the %s could run; nothing was done: plan against the new frame",
+				t.nav.url, t.frames.Sequence(), a.Type)
 		}
 		return r
 	}
@@ -330,6 +345,8 @@ func codeOf(err error) protocol.Code {
 		return protocol.CodeDialogOpen
 	case errors.Is(err, cdpdriver.ErrPageCrashed):
 		return protocol.CodePageCrashed
+	case errors.Is(err, cdpdriver.ErrDocumentChanged):
+		return protocol.CodeStaleFrame
 	case errors.As(err, &sel):
 		return protocol.CodeBadRequest
 	case errors.As(err, &js), errors.As(err, &ser):

@@ -196,6 +196,7 @@ func (p *Page) Drag(ctx context.Context, from, to string) error {
 // mouse dispatches a mouse event and waits for the renderer to handle it.
 func (p *Page) mouse(ctx context.Context, typ string, x, y float64, button input.MouseButton, buttons, clickCount int) error {
 	p.pointer = pointer{x: x, y: y, generation: p.decoder.generation.Load(), known: true}
+	p.UnpinDocument()
 	err := p.client.Input.DispatchMouseEvent(ctx, mouseEvent(typ, x, y, button, buttons, clickCount))
 	if err != nil {
 		p.pointer.known = false // it may not have got there
@@ -219,6 +220,7 @@ func sent(err error) error {
 // is for postedError.
 func (p *Page) postMouse(ev *input.DispatchMouseEventArgs) (uint64, error) {
 	p.pointer = pointer{x: ev.X, y: ev.Y, generation: p.decoder.generation.Load(), known: true}
+	p.UnpinDocument()
 	return p.codec.post("Input.dispatchMouseEvent", ev)
 }
 

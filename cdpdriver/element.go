@@ -62,18 +62,47 @@ func (p *Page) element(ctx context.Context, selector string) (runtime.RemoteObje
 
 // withDocument runs call with the object id of the current document,
 // fetching it again when the document was replaced since it was cached.
+// While the document is pinned, a call that ran (or would run) in a later
+// document fails with ErrDocumentChanged instead; the first that runs in
+// the pinned one unpins it.
 func (p *Page) withDocument(ctx context.Context, call func(doc runtime.RemoteObjectID) error) error {
 	for attempt := 0; ; attempt++ {
-		doc, err := p.document(ctx)
-		if err != nil {
-			return err
+		if p.moved() {
+			return ErrDocumentChanged
 		}
-		err = call(doc)
-		if err == nil || attempt > 0 || !isStaleObject(err) {
+		doc, err := p.document(ctx)
+		if err == nil {
+			err = call(doc)
+		}
+		// The commit of a document is read before the answer of any
+		// command that ran in it; an object gone from a pinned document
+		// means the same, even before that.
+		stale := err != nil && isStaleObject(err)
+		if p.moved() || p.pinned && stale {
+			return ErrDocumentChanged
+		}
+		p.pinned = false
+		if !stale || attempt > 0 {
 			return err
 		}
 		p.doc = ""
 	}
+}
+
+// PinDocument makes the page's element functions run only in the
+// document of the last main-frame commit TakeEvents handed out, until one
+// has run there: the one that locates the element an action acts on, so
+// an action checked against a page never acts on the next (see
+// ErrDocumentChanged). UnpinDocument ends it early.
+func (p *Page) PinDocument() { p.pin, p.pinned = p.taken, true }
+
+// UnpinDocument ends PinDocument. Input unpins: it acts on whatever
+// document is there, and a document after it is the input's doing.
+func (p *Page) UnpinDocument() { p.pinned = false }
+
+// moved says whether a document was committed after the pinned one.
+func (p *Page) moved() bool {
+	return p.pinned && p.decoder.generation.Load() != p.pin
 }
 
 // isolatedWorld names the JavaScript world framebus's element functions
@@ -128,7 +157,7 @@ func isStaleObject(err error) bool {
 	if !errors.As(err, &rerr) {
 		return false
 	}
-	for _, m := range []string{"Cannot find context", "Could not find object", "Execution context was destroyed", "Cannot find default execution context"} {
+	for _, m := range []string{"Cannot find context", "Could not find object", "Execution context was destroyed", "Cannot find default execution context", "Inspected target navigated or closed"} {
 		if strings.Contains(rerr.Message, m) {
 			return true
 		}

@@ -28,6 +28,13 @@ func (e *InvalidURLError) Error() string {
 	return fmt.Sprintf("URL %q is not one the browser can parse", e.URL)
 }
 
+// ErrDocumentChanged: the page committed a new document after the
+// document was pinned (PinDocument) and before an element function ran
+// in it. Chromium holds a command back while a navigation is on its way
+// and runs it in the next document; this is how framebus learns that it
+// would have, so the action did nothing.
+var ErrDocumentChanged = errors.New("the page changed to a new document before the action could run; nothing was done")
+
 // InputSentError is the error of an input action that failed after some
 // of its events were sent (it timed out waiting for the page to handle
 // them, or a later event was refused): the page may have acted on them.

@@ -44,6 +44,11 @@ func (p *Page) Eval(ctx context.Context, expression string, timeout time.Duratio
 		}
 		return nil, p.wrap(ctx, "evaluation", err)
 	}
+	if p.moved() {
+		// Chromium held the evaluation back for a navigation already on
+		// its way and ran it in the next document.
+		return nil, ErrDocumentChanged
+	}
 	if reply.ExceptionDetails != nil {
 		if isTerminated(reply.ExceptionDetails) {
 			return nil, &TimeoutError{Op: "evaluation", After: timeout}

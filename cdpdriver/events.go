@@ -16,6 +16,8 @@ type FrameNavigated struct {
 	// UnreachableURL is set when the committed document is Chromium's error
 	// page for a failed load of that URL.
 	UnreachableURL string
+	// generation is the document generation a main-frame commit began.
+	generation uint64
 }
 
 // SameDocumentNavigated: the URL changed without a new document (pushState,
@@ -145,16 +147,17 @@ func (d *eventDecoder) decode(method string, params json.RawMessage) (Event, boo
 			return nil, false
 		}
 		main := p.Frame.ParentID == nil
+		var generation uint64
 		if main {
 			d.mainFrameID = p.Frame.ID
-			d.generation.Add(1)
+			generation = d.generation.Add(1)
 			d.net.newDocument(p.Frame.LoaderID)
 			if d.newDocument != nil {
 				d.newDocument(p.Frame.ID)
 			}
 		}
 		return FrameNavigated{FrameID: p.Frame.ID, LoaderID: p.Frame.LoaderID, URL: p.Frame.URL + p.Frame.URLFragment,
-			Main: main, UnreachableURL: p.Frame.UnreachableURL}, true
+			Main: main, UnreachableURL: p.Frame.UnreachableURL, generation: generation}, true
 	case "Page.navigatedWithinDocument":
 		var p struct {
 			FrameID string `json:"frameId"`

@@ -187,6 +187,7 @@ func (p *Page) Key(ctx context.Context, name string, modifiers int) error {
 
 func (p *Page) press(ctx context.Context, d keyDef, modifiers int) error {
 	down, up := keyEvents(d, modifiers)
+	p.UnpinDocument()
 	if err := p.client.Input.DispatchKeyEvent(ctx, down); err != nil {
 		return sent(p.wrap(ctx, "key "+d.key, err))
 	}
@@ -241,6 +242,7 @@ func keyEvents(d keyDef, modifiers int) (down, up *input.DispatchKeyEventArgs) {
 func (p *Page) TypeKeys(ctx context.Context, text string) error {
 	text = strings.ReplaceAll(text, "\r\n", "\n")
 	var posted []uint64
+	p.UnpinDocument()
 	n := utf8.RuneCountInString(text)
 	for i, r := range []rune(text) {
 		d := charKey(r)
@@ -274,5 +276,6 @@ func typed(err error, some bool) error {
 // InsertText types text into the focused element as an input method
 // would: beforeinput and input events fire, no key events.
 func (p *Page) InsertText(ctx context.Context, text string) error {
+	p.UnpinDocument()
 	return sent(p.wrap(ctx, "insert text", p.client.Input.InsertText(ctx, input.NewInsertTextArgs(text))))
 }

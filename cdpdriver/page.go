@@ -38,6 +38,13 @@ type Page struct {
 	// lookups; docGeneration says which document it belongs to.
 	doc           runtime.RemoteObjectID
 	docGeneration uint64
+	// taken is the generation of the last main-frame document whose
+	// commit TakeEvents handed out: the newest one its caller knows of.
+	taken uint64
+	// pinned: element functions may run only in document generation
+	// pin (see PinDocument).
+	pin    uint64
+	pinned bool
 	// snapshotGeneration is 1 + the document generation the snapshot
 	// function was last installed in, 0 before any (see snapshotCallJS).
 	snapshotGeneration uint64
@@ -112,7 +119,15 @@ func (p *Page) Notify() <-chan struct{} { return p.events.notify }
 // TakeEvents returns every event received so far, oldest first. Any event
 // the browser sent before the reply of a command that has returned is
 // included.
-func (p *Page) TakeEvents() []Event { return p.events.take() }
+func (p *Page) TakeEvents() []Event {
+	evs := p.events.take()
+	for _, ev := range evs {
+		if nav, ok := ev.(FrameNavigated); ok && nav.Main {
+			p.taken = nav.generation
+		}
+	}
+	return evs
+}
 
 // Done is closed when the connection is lost.
 func (p *Page) Done() <-chan struct{} { return p.conn.Context().Done() }

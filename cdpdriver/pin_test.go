@@ -1,0 +1,73 @@
+package cdpdriver
+
+import (
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+	"time"
+)
+
+// A pinned document is the only one an action's element lookup runs in:
+// once the page has committed another (the caller has not taken its
+// events yet), a click fails with ErrDocumentChanged and clicks nothing
+// in the new document (an eval, which Chromium would already have run
+// there, says so); the first lookup that runs in the pinned document
+// unpins it, so what the action itself causes is not refused.
+func TestPinnedDocument(t *testing.T) {
+	br := snapshotTestBrowser(t)
+	srv := httptest.NewServer(http.FileServer(http.Dir("../testdata/site")))
+	defer srv.Close()
+	ctx := snapshotTestCtx(t, time.Minute)
+	p := snapshotTestOpen(ctx, t, br, srv.URL+"/bench.html")
+	clicks := func() string {
+		t.Helper()
+		v, err := p.Eval(ctx, "document.querySelector('#count').dataset.n || 'none'", 5*time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(v)
+	}
+
+	p.TakeEvents()
+	p.PinDocument()
+	if err := p.Click(ctx, "#count", ClickOptions{}); err != nil {
+		t.Fatalf("click in the pinned document: %v", err)
+	}
+	if got := clicks(); got != `"1"` {
+		t.Fatalf("clicks in the pinned document: %s", got)
+	}
+
+	p.TakeEvents()
+	snapshotTestLoad(ctx, t, p, srv.URL+"/bench.html?next") // its commit not taken
+	p.PinDocument()
+	for _, act := range []func() error{
+		func() error { _, err := p.Eval(ctx, "1", 5*time.Second); return err },
+		func() error { return p.Click(ctx, "#count", ClickOptions{}) },
+		func() error { return p.Focus(ctx, "#q") },
+		func() error { _, err := p.Type(ctx, "#q", "x", TypeOptions{}); return err },
+	} {
+		if err := act(); !errors.Is(err, ErrDocumentChanged) {
+			t.Fatalf("an action in a document after the pinned one: %v, want ErrDocumentChanged", err)
+		}
+	}
+	p.UnpinDocument()
+	if got := clicks(); got != `"none"` {
+		t.Fatalf("the new document was clicked: %s", got)
+	}
+	v, err := p.Eval(ctx, "[document.activeElement.id, document.querySelector('#q').value]", 5*time.Second)
+	if err != nil || string(v) != `["",""]` {
+		t.Fatalf("the new document was focused or typed in: %s %v", v, err)
+	}
+
+	// Once the caller knows of the new document, its actions run there.
+	p.TakeEvents()
+	p.PinDocument()
+	if err := p.Click(ctx, "#count", ClickOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	p.UnpinDocument()
+	if got := clicks(); got != `"1"` {
+		t.Fatalf("clicks in the new document: %s", got)
+	}
+}
