@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -26,6 +27,8 @@ import (
 //     --timeout 2s (a bare number is milliseconds), string, list (repeat);
 //   - ClientOnly parameters are done here with the result (clientParams),
 //     never sent;
+//   - file paths (localPathParams) are made absolute against the client's
+//     working directory before they are sent;
 //   - every action also takes --tab, --bus, --prefix, --based-on, --dry-run.
 func actionCommand(spec protocol.ActionSpec) command {
 	positional := positionalParams(spec)
@@ -58,12 +61,18 @@ func actionCommand(spec protocol.ActionSpec) command {
 						fields[f.param.Name] = f.value()
 					}
 				}
+				if err := absolutePaths(spec, fields); err != nil {
+					return err
+				}
 				if fs.Changed("based-on") {
 					fields["basedOnSequence"] = int64(basedOn)
 				}
 				local := map[string]any{} // ClientOnly values, kept here
 				for _, p := range spec.Params {
 					if v, ok := fields[p.Name]; ok && p.ClientOnly {
+						if err := clientParams[p.Name].check(v); err != nil {
+							return usagef("%s: %v", spec.Type, err)
+						}
 						local[p.Name] = v
 						delete(fields, p.Name)
 					}
@@ -110,7 +119,7 @@ func (c *cli) runAction(target clientFlags, data []byte, plan protocol.Plan, loc
 	result := res.Results[0]
 	var extra []replyField
 	for name, v := range local {
-		fields, err := clientParams[name](v, &result)
+		fields, err := clientParams[name].apply(v, &result)
 		if err != nil {
 			return err
 		}
@@ -122,6 +131,49 @@ func (c *cli) runAction(target clientFlags, data []byte, plan protocol.Plan, loc
 	}
 	c.printJSON(reply)
 	return nil
+}
+
+// localPathParams are the parameters, by name, that name files the user
+// points at from the command line (upload's files). The node resolves a
+// relative path against its own working directory, which is not the
+// user's, so the CLI sends them absolute. TestActionCommands checks each
+// is a declared string or list parameter.
+var localPathParams = map[string]bool{"files": true}
+
+// absolutePaths makes the relative paths among fields absolute against the
+// client's working directory. An empty path is left for the node to refuse.
+func absolutePaths(spec protocol.ActionSpec, fields map[string]any) error {
+	for name := range localPathParams {
+		switch v := fields[name].(type) {
+		case string:
+			abs, err := absolutePath(v)
+			if err != nil {
+				return protocol.Errorf(protocol.CodeBadRequest, "%s: <%s>: %v", spec.Type, name, err)
+			}
+			fields[name] = abs
+		case []string:
+			abs := make([]string, len(v))
+			for i, p := range v {
+				var err error
+				if abs[i], err = absolutePath(p); err != nil {
+					return protocol.Errorf(protocol.CodeBadRequest, "%s: <%s>: %v", spec.Type, name, err)
+				}
+			}
+			fields[name] = abs
+		}
+	}
+	return nil
+}
+
+func absolutePath(path string) (string, error) {
+	if path == "" {
+		return path, nil
+	}
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return "", fmt.Errorf("cannot make %s absolute: %v", path, err)
+	}
+	return abs, nil
 }
 
 // flagName is a parameter's flag: its JSON name in kebab case.

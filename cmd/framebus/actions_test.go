@@ -3,10 +3,14 @@ package main
 import (
 	"bytes"
 	"image/png"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 )
 
 // The action commands built from the declarations, end to end against a
@@ -79,4 +83,63 @@ func TestActionCommandsAgainstANode(t *testing.T) {
 	mustOK(t, n.env, "back")
 	mustOK(t, n.env, "forward", "--wait")
 	mustOK(t, n.env, "reload")
+}
+
+// A relative path given to upload is the user's, from the command's
+// working directory, not the node's: the node runs elsewhere and would
+// upload another file, or none.
+func TestUploadRelativePathIsTheClients(t *testing.T) {
+	n := startNode(t)
+	mustOK(t, n.env, "navigate", site("/upload.html"), "--wait")
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "mine.txt"), []byte("the client's file"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r := framebusIn(t, dir, n.env, "", "upload", "#one", "mine.txt")
+	if r.status != 0 {
+		t.Fatalf("upload of a relative path: exit %d, %s", r.status, r.stdout)
+	}
+	v := mustOK(t, n.env, "eval", "document.getElementById('one').files[0].text()")
+	if v["value"] != "the client's file" {
+		t.Fatalf("upload sent %v, want the client's mine.txt", v)
+	}
+}
+
+// Ctrl-C while a command waits for its tab exits 1 with a reply that
+// says it was interrupted, not that a deadline passed; the node is not
+// asked to cancel.
+func TestInterruptedCommandSaysSo(t *testing.T) {
+	n := startNode(t)
+	requested := make(chan struct{}, 1)
+	release := make(chan struct{})
+	hang := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case requested <- struct{}{}:
+		default:
+		}
+		select { // answer only once the test is over
+		case <-release:
+		case <-r.Context().Done():
+		}
+	}))
+	t.Cleanup(hang.Close)
+	t.Cleanup(func() { close(release) }) // runs first: lets hang.Close return
+
+	p := startProcess(t, n.env, "navigate", hang.URL+"/never", "--timeout", "60s")
+	select {
+	case <-requested: // the plan runs: the command waits for its answer
+	case <-p.done:
+		t.Fatalf("navigate ended before its page was requested: %s", p.stdout)
+	case <-time.After(30 * time.Second):
+		t.Fatal("the tab never requested the page")
+	}
+	if status := p.stop(syscall.SIGINT, 30*time.Second); status != exitFailed {
+		t.Fatalf("interrupted navigate exited %d, want 1; stdout: %s", status, p.stdout)
+	}
+	reply := result{stdout: p.stdout.String()}.reply(t)
+	msg, _ := reply["error"].(string)
+	if reply["ok"] != false || reply["code"] != "timeout" || !strings.Contains(msg, "interrupted while waiting for tab "+n.tab()) ||
+		!strings.Contains(msg, "not by a deadline") || !strings.Contains(msg, "may still run") {
+		t.Fatalf("interrupted navigate replied %s", p.stdout)
+	}
 }

@@ -63,7 +63,7 @@ func TestActionCommands(t *testing.T) {
 		}
 		fs, _ := cmd.newFlagSet() // panics on a parameter that clashes with a flag
 		for _, p := range spec.Params {
-			if p.ClientOnly && clientParams[p.Name] == nil {
+			if handler, ok := clientParams[p.Name]; p.ClientOnly && (!ok || handler.check == nil || handler.apply == nil) {
 				t.Errorf("%s: client-only parameter %q has no handler in clientParams", spec.Type, p.Name)
 			}
 			f := fs.Lookup(flagName(p))
@@ -90,11 +90,40 @@ func TestActionCommands(t *testing.T) {
 			}
 		}
 	}
+	checkLocalPathParams(t, specs)
+}
+
+// checkLocalPathParams checks each parameter the CLI makes absolute is a
+// declared string or list parameter that is sent, so a rename in protocol
+// cannot silently turn the conversion off.
+func checkLocalPathParams(t *testing.T, specs []protocol.ActionSpec) {
+	t.Helper()
+	for name := range localPathParams {
+		declared := false
+		for _, spec := range specs {
+			for _, p := range spec.Params {
+				if p.Name != name {
+					continue
+				}
+				declared = true
+				if p.ClientOnly || (p.Kind != protocol.KindString && p.Kind != protocol.KindStrings) {
+					t.Errorf("%s: path parameter %q is not a string or list sent to the node", spec.Type, name)
+				}
+			}
+		}
+		if !declared {
+			t.Errorf("path parameter %q is declared by no action", name)
+		}
+	}
 }
 
 // The plan an action command would send (--dry-run), for each way of
 // writing its arguments.
 func TestActionArguments(t *testing.T) {
+	wd, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
 	tests := []struct {
 		args []string
 		want string
@@ -109,6 +138,9 @@ func TestActionArguments(t *testing.T) {
 		{[]string{"navigate", "example.com", "--wait", "--based-on", "3"}, `{"action":{"type":"navigate","url":"example.com","wait":true,"basedOnSequence":3}}`},
 		{[]string{"navigate", "--timeout=250ms", "/search.html?q=a&b=<c>"}, `{"action":{"type":"navigate","url":"/search.html?q=a&b=<c>","timeout":"250ms"}}`},
 		{[]string{"click", "#result3", "--based-on=2"}, `{"action":{"type":"click","selector":"#result3","basedOnSequence":2}}`},
+		// Relative upload paths are the client's, sent absolute.
+		{[]string{"upload", "#one", "README.md", "../x.txt", "/abs/y.txt"}, `{"action":{"type":"upload","selector":"#one","files":[` +
+			jsonString(filepath.Join(wd, "README.md")) + `,` + jsonString(filepath.Join(filepath.Dir(wd), "x.txt")) + `,"/abs/y.txt"]}}`},
 	}
 	for _, tt := range tests {
 		args := append([]string{tt.args[0], "--dry-run"}, tt.args[1:]...)
@@ -117,6 +149,11 @@ func TestActionArguments(t *testing.T) {
 			t.Errorf("%q: exit %d, stdout %s, want %s", tt.args, r.status, r.stdout, tt.want)
 		}
 	}
+}
+
+func jsonString(s string) string {
+	data, _ := json.Marshal(s)
+	return string(data)
 }
 
 // How arguments fill positional parameters, on declarations made up for
@@ -210,6 +247,12 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"eval", "1", "--tab", "a.b"}, "", "not a tab id"},
 		{[]string{"eval", "1", "--tab", ""}, "", `"" is not a tab id`},
 		{[]string{"tab", "select", ""}, "", `tab select: "" is not a tab id`},
+		{[]string{"session", "start", ""}, "", "session start: <domain> is empty"},
+		{[]string{"session", "start", " ", "http://x.test/"}, "", "session start: <domain> is empty"},
+		// --out is checked before anything is sent.
+		{[]string{"screenshot", "--out", "/does/not/exist/x.png"}, "", "screenshot: --out /does/not/exist/x.png: cannot write there: directory /does/not/exist: no such file or directory"},
+		{[]string{"screenshot", "--out", os.TempDir()}, "", "is a directory"},
+		{[]string{"screenshot", "--out", ""}, "", "--out: the file name is empty"},
 		{[]string{"help", "bogus"}, "", `unknown command "bogus"`},
 		{[]string{"serve", "extra"}, "", "takes no arguments"},
 		{[]string{"serve", "--listen", "nowhere"}, "", "want host:port"},

@@ -35,6 +35,21 @@ func errNoNode(cause error) error {
 	return &protocol.Error{Code: protocol.CodeUnavailable, Message: noNodeMessage, Err: cause}
 }
 
+// errInterrupted is the error of a command the user interrupted (Ctrl-C,
+// or a signal) while it waited for an answer. No stable code means
+// "interrupted", and timeout is the nearest (no answer came in time), so
+// the message says plainly that it was not a deadline.
+func errInterrupted(waitingFor, aftermath string) error {
+	return protocol.Errorf(protocol.CodeTimeout,
+		"interrupted while waiting for %s (stopped by Ctrl-C or a signal, not by a deadline); %s", waitingFor, aftermath)
+}
+
+// interrupted reports whether ctx ended because the command was
+// interrupted rather than by a deadline of its own.
+func interrupted(ctx context.Context) bool {
+	return errors.Is(ctx.Err(), context.Canceled)
+}
+
 // clientFlags are the flags every client command takes.
 type clientFlags struct {
 	bus    string
@@ -44,7 +59,7 @@ type clientFlags struct {
 
 func (f *clientFlags) declare(fs *pflag.FlagSet, withTab bool) {
 	if withTab {
-		fs.Var((*tabFlag)(&f.tab), "tab", "tab `ID` (default: the one tab select chose, else the first tab the node lists)")
+		fs.Var((*tabFlag)(&f.tab), "tab", "tab `ID` (default: the one tab select chose, an error once it is closed; with none chosen, the first tab the node lists)")
 	}
 	fs.StringVar(&f.bus, "bus", "", "NATS `URL` of the bus (default: $"+envURL+", else the state file of framebus serve)")
 	fs.StringVar(&f.prefix, "prefix", "", "subject `prefix` (default: the one in the state file, else "+protocol.DefaultPrefix+")")
@@ -109,7 +124,10 @@ func (cl *client) tabs(ctx context.Context) (protocol.TabList, error) {
 	ctx, cancel := context.WithTimeout(ctx, tabsTimeout)
 	defer cancel()
 	msg, err := cl.nc.RequestWithContext(ctx, cl.subj.Tabs(), nil)
-	if err != nil {
+	switch {
+	case err != nil && interrupted(ctx):
+		return protocol.TabList{}, errInterrupted("the node to list its tabs", "nothing was sent to a tab")
+	case err != nil:
 		return protocol.TabList{}, errNoNode(err)
 	}
 	var list protocol.TabList
@@ -119,8 +137,10 @@ func (cl *client) tabs(ctx context.Context) (protocol.TabList, error) {
 	return list, nil
 }
 
-// resolveTab is the tab given, else the one tab select chose while it is
-// open, else the first one the node lists.
+// resolveTab is the tab given, else the one tab select (or session
+// start) chose, else, when none was chosen, the first one the node lists.
+// A chosen tab that is no longer open is an error, never a reason to act
+// on another tab: the next command might type a password into it.
 func (cl *client) resolveTab(ctx context.Context, tab string) (string, error) {
 	if tab != "" {
 		return tab, nil // checked by dial
@@ -132,12 +152,50 @@ func (cl *client) resolveTab(ctx context.Context, tab string) (string, error) {
 	if len(list.Tabs) == 0 {
 		return "", protocol.Errorf(protocol.CodeTabNotFound, "the node on the bus has no tabs (open one with: framebus tab new; if its browser was closed, start it with: framebus launch)")
 	}
-	for _, t := range list.Tabs {
-		if t.Tab == cl.active {
-			return t.Tab, nil // chosen with tab select, and still open
-		}
+	if cl.active != "" {
+		return cl.selectedTab(ctx, list.Tabs)
 	}
 	return list.Tabs[0].Tab, nil
+}
+
+// selectedTab is the tab chosen with tab select, as long as a node still
+// takes plans for it: the node that listed the tabs may not be the one
+// that has it.
+func (cl *client) selectedTab(ctx context.Context, listed []protocol.TabInfo) (string, error) {
+	for _, t := range listed {
+		if t.Tab == cl.active {
+			return t.Tab, nil
+		}
+	}
+	code, why := cl.tabGone(ctx, cl.active)
+	if code == "" {
+		return cl.active, nil
+	}
+	return "", protocol.Errorf(code,
+		"the selected tab %s is no longer open (%s); choose another with: framebus tab select <id>, or give --tab <id> (open: %s)",
+		cl.active, why, describeTabs(listed))
+}
+
+// tabGone sends tab's plan subject an empty request, which a live tab
+// answers bad_request and a tab whose browser was closed answers
+// browser_not_running. It returns the code for a tab that is gone and
+// why, or "" for one that is there (also one too busy to answer in time).
+func (cl *client) tabGone(ctx context.Context, tab string) (protocol.Code, string) {
+	ctx, cancel := context.WithTimeout(ctx, time.Second)
+	defer cancel()
+	msg, err := cl.nc.RequestWithContext(ctx, cl.subj.TabPlan(tab), nil)
+	switch {
+	case errors.Is(err, nats.ErrNoResponders):
+		return protocol.CodeTabNotFound, "it was closed, or its browser or session was"
+	case err != nil:
+		return "", ""
+	}
+	var reply errorReply
+	if json.Unmarshal(msg.Data, &reply) == nil && reply.Code == protocol.CodeBrowserNotRunning {
+		// Starting the browser again would not bring this tab back.
+		return protocol.CodeBrowserNotRunning, "its browser was closed; starting it again opens new tabs"
+	}
+	return "", ""
 }
 
 // tabNotFound says that nobody takes plans for tab, and which tabs the
@@ -189,8 +247,7 @@ func (cl *client) sendPlan(ctx context.Context, tab string, data []byte, plan pr
 	case errors.Is(err, nats.ErrNoResponders):
 		return protocol.PlanResult{}, nil, cl.tabNotFound(ctx, tab)
 	case err != nil && ctx.Err() != nil:
-		return protocol.PlanResult{}, nil, protocol.Errorf(protocol.CodeTimeout,
-			"interrupted before tab %s answered; the plan may still run", tab)
+		return protocol.PlanResult{}, nil, errInterrupted("tab "+tab+" to answer the plan", "the plan may still run")
 	case err != nil && rctx.Err() != nil:
 		return protocol.PlanResult{}, nil, protocol.Errorf(protocol.CodeTimeout,
 			"tab %s did not answer within %s", tab, wait)

@@ -136,7 +136,8 @@ Usage: framebus <command> [arguments] [flags]
 	fmt.Fprintf(w, `
 Client commands find the bus from --bus, else $%s, else the state file
 that serve writes ($%s, default %s),
-and the tab from --tab, else the one "tab select" chose, else the first tab listed.
+and the tab from --tab, else the one "tab select" (or "session start") chose,
+failing once that tab is closed, else, with none chosen, the first tab listed.
 
 Every reply on stdout is JSON: {"ok":true,...} or {"ok":false,"error":...,"code":...}.
 Exit status: 0 ok, 1 the request failed, 2 usage error (code bad_request).

@@ -145,7 +145,10 @@ func (c *cli) request(cl *client, subject string, data []byte, noReply func(erro
 	ctx, cancel := context.WithTimeout(c.ctx, lifecycleWait)
 	defer cancel()
 	msg, err := cl.nc.RequestWithContext(ctx, subject, data)
-	if err != nil {
+	switch {
+	case err != nil && interrupted(ctx):
+		return errInterrupted("the node to answer "+subject, "the node may still carry the request out")
+	case err != nil:
 		return noReply(err)
 	}
 	var head struct {

@@ -32,7 +32,14 @@ func TestLifecycleCommands(t *testing.T) {
 	if pages := mustOK(t, n.env, "pages"); len(pages["tabs"].([]any)) != 1 {
 		t.Fatalf("pages after tab close: %v", pages)
 	}
-	mustOK(t, n.env, "url") // the selected tab is gone: the first one answers
+	// The selected tab is gone: commands without --tab fail, naming it,
+	// rather than use another tab.
+	r := framebus(t, n.env, "", "url")
+	if m := r.reply(t); r.status != 1 || m["code"] != "tab_not_found" || !strings.Contains(m["error"].(string), "the selected tab "+id) ||
+		!strings.Contains(m["error"].(string), "framebus tab select <id>") || !strings.Contains(m["error"].(string), n.tab()) {
+		t.Fatalf("url after the selected tab closed: exit %d, %s", r.status, r.stdout)
+	}
+	mustOK(t, n.env, "tab", "select", n.tab())
 	mustOK(t, n.env, "tab", "close")
 	if r := framebus(t, n.env, "", "eval", "1"); r.status != 1 || r.reply(t)["code"] != "tab_not_found" ||
 		!strings.Contains(r.reply(t)["error"].(string), "no tabs (open one with: framebus tab new;") {
@@ -43,11 +50,16 @@ func TestLifecycleCommands(t *testing.T) {
 	if closed["profiles"].([]any)[0].(map[string]any)["running"] != false {
 		t.Fatalf("close: %v", closed)
 	}
-	r := framebus(t, n.env, "", "eval", "1", "--tab", n.tab())
+	r = framebus(t, n.env, "", "eval", "1", "--tab", n.tab())
 	if m := r.reply(t); r.status != 1 || m["code"] != "browser_not_running" || !strings.Contains(m["error"].(string), "framebus launch") {
 		t.Fatalf("eval on a closed browser: exit %d, %s", r.status, r.stdout)
 	}
-	mustOK(t, n.env, "launch")
+	launched := mustOK(t, n.env, "launch")
+	if launched["profiles"].([]any)[0].(map[string]any)["running"] != true {
+		t.Fatalf("launch: %v", launched)
+	}
+	pages := mustOK(t, n.env, "pages")
+	mustOK(t, n.env, "tab", "select", pages["tabs"].([]any)[0].(map[string]any)["tab"].(string))
 	if v := mustOK(t, n.env, "eval", "6 * 7"); v["value"] != 42.0 {
 		t.Fatalf("eval after launch: %v", v)
 	}
@@ -55,6 +67,41 @@ func TestLifecycleCommands(t *testing.T) {
 		if r := framebus(t, n.env, "", args...); r.status != exitUsage {
 			t.Errorf("%q: exit %d, %s", args, r.status, r.stdout)
 		}
+	}
+}
+
+// The probe's case: a session's tab is selected, its browser is closed,
+// and the next command without --tab must fail, naming that tab and how
+// to choose another, and never type into another profile's tab.
+func TestClosedSelectedTabIsNeverReplaced(t *testing.T) {
+	n := startNode(t, envProfileDir+"="+t.TempDir())
+	mustOK(t, n.env, "navigate", site("/form.html"), "--wait", "--tab", n.tab())
+	started := mustOK(t, n.env, "session", "start", "localhost", site("/form.html"))
+	session := started["tabs"].([]any)[0].(map[string]any)["tab"].(string)
+	mustOK(t, n.env, "close", "--profile", "localhost")
+
+	r := framebus(t, n.env, "", "type", "#name", "password123")
+	m := r.reply(t)
+	msg, _ := m["error"].(string)
+	if r.status != 1 || (m["code"] != "browser_not_running" && m["code"] != "tab_not_found") ||
+		!strings.Contains(msg, "the selected tab "+session) || !strings.Contains(msg, "framebus tab select <id>") || !strings.Contains(msg, "--tab") {
+		t.Fatalf("type after the selected tab's browser closed: exit %d, %s", r.status, r.stdout)
+	}
+	if v := mustOK(t, n.env, "eval", "document.getElementById('name').value", "--tab", n.tab()); v["value"] != "" {
+		t.Fatalf("the text went to the default profile's tab: %v", v)
+	}
+	for _, args := range [][]string{{"plan", "-"}, {"watch"}, {"tab", "close"}} {
+		r := framebus(t, n.env, `{"action": {"type": "type", "selector": "#name", "text": "x"}}`, args...)
+		if m := r.reply(t); r.status != 1 || !strings.Contains(m["error"].(string), "the selected tab "+session) {
+			t.Errorf("%q after the selected tab's browser closed: exit %d, %s", args, r.status, r.stdout)
+		}
+	}
+
+	// Choosing a tab again makes commands without --tab work.
+	mustOK(t, n.env, "tab", "select", n.tab())
+	mustOK(t, n.env, "type", "#name", "Ada")
+	if v := mustOK(t, n.env, "eval", "document.getElementById('name').value"); v["value"] != "Ada" {
+		t.Fatalf("type after tab select: %v", v)
 	}
 }
 

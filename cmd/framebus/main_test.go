@@ -109,9 +109,17 @@ func (r result) reply(t *testing.T) map[string]any {
 // framebus runs the binary to completion (at most two minutes).
 func framebus(t *testing.T, env []string, stdin string, args ...string) result {
 	t.Helper()
+	return framebusIn(t, "", env, stdin, args...)
+}
+
+// framebusIn runs the binary in the working directory dir ("" for the
+// test's own).
+func framebusIn(t *testing.T, dir string, env []string, stdin string, args ...string) result {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, binary, args...)
+	cmd.Dir = dir
 	cmd.Env = env
 	cmd.Stdin = strings.NewReader(stdin)
 	var stdout, stderr bytes.Buffer

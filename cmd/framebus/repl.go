@@ -66,11 +66,11 @@ func replCommand() command {
 as a shell splits it ('...', "...", backslash):
   framebus [example.com]> type "#q" "hello world"
 The prompt shows the tab's URL (protocol and trailing slash left out),
-updated after every command; "framebus> " when no node answers.
+updated after every command; "framebus> " when no node or tab answers.
 A unique prefix of a command is enough (nav, cli); a prefix that fits
 several commands (cl: click or close) runs nothing and lists them. help and
-help <command> work as on the command line; serve, demo and repl do not
-run inside the REPL.
+help <command> work as on the command line, help with a prefix too (help
+cl lists click and close); serve, demo and repl do not run inside the REPL.
 --tab, --bus and --prefix given to repl apply to every command.
 Up and down recall earlier lines, also from earlier sessions: history is
 kept in $` + envHistory + ` (default ~/.cache/framebus/repl_history).
@@ -328,10 +328,13 @@ func (s *session) execute(ctx context.Context, line string) outcome {
 	args := words[1:]
 	switch cmd.name {
 	case "help":
-		if len(args) == 1 { // help nav: the command nav runs
-			if named, err := resolveCommand(args[0]); err == nil {
-				args = []string{named.name}
+		if len(args) == 1 && !strings.HasPrefix(args[0], "-") { // help nav: the command nav runs
+			name, err := helpTopic(args[0])
+			if err != nil {
+				c.printJSON(errorReply{Error: err.Error(), Code: protocol.CodeBadRequest})
+				return outcome{}
 			}
+			args = []string{name}
 		}
 	case "plan":
 		if readsStdin(cmd, args) {

@@ -93,6 +93,27 @@ func TestResolveCommand(t *testing.T) {
 	}
 }
 
+// help in the REPL takes what a command line takes: an exact name (serve
+// too, for its help), a unique prefix, and refuses an ambiguous prefix
+// with the same list.
+func TestHelpTopic(t *testing.T) {
+	for word, want := range map[string]string{
+		"click": "click", "cli": "click", "nav": "navigate", "serve": "serve", "clo": "close",
+	} {
+		if got, err := helpTopic(word); err != nil || got != want {
+			t.Errorf("helpTopic(%q) = %q, %v; want %s", word, got, err, want)
+		}
+	}
+	for word, want := range map[string]string{
+		"cl":  `help: "cl" is ambiguous: it could be click, close`,
+		"zzz": `help: unknown command "zzz"`,
+	} {
+		if _, err := helpTopic(word); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("helpTopic(%q): %v; want %s", word, err, want)
+		}
+	}
+}
+
 func TestSplitLine(t *testing.T) {
 	tests := []struct {
 		line string
@@ -256,6 +277,7 @@ func TestREPLScriptWithoutNode(t *testing.T) {
 		"demo",
 		`type "unclosed`,
 		"help nav",
+		"help cl",
 		"quit",
 		"eval 2",
 	}, "\n") + "\n"
@@ -270,6 +292,7 @@ func TestREPLScriptWithoutNode(t *testing.T) {
 		"demo does not run in the REPL",
 		`unclosed \" quote`,
 		"Usage: framebus navigate <url>",
+		`help: \"cl\" is ambiguous: it could be click, close`,
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("stdout lacks %s", want)
@@ -396,8 +419,14 @@ func TestREPLOnATerminal(t *testing.T) {
 	})
 	term.send("tab select " + id + "\r")
 	at = term.expect("the prompt after tab select", at, prompt(host+"/form.html"))
+	// Once the selected tab is closed, commands without --tab have no tab
+	// (they never fall back to another) until one is selected.
 	term.send("tab close\r")
-	at = term.expect("the prompt after tab close", at, prompt(host+"/search.html?q=x"))
+	at = term.expect("the prompt after tab close", at, regexp.MustCompile(`framebus> `))
+	term.send("url\r")
+	at = term.expect("a command after the selected tab closed", at, regexp.MustCompile(`"the selected tab `+id+` is no longer open`))
+	term.send("tab select " + n.tab() + "\r")
+	at = term.expect("the prompt after selecting the first tab", at, prompt(host+"/search.html?q=x"))
 
 	// Ctrl-C interrupts a running command, here watch, and the REPL goes
 	// on. watch logs "watching" once it runs, so the terminal is no longer

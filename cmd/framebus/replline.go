@@ -150,6 +150,21 @@ func resolveCommand(word string) (command, error) {
 	return command{}, fmt.Errorf("%q is ambiguous: it could be %s", word, strings.Join(names, ", "))
 }
 
+// helpTopic is the command "help word" shows in the REPL: the one named
+// word (serve too, which has help though it does not run here), else the
+// one command word is a prefix of; a prefix of several is refused with
+// the list, as resolveCommand refuses it as a command.
+func helpTopic(word string) (string, error) {
+	if cmd, ok := lookupCommand(word); ok {
+		return cmd.name, nil
+	}
+	cmd, err := resolveCommand(word)
+	if err != nil {
+		return "", fmt.Errorf("help: %w", err)
+	}
+	return cmd.name, nil
+}
+
 // editKey is the terminal's key hook: keyAbort (Ctrl-C) clears the line;
 // Tab completes the command name under the cursor, as far as the
 // candidates agree.

@@ -2,6 +2,7 @@ package main
 
 import (
 	"errors"
+	"strings"
 
 	"github.com/nats-io/nats.go"
 	"github.com/spf13/pflag"
@@ -34,6 +35,9 @@ session list                  the sessions running`,
 				}
 				switch sub, rest := args[0], args[1:]; {
 				case sub == "start" && (len(rest) == 1 || len(rest) == 2):
+					if strings.TrimSpace(rest[0]) == "" {
+						return usagef("session start: <domain> is empty; want a domain such as example.com")
+					}
 					req := protocol.SessionStartRequest{Domain: rest[0]}
 					if len(rest) == 2 {
 						req.URL = rest[1]
