@@ -91,19 +91,26 @@ func (t *Tab) pendingExpired() <-chan time.Time {
 // settlePending completes the pending frame if its document has loaded,
 // has been replaced, or ran out of time. With wait it first waits for one
 // of those (up to the settle timeout).
-func (t *Tab) settlePending(ctx context.Context, wait bool) {
+//
+// An action that waits gives it at most until by: the frame's content is
+// worth a wait, but not the action's own deadline; when by comes first,
+// the content is captured as it is.
+func (t *Tab) settlePending(ctx context.Context, wait bool, by time.Time) {
 	p := t.pending
 	if p == nil {
 		return
 	}
 	done := func() bool { return t.nav.loaded[p.loaderID] || len(t.nav.changes) > 0 || t.nav.dialog != nil }
-	expired := false
+	expired, cut := false, false
 	if wait && !done() {
 		select {
 		case <-p.timer.C:
 			expired = true
 		default:
-			expired = !t.waitForOr(ctx, done, p.timer.C)
+			wctx, cancel := context.WithDeadline(ctx, by)
+			expired = !t.waitForOr(wctx, done, p.timer.C)
+			cut = expired && wctx.Err() != nil
+			cancel()
 		}
 	}
 	switch {
@@ -113,6 +120,8 @@ func (t *Tab) settlePending(ctx context.Context, wait bool) {
 		t.completePending(ctx, "content unavailable: a JavaScript dialog is open", false)
 	case t.nav.loaded[p.loaderID]:
 		t.completePending(ctx, "", true)
+	case cut:
+		t.completePending(ctx, "page had not finished loading when the next action came, with too short a timeout to wait for it; content captured before load", true)
 	case expired:
 		t.completePending(ctx, fmt.Sprintf("page did not finish loading within %s; content captured before load", t.settleTimeout), true)
 	}

@@ -31,8 +31,10 @@ func (t *Tab) runPlan(plan protocol.Plan) protocol.PlanResult {
 		err := t.frames.Check(a.BasedOnSequence)
 		if spec, _ := protocol.LookupAction(a.Type); err == nil && unlanded == nil && t.pending != nil && spec.Mutates {
 			// The last frame's content is read before this action can
-			// change the page: wait (bounded) for its document's load.
-			t.settlePending(ctx, true)
+			// change the page: wait (bounded) for its document's load,
+			// for half the action's time at most, so it still has the
+			// rest to run.
+			t.settlePending(ctx, true, time.Now().Add(time.Until(deadline)/2))
 			t.absorb(ctx)
 			err = t.frames.Check(a.BasedOnSequence)
 		}

@@ -246,7 +246,7 @@ func (t *Tab) absorb(ctx context.Context) {
 	t.nav.observe(t.page.TakeEvents())
 	t.reportDialogs()
 	t.reportBlocked()
-	t.settlePending(ctx, false)
+	t.settlePending(ctx, false, time.Time{})
 	for _, c := range t.nav.takeChanges() {
 		t.frameFor(ctx, c, frames.Change{Action: c.kind, Source: protocol.SourcePage})
 	}

@@ -1,6 +1,7 @@
 package actors
 
 import (
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -46,5 +47,24 @@ func TestNodeActionTimeout(t *testing.T) {
 	}
 	if r := send(t, tab.ID(), one(protocol.Action{Type: "wait-for", Selector: "#never", Timeout: protocol.Duration(100 * time.Millisecond)})); !strings.Contains(r.Error, "100ms") {
 		t.Fatalf("the action's own timeout wins: %+v", r)
+	}
+}
+
+// The next action waits for the load of the page before it (so that page's
+// frame has its content) for half its own timeout at most, then captures
+// the content as it is and runs: a short timeout is honoured while a page
+// is still loading, and the frame says what it got.
+func TestActionTimeoutBoundsTheWaitForTheLastLoad(t *testing.T) {
+	tab, frames, _ := tabAt(t, "/read.html")
+	for i, a := range []protocol.Action{
+		{Type: "navigate", URL: site("/form.html"), Timeout: protocol.Duration(2 * time.Second)},
+		{Type: "eval", Expression: "1", Timeout: protocol.Duration(2 * time.Second)},
+	} {
+		r := cmdMutate(t, tab, protocol.Action{Type: "navigate", URL: site("/slowload.html?delay=60s&n=" + strconv.Itoa(i))})
+		cmdMutate(t, tab, a)
+		f := frames.until(r.Sequence)
+		if !strings.Contains(f.Note, "content captured before load") || f.FullPage == nil {
+			t.Fatalf("%s after a page still loading: that page's frame %+v", a.Type, f)
+		}
 	}
 }
