@@ -47,6 +47,10 @@ func (t *Tab) runPlan(plan protocol.Plan) protocol.PlanResult {
 			t.absorb(ctx)
 			err = t.frames.Check(a.BasedOnSequence)
 		}
+		if err == nil && t.lost() {
+			// Its page is gone: the tab's state is only what it was.
+			err = protocol.Errorf(protocol.CodeTabClosed, "tab %s closed while the plan waited", t.id)
+		}
 		if err != nil {
 			stop(&res, i, err, a.BasedOnSequence, t.frames.Sequence())
 			break
@@ -161,6 +165,11 @@ func (t *Tab) execute(ctx context.Context, deadline time.Time, plan protocol.Pla
 	sctx, release := t.page.Guard(actx, !worksCrashed[a.Type])
 	t.settle(sctx, out, spec.Mutates)
 	release()
+	if t.lost() {
+		// Closed under the action: whatever it did went with the tab.
+		r.Code, r.Error = protocol.CodeTabClosed, fmt.Sprintf("tab %s closed while the %s ran", t.id, a.Type)
+		return r
+	}
 	switch {
 	case err == nil && out.loaderID != "" && !t.nav.committed(out.loaderID) && t.nav.dialog == nil:
 		// The navigation never committed within the deadline (a hung

@@ -191,6 +191,17 @@ func (t *Tab) receive(m *nats.Msg) {
 	runtime.Gosched()
 }
 
+// lost reports whether the page connection is gone (the tab closed, its
+// browser went away).
+func (t *Tab) lost() bool {
+	select {
+	case <-t.page.Done():
+		return true
+	default:
+		return false
+	}
+}
+
 // closeInbox answers the plans still queued with tab_closed.
 func (t *Tab) closeInbox() {
 	_ = t.sub.Unsubscribe()

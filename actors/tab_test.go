@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"net"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"sync"
 	"testing"
@@ -525,6 +527,59 @@ func TestLongScript(t *testing.T) {
 		}
 		if r := send(t, tab.ID(), one(protocol.Action{Type: "eval", Expression: "6 * 7"})); !r.OK {
 			t.Fatalf("the tab after a %s too long: %+v", a.Type, r)
+		}
+	}
+}
+
+// A tab closed under a running action answers it, and every plan queued
+// behind it, with tab_closed: never a timeout, nor a reply made from what
+// the tab knew before it closed.
+func TestClosedTabAnswersTabClosed(t *testing.T) {
+	ctx := context.Background()
+	page, err := testBrowser.OpenPage(ctx, "about:blank")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tab, err := StartTab(ctx, TabOptions{ID: page.TargetID(), Page: page, Conn: testConn, Subjects: protocol.DefaultSubjects})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tab.Stop()
+	cmdMutate(t, tab, protocol.Action{Type: "navigate", URL: site("/read.html"), Wait: true})
+	replies := make(chan protocol.PlanResult, 3)
+	ask := func(plan protocol.Plan) {
+		data, _ := json.Marshal(plan)
+		m, err := testConn.Request(protocol.DefaultSubjects.TabPlan(tab.ID()), data, 30*time.Second)
+		if err != nil {
+			t.Errorf("%s: %v", data, err)
+			replies <- protocol.PlanResult{}
+			return
+		}
+		res, _ := protocol.DecodePlanResult(m.Data)
+		replies <- res
+	}
+	// The click waits for its navigation, to a server that never
+	// answers: the tab is closed once the request is there.
+	requested := make(chan struct{}, 1)
+	hang := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		requested <- struct{}{}
+		<-r.Context().Done()
+	}))
+	defer hang.Close()
+	go ask(protocol.Plan{Actions: []protocol.Action{
+		{Type: "eval", Expression: `document.body.innerHTML = '<a id=hang href="` + hang.URL + `/">never answers</a>'`},
+		{Type: "click", Selector: "#hang", Timeout: protocol.Duration(20 * time.Second)},
+	}})
+	<-requested
+	go ask(one(protocol.Action{Type: "url"}))
+	go ask(one(protocol.Action{Type: "eval", Expression: "1"}))
+	waitUntil(t, func() bool { return len(tab.inbox) == 2 })
+	if err := testBrowser.ClosePage(ctx, page); err != nil {
+		t.Fatal(err)
+	}
+	for range 3 {
+		if res := <-replies; res.OK || res.Code != protocol.CodeTabClosed {
+			t.Errorf("a plan of a tab closed under it: %+v", res)
 		}
 	}
 }
