@@ -216,12 +216,18 @@ func TestDialogDefaultAnswerAfterTimeout(t *testing.T) {
 // A dialog the page opens as it loads ends a navigate --wait as it ends a
 // click: the navigation is done, its frame made, and the dialog waits for
 // its answer (it used to fail as "timeout waiting for page load").
+//
+// The navigate's frame cannot carry the page's content (the dialog holds
+// the page); the first frame after the answer does.
 func TestDialogWhileLoading(t *testing.T) {
-	tab, _, _ := tabAt(t, "/read.html")
+	tab, frames, _ := tabAt(t, "/read.html")
 	events := cmdWatchDialogs(t, tab)
 	res := cmdMutate(t, tab, protocol.Action{Type: "navigate", URL: site("/dialogload.html"), Wait: true, Timeout: protocol.Duration(10 * time.Second)})
 	if res.URL != site("/dialogload.html") {
 		t.Fatalf("navigate --wait to a page that asks as it loads: %+v", res)
+	}
+	if f := frames.until(res.Sequence); f.FullPage != nil || !strings.Contains(f.Note, "dialog") {
+		t.Fatalf("the navigate's frame, with the dialog open: %+v", f)
 	}
 	if ev := cmdNextDialog(t, events); !ev.Open || ev.Type != "confirm" {
 		t.Fatalf("dialog event %+v", ev)
@@ -230,7 +236,13 @@ func TestDialogWhileLoading(t *testing.T) {
 	if !strings.Contains(res2.Error, "dialog accept") {
 		t.Fatalf("ready while the page asks: %q", res2.Error)
 	}
-	cmdMutate(t, tab, protocol.Action{Type: "dialog", Answer: "dismiss"})
+	answered := cmdMutate(t, tab, protocol.Action{Type: "dialog", Answer: "dismiss"})
+	if f := frames.until(answered.Sequence); f.FullPage == nil || !strings.Contains(*f.FullPage, "Asks as it loads") {
+		t.Fatalf("the frame after the answer does not carry the page's content: %+v", f)
+	}
 	cmdRead(t, tab, protocol.Action{Type: "ready", Timeout: protocol.Duration(10 * time.Second)})
 	cmdExpect(t, tab, "window.answer", "false")
+	if f := frames.next(); f.FullPage != nil {
+		t.Fatalf("the content is sent again at the same URL: %+v", f)
+	}
 }

@@ -41,6 +41,8 @@ type Stream struct {
 	last    protocol.Frame
 	history []protocol.Frame // ring of the latest frames; the oldest at head
 	head    int
+	// delivered is the URL of the last frame that carried content.
+	delivered string
 }
 
 // New returns an empty stream; its first Append is frame 1.
@@ -92,6 +94,11 @@ func (s *Stream) WantsContent(c Change) bool {
 	switch {
 	case s.seq == 0 || c.URL != s.last.URL:
 		return true
+	case c.URL != s.delivered:
+		// The frames at this URL so far went out without its content
+		// (a dialog blocked the page as it loaded, the read failed):
+		// it is still owed.
+		return true
 	case policy == PolicyAlways:
 		return true
 	case policy == PolicyDocumentChange:
@@ -130,6 +137,7 @@ func (s *Stream) Append(c Change, content *string, note string) protocol.Frame {
 	}
 	if content != nil {
 		f.FullPageFormat = string(s.FormatOf(c))
+		s.delivered = c.URL
 	}
 	s.last = f
 	// A ring: the oldest frame is overwritten in place, nothing moves.
@@ -165,6 +173,7 @@ func (s *Stream) Complete(seq int64, format Format, title string, content *strin
 		f.FullPage, f.FullPageFormat, f.Note = content, "", note
 		if content != nil {
 			f.FullPageFormat = string(format)
+			s.delivered = f.URL
 		}
 		if s.last.Sequence == seq {
 			s.last = *f

@@ -66,7 +66,8 @@ func TestPolicies(t *testing.T) {
 	}
 	for _, tc := range cases {
 		s := New("t", Options{Policy: tc.policy, Format: tc.format})
-		s.Append(Change{URL: "http://a/"}, nil, "")
+		content := "a"
+		s.Append(Change{URL: "http://a/"}, &content, "")
 		if got := s.WantsContent(reload); got != tc.reload {
 			t.Errorf("%s/%s reload: %v", tc.policy, tc.format, got)
 		}
@@ -103,7 +104,8 @@ func TestWireNamesAgree(t *testing.T) {
 // A change's own format and policy override the stream's.
 func TestChangeOverrides(t *testing.T) {
 	s := New("T", Options{})
-	s.Append(Change{URL: "a"}, nil, "")
+	a := "a"
+	s.Append(Change{URL: "a"}, &a, "")
 	if s.WantsContent(Change{URL: "a"}) || !s.WantsContent(Change{URL: "a", Policy: PolicyAlways}) {
 		t.Fatal("policy override ignored")
 	}
@@ -113,5 +115,28 @@ func TestChangeOverrides(t *testing.T) {
 	content := "x"
 	if f := s.Append(Change{URL: "b", Format: FormatHTML}, &content, ""); f.FullPageFormat != "html" {
 		t.Fatalf("format override: %+v", f)
+	}
+}
+
+// Content a frame could not carry (a dialog held the page as it loaded) is
+// still owed: the next frame at that URL carries it, and only then do
+// frames at the same URL go without.
+func TestOwedContent(t *testing.T) {
+	s := New("T", Options{})
+	page := "page"
+	s.Append(Change{URL: "a"}, &page, "")
+	seq := s.Append(Change{URL: "b", NewDocument: true}, nil, "").Sequence // pending
+	s.Complete(seq, DefaultFormat, "", nil, "content unavailable: a JavaScript dialog is open")
+	if !s.WantsContent(Change{URL: "b", Action: "dialog"}) {
+		t.Fatal("the content left out is not owed")
+	}
+	s.Append(Change{URL: "b", Action: "dialog"}, &page, "")
+	if s.WantsContent(Change{URL: "b", Action: "click"}) {
+		t.Fatal("content wanted again once delivered")
+	}
+	seq = s.Append(Change{URL: "c", NewDocument: true}, nil, "").Sequence
+	s.Complete(seq, DefaultFormat, "", &page, "")
+	if s.WantsContent(Change{URL: "c", Action: "click"}) {
+		t.Fatal("content completed late is not counted as delivered")
 	}
 }
