@@ -151,6 +151,29 @@ func TestErrorPageFrameNamesTheURL(t *testing.T) {
 	if f := frames.until(res.Sequence); !strings.Contains(f.Note, want) {
 		t.Fatalf("the failed navigate's frame: note %q, want %q", f.Note, want)
 	}
+	// Loading it again fails again, whichever way, with Chromium's words,
+	// and each attempt's frame says so.
+	for _, a := range []protocol.Action{
+		{Type: "reload"},
+		{Type: "back", Wait: true},
+		{Type: "forward"},
+		{Type: "reload", Wait: true},
+	} {
+		a.Timeout = protocol.Duration(20 * time.Second)
+		res := send(t, tab.ID(), one(a))
+		if a.Type == "back" {
+			if !res.OK || res.Results[0].URL != site("/read.html") {
+				t.Fatalf("back from the error page: %+v", res)
+			}
+			continue
+		}
+		if res.Code != protocol.CodeNavigationFailed || res.Error != "net::ERR_CONNECTION_REFUSED" {
+			t.Fatalf("%s onto a page that cannot be loaded: %+v", a.Type, res)
+		}
+		if f := frames.until(res.Sequence); !strings.Contains(f.Note, want) {
+			t.Fatalf("the failed %s's frame: note %q, want %q", a.Type, f.Note, want)
+		}
+	}
 }
 
 // navigate with wait answers after the load event, which a slow image

@@ -174,7 +174,13 @@ func (t *Tab) awaitCommit(ctx context.Context, a protocol.Action, url string) (o
 	}
 	loader := ""
 	if c := t.nav.changes; len(c) > 0 && c[len(c)-1].kind == frameNavigation {
-		loader = c[len(c)-1].loaderID
+		last := c[len(c)-1]
+		loader = last.loaderID
+		if last.unreachable != "" {
+			// Chromium's error page: the load failed, as a navigate's
+			// would (its frame is made all the same).
+			return outcome{loaderID: loader}, &cdpdriver.NavigationError{URL: last.unreachable, Text: cmp.Or(last.failure, "net::ERR_FAILED")}
+		}
 	}
 	if a.Wait {
 		return outcome{loaderID: loader}, t.waitLoad(ctx, loader)

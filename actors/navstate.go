@@ -15,6 +15,9 @@ type pageChange struct {
 	// unreachable: the new document is Chromium's error page for this
 	// URL, which could not be loaded.
 	unreachable string
+	// failure is why it could not be: Chromium's net::ERR_... text, when
+	// the browser said.
+	failure string
 	// status is the HTTP status of the document the page shows after the
 	// change; 0 when it came with none (about:blank, a data: URL).
 	status int
@@ -32,6 +35,8 @@ type navState struct {
 	// statuses are the HTTP statuses main-frame documents came with, by
 	// loader; a document's arrives before its commit.
 	statuses map[string]int
+	// failed is the last main-frame document request that failed.
+	failed cdpdriver.DocumentFailed
 	// navigating: the main frame asked to navigate (or started loading) and
 	// has neither committed nor stopped since; navigatingTo is where to,
 	// when the browser said.
@@ -69,7 +74,13 @@ func (s *navState) observe(evs []cdpdriver.Event) {
 			// unknown until the browser reports it or the page is read.
 			s.url, s.loaderID, s.title = e.URL, e.LoaderID, ""
 			s.status = s.statuses[e.LoaderID]
-			s.changes = append(s.changes, pageChange{kind: frameNavigation, url: e.URL, loaderID: e.LoaderID, unreachable: e.UnreachableURL, status: s.status})
+			c := pageChange{kind: frameNavigation, url: e.URL, loaderID: e.LoaderID, unreachable: e.UnreachableURL, status: s.status}
+			if c.unreachable != "" {
+				c.failure = s.failed.Text
+			}
+			s.changes = append(s.changes, c)
+		case cdpdriver.DocumentFailed:
+			s.failed = e
 		case cdpdriver.DocumentResponse:
 			if e.Main {
 				s.statuses[e.LoaderID] = e.Status

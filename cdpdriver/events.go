@@ -43,6 +43,13 @@ type DocumentResponse struct {
 	Main              bool
 }
 
+// DocumentFailed: the request of a document failed (Network.loadingFailed
+// of a Document); Text is Chromium's net::ERR_... text. A navigation's
+// request id is its loader id.
+type DocumentFailed struct {
+	LoaderID, Text string
+}
+
 // LoadingStarted and LoadingStopped bracket a frame's loading
 // (Page.frameStartedLoading / frameStoppedLoading). A stop without a
 // commit means a requested navigation ended without a new document
@@ -99,6 +106,7 @@ func (Crashed) isEvent()               {}
 func (Detached) isEvent()              {}
 func (DialogOpening) isEvent()         {}
 func (DialogClosed) isEvent()          {}
+func (DocumentFailed) isEvent()        {}
 
 // eventDecoder turns raw CDP events into Events. It knows the page's main
 // frame and target id, and follows main-frame changes.
@@ -116,6 +124,9 @@ type eventDecoder struct {
 
 func (d *eventDecoder) decode(method string, params json.RawMessage) (Event, bool) {
 	if d.net.observe(method, params) {
+		if method == "Network.loadingFailed" {
+			return documentFailed(params)
+		}
 		return nil, false
 	}
 	switch method {
@@ -249,4 +260,18 @@ func (d *eventDecoder) decode(method string, params json.RawMessage) (Event, boo
 		return Detached{Reason: p.Reason}, true
 	}
 	return nil, false
+}
+
+// documentFailed is the DocumentFailed event of a failed document
+// request, if params are one.
+func documentFailed(params json.RawMessage) (Event, bool) {
+	var p struct {
+		RequestID string `json:"requestId"`
+		Type      string `json:"type"`
+		ErrorText string `json:"errorText"`
+	}
+	if json.Unmarshal(params, &p) != nil || p.Type != "Document" || p.ErrorText == "" {
+		return nil, false
+	}
+	return DocumentFailed{LoaderID: p.RequestID, Text: p.ErrorText}, true
 }
