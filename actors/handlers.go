@@ -418,12 +418,17 @@ type snapshotValue struct {
 	Note        string `json:"note,omitempty"`
 }
 
-// snapshot waits for network idle (bounded; on timeout it goes ahead and
-// says so), then takes the accessibility snapshot.
+// snapshot waits for network idle (bounded by its idle timeout and half
+// its own; on timeout it goes ahead and says so), then takes the
+// accessibility snapshot.
 func (t *Tab) snapshot(ctx context.Context, a protocol.Action) (any, error) {
 	v := snapshotValue{}
 	if !a.NoIdle {
 		wait := cmp.Or(a.IdleTimeout.Std(), DefaultSnapshotIdle)
+		if deadline, ok := ctx.Deadline(); ok {
+			// Half the action's time at most: the snapshot needs the rest.
+			wait = min(wait, (time.Until(deadline) / 2).Round(time.Millisecond))
+		}
 		ictx, cancel := cdpdriver.WithTimeout(ctx, wait)
 		err := t.page.WaitNetworkIdle(ictx)
 		cancel()

@@ -150,6 +150,13 @@ func TestSnapshotNetworkIdleTimeout(t *testing.T) {
 	if s.NetworkIdle || !strings.Contains(s.Note, "network idle") || !strings.Contains(s.Text, "1500 ms") {
 		t.Fatalf("snapshot during a slow fetch: %+v", s)
 	}
+	// A short action timeout bounds the wait too, leaving the snapshot
+	// time to be taken.
+	tab, _, _ = tabAt(t, "/fetchslow.html")
+	s = snapshotOf(t, tab, protocol.Action{Timeout: protocol.Duration(time.Second)})
+	if s.NetworkIdle || !strings.Contains(s.Note, "timed out after") || strings.Contains(s.Note, "5s") {
+		t.Fatalf("snapshot with a 1s timeout during a slow fetch: %+v", s)
+	}
 }
 
 // Frames carry the snapshot as their fullPage by default, refs included.
