@@ -66,10 +66,15 @@ type point struct {
 }
 
 // point resolves selector to the point a pointer action aims at. With
-// enabled, a disabled control is refused (a click would do nothing).
-func (p *Page) point(ctx context.Context, selector string, hitTest, enabled bool) (point, error) {
+// enabled, a disabled control is refused (a click would do nothing). A
+// covered element's error names the action, which the cover would get.
+func (p *Page) point(ctx context.Context, action, selector string, hitTest, enabled bool) (point, error) {
 	var pt point
 	err := p.callOnDocument(ctx, "locate element", selector, pointJS, false, &pt, hitTest, enabled)
+	var covered *ElementCoveredError
+	if errors.As(err, &covered) {
+		covered.Action = action
+	}
 	return pt, err
 }
 
@@ -87,7 +92,7 @@ type ClickOptions struct {
 // is refused, since a click on it does nothing. Then the button is
 // pressed and released at the centre; twice for Double.
 func (p *Page) Click(ctx context.Context, selector string, o ClickOptions) error {
-	pt, err := p.point(ctx, selector, true, true)
+	pt, err := p.point(ctx, "click", selector, true, true)
 	if err != nil {
 		return err
 	}
@@ -143,7 +148,7 @@ func (p *Page) Click(ctx context.Context, selector string, o ClickOptions) error
 // Hover moves the mouse to the centre of the element (scrolled into view),
 // so mouseover, mouseenter and :hover apply.
 func (p *Page) Hover(ctx context.Context, selector string) error {
-	pt, err := p.point(ctx, selector, true, false)
+	pt, err := p.point(ctx, "hover", selector, true, false)
 	if err != nil {
 		return err
 	}
@@ -158,7 +163,7 @@ const dragSteps = 8
 // steps to the centre of to, and releases it there. The target is not hit
 // tested: the dragged element itself may be over it.
 func (p *Page) Drag(ctx context.Context, from, to string) error {
-	src, err := p.point(ctx, from, true, false)
+	src, err := p.point(ctx, "drag", from, true, false)
 	if err != nil {
 		return err
 	}
@@ -169,7 +174,7 @@ func (p *Page) Drag(ctx context.Context, from, to string) error {
 	if err := p.mouse(ctx, "mousePressed", src.X, src.Y, left, 1, 1); err != nil {
 		return err
 	}
-	dst, err := p.point(ctx, to, false, false)
+	dst, err := p.point(ctx, "drag", to, false, false)
 	if err != nil {
 		// Let go where we are, so the page is not left mid-drag.
 		_ = p.mouse(ctx, "mouseReleased", src.X, src.Y, left, 0, 1)

@@ -2,6 +2,7 @@ package cdpdriver
 
 import (
 	"context"
+	"strings"
 	"sync"
 	"time"
 
@@ -28,6 +29,7 @@ type dialogState struct {
 	held    bool
 	dismiss bool // auto mode's answer
 	open    bool
+	kind    string // the open dialog's type: alert, confirm, prompt, beforeunload
 	// opened is cancelled while a dialog is open (held mode); a fresh one
 	// replaces it when the dialog closes.
 	opened context.Context
@@ -46,9 +48,15 @@ func (p *Page) SetDialogs(held, accept bool) {
 
 // DialogOpen reports whether a dialog is open now.
 func (p *Page) DialogOpen() bool {
+	_, open := p.openDialog()
+	return open
+}
+
+// openDialog is the open dialog's type, and whether one is open.
+func (p *Page) openDialog() (kind string, open bool) {
 	p.dialogs.mu.Lock()
 	defer p.dialogs.mu.Unlock()
-	return p.dialogs.open
+	return p.dialogs.kind, p.dialogs.open
 }
 
 // dialogEvent runs in the reader goroutine for every dialog event: it
@@ -59,7 +67,7 @@ func (p *Page) dialogEvent(ev Event) {
 	defer d.mu.Unlock()
 	switch e := ev.(type) {
 	case DialogOpening:
-		d.open = true
+		d.open, d.kind = true, e.Type
 		if !d.held {
 			go p.answer(!d.dismiss, e.DefaultPrompt, e.Type == "prompt" && !d.dismiss)
 			return
@@ -106,14 +114,42 @@ func (p *Page) Guard(ctx context.Context, crashes bool) (context.Context, contex
 }
 
 // AnswerDialog accepts or dismisses the open dialog; text answers a
-// prompt when accepting. With no dialog open it is an *InputError.
+// prompt when accepting. With no dialog open, or text the answer would
+// drop (a dismiss, or a dialog that is no prompt), it is an *InputError
+// and the dialog stays open.
 func (p *Page) AnswerDialog(ctx context.Context, accept bool, text string) error {
-	if !p.DialogOpen() {
+	kind, open := p.openDialog()
+	if !open {
 		return &InputError{Msg: "no JavaScript dialog is open"}
 	}
+	if text != "" {
+		if err := promptTextRefusal(kind, accept); err != nil {
+			return err
+		}
+	}
 	args := page.NewHandleJavaScriptDialogArgs(accept)
-	if accept && text != "" {
+	if text != "" {
 		args.SetPromptText(text)
 	}
 	return p.wrap(ctx, "answer dialog", p.client.Page.HandleJavaScriptDialog(ctx, args))
+}
+
+// promptTextRefusal: text answering a dialog of kind is refused unless it
+// accepts a prompt, since Chromium would drop it unseen.
+func promptTextRefusal(kind string, accept bool) error {
+	switch {
+	case !accept:
+		return &InputError{Msg: "text is only for accepting a prompt: dismiss answers without it (the " + kind + " is still open)"}
+	case kind != "prompt":
+		return &InputError{Msg: "text is only for accepting a prompt, and the open dialog is " + article(kind) + " " + kind + " (still open): accept it without text"}
+	}
+	return nil
+}
+
+// article is "a" or "an" for word.
+func article(word string) string {
+	if word != "" && strings.ContainsRune("aeiou", rune(word[0])) {
+		return "an"
+	}
+	return "a"
 }

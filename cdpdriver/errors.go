@@ -104,11 +104,16 @@ func (e *TimeoutError) Error() string {
 }
 
 // ElementCoveredError: another element covers the centre of the element,
-// so a click there would land on it. By describes it (div#overlay).
-type ElementCoveredError struct{ Selector, By string }
+// so the action's mouse would land on it. By describes it (div#overlay);
+// Action names the action ("click", "hover", "drag"; "" reads as click).
+type ElementCoveredError struct{ Selector, By, Action string }
 
 func (e *ElementCoveredError) Error() string {
-	return fmt.Sprintf("element covered: %s is covered by %s, which would receive the click", e.Selector, e.By)
+	action := e.Action
+	if action == "" {
+		action = "click"
+	}
+	return fmt.Sprintf("element covered: %s is covered by %s, which would receive the %s", e.Selector, e.By, action)
 }
 
 // OptionNotFoundError: a <select> has no option with that value or text.

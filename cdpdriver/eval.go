@@ -14,7 +14,8 @@ import (
 // Eval evaluates a JavaScript expression the way DR-014 specifies:
 // Runtime.evaluate with awaitPromise, so promises are awaited, and the
 // result returned by value as JSON. A nil value means undefined (or a value
-// JSON cannot carry, like a DOM node); JSON null is "null". The value comes
+// JSON cannot carry, like a DOM node); JSON null is "null", which NaN and
+// ±Infinity also give, as JSON.stringify writes them. The value comes
 // as Chromium's deep serialization (see jsvalue.go), returnByValue's
 // superset, because plain returnByValue turns a DOM node into {}.
 //
@@ -103,9 +104,7 @@ func resultValue(r runtime.RemoteObject) (json.RawMessage, error) {
 	case "string", "boolean":
 		return d.Value, nil
 	case "number":
-		if len(d.Value) > 0 && d.Value[0] != '"' {
-			return d.Value, nil
-		}
+		return jsonNumber(d.Value), nil
 	}
 	raw, err := json.Marshal(r.DeepSerializedValue)
 	if err != nil {

@@ -69,7 +69,8 @@ const focusOnJS = deepFocusJS + `
 // Inputs whose value is not typed character by character (date, time,
 // color, range, ...) take the whole value, set as a user's picker would,
 // with input and change events; only when replacing (fill, type --clear),
-// and only a value the input keeps. With replace, a text field's content
+// and only a value the input keeps: one it would not is refused before
+// the field is touched. With replace, a text field's content
 // is selected, for the text to replace it, as a user's typing over a
 // selection does (or for the Backspace that clears it, given no text).
 //
@@ -118,14 +119,18 @@ const fieldJS = `function (selector, text, replace, keys) {` + lookupJS + descri
 	if (isInput && kind in picked) {
 		if (!replace) return refuse(where + " is an <input type=" + kind + ">, which takes a whole value: set it with fill (or type --clear)");
 		if (el.readOnly) return refuse(where + " is read-only");
-		el.value = text;
-		const kept = kind === "color" ? el.value === text.toLowerCase() : el.value === text;
+		// Tried on a detached copy (same type and attributes, so the same
+		// sanitizing) first: a refused value leaves the field untouched.
+		const probe = el.cloneNode(false);
+		probe.value = text;
+		const kept = kind === "color" ? probe.value === text.toLowerCase() : probe.value === text;
 		if (!kept) {
 			const like = kind === "range"
 				? "a number from " + (el.min || 0) + " to " + (el.max || 100) + (el.step && el.step !== "any" ? " in steps of " + el.step : "")
 				: "e.g. " + picked[kind];
 			return refuse(JSON.stringify(text) + " is not a value for " + where + " (an <input type=" + kind + ">): " + like);
 		}
+		el.value = text;
 		el.dispatchEvent(new Event("input", {bubbles: true, composed: true}));
 		el.dispatchEvent(new Event("change", {bubbles: true}));
 		return {set: true};

@@ -3,15 +3,14 @@ package cdpdriver
 import (
 	"bytes"
 	"encoding/json"
-	"strconv"
 
 	"github.com/mafredri/cdp/protocol/runtime"
 )
 
 // deepSerialization asks Chromium for a typed ("deep") serialization of a
 // result. Unlike plain returnByValue it tells a DOM node from an empty
-// object, marks repeated and circular references, and keeps NaN and BigInts,
-// so eval can answer exactly as DR-014's table says in one round trip.
+// object, marks repeated and circular references, and keeps BigInts, so
+// eval can answer exactly as DR-014's table says in one round trip.
 var deepSerialization = runtime.SerializationOptions{
 	Serialization:        "deep",
 	AdditionalParameters: json.RawMessage(`{"maxNodeDepth":0,"includeShadowTree":"none"}`),
@@ -24,11 +23,14 @@ type jsValue struct {
 	Ref   *int            `json:"weakLocalObjectReference,omitempty"`
 }
 
-// jsonFromDeep converts a deep-serialized value to the JSON that
-// JSON.stringify would give, with two differences that keep information:
-// NaN and ±Infinity become their spelling as strings, BigInts their digits.
-// At the top level, values JSON cannot carry (undefined, functions, symbols,
-// DOM nodes, windows) give nil: "no value". A circular reference is a
+// jsonFromDeep converts a deep-serialized value to the JSON that DR-014's
+// returnByValue (JSON.stringify's semantics) gives: NaN and ±Infinity are
+// null and -0 is 0, at the top level too; DOM nodes and windows are left
+// out like undefined (null in an array, no key in an object); objects with
+// no JSON-visible properties (an Error, a Promise) are {}. One difference
+// keeps information: BigInts are their digits, as a string. At the top
+// level, values JSON cannot carry (undefined, functions, symbols, DOM
+// nodes, windows) give nil: "no value". A circular reference is a
 // *SerializationError.
 func jsonFromDeep(raw json.RawMessage) (json.RawMessage, error) {
 	var v jsValue
@@ -48,55 +50,56 @@ func jsonFromDeep(raw json.RawMessage) (json.RawMessage, error) {
 }
 
 type converter struct {
-	refs   map[int]json.RawMessage // serialized values by reference, for repeats
+	refs   map[int]json.RawMessage // serialized values by reference, for repeats; nil: no JSON form
 	active map[int]bool            // references being serialized: met again means a cycle
 }
 
 // write appends v's JSON to buf. It reports false when v has no JSON
-// form (undefined, functions, symbols): arrays then hold null and objects
-// leave the key out, as JSON.stringify does.
+// form (undefined, functions, symbols, DOM nodes, windows): arrays then
+// hold null and objects leave the key out, as JSON.stringify does. A
+// repeated reference is written as its first occurrence was.
 func (c *converter) write(buf *bytes.Buffer, v jsValue) (bool, error) {
-	if v.Ref != nil && len(v.Value) == 0 {
-		if c.active[*v.Ref] {
+	if v.Ref == nil {
+		return c.writeValue(buf, v)
+	}
+	ref := *v.Ref
+	if len(v.Value) == 0 {
+		if c.active[ref] {
 			return false, &SerializationError{Reason: "circular reference"}
 		}
-		if prior, ok := c.refs[*v.Ref]; ok {
+		if prior, seen := c.refs[ref]; seen {
 			buf.Write(prior)
-			return true, nil
+			return prior != nil, nil
 		}
 	}
+	c.active[ref] = true
 	start := buf.Len()
-	if v.Ref != nil {
-		c.active[*v.Ref] = true
-		defer func() {
-			delete(c.active, *v.Ref)
-			c.refs[*v.Ref] = append(json.RawMessage(nil), buf.Bytes()[start:]...)
-		}()
+	ok, err := c.writeValue(buf, v)
+	delete(c.active, ref)
+	c.refs[ref] = nil
+	if ok {
+		c.refs[ref] = append(json.RawMessage(nil), buf.Bytes()[start:]...)
 	}
+	return ok, err
+}
+
+// writeValue appends v's JSON to buf, as write does, v's repeats aside.
+func (c *converter) writeValue(buf *bytes.Buffer, v jsValue) (bool, error) {
 	switch v.Type {
-	case "undefined", "function", "symbol":
+	case "undefined", "function", "symbol", "node", "window":
 		return false, nil
 	case "null":
 		buf.WriteString("null")
 	case "string", "boolean", "date":
 		buf.Write(v.Value)
 	case "number":
-		var s string
-		if json.Unmarshal(v.Value, &s) == nil { // NaN, -0, Infinity, -Infinity
-			if s == "-0" {
-				buf.WriteString("0")
-			} else {
-				buf.WriteString(strconv.Quote(s))
-			}
-		} else {
-			buf.Write(v.Value)
-		}
+		buf.Write(jsonNumber(v.Value))
 	case "bigint":
 		buf.Write(v.Value)
 	case "regexp":
 		var re struct{ Pattern, Flags string }
 		_ = json.Unmarshal(v.Value, &re)
-		buf.WriteString(strconv.Quote("/" + re.Pattern + "/" + re.Flags))
+		writeJSONString(buf, "/"+re.Pattern+"/"+re.Flags)
 	case "array", "set":
 		var items []jsValue
 		_ = json.Unmarshal(v.Value, &items)
@@ -130,7 +133,7 @@ func (c *converter) write(buf *bytes.Buffer, v jsValue) (bool, error) {
 			if n > 0 {
 				buf.WriteByte(',')
 			}
-			buf.WriteString(strconv.Quote(key))
+			writeJSONString(buf, key)
 			buf.WriteByte(':')
 			ok, err := c.write(buf, item)
 			if err != nil {
@@ -143,10 +146,30 @@ func (c *converter) write(buf *bytes.Buffer, v jsValue) (bool, error) {
 			n++
 		}
 		buf.WriteByte('}')
-	default: // node, window, error, promise, typed arrays, ...: as JSON.stringify, an empty object
+	default: // error, promise, typed arrays, ...: as JSON.stringify, an empty object
 		buf.WriteString("{}")
 	}
 	return true, nil
+}
+
+// jsonNumber is a deep-serialized number as JSON.stringify writes it: the
+// numbers JSON has no form for, which come as strings, are null, except
+// -0, which is 0.
+func jsonNumber(value json.RawMessage) json.RawMessage {
+	if len(value) == 0 || value[0] != '"' {
+		return value
+	}
+	if string(value) == `"-0"` {
+		return json.RawMessage("0")
+	}
+	return json.RawMessage("null") // NaN, Infinity, -Infinity
+}
+
+// writeJSONString writes s as a JSON string; strconv.Quote would write
+// escapes JSON lacks (\v, \x01).
+func writeJSONString(buf *bytes.Buffer, s string) {
+	q, _ := json.Marshal(s) // a string always marshals
+	buf.Write(q)
 }
 
 // entryKey is an object key (a string) or a Map key (a serialized value).

@@ -41,7 +41,12 @@ func TestJSONFromDeep(t *testing.T) {
 	cases := []struct{ deep, want string }{
 		{`{"type":"undefined"}`, ""},
 		{`{"type":"node","value":{"nodeType":1}}`, ""},
-		{`{"type":"number","value":"NaN"}`, `"NaN"`},
+		{`{"type":"number","value":"NaN"}`, `null`},
+		{`{"type":"number","value":"-0"}`, `0`},
+		{`{"type":"array","value":[{"type":"number","value":"-Infinity"},{"type":"node","value":{"nodeType":1}},{"type":"window","value":{}}]}`, `[null,null,null]`},
+		{`{"type":"object","value":[["el",{"type":"node","value":{"nodeType":1}}],["e",{"type":"error"}]]}`, `{"e":{}}`},
+		{`{"type":"array","value":[{"type":"function","weakLocalObjectReference":1},{"type":"function","weakLocalObjectReference":1}]}`, `[null,null]`},
+		{`{"type":"object","value":[["\u000b",{"type":"number","value":1}]]}`, `{"\u000b":1}`},
 		{`{"type":"array","value":[{"type":"undefined"},{"type":"string","value":"a"}]}`, `[null,"a"]`},
 		{`{"type":"object","value":[["k",{"type":"function"}],["n",{"type":"null"}]]}`, `{"n":null}`},
 		{`{"type":"regexp","value":{"pattern":"a+","flags":"g"}}`, `"/a+/g"`},

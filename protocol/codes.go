@@ -38,7 +38,7 @@ var Codes = []struct {
 	{CodeBadRequest, "the request is malformed; the message names the field and what is expected"},
 	{CodeStaleFrame, "the action's basedOnSequence is no longer the tab's current frame; nothing was run"},
 	{CodeElementNotFound, "no element matches the selector"},
-	{CodeElementCovered, "another element covers the element's centre, so a click would land on it; the message names it"},
+	{CodeElementCovered, "another element covers the element's centre, so a click (or hover, or drag) would land on it; the message names it and the action, and nothing is done"},
 	{CodeDialogOpen, "a JavaScript dialog is open and blocks the page; answer it with the dialog action"},
 	{CodeStaleRef, "the element a snapshot ref pointed to is gone"},
 	{CodeNavigationFailed, "the browser could not load the page (net::ERR_... text in the message)"},
