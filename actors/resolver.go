@@ -157,8 +157,12 @@ func (t *Tab) execute(ctx context.Context, deadline time.Time, plan protocol.Pla
 	out, err := h(t, gctx, a)
 	t.page.UnpinDocument()
 	release()
+	evalBlocked := false
 	if errors.Is(err, cdpdriver.ErrDialogOpened) {
-		err, out = nil, outcome{}
+		// An eval blocked by a dialog it opened cannot answer its value,
+		// which an ok without one would pass off as undefined.
+		evalBlocked = a.Type == "eval"
+		err, out = nil, outcome{ran: evalBlocked}
 	}
 	// Settling waits on the renderer too: a dialog that opens meanwhile
 	// (the next one, after a dialog action's answer) ends the wait.
@@ -191,6 +195,12 @@ func (t *Tab) execute(ctx context.Context, deadline time.Time, plan protocol.Pla
 			out.ran = out.ran || err == nil // it did what it does: a frame
 			err = protocol.Errorf(protocol.CodeTimeout, "a navigation to %s started by the %s did not commit within %s; it was stopped, and the page stays at %s",
 				to, a.Type, a.EffectiveTimeout(), t.nav.url)
+		}
+	}
+	if evalBlocked && err == nil {
+		err = protocol.Errorf(protocol.CodeDialogOpen, "the expression opened a JavaScript dialog, which waits for its answer (dialog accept [text] or dialog dismiss): its value cannot come back")
+		if d := t.nav.dialog; d != nil {
+			err = protocol.Errorf(protocol.CodeDialogOpen, "the expression opened a JavaScript %s (%q), which waits for its answer (dialog accept [text] or dialog dismiss): its value cannot come back", d.Type, d.Message)
 		}
 	}
 	t.reportDialogs()
