@@ -174,6 +174,12 @@ func TestErrorPageFrameNamesTheURL(t *testing.T) {
 			t.Fatalf("the failed %s's frame: note %q, want %q", a.Type, f.Note, want)
 		}
 	}
+	// On the error page, a relative URL is relative to the page that
+	// could not be loaded, not to chrome-error://.
+	res = send(t, tab.ID(), one(protocol.Action{Type: "navigate", URL: "/other.html", Timeout: protocol.Duration(20 * time.Second)}))
+	if res.Code != protocol.CodeNavigationFailed || !strings.Contains(res.Results[0].URL+frames.until(res.Sequence).Note, strings.TrimSuffix(dead, "/")+"/other.html") {
+		t.Fatalf("a relative navigate on the error page: %+v", res)
+	}
 }
 
 // navigate with wait answers after the load event, which a slow image

@@ -95,7 +95,9 @@ func read(f func(t *Tab, ctx context.Context, a protocol.Action) (any, error)) h
 }
 
 func (t *Tab) navigate(ctx context.Context, a protocol.Action) (outcome, error) {
-	target, err := cdpdriver.ResolveURL(a.URL, t.nav.url)
+	// On Chromium's error page, a relative URL is relative to the page
+	// that could not be loaded, as the agent sees it.
+	target, err := cdpdriver.ResolveURL(a.URL, cmp.Or(t.nav.unreachable, t.nav.url))
 	// A URL Go cannot parse may still be one a browser loads: the
 	// whitelist, which parses as a browser does, has the first word.
 	// (Not on a path with no page to be relative to: that is no URL.)

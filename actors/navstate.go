@@ -31,6 +31,9 @@ type navState struct {
 	title    string
 	loaderID string // the current main-frame document's loader
 	status   int    // the current document's HTTP status (0: none)
+	// unreachable: the current document is Chromium's error page for
+	// this URL.
+	unreachable string
 	loaded   map[string]bool
 	// statuses are the HTTP statuses main-frame documents came with, by
 	// loader; a document's arrives before its commit.
@@ -72,7 +75,7 @@ func (s *navState) observe(evs []cdpdriver.Event) {
 			s.navigating, s.crashed = false, false
 			// The old document's title is not the new one's, which is
 			// unknown until the browser reports it or the page is read.
-			s.url, s.loaderID, s.title = e.URL, e.LoaderID, ""
+			s.url, s.loaderID, s.title, s.unreachable = e.URL, e.LoaderID, "", e.UnreachableURL
 			s.status = s.statuses[e.LoaderID]
 			c := pageChange{kind: frameNavigation, url: e.URL, loaderID: e.LoaderID, unreachable: e.UnreachableURL, status: s.status}
 			if c.unreachable != "" {
