@@ -34,7 +34,7 @@ type navState struct {
 	// unreachable: the current document is Chromium's error page for
 	// this URL.
 	unreachable string
-	loaded   map[string]bool
+	loaded      map[string]bool
 	// statuses are the HTTP statuses main-frame documents came with, by
 	// loader; a document's arrives before its commit.
 	statuses map[string]int
