@@ -198,11 +198,15 @@ func (p *Profile) answerNewTab(m *nats.Msg) {
 	ctx, cancel := context.WithTimeout(context.Background(), lifecycleTimeout)
 	defer cancel()
 	tab, err := p.OpenTab(ctx, req.URL)
-	if err != nil {
+	var unloaded *FirstPageError
+	switch {
+	case errors.As(err, &unloaded):
+		respond(m, protocol.TabReply{Tab: tab.Info(), Error: err.Error(), Code: protocol.CodeOf(err)}, p.log)
+	case err != nil:
 		respond(m, protocol.NewErrorReply(err), p.log)
-		return
+	default:
+		respond(m, protocol.TabReply{OK: true, Tab: tab.Info()}, p.log)
 	}
-	respond(m, protocol.TabReply{OK: true, Tab: tab.Info()}, p.log)
 }
 
 func (p *Profile) answerCloseTab(m *nats.Msg) {

@@ -66,6 +66,41 @@ func TestLifecycleOnTheBus(t *testing.T) {
 	if !closed.OK || closed.Tab.Tab != opened.Tab.Tab || len(node.Tabs()) != 1 {
 		t.Fatalf("closetab: %+v, %d tabs left", closed, len(node.Tabs()))
 	}
+	// A tab opened at a URL loads it as a navigate does: its frames have
+	// the page's HTTP status, and a page that cannot be loaded fails with
+	// navigation_failed, naming the tab, which is open at the error page.
+	run := func(tab string, a protocol.Action) protocol.PlanResult {
+		t.Helper()
+		data, _ := json.Marshal(one(a))
+		msg, err := nc.Request(subj.TabPlan(tab), data, 30*time.Second)
+		if err != nil {
+			t.Fatalf("%s: %v", a.Type, err)
+		}
+		res, _ := protocol.DecodePlanResult(msg.Data)
+		return res
+	}
+	var notFound protocol.TabReply
+	ask(protocol.OpNewTab, protocol.NewTabRequest{URL: site("/status?code=404")}, &notFound)
+	if !notFound.OK || notFound.Tab.URL != site("/status?code=404") {
+		t.Fatalf("newtab at a 404 page: %+v", notFound)
+	}
+	if res := run(notFound.Tab.Tab, protocol.Action{Type: "eval", Expression: "1"}); !res.OK || res.Results[0].Status != 404 {
+		t.Fatalf("the frames of a tab opened at a 404 page: %+v", res)
+	}
+	var dead protocol.TabReply
+	ask(protocol.OpNewTab, protocol.NewTabRequest{URL: closedPortURL(t)}, &dead)
+	if dead.OK || dead.Code != protocol.CodeNavigationFailed || dead.Tab.Tab == "" || !strings.Contains(dead.Error, "tab "+dead.Tab.Tab+" opened, but") || !strings.Contains(dead.Error, "net::ERR_CONNECTION_REFUSED") {
+		t.Fatalf("newtab at a page that cannot be loaded: %+v", dead)
+	}
+	if res := run(dead.Tab.Tab, protocol.Action{Type: "navigate", URL: site("/")}); !res.OK {
+		t.Fatalf("navigate in a tab whose first page failed: %+v", res)
+	}
+	for _, id := range []string{notFound.Tab.Tab, dead.Tab.Tab} {
+		var closed protocol.TabReply
+		if ask(protocol.OpCloseTab, protocol.CloseTabRequest{Tab: id}, &closed); !closed.OK {
+			t.Fatalf("closetab %s: %+v", id, closed)
+		}
+	}
 	var bad map[string]any
 	ask(protocol.OpCloseTab, protocol.CloseTabRequest{Tab: "NOSUCHTAB"}, &bad)
 	if bad["code"] != "tab_not_found" {

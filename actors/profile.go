@@ -3,6 +3,7 @@ package actors
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -159,6 +160,12 @@ func (p *Profile) start(ctx context.Context) error {
 	} else {
 		err = p.adoptExisting(ctx)
 	}
+	var unloaded *FirstPageError
+	if errors.As(err, &unloaded) {
+		// The browser runs, and its tab shows why the page did not load.
+		p.log.Warn().Err(err).Msg("the first tab's page")
+		err = nil
+	}
 	if err != nil {
 		p.closeBrowser()
 		return err
@@ -242,19 +249,23 @@ func (p *Profile) closeBrowser() error {
 
 // OpenTab opens a new tab at url and starts its actor.
 func (p *Profile) OpenTab(ctx context.Context, url string) (*Tab, error) {
-	if url == "" {
-		url = "about:blank"
-	}
 	b := p.Browser()
 	if b == nil {
 		return nil, p.notRunning()
 	}
-	id, err := b.NewTarget(ctx, url)
+	// Opened blank, and then loaded by the tab itself, as an agent's
+	// navigate: so its frames know the page's HTTP status, and a page that
+	// cannot be loaded fails as a navigate does.
+	id, err := b.NewTarget(ctx, "about:blank")
 	if err != nil {
 		return nil, err
 	}
 	if !p.claim(id) { // the watcher saw it appear first
-		return p.awaitTab(ctx, id)
+		tab, err := p.awaitTab(ctx, id)
+		if err != nil {
+			return nil, err
+		}
+		return tab, p.loadFirstPage(ctx, tab, url)
 	}
 	page, err := b.AttachPage(ctx, id)
 	if err != nil {
@@ -267,31 +278,46 @@ func (p *Profile) OpenTab(ctx context.Context, url string) (*Tab, error) {
 		p.unclaim(id)
 		return nil, err
 	}
-	if url != "about:blank" {
-		awaitFirstPage(ctx, tab)
-	}
-	return tab, nil
+	return tab, p.loadFirstPage(ctx, tab, url)
 }
 
-// firstPageWait bounds how long OpenTab waits for a new tab's page.
-const firstPageWait = 30 * time.Second
-
-// awaitFirstPage waits (bounded) until a tab opened at a URL has left the
-// about:blank it starts on, so that whoever opened it finds it at its page;
-// a page that never comes leaves the tab where it is.
-func awaitFirstPage(ctx context.Context, tab *Tab) {
-	ctx, cancel := context.WithTimeout(ctx, firstPageWait)
-	defer cancel()
-	for tab.Info().URL == "about:blank" {
-		select {
-		case <-ctx.Done():
-			return
-		case <-tab.Done():
-			return
-		case <-time.After(adoptPoll):
-		}
+// loadFirstPage has a tab just opened navigate to url (nothing for "" or
+// about:blank). The error of a page that could not be loaded is a
+// *FirstPageError: the tab is open all the same, at Chromium's error page.
+func (p *Profile) loadFirstPage(ctx context.Context, tab *Tab, url string) error {
+	if url == "" || url == "about:blank" {
+		return nil
 	}
+	data, err := json.Marshal(protocol.Plan{Action: &protocol.Action{Type: "navigate", URL: url}})
+	if err != nil {
+		return err
+	}
+	msg, err := p.node.nc.RequestWithContext(ctx, p.node.subj.TabPlan(tab.ID()), data)
+	if err != nil {
+		return &FirstPageError{Tab: tab.ID(), URL: url, Err: protocol.Errorf(protocol.CodeTimeout, "%v", err)}
+	}
+	res, err := protocol.DecodePlanResult(msg.Data)
+	if err != nil {
+		return &FirstPageError{Tab: tab.ID(), URL: url, Err: err}
+	}
+	if !res.OK {
+		return &FirstPageError{Tab: tab.ID(), URL: url, Err: &protocol.Error{Code: res.Code, Message: res.Error}}
+	}
+	return nil
 }
+
+// FirstPageError: a tab opened, but the page it was opened at could not
+// be loaded; it has the code of that failure.
+type FirstPageError struct {
+	Tab, URL string
+	Err      error
+}
+
+func (e *FirstPageError) Error() string {
+	return fmt.Sprintf("tab %s opened, but %s could not be loaded: %v", e.Tab, e.URL, e.Err)
+}
+
+func (e *FirstPageError) Unwrap() error { return e.Err }
 
 // adopt gives a claimed tab that exists already its actor.
 func (p *Profile) adopt(ctx context.Context, b *Browser, id string) error {

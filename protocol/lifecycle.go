@@ -87,6 +87,10 @@ type CloseTabRequest struct {
 type TabReply struct {
 	OK  bool    `json:"ok"`
 	Tab TabInfo `json:"tab"`
+	// Error and Code: a tab that opened, but whose page could not be
+	// loaded (ok is false; the tab is open at Chromium's error page).
+	Error string `json:"error,omitempty"`
+	Code  Code   `json:"code,omitempty"`
 }
 
 // Sessions (the spec's browser sessions): a session runs the persistent
