@@ -202,7 +202,9 @@ func (p *Page) Drag(ctx context.Context, from, to string) error {
 func (p *Page) mouse(ctx context.Context, typ string, x, y float64, button input.MouseButton, buttons, clickCount int) error {
 	p.pointer = pointer{x: x, y: y, generation: p.decoder.generation.Load(), known: true}
 	p.UnpinDocument()
-	err := p.client.Input.DispatchMouseEvent(ctx, mouseEvent(typ, x, y, button, buttons, clickCount))
+	err := p.awaitInput(ctx, func(ctx context.Context) error {
+		return p.client.Input.DispatchMouseEvent(ctx, mouseEvent(typ, x, y, button, buttons, clickCount))
+	})
 	if err != nil {
 		p.pointer.known = false // it may not have got there
 	}
@@ -281,4 +283,33 @@ func buttonsOf(b input.MouseButton) int {
 		return 4
 	}
 	return 0
+}
+
+// awaitInput runs an input command and waits for its answer, but not past
+// the commit of a new document: Chromium may never answer an input that
+// the old document took with it (it would hold the action to its
+// deadline). An input outlived so counts as delivered; the new document
+// is the action's.
+func (p *Page) awaitInput(ctx context.Context, call func(context.Context) error) error {
+	next := p.decoder.nextDocument()
+	ictx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	outlived := make(chan struct{})
+	go func() {
+		select {
+		case <-next:
+			close(outlived)
+			cancel()
+		case <-ictx.Done():
+		}
+	}()
+	err := call(ictx)
+	if err != nil {
+		select {
+		case <-outlived:
+			return nil
+		default:
+		}
+	}
+	return err
 }

@@ -2,6 +2,7 @@ package cdpdriver
 
 import (
 	"encoding/json"
+	"sync"
 	"sync/atomic"
 )
 
@@ -120,6 +121,30 @@ type eventDecoder struct {
 	// newDocument, when set, is told of each new main-frame document, from
 	// the reader goroutine: it must not block.
 	newDocument func(frameID string)
+	// committed is closed at the next main-frame commit (see
+	// nextDocument); nil until someone asks.
+	commitMu  sync.Mutex
+	committed chan struct{}
+}
+
+// nextDocument is closed when the main frame commits its next document.
+func (d *eventDecoder) nextDocument() <-chan struct{} {
+	d.commitMu.Lock()
+	defer d.commitMu.Unlock()
+	if d.committed == nil {
+		d.committed = make(chan struct{})
+	}
+	return d.committed
+}
+
+// commit closes the channel nextDocument gave out.
+func (d *eventDecoder) commit() {
+	d.commitMu.Lock()
+	defer d.commitMu.Unlock()
+	if d.committed != nil {
+		close(d.committed)
+		d.committed = nil
+	}
 }
 
 func (d *eventDecoder) decode(method string, params json.RawMessage) (Event, bool) {
@@ -162,6 +187,7 @@ func (d *eventDecoder) decode(method string, params json.RawMessage) (Event, boo
 		if main {
 			d.mainFrameID = p.Frame.ID
 			generation = d.generation.Add(1)
+			d.commit()
 			d.net.newDocument(p.Frame.LoaderID)
 			if d.newDocument != nil {
 				d.newDocument(p.Frame.ID)

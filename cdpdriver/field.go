@@ -216,9 +216,13 @@ func (p *Page) Type(ctx context.Context, selector, text string, o TypeOptions) (
 	if r.Set {
 		return nil, nil
 	}
+	gen := p.decoder.generation.Load()
 	if r.Selected && text == "" {
 		if err := p.press(ctx, namedKeys["Backspace"], 0); err != nil {
 			return nil, err
+		}
+		if p.decoder.generation.Load() != gen {
+			return nil, nil // the field went with its document
 		}
 		if err := p.callOnDocument(ctx, "check field", "", fieldCheckJS, false, nil, "cleared"); err != nil {
 			return nil, &InputSentError{Err: err} // the field may have changed
@@ -235,6 +239,11 @@ func (p *Page) Type(ctx context.Context, selector, text string, o TypeOptions) (
 	}
 	if err != nil {
 		return nil, err
+	}
+	if p.decoder.generation.Load() != gen {
+		// A new document came while the text went in: there is no field
+		// to check, and settling has the new page.
+		return nil, nil
 	}
 	var took locationReply
 	if err := p.callOnDocument(ctx, "check field", "", fieldCheckJS, false, &took, "took"); err != nil {

@@ -188,10 +188,10 @@ func (p *Page) Key(ctx context.Context, name string, modifiers int) error {
 func (p *Page) press(ctx context.Context, d keyDef, modifiers int) error {
 	down, up := keyEvents(d, modifiers)
 	p.UnpinDocument()
-	if err := p.client.Input.DispatchKeyEvent(ctx, down); err != nil {
+	if err := p.awaitInput(ctx, func(ctx context.Context) error { return p.client.Input.DispatchKeyEvent(ctx, down) }); err != nil {
 		return sent(p.wrap(ctx, "key "+d.key, err))
 	}
-	if err := p.client.Input.DispatchKeyEvent(ctx, up); err != nil {
+	if err := p.awaitInput(ctx, func(ctx context.Context) error { return p.client.Input.DispatchKeyEvent(ctx, up) }); err != nil {
 		return &InputSentError{Err: p.wrap(ctx, "key "+d.key, err)} // the key went down
 	}
 	return nil
@@ -252,7 +252,7 @@ func (p *Page) TypeKeys(ctx context.Context, text string) error {
 		down, up := keyEvents(d, 0)
 		for j, ev := range []*input.DispatchKeyEventArgs{down, up} {
 			if i == n-1 && j == 1 {
-				err := p.client.Input.DispatchKeyEvent(ctx, ev)
+				err := p.awaitInput(ctx, func(ctx context.Context) error { return p.client.Input.DispatchKeyEvent(ctx, ev) })
 				return typed(p.postedOutcome(ctx, "type keys", posted, p.wrap(ctx, "type keys", err)), len(posted) > 0)
 			}
 			id, err := p.codec.post("Input.dispatchKeyEvent", ev)
@@ -277,5 +277,7 @@ func typed(err error, some bool) error {
 // would: beforeinput and input events fire, no key events.
 func (p *Page) InsertText(ctx context.Context, text string) error {
 	p.UnpinDocument()
-	return sent(p.wrap(ctx, "insert text", p.client.Input.InsertText(ctx, input.NewInsertTextArgs(text))))
+	return sent(p.wrap(ctx, "insert text", p.awaitInput(ctx, func(ctx context.Context) error {
+		return p.client.Input.InsertText(ctx, input.NewInsertTextArgs(text))
+	})))
 }
