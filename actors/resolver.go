@@ -18,10 +18,16 @@ import (
 // runPlan resolves a plan: each action runs only while its basedOnSequence
 // is the current frame, and the plan stops at the first that is not, or at
 // the first failure.
-func (t *Tab) runPlan(plan protocol.Plan) protocol.PlanResult {
+//
+// ctx ends when the plan is cancelled: the action running is cut short as
+// at its deadline, and the plan stops there with code cancelled.
+func (t *Tab) runPlan(ctx context.Context, plan protocol.Plan) protocol.PlanResult {
 	res := protocol.PlanResult{OK: true, Version: protocol.Version, Tab: t.id, PlanID: plan.ID, Results: []protocol.ActionResult{}}
 	for i, a := range plan.Actions {
-		ctx := context.Background()
+		if ctx.Err() != nil {
+			stop(&res, i, cancelledError(plan, a), nil, t.frames.Sequence())
+			break
+		}
 		a = t.withNodeTimeout(a)
 		// The action's deadline runs from here: waiting for the page's
 		// own navigation to land counts against it.
@@ -75,6 +81,11 @@ func (t *Tab) runPlan(plan protocol.Plan) protocol.PlanResult {
 			break
 		}
 		r := t.execute(ctx, deadline, plan, i, a)
+		if !r.OK && ctx.Err() != nil {
+			// Cut short by the cancel, whatever the driver made of it.
+			err := cancelledError(plan, a)
+			r.Code, r.Error = protocol.CodeOf(err), err.Error()
+		}
 		res.Results = append(res.Results, r)
 		if !r.OK {
 			stop(&res, i, &protocol.Error{Code: r.Code, Message: r.Error}, nil, t.frames.Sequence())
@@ -119,6 +130,11 @@ func (t *Tab) landPageNavigation(ctx context.Context, deadline time.Time, a prot
 	return protocol.Errorf(protocol.CodeTimeout,
 		"the page is navigating to %s, by itself, and it has not committed within %s; the %s was not sent, since the browser would hold it back and run it in that next document: try again once it has loaded, or navigate elsewhere",
 		t.nav.pendingNavigation(), a.EffectiveTimeout(), a.Type)
+}
+
+// cancelledError is the error of action a of a cancelled plan.
+func cancelledError(plan protocol.Plan, a protocol.Action) error {
+	return protocol.Errorf(protocol.CodeCancelled, "plan %s was cancelled at its %s", plan.ID, a.Type)
 }
 
 // withNodeTimeout gives an action that sets no timeout, and has no

@@ -79,6 +79,8 @@ type Tab struct {
 	pending    *pendingFrame // the frame whose content waits for its load
 	content    *contentStore // large frame contents, fetched by reference
 	contentSub *nats.Subscription
+	cancelSub  *nats.Subscription
+	cancels    cancelState
 	sub        *nats.Subscription
 	quit       chan struct{}
 	done       chan struct{}
@@ -137,6 +139,13 @@ func StartTab(ctx context.Context, opts TabOptions) (*Tab, error) {
 		return nil, fmt.Errorf("tab %s: subscribe: %w", t.id, err)
 	}
 	t.contentSub = csub
+	// Cancels are answered from the connection while the actor is busy.
+	xsub, err := t.nc.Subscribe(t.subj.TabCancel(t.id), t.answerCancel)
+	if err != nil {
+		_ = csub.Unsubscribe()
+		return nil, fmt.Errorf("tab %s: subscribe: %w", t.id, err)
+	}
+	t.cancelSub = xsub
 	t.emit(ctx, frames.Change{URL: url, Title: title, Action: protocol.FrameOpen, Source: protocol.SourceBrowser, NewDocument: true}, "", true)
 	t.flush()
 	// Plans arrive straight from the connection's reader into the actor's
@@ -144,6 +153,7 @@ func StartTab(ctx context.Context, opts TabOptions) (*Tab, error) {
 	sub, err := t.nc.ChanSubscribe(t.subj.TabPlan(t.id), t.inbox)
 	if err != nil {
 		_ = csub.Unsubscribe()
+		_ = xsub.Unsubscribe()
 		return nil, fmt.Errorf("tab %s: subscribe: %w", t.id, err)
 	}
 	t.sub = sub
@@ -151,6 +161,7 @@ func StartTab(ctx context.Context, opts TabOptions) (*Tab, error) {
 	// subscriptions (a round trip), not just the connection's buffer.
 	if err := t.nc.FlushTimeout(startFlushTimeout); err != nil {
 		_ = csub.Unsubscribe()
+		_ = xsub.Unsubscribe()
 		_ = sub.Unsubscribe()
 		return nil, fmt.Errorf("tab %s: subscribe: %w", t.id, err)
 	}
@@ -183,7 +194,15 @@ func (t *Tab) receive(m *nats.Msg) {
 		respond(m, protocol.NewErrorReply(err), t.log)
 		return
 	}
-	res := t.runPlan(plan)
+	ctx, run := t.cancels.start(plan.ID)
+	var res protocol.PlanResult
+	if run {
+		res = t.runPlan(ctx, plan)
+	} else {
+		res = protocol.PlanResult{Version: protocol.Version, Tab: t.id, PlanID: plan.ID, Results: []protocol.ActionResult{}, Sequence: t.frames.Sequence()}
+		stop(&res, 0, protocol.Errorf(protocol.CodeCancelled, "plan %s was cancelled before it ran", plan.ID), nil, t.frames.Sequence())
+	}
+	t.cancels.done()
 	t.respondPlan(m, res)
 	// Let the connection's flusher send the reply now: with one P (as
 	// serve runs on two cores) it would wait until this goroutine blocks,
@@ -218,6 +237,7 @@ func (t *Tab) closeInbox() {
 func (t *Tab) run() {
 	defer close(t.done)
 	defer t.contentSub.Unsubscribe()
+	defer t.cancelSub.Unsubscribe()
 	defer t.closeInbox()
 	defer func() {
 		if t.pending != nil {

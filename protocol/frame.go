@@ -99,3 +99,20 @@ func Marshal(v any) ([]byte, error) {
 	}
 	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
 }
+
+// CancelRequest cancels a tab's plan by its id: the one running (its
+// action is cut short, as at a deadline) or one still queued (it is
+// answered cancelled when its turn comes).
+type CancelRequest struct {
+	PlanID string `json:"planId"`
+}
+
+// CancelReply: Cancelled says a plan of that id was running and is cut
+// short; otherwise one that comes (or is queued) later is answered
+// cancelled.
+type CancelReply struct {
+	OK        bool   `json:"ok"`
+	Error     string `json:"error,omitempty"`
+	Code      Code   `json:"code,omitempty"`
+	Cancelled bool   `json:"cancelled"`
+}

@@ -62,6 +62,9 @@ func (s Subjects) AllFrames() string { return s.p() + ".tab.*.frame" }
 // TabPlan is where a tab takes plans (request/reply).
 func (s Subjects) TabPlan(tab string) string { return fmt.Sprintf("%s.tab.%s.plan", s.p(), tab) }
 
+// TabCancel is where a tab takes CancelRequests (request/reply).
+func (s Subjects) TabCancel(tab string) string { return fmt.Sprintf("%s.tab.%s.cancel", s.p(), tab) }
+
 // TabContent is where a tab answers ContentRequests for frame content
 // too large for one message.
 func (s Subjects) TabContent(tab string) string { return fmt.Sprintf("%s.tab.%s.content", s.p(), tab) }

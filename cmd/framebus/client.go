@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -238,7 +240,16 @@ func planWait(plan protocol.Plan) time.Duration {
 
 // sendPlan sends an encoded plan to a tab and returns its decoded result
 // and the reply as the node sent it.
+//
+// A plan without an id is given one, so that an interrupted command can
+// cancel it on the node.
 func (cl *client) sendPlan(ctx context.Context, tab string, data []byte, plan protocol.Plan) (protocol.PlanResult, []byte, error) {
+	if plan.ID == "" {
+		var err error
+		if plan.ID, data, err = withPlanID(data); err != nil {
+			return protocol.PlanResult{}, nil, err
+		}
+	}
 	wait := planWait(plan)
 	rctx, cancel := context.WithTimeout(ctx, wait)
 	defer cancel()
@@ -247,7 +258,7 @@ func (cl *client) sendPlan(ctx context.Context, tab string, data []byte, plan pr
 	case errors.Is(err, nats.ErrNoResponders):
 		return protocol.PlanResult{}, nil, cl.tabNotFound(ctx, tab)
 	case err != nil && ctx.Err() != nil:
-		return protocol.PlanResult{}, nil, errInterrupted("tab "+tab+" to answer the plan", "the plan may still run")
+		return protocol.PlanResult{}, nil, cl.cancelPlan(tab, plan.ID)
 	case err != nil && rctx.Err() != nil:
 		return protocol.PlanResult{}, nil, protocol.Errorf(protocol.CodeTimeout,
 			"tab %s did not answer within %s", tab, wait)
@@ -259,6 +270,43 @@ func (cl *client) sendPlan(ctx context.Context, tab string, data []byte, plan pr
 		return protocol.PlanResult{}, nil, err
 	}
 	return res, msg.Data, nil
+}
+
+// withPlanID gives an encoded plan a fresh id.
+func withPlanID(data []byte) (string, []byte, error) {
+	var fields map[string]json.RawMessage
+	if err := json.Unmarshal(data, &fields); err != nil {
+		return "", nil, err
+	}
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	id := "cli-" + hex.EncodeToString(b[:])
+	fields["id"], _ = json.Marshal(id)
+	data, err := json.Marshal(fields)
+	return id, data, err
+}
+
+// cancelTimeout bounds the cancel request an interrupted command sends.
+const cancelTimeout = 2 * time.Second
+
+// cancelPlan cancels the plan an interrupted command was waiting for, and
+// is the command's error: it says how far the cancel got.
+func (cl *client) cancelPlan(tab, id string) error {
+	ctx, cancel := context.WithTimeout(context.Background(), cancelTimeout)
+	defer cancel()
+	data, _ := json.Marshal(protocol.CancelRequest{PlanID: id})
+	msg, err := cl.nc.RequestWithContext(ctx, cl.subj.TabCancel(tab), data)
+	var reply protocol.CancelReply
+	if err == nil {
+		err = json.Unmarshal(msg.Data, &reply)
+	}
+	switch {
+	case err != nil || !reply.OK:
+		return errInterrupted("tab "+tab+" to answer the plan", "the plan may still run (cancelling it failed)")
+	case reply.Cancelled:
+		return protocol.Errorf(protocol.CodeCancelled, "interrupted (Ctrl-C or a signal): plan %s was cancelled on tab %s, cut short where it was", id, tab)
+	}
+	return protocol.Errorf(protocol.CodeCancelled, "interrupted (Ctrl-C or a signal): plan %s had not started on tab %s, or had just ended; if it has not, it will not run", id, tab)
 }
 
 // describeTabs is a short human list of tabs for logs.

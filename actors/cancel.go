@@ -1,0 +1,97 @@
+package actors
+
+import (
+	"context"
+	"errors"
+	"sync"
+
+	"github.com/nats-io/nats.go"
+
+	"github.com/framebus/framebus/protocol"
+)
+
+// Cancelling a plan: a request on the tab's cancel subject, answered from
+// the connection's goroutine while the actor is busy, cuts the running
+// plan's context, or marks a queued plan to be answered cancelled.
+
+// errCancelled is the cause a cancelled plan's context ends with.
+var errCancelled = errors.New("cancelled")
+
+// cancelState is what a cancel request can reach: the running plan and
+// the ids of plans cancelled before they ran.
+type cancelState struct {
+	mu      sync.Mutex
+	running string
+	cancel  context.CancelCauseFunc
+	early   map[string]bool
+}
+
+// maxEarlyCancels bounds the ids of plans cancelled before they ran (a
+// cancel for a plan that never comes would otherwise be kept for ever).
+const maxEarlyCancels = 1024
+
+// start registers the plan about to run and returns its context, or
+// false when it was cancelled while queued.
+func (c *cancelState) start(id string) (context.Context, bool) {
+	ctx, cancel := context.WithCancelCause(context.Background())
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if id != "" && c.early[id] {
+		delete(c.early, id)
+		cancel(errCancelled)
+		return ctx, false
+	}
+	c.running, c.cancel = id, cancel
+	return ctx, true
+}
+
+// done unregisters the plan that ran.
+func (c *cancelState) done() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.cancel != nil {
+		c.cancel(nil)
+	}
+	c.running, c.cancel = "", nil
+}
+
+// request cancels plan id: the running one, at once (it reports true), or
+// one still queued, when its turn comes (false: which plans are queued is
+// not known before they are taken).
+func (c *cancelState) request(id string) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.cancel != nil && c.running == id {
+		c.cancel(errCancelled)
+		return true
+	}
+	if c.early == nil {
+		c.early = map[string]bool{}
+	}
+	if len(c.early) >= maxEarlyCancels {
+		clear(c.early)
+	}
+	c.early[id] = true
+	return false
+}
+
+// answerCancel serves the tab's cancel subject.
+func (t *Tab) answerCancel(m *nats.Msg) {
+	var req protocol.CancelRequest
+	if err := protocol.DecodeRequest(m.Data, "cancel", &req); err != nil {
+		respond(m, protocol.CancelReply{Code: protocol.CodeBadRequest, Error: err.Error()}, t.log)
+		return
+	}
+	if req.PlanID == "" {
+		respond(m, protocol.CancelReply{Code: protocol.CodeBadRequest, Error: `cancel: want {"planId": "ID"}, the id of the plan to cancel`}, t.log)
+		return
+	}
+	respond(m, protocol.CancelReply{OK: true, Cancelled: t.cancels.request(req.PlanID)}, t.log)
+}
+
+// runningID is the id of the plan running ("" when none, or it has none).
+func (c *cancelState) runningID() string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.running
+}
