@@ -78,10 +78,10 @@ func (p *Page) withDocument(ctx context.Context, call func(doc runtime.RemoteObj
 		// command that ran in it; an object gone from a pinned document
 		// means the same, even before that.
 		stale := err != nil && isStaleObject(err)
-		if p.moved() || p.pinned && stale {
+		if p.moved() || p.pin.Load() != 0 && stale {
 			return ErrDocumentChanged
 		}
-		p.pinned = false
+		p.UnpinDocument()
 		if !stale || attempt > 0 {
 			return err
 		}
@@ -94,15 +94,16 @@ func (p *Page) withDocument(ctx context.Context, call func(doc runtime.RemoteObj
 // has run there: the one that locates the element an action acts on, so
 // an action checked against a page never acts on the next (see
 // ErrDocumentChanged). UnpinDocument ends it early.
-func (p *Page) PinDocument() { p.pin, p.pinned = p.taken, true }
+func (p *Page) PinDocument() { p.pin.Store(p.taken + 1) }
 
 // UnpinDocument ends PinDocument. Input unpins: it acts on whatever
 // document is there, and a document after it is the input's doing.
-func (p *Page) UnpinDocument() { p.pinned = false }
+func (p *Page) UnpinDocument() { p.pin.Store(0) }
 
 // moved says whether a document was committed after the pinned one.
 func (p *Page) moved() bool {
-	return p.pinned && p.decoder.generation.Load() != p.pin
+	pin := p.pin.Load()
+	return pin != 0 && p.decoder.generation.Load() != pin-1
 }
 
 // isolatedWorld names the JavaScript world framebus's element functions

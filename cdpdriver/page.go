@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"sync/atomic"
 	"time"
 
 	"github.com/mafredri/cdp"
@@ -41,10 +42,10 @@ type Page struct {
 	// taken is the generation of the last main-frame document whose
 	// commit TakeEvents handed out: the newest one its caller knows of.
 	taken uint64
-	// pinned: element functions may run only in document generation
-	// pin (see PinDocument).
-	pin    uint64
-	pinned bool
+	// pin is 1 + the only document generation element functions may run
+	// in (see PinDocument); 0 when none is pinned. Atomic: a test may
+	// evaluate on the page beside its actor.
+	pin atomic.Uint64
 	// snapshotGeneration is 1 + the document generation the snapshot
 	// function was last installed in, 0 before any (see snapshotCallJS).
 	snapshotGeneration uint64
