@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"strconv"
 	"strings"
 
 	"github.com/mafredri/cdp/protocol/page"
@@ -132,6 +133,16 @@ func (p *Page) document(ctx context.Context) (runtime.RemoteObjectID, error) {
 	if p.doc != "" && p.docGeneration == gen {
 		return p.doc, nil
 	}
+	// Meanwhile, the page's own world is learnt, for evaluations that
+	// must run in this document or not at all (see Eval).
+	p.mainCtx = 0
+	main := make(chan runtime.ExecutionContextID, 1)
+	go func() { main <- p.mainWorld(ctx) }()
+	defer func() {
+		if id := <-main; id != 0 && p.docGeneration == gen {
+			p.mainCtx = id
+		}
+	}()
 	// framebus's own functions run in an isolated world: the page's
 	// scripts share its DOM but not its JavaScript, so they can neither see
 	// nor poison the refs registry, the snapshot function or the built-ins
@@ -150,6 +161,27 @@ func (p *Page) document(ctx context.Context) (runtime.RemoteObjectID, error) {
 	}
 	p.doc, p.docGeneration = *reply.Result.ObjectID, gen
 	return p.doc, nil
+}
+
+// mainWorld is the id of the page's own JavaScript context, 0 when it
+// cannot be told. CDP says it only in events of Runtime.enable, which
+// pages can detect; V8 also writes it in the ids of the remote objects
+// it makes there ("isolate.context.object"). Should that form change, an
+// evaluation goes without the pin, and probeDocument still tells.
+func (p *Page) mainWorld(ctx context.Context) runtime.ExecutionContextID {
+	r, err := p.client.Runtime.Evaluate(ctx, runtime.NewEvaluateArgs("document").SetObjectGroup(objectGroup))
+	if err != nil || r.Result.ObjectID == nil {
+		return 0
+	}
+	parts := strings.Split(string(*r.Result.ObjectID), ".")
+	if len(parts) != 3 {
+		return 0
+	}
+	id, err := strconv.Atoi(parts[1])
+	if err != nil || id <= 0 {
+		return 0
+	}
+	return runtime.ExecutionContextID(id)
 }
 
 // isStaleObject: the cached object belonged to a context that is gone.

@@ -35,6 +35,10 @@ func (e *InvalidURLError) Error() string {
 // would have, so the action did nothing.
 var ErrDocumentChanged = errors.New("the page changed to a new document before the action could run; nothing was done")
 
+// ErrRanInNewDocument is ErrDocumentChanged for an evaluation that
+// Chromium had run in the new document before framebus could tell.
+var ErrRanInNewDocument = fmt.Errorf("%w (but Chromium ran the evaluation in the new document)", ErrDocumentChanged)
+
 // InputSentError is the error of an input action that failed after some
 // of its events were sent (it timed out waiting for the page to handle
 // them, or a later event was refused): the page may have acted on them.

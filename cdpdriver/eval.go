@@ -27,7 +27,26 @@ func (p *Page) Eval(ctx context.Context, expression string, timeout time.Duratio
 	defer cancel()
 	start := time.Now()
 	expression = p.objectLiteral(ctx, expression)
-	reply, err := p.client.Runtime.Evaluate(ctx, EvalArgs(expression, timeout))
+	args := EvalArgs(expression, timeout)
+	pinned := p.pinnedDocument()
+	if pinned && p.mainCtx != 0 {
+		// In the pinned document's context, or nowhere: Chromium holds a
+		// command back for a navigation on its way and then runs it in
+		// the next document, whose context this is not.
+		args.SetContextID(p.mainCtx)
+	}
+	probe, probing := p.probeDocument(pinned)
+	reply, err := p.client.Runtime.Evaluate(ctx, args)
+	if probing && isStaleObject(p.codec.postedError(probe)) {
+		// The pinned document was gone when the evaluation came.
+		if contextGone(err) {
+			return nil, ErrDocumentChanged // and so it did not run
+		}
+		return nil, ErrRanInNewDocument
+	}
+	if pinned && contextGone(err) {
+		return nil, ErrDocumentChanged
+	}
 	if err != nil {
 		var rerr *rpcc.ResponseError
 		if errors.As(err, &rerr) && isSerializationFailure(rerr.Message) {
@@ -57,6 +76,34 @@ func (p *Page) Eval(ctx context.Context, expression string, timeout time.Duratio
 		return nil, exceptionError(reply.ExceptionDetails)
 	}
 	return resultValue(reply.Result)
+}
+
+// probeDocument posts, ahead of an evaluation, a call on the pinned
+// document that does nothing: the browser runs a session's commands in
+// order, in the same document (both are held back for a navigation on its
+// way, and run in the next document, together), so its failing says the
+// evaluation did not run in the pinned document. It needs the document's
+// object at hand (the frame's content read at load fetched it); without it
+// there is no probe, and no extra round trip is spent on one.
+func (p *Page) probeDocument(pinned bool) (uint64, bool) {
+	if !pinned {
+		return 0, false
+	}
+	id, err := p.codec.post("Runtime.callFunctionOn", runtime.NewCallFunctionOnArgs("function () {}").SetObjectID(p.doc))
+	return id, err == nil
+}
+
+// contextGone: the evaluation's context was gone before it could run.
+func contextGone(err error) bool {
+	var rerr *rpcc.ResponseError
+	return errors.As(err, &rerr) && strings.Contains(rerr.Message, "Cannot find context with specified id")
+}
+
+// pinnedDocument says whether a document is pinned and its objects are
+// at hand (the document's, its page context's).
+func (p *Page) pinnedDocument() bool {
+	pin := p.pin.Load()
+	return pin != 0 && p.doc != "" && p.docGeneration == pin-1
 }
 
 // objectLiteral reads an expression in braces the way the DevTools console

@@ -39,6 +39,9 @@ type Page struct {
 	// lookups; docGeneration says which document it belongs to.
 	doc           runtime.RemoteObjectID
 	docGeneration uint64
+	// mainCtx is the page's own JavaScript context in that document
+	// (0: not known).
+	mainCtx runtime.ExecutionContextID
 	// taken is the generation of the last main-frame document whose
 	// commit TakeEvents handed out: the newest one its caller knows of.
 	taken uint64

@@ -41,8 +41,14 @@ func TestPinnedDocument(t *testing.T) {
 	p.TakeEvents()
 	snapshotTestLoad(ctx, t, p, srv.URL+"/bench.html?next") // its commit not taken
 	p.PinDocument()
+	if p.mainCtx == 0 {
+		t.Fatal("the page's own context is not known: has V8's remote object id changed form?")
+	}
+	// The eval is pinned to the old document's context: it does not run.
+	if _, err := p.Eval(ctx, "window.ranHere = 1", 5*time.Second); !errors.Is(err, ErrDocumentChanged) || errors.Is(err, ErrRanInNewDocument) {
+		t.Fatalf("an eval in a document after the pinned one: %v, want ErrDocumentChanged, not run", err)
+	}
 	for _, act := range []func() error{
-		func() error { _, err := p.Eval(ctx, "1", 5*time.Second); return err },
 		func() error { return p.Click(ctx, "#count", ClickOptions{}) },
 		func() error { return p.Focus(ctx, "#q") },
 		func() error { _, err := p.Type(ctx, "#q", "x", TypeOptions{}); return err },
@@ -55,8 +61,8 @@ func TestPinnedDocument(t *testing.T) {
 	if got := clicks(); got != `"none"` {
 		t.Fatalf("the new document was clicked: %s", got)
 	}
-	v, err := p.Eval(ctx, "[document.activeElement.id, document.querySelector('#q').value]", 5*time.Second)
-	if err != nil || string(v) != `["",""]` {
+	v, err := p.Eval(ctx, "[document.activeElement.id, document.querySelector('#q').value, window.ranHere]", 5*time.Second)
+	if err != nil || string(v) != `["","",null]` {
 		t.Fatalf("the new document was focused or typed in: %s %v", v, err)
 	}
 
