@@ -245,7 +245,7 @@ func (t *Tab) execute(ctx context.Context, deadline time.Time, plan protocol.Pla
 			t.frameFor(ctx, c, frames.Change{Action: c.kind, Source: protocol.SourcePage})
 		}
 		switch {
-		case errors.Is(err, cdpdriver.ErrDocumentChanged) && a.Type == "eval":
+		case errors.Is(err, cdpdriver.ErrRanInNewDocument):
 			r.Error = fmt.Sprintf("the page moved on to %s by itself (frame %d) as the eval was sent, and Chromium ran it in that new document; its value is left out: plan against the new frame",
 				t.nav.url, t.frames.Sequence())
 		case errors.Is(err, cdpdriver.ErrDocumentChanged):

@@ -35,7 +35,7 @@ func (p *Page) Eval(ctx context.Context, expression string, timeout time.Duratio
 		// the next document, whose context this is not.
 		args.SetContextID(p.mainCtx)
 	}
-	probe, probing := p.probeDocument(pinned)
+	probe, probing := p.probeDocument(pinned && p.mainCtx == 0)
 	reply, err := p.client.Runtime.Evaluate(ctx, args)
 	if probing && isStaleObject(p.codec.postedError(probe)) {
 		// The pinned document was gone when the evaluation came.
@@ -78,13 +78,14 @@ func (p *Page) Eval(ctx context.Context, expression string, timeout time.Duratio
 	return resultValue(reply.Result)
 }
 
-// probeDocument posts, ahead of an evaluation, a call on the pinned
-// document that does nothing: the browser runs a session's commands in
-// order, in the same document (both are held back for a navigation on its
-// way, and run in the next document, together), so its failing says the
-// evaluation did not run in the pinned document. It needs the document's
-// object at hand (the frame's content read at load fetched it); without it
-// there is no probe, and no extra round trip is spent on one.
+// probeDocument posts, ahead of an evaluation that cannot be pinned to
+// its document's context, a call on the pinned document that does
+// nothing (it costs the renderer ~0.2 ms, so only then). The browser runs
+// a session's commands in order, in the same document (both are held
+// back for a navigation on its way, and run in the next document,
+// together), so its failing says the evaluation did not run in the
+// pinned document. It needs the document's object at hand (the frame's
+// content read at load fetched it); without it there is no probe.
 func (p *Page) probeDocument(pinned bool) (uint64, bool) {
 	if !pinned {
 		return 0, false
