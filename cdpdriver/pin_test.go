@@ -48,6 +48,13 @@ func TestPinnedDocument(t *testing.T) {
 	if _, err := p.Eval(ctx, "window.ranHere = 1", 5*time.Second); !errors.Is(err, ErrDocumentChanged) || errors.Is(err, ErrRanInNewDocument) {
 		t.Fatalf("an eval in a document after the pinned one: %v, want ErrDocumentChanged, not run", err)
 	}
+	// Without the context, the probe ahead of it tells that it ran there.
+	mainCtx := p.mainCtx
+	p.mainCtx = 0
+	if _, err := p.Eval(ctx, "window.ranThere = 1", 5*time.Second); !errors.Is(err, ErrRanInNewDocument) {
+		t.Fatalf("an eval that could not be pinned, in a document after the pinned one: %v, want ErrRanInNewDocument", err)
+	}
+	p.mainCtx = mainCtx
 	for _, act := range []func() error{
 		func() error { return p.Click(ctx, "#count", ClickOptions{}) },
 		func() error { return p.Focus(ctx, "#q") },
@@ -61,8 +68,8 @@ func TestPinnedDocument(t *testing.T) {
 	if got := clicks(); got != `"none"` {
 		t.Fatalf("the new document was clicked: %s", got)
 	}
-	v, err := p.Eval(ctx, "[document.activeElement.id, document.querySelector('#q').value, window.ranHere]", 5*time.Second)
-	if err != nil || string(v) != `["","",null]` {
+	v, err := p.Eval(ctx, "[document.activeElement.id, document.querySelector('#q').value, window.ranHere, window.ranThere]", 5*time.Second)
+	if err != nil || string(v) != `["","",null,1]` {
 		t.Fatalf("the new document was focused or typed in: %s %v", v, err)
 	}
 
