@@ -27,15 +27,19 @@ func (p *Page) Eval(ctx context.Context, expression string, timeout time.Duratio
 	defer cancel()
 	start := time.Now()
 	expression = p.objectLiteral(ctx, expression)
+	if p.moved() {
+		return nil, ErrDocumentChanged // known before it is sent
+	}
 	args := EvalArgs(expression, timeout)
 	pinned := p.pinnedDocument()
-	if pinned && p.mainCtx != 0 {
+	contextPinned := pinned && p.mainCtx != 0
+	if contextPinned {
 		// In the pinned document's context, or nowhere: Chromium holds a
 		// command back for a navigation on its way and then runs it in
 		// the next document, whose context this is not.
 		args.SetContextID(p.mainCtx)
 	}
-	probe, probing := p.probeDocument(pinned && p.mainCtx == 0)
+	probe, probing := p.probeDocument(pinned && !contextPinned)
 	reply, err := p.client.Runtime.Evaluate(ctx, args)
 	if probing && isStaleObject(p.codec.postedError(probe)) {
 		// The pinned document was gone when the evaluation came.
@@ -64,10 +68,12 @@ func (p *Page) Eval(ctx context.Context, expression string, timeout time.Duratio
 		}
 		return nil, p.wrap(ctx, "evaluation", err)
 	}
-	if p.moved() {
-		// Chromium held the evaluation back for a navigation already on
-		// its way and ran it in the next document.
-		return nil, ErrDocumentChanged
+	if !contextPinned && !probing && p.moved() {
+		// Neither pin nor probe could be made, and a new document came
+		// meanwhile: most likely Chromium held the evaluation back for
+		// it and ran it there. (Pinned to its context, an evaluation
+		// that answered ran in the pinned document, whatever came after.)
+		return nil, ErrRanInNewDocument
 	}
 	if reply.ExceptionDetails != nil {
 		if isTerminated(reply.ExceptionDetails) {

@@ -44,17 +44,27 @@ func TestPinnedDocument(t *testing.T) {
 	if p.mainCtx == 0 {
 		t.Fatal("the page's own context is not known: has V8's remote object id changed form?")
 	}
-	// The eval is pinned to the old document's context: it does not run.
+	// A commit already read: the eval is not even sent.
 	if _, err := p.Eval(ctx, "window.ranHere = 1", 5*time.Second); !errors.Is(err, ErrDocumentChanged) || errors.Is(err, ErrRanInNewDocument) {
 		t.Fatalf("an eval in a document after the pinned one: %v, want ErrDocumentChanged, not run", err)
 	}
+	// As if the commit had not been read yet (Chromium holding the eval
+	// back): the pin and the cached objects, the old document's, are
+	// taken for the current document's.
+	pin, docGeneration, mainCtx := p.pin.Load(), p.docGeneration, p.mainCtx
+	p.docGeneration = p.decoder.generation.Load()
+	p.pin.Store(p.docGeneration + 1)
+	// Pinned to the old document's context, it does not run.
+	if _, err := p.Eval(ctx, "window.ranHere = 1", 5*time.Second); !errors.Is(err, ErrDocumentChanged) || errors.Is(err, ErrRanInNewDocument) {
+		t.Fatalf("an eval pinned to a context that is gone: %v, want ErrDocumentChanged, not run", err)
+	}
 	// Without the context, the probe ahead of it tells that it ran there.
-	mainCtx := p.mainCtx
 	p.mainCtx = 0
 	if _, err := p.Eval(ctx, "window.ranThere = 1", 5*time.Second); !errors.Is(err, ErrRanInNewDocument) {
 		t.Fatalf("an eval that could not be pinned, in a document after the pinned one: %v, want ErrRanInNewDocument", err)
 	}
-	p.mainCtx = mainCtx
+	p.pin.Store(pin)
+	p.docGeneration, p.mainCtx = docGeneration, mainCtx
 	for _, act := range []func() error{
 		func() error { return p.Click(ctx, "#count", ClickOptions{}) },
 		func() error { return p.Focus(ctx, "#q") },
