@@ -201,24 +201,6 @@ func TestPositionalValues(t *testing.T) {
 	}
 }
 
-// The README's command list keeps up with the declarations.
-func TestREADMEListsEveryAction(t *testing.T) {
-	data, err := os.ReadFile("../../README.md")
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, spec := range protocol.ActionSpecs() {
-		if !strings.Contains(string(data), "`"+spec.Type) {
-			t.Errorf("README.md does not mention the %s command", spec.Type)
-		}
-	}
-	for _, c := range protocol.Codes {
-		if !strings.Contains(string(data), "| `"+string(c.Code)+"` |") {
-			t.Errorf("README.md's error code table does not list %s", c.Code)
-		}
-	}
-}
-
 // Usage errors exit 2 with a bad_request reply that says what is wrong.
 func TestUsageErrors(t *testing.T) {
 	tests := []struct {

@@ -4,7 +4,11 @@ import (
 	"flag"
 	"os"
 	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
 	"testing"
+	"unicode"
 )
 
 var updateDocs = flag.Bool("update-docs", false, "rewrite the generated parts of docs/ (go generate ./cmd/framebus)")
@@ -45,4 +49,75 @@ func TestDocsReference(t *testing.T) {
 		}
 		t.Errorf("docs/%s differs from the declarations it is generated from; run: go generate ./cmd/framebus", file)
 	}
+}
+
+// The README is the front door to docs/: every file there is linked from
+// it, and every relative link in the README and in docs/ leads to a file
+// that exists and, with a #fragment, to a heading in it.
+func TestDocsLinks(t *testing.T) {
+	root := filepath.Join("..", "..")
+	readme, err := os.ReadFile(filepath.Join(root, "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	docs, err := filepath.Glob(filepath.Join(root, "docs", "*.md"))
+	if err != nil || len(docs) == 0 {
+		t.Fatalf("docs/*.md: %v (found %d)", err, len(docs))
+	}
+	for _, doc := range docs {
+		if !strings.Contains(string(readme), "](docs/"+filepath.Base(doc)+")") {
+			t.Errorf("README.md does not link docs/%s", filepath.Base(doc))
+		}
+	}
+	link := regexp.MustCompile(`\]\(([^)#\s]*)(#[^)\s]*)?\)`)
+	for _, file := range append([]string{filepath.Join(root, "README.md")}, docs...) {
+		data, err := os.ReadFile(file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range link.FindAllStringSubmatch(string(data), -1) {
+			target, fragment := m[1], strings.TrimPrefix(m[2], "#")
+			if strings.Contains(target, "://") {
+				continue
+			}
+			path := file
+			if target != "" {
+				path = filepath.Join(filepath.Dir(file), target)
+			}
+			body, err := os.ReadFile(path)
+			if err != nil {
+				t.Errorf("%s: link to %s: %v", file, m[0], err)
+				continue
+			}
+			if fragment != "" && !slices.Contains(headingAnchors(string(body)), fragment) {
+				t.Errorf("%s: link %s: no such heading in %s", file, m[0], path)
+			}
+		}
+	}
+}
+
+// headingAnchors are the fragments GitHub gives a markdown file's headings.
+func headingAnchors(doc string) []string {
+	var out []string
+	inCode := false
+	for _, line := range strings.Split(doc, "\n") {
+		if strings.HasPrefix(line, "```") {
+			inCode = !inCode
+		}
+		if inCode || !strings.HasPrefix(line, "#") {
+			continue
+		}
+		title := strings.ToLower(strings.TrimSpace(strings.TrimLeft(line, "#")))
+		var b strings.Builder
+		for _, r := range title {
+			switch {
+			case r == ' ':
+				b.WriteRune('-')
+			case r == '-' || r == '_' || unicode.IsLetter(r) || unicode.IsDigit(r):
+				b.WriteRune(r)
+			}
+		}
+		out = append(out, b.String())
+	}
+	return out
 }
