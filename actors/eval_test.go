@@ -39,6 +39,20 @@ func TestEvalTable(t *testing.T) {
 		{"({f() {}, u: undefined, a: [undefined, () => 1], n: document.body})", `{"a":[null,null]}`},
 		{"new Map([['a', 1]])", `{"a":1}`},
 		{"window", ""},
+		// The size check wraps an expression; what it cannot wrap runs as
+		// it is, and what it wraps means what it meant.
+		{"document.title;", `"framebus example shop"`},
+		{"1 + 1 // two", "2"},
+		{"let q18 = 20; q18 + 1", "21"},
+		{"q18", "20"}, // a script's let outlives it, as in the console
+		{"function seven() { return 7 }", ""},
+		{"seven()", "7"},
+		{"async function eight() { return 8 }", ""},
+		{"eight()", "8"},
+		{"class Point18 {}", ""},
+		{"typeof Point18", `"function"`},
+		{"this === window", "true"},
+		{"'x'.repeat(1000).length", "1000"},
 	}
 	for _, tc := range cases {
 		res := send(t, tab.ID(), one(protocol.Action{Type: "eval", Expression: tc.expr}))
@@ -131,16 +145,22 @@ func TestFailedEvalFrames(t *testing.T) {
 	}
 }
 
-// A value more than one bus message carries is left out of the reply,
-// which says too_large at once (the bus used to drop the whole reply and
-// leave the agent waiting); the eval ran, so its frame is there.
-func TestEvalValueTooLargeForTheBus(t *testing.T) {
+// Values that each fit a reply but together do not are left out of it,
+// and the reply says too_large at once (the bus would drop the whole
+// reply and leave the agent waiting); the evals ran, so their frames are
+// there.
+func TestEvalValuesTooLargeForTheBus(t *testing.T) {
 	tab := openTab(t)
 	before := tab.Info().Sequence
-	res := send(t, tab.ID(), one(protocol.Action{Type: "eval", Expression: "'x'.repeat(17 << 20)"}))
-	if res.OK || res.Code != protocol.CodeTooLarge || res.Sequence != before+1 || len(res.Results) != 1 ||
-		res.Results[0].Code != protocol.CodeTooLarge || res.Results[0].Value != nil {
-		t.Fatalf("eval of 17 MB: %.400v", res)
+	half := protocol.Action{Type: "eval", Expression: "'x'.repeat(9 << 20)"}
+	res := send(t, tab.ID(), protocol.Plan{Actions: []protocol.Action{half, half}})
+	if res.OK || res.Code != protocol.CodeTooLarge || res.Sequence != before+2 || len(res.Results) != 2 {
+		t.Fatalf("two evals of 9 MB: ok %v code %q error %q sequence %d (before %d)", res.OK, res.Code, res.Error, res.Sequence, before)
+	}
+	for i, r := range res.Results {
+		if r.Code != protocol.CodeTooLarge || r.Value != nil {
+			t.Errorf("result %d: code %q, %d bytes of value", i, r.Code, len(r.Value))
+		}
 	}
 	if r := send(t, tab.ID(), one(protocol.Action{Type: "eval", Expression: "6 * 7"})); !r.OK {
 		t.Fatalf("the tab after: %+v", r)

@@ -333,7 +333,8 @@ func (t *Tab) eval(ctx context.Context, a protocol.Action) (outcome, error) {
 		timeout *cdpdriver.TimeoutError
 	)
 	// A script that ran before it failed may have changed the page.
-	ran := errors.As(err, &js) && js.Ran || errors.As(err, &ser) || errors.As(err, &timeout)
+	var tooLarge *cdpdriver.ResultTooLargeError
+	ran := errors.As(err, &js) && js.Ran || errors.As(err, &ser) || errors.As(err, &timeout) || errors.As(err, &tooLarge)
 	return outcome{value: v, ran: ran}, err
 }
 
@@ -445,7 +446,7 @@ func (t *Tab) snapshot(ctx context.Context, a protocol.Action) (any, error) {
 		}
 	}
 	s, err := t.page.Snapshot(ctx, cdpdriver.SnapshotOptions{
-		Selector: a.Selector, InteractiveOnly: a.Interactive, MaxDepth: a.Depth, MaxNodes: a.MaxNodes,
+		Selector: a.Selector, InteractiveOnly: a.Interactive, MaxDepth: a.Depth, MaxNodes: a.MaxNodes, Limited: true,
 	})
 	if err != nil {
 		return nil, err

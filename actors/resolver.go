@@ -356,6 +356,7 @@ func codeOf(err error) protocol.Code {
 		staleRef  *cdpdriver.StaleRefError
 		unknown   *cdpdriver.UnknownRefError
 		badURL    *cdpdriver.InvalidURLError
+		tooLarge  *cdpdriver.ResultTooLargeError
 	)
 	switch {
 	case errors.As(err, &perr):
@@ -386,6 +387,8 @@ func codeOf(err error) protocol.Code {
 		return protocol.CodeStaleFrame
 	case errors.As(err, &sel):
 		return protocol.CodeBadRequest
+	case errors.As(err, &tooLarge):
+		return protocol.CodeResultTooLarge
 	case errors.As(err, &js), errors.As(err, &ser):
 		return protocol.CodeJSError
 	case errors.As(err, &timeout):

@@ -126,6 +126,9 @@ func StartTab(ctx context.Context, opts TabOptions) (*Tab, error) {
 		done:          make(chan struct{}),
 	}
 	t.page.SetDialogs(t.dialogs.held(), t.dialogs.accept)
+	// A value longer than a reply carries is refused in the page, at once
+	// (the room is for the reply around it).
+	t.page.SetResultLimit(int(t.nc.MaxPayload()) - replyRoom)
 	t.nav.observe(t.page.TakeEvents())
 	t.nav.takeChanges()
 	url, title, err := t.page.Location(ctx)
@@ -304,6 +307,10 @@ func (t *Tab) waitForOr(ctx context.Context, cond func() bool, stop <-chan time.
 	}
 	return true
 }
+
+// replyRoom is what a plan's reply needs beside one action's value: its
+// envelope, the headroom respondPlan keeps.
+const replyRoom = 4096
 
 // respondPlan answers a plan. A reply more than one bus message carries
 // (a huge eval value, the text of a huge page) would be dropped by the

@@ -74,6 +74,9 @@ type elementReply struct {
 	Error  string `json:"error"`
 	Reason string `json:"reason"`
 	By     string `json:"by"`
+	// Size and Limit of a value too large to return (Reason names it).
+	Size  int `json:"size"`
+	Limit int `json:"limit"`
 }
 
 // err turns the answer's error into the driver's error types.
@@ -97,6 +100,8 @@ func (r elementReply) err(selector string) error {
 		return &OptionNotFoundError{Selector: selector, Value: r.Reason}
 	case "uninstalled":
 		return errUninstalled
+	case "toolarge":
+		return &ResultTooLargeError{What: r.Reason, Size: r.Size, Limit: r.Limit}
 	}
 	return &InputError{Msg: r.Reason}
 }

@@ -22,11 +22,30 @@ import (
 // timeout bounds the whole evaluation, including an awaited promise, and is
 // also passed to Chromium so a synchronous endless loop is terminated. On
 // timeout the error is a *TimeoutError and the page stays usable.
+//
+// A value longer than the page's result limit (SetResultLimit) is a
+// *ResultTooLargeError at once: the page checks it before returning it.
+// Only an expression can be checked so; a script of statements (let x =
+// ...; x), which cannot be wrapped in the check, is evaluated unchecked.
 func (p *Page) Eval(ctx context.Context, expression string, timeout time.Duration) (json.RawMessage, error) {
 	ctx, cancel := WithTimeout(ctx, timeout)
 	defer cancel()
-	start := time.Now()
 	expression = p.objectLiteral(ctx, expression)
+	if guarded, ok := guardedExpression(expression, p.resultLimit); ok {
+		v, err := p.evaluate(ctx, guarded, timeout)
+		var js *JSError
+		if !errors.As(err, &js) || js.Ran {
+			return v, err
+		}
+		// A syntax error in the check's parentheses: statements, or an
+		// expression that does not parse, which then says so itself.
+	}
+	return p.evaluate(ctx, expression, timeout)
+}
+
+// evaluate is one evaluation of Eval, in the pinned document or nowhere.
+func (p *Page) evaluate(ctx context.Context, expression string, timeout time.Duration) (json.RawMessage, error) {
+	start := time.Now()
 	if p.moved() {
 		return nil, ErrDocumentChanged // known before it is sent
 	}
@@ -76,6 +95,9 @@ func (p *Page) Eval(ctx context.Context, expression string, timeout time.Duratio
 		return nil, ErrRanInNewDocument
 	}
 	if reply.ExceptionDetails != nil {
+		if tooLarge, ok := tooLargeException(reply.ExceptionDetails); ok {
+			return nil, tooLarge
+		}
 		if isTerminated(reply.ExceptionDetails) {
 			return nil, &TimeoutError{Op: "evaluation", After: timeout}
 		}

@@ -72,11 +72,12 @@ const visibleTextJS = `
 // textJS is the visible text (visibleText) of the element or the body,
 // whitespace collapsed; none for an element not rendered (display:none,
 // itself or by an ancestor), whose innerText would be all its text.
-const textJS = `function (selector) {` + visibleTextJS + `
+const textJS = `function (selector, max) {` + visibleTextJS + tooLargeJS + `
 	const shown = (n) => !n.checkVisibility || n.checkVisibility();
 	const text = (n) => n && shown(n) ? visibleText(n).replace(/\s+/g, " ").trim() : "";
-	if (!selector) return {text: text(document.body || document.documentElement)};` + findElementJS + `
-	return {text: text(el)};
+	const answer = (t) => tooLarge("the text", t, max) || {text: t};
+	if (!selector) return answer(text(document.body || document.documentElement));` + findElementJS + `
+	return answer(text(el));
 }`
 
 // Text returns the visible text of the element matching selector, or of
@@ -86,7 +87,7 @@ func (p *Page) Text(ctx context.Context, selector string) (string, error) {
 		elementReply
 		Text string `json:"text"`
 	}
-	err := p.callOnDocument(ctx, "read text", selector, textJS, false, &r)
+	err := p.callOnDocument(ctx, "read text", selector, textJS, false, &r, p.resultLimit)
 	return r.Text, err
 }
 
@@ -113,9 +114,10 @@ const outerHTMLJS = `
 	};
 `
 
-const htmlJS = `function (selector) {` + outerHTMLJS + `
-	if (!selector) return {html: document.documentElement ? outerHTML(document.documentElement) : ""};` + findElementJS + `
-	return {html: outerHTML(el)};
+const htmlJS = `function (selector, max) {` + outerHTMLJS + tooLargeJS + `
+	const answer = (h) => tooLarge("the HTML", h, max) || {html: h};
+	if (!selector) return answer(document.documentElement ? outerHTML(document.documentElement) : "");` + findElementJS + `
+	return answer(outerHTML(el));
 }`
 
 // HTML returns the outer HTML of the element matching selector, or of the
@@ -126,7 +128,7 @@ func (p *Page) HTML(ctx context.Context, selector string) (string, error) {
 		elementReply
 		HTML string `json:"html"`
 	}
-	err := p.callOnDocument(ctx, "read html", selector, htmlJS, false, &r)
+	err := p.callOnDocument(ctx, "read html", selector, htmlJS, false, &r, p.resultLimit)
 	return r.HTML, err
 }
 
@@ -194,6 +196,10 @@ func (p *Page) Screenshot(ctx context.Context, o ScreenshotOptions) ([]byte, err
 	}
 	if len(shot.Data) == 0 {
 		return nil, fmt.Errorf("screenshot: Chromium returned no image")
+	}
+	// Only Chromium can tell a PNG's size; in the reply it is base64.
+	if n := base64.StdEncoding.EncodedLen(len(shot.Data)); p.resultLimit > 0 && n > p.resultLimit {
+		return nil, &ResultTooLargeError{What: "the screenshot (base64)", Size: n, Limit: p.resultLimit}
 	}
 	return shot.Data, nil
 }

@@ -52,6 +52,9 @@ type Page struct {
 	// snapshotGeneration is 1 + the document generation the snapshot
 	// function was last installed in, 0 before any (see snapshotCallJS).
 	snapshotGeneration uint64
+	// resultLimit is the longest value an action may return (see
+	// SetResultLimit); 0: no limit.
+	resultLimit int
 	// nextRef is the number the next new document's refs start at: one
 	// past the last ref this tab gave out, in any document, so no ref is
 	// ever given to two elements.

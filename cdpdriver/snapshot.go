@@ -66,6 +66,10 @@ type SnapshotOptions struct {
 	// MaxNodes caps the number of nodes (0: unbounded); a snapshot cut
 	// short says so in Truncated.
 	MaxNodes int
+	// Limited refuses a snapshot longer than the page's result limit
+	// (SetResultLimit) with a *ResultTooLargeError: an action's value has
+	// to fit a reply; a frame's content, which travels in chunks, not.
+	Limited bool
 }
 
 // SnapshotNode is one node of the accessibility tree.
@@ -117,6 +121,9 @@ func (p *Page) Snapshot(ctx context.Context, o SnapshotOptions) (Snapshot, error
 	// tree as JSON is twice the size and much slower to move and decode.
 	var r snapshotReply
 	opts := map[string]any{"interactiveOnly": o.InteractiveOnly, "maxDepth": o.MaxDepth, "maxNodes": o.MaxNodes, "firstRef": p.nextRef}
+	if o.Limited {
+		opts["maxBytes"] = p.resultLimit
+	}
 	// A new document has no function yet: install it at once rather than
 	// ask first. The generation can lag a navigation, so "uninstalled"
 	// still falls back to installing.
@@ -128,6 +135,14 @@ func (p *Page) Snapshot(ctx context.Context, o SnapshotOptions) (Snapshot, error
 	err := p.callOnDocument(ctx, "snapshot", o.Selector, fn, false, &r, opts)
 	if errors.Is(err, errUninstalled) {
 		err = p.callOnDocument(ctx, "snapshot", o.Selector, snapshotInstallJS, false, &r, opts)
+	}
+	var tooLarge *ResultTooLargeError
+	if errors.As(err, &tooLarge) && r.Head != "" {
+		// Refused, but taken: its refs are given out.
+		if _, next, perr := parseSnapshotWire(r.Head); perr == nil {
+			p.nextRef = max(p.nextRef, next)
+		}
+		p.snapshotGeneration = gen
 	}
 	if err != nil {
 		return Snapshot{}, err
@@ -145,6 +160,7 @@ func (p *Page) Snapshot(ctx context.Context, o SnapshotOptions) (Snapshot, error
 type snapshotReply struct {
 	elementReply
 	Wire string `json:"wire"`
+	Head string `json:"head"` // the wire's first line, of one too large to return
 }
 
 // UnmarshalJSON takes the usual answer, {"wire":"..."}, with a decoder of

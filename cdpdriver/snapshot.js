@@ -843,5 +843,8 @@ function (selector, opts) {
 		}
 	};
 	emit(result, 0);
-	return {wire: lines[0] + "\n" + lines.slice(1).join("~")};
+	const wire = lines[0] + "\n" + lines.slice(1).join("~");
+	// Too large to return: the head still says which refs were given out.
+	if (opts.maxBytes > 0 && wire.length > opts.maxBytes) return {error: "toolarge", reason: "the snapshot", size: wire.length, limit: opts.maxBytes, head: lines[0]};
+	return {wire};
 }

@@ -26,6 +26,7 @@ const (
 	CodeTabClosed         Code = "tab_closed"
 	CodePageCrashed       Code = "page_crashed"
 	CodeTooLarge          Code = "too_large"
+	CodeResultTooLarge    Code = "result_too_large"
 	CodeCancelled         Code = "cancelled"
 	CodeUnavailable       Code = "unavailable"
 	CodeInternal          Code = "internal"
@@ -56,6 +57,7 @@ var Codes = []struct {
 	{CodeTabClosed, "the tab closed or its browser connection was lost while the request waited"},
 	{CodePageCrashed, "the page's renderer crashed; navigate, reload, back or forward load a page again"},
 	{CodeTooLarge, "the answer is more than one bus message carries; the action ran, its value is left out: ask for less"},
+	{CodeResultTooLarge, "an action's value (eval, html, text, snapshot, screenshot) is larger than a reply carries; the page checks it before sending it, so this comes at once, stating the size and the limit. The action ran (its frame is there), the tab stays usable: ask for less (a selector, a part of the value)"},
 	{CodeCancelled, "the plan was cancelled (a cancel request, the CLI's Ctrl-C) while it ran or waited; an action cut short may have acted, and then made its frame"},
 	{CodeUnavailable, "nothing answered on the bus (no node running, or it is shutting down)"},
 	{CodeInternal, "a framebus bug or an unexpected browser reply"},
