@@ -49,17 +49,16 @@ const tooLargeJS = `
 // own so a trailing line comment cannot swallow the closing one). A
 // promise is checked when it settles, as awaitPromise then returns its
 // value. An object's JSON length is a cheap stand-in for its serialized
-// size; a value JSON cannot carry (a cycle, a BigInt) is left to Chromium.
-const evalGuardPrefix = `((max, v) => {
-	const check = (v) => {
-		let n = 0;
-		if (typeof v === "string") n = v.length;
-		else if (typeof v === "object" && v !== null) { try { n = (JSON.stringify(v) || "").length; } catch (e) {} }
-		if (n > max) throw new RangeError("` + tooLargeMark + `" + n + ":" + max);
-		return v;
-	};
-	return v instanceof Promise ? v.then(check) : check(v);
-})(`
+// size; a value JSON cannot carry (a cycle, a BigInt) is left to
+// Chromium, and so is the window (which eval leaves out). It is kept
+// short: every eval carries it, and V8 parses it each time.
+const evalGuardPrefix = `((m, v) => {
+const c = (v) => {
+let n = typeof v == "string" ? v.length : 0;
+if (typeof v == "object" && v && v !== globalThis) try { n = JSON.stringify(v).length } catch (e) {}
+if (n > m) throw new RangeError("` + tooLargeMark + `" + n + ":" + m);
+return v };
+return v instanceof Promise ? v.then(c) : c(v) })(`
 
 const tooLargeMark = "framebus:result_too_large:"
 
