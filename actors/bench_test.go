@@ -8,12 +8,16 @@ import (
 	"os/exec"
 	"sort"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/chromedp/chromedp"
+	"github.com/chromedp/chromedp/remote"
 	"github.com/mafredri/cdp"
 	"github.com/mafredri/cdp/protocol/dom"
 	"github.com/mafredri/cdp/protocol/input"
+	"github.com/mafredri/cdp/protocol/page"
 	"github.com/mafredri/cdp/protocol/runtime"
 	"github.com/mafredri/cdp/rpcc"
 	"github.com/nats-io/nats.go"
@@ -498,4 +502,214 @@ func benchTab(b *testing.B, path string) (*Tab, *cdpdriver.Page) {
 		b.Fatalf("navigate %s: %s", path, msg.Data)
 	}
 	return tab, page
+}
+
+// BenchmarkNavigate measures navigate+load, in one run and interleaved per
+// iteration, three ways, each on a tab of its own in the same Chromium:
+//
+//   - bus: a one-action `navigate --wait` plan over the bus, as the CLI
+//     sends it (no basedOnSequence), answered with the new frame's
+//     sequence, URL and title;
+//   - chromedp: chromedp.Navigate (Page.navigate, then the frame's load)
+//     on a tab of its own, connected with its remote.NewAllocator (chromedp v0.23's
+//     NewRemoteAllocator): the peer;
+//   - raw: Page.navigate and the load event on a mafredri/cdp connection:
+//     the floor, what any CDP client must at least wait for.
+//
+// It does so on a small page and on a table of 1,000 rows, each visit at
+// a URL of its own, so every bus frame carries the page's content (its
+// URL changed). From the same bus plan it also times when an observer
+// subscribed to the tab's frames has that frame with its content
+// (frame-*): the reply may come first, the content follows on the frame.
+// Each row waits for the bus frame before the next starts, so no path
+// runs beside another.
+//
+//	go test -run '^$' -bench Navigate -benchtime 200x -cpu 1 ./actors
+func BenchmarkNavigate(b *testing.B) {
+	ctx := context.Background()
+	tab, _ := benchTab(b, "/")
+	b.Cleanup(tab.Stop)
+	agent, err := testBus.Connect("bench-agent")
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(agent.Close)
+	frames := watchBenchFrames(b, tab.ID())
+
+	// The raw floor: a tab of its own, on a connection of its own.
+	rawPage, err := testBrowser.OpenPage(ctx, "about:blank")
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = testBrowser.ClosePage(ctx, rawPage) })
+	rawNav := rawNavigator(b, testBrowser.conn.PageWebSocketURL(rawPage.TargetID()))
+
+	// The chromedp peer: a tab it opens itself.
+	actx, cancelA := remote.NewAllocator(ctx, testBrowser.Process().BrowserWebSocketURL())
+	b.Cleanup(cancelA)
+	cdctx, cancelC := chromedp.NewContext(actx)
+	b.Cleanup(cancelC)
+	if err := chromedp.Do(cdctx); err != nil { // opens its tab
+		b.Fatal(err)
+	}
+	peer := func(url string) {
+		if err := chromedp.Do(cdctx, chromedp.Navigate(url)); err != nil {
+			b.Fatal(err)
+		}
+	}
+	bus := func(url string) (reply, frame time.Duration) {
+		data, _ := json.Marshal(protocol.Plan{Action: &protocol.Action{Type: "navigate", URL: url, Wait: true}})
+		t0 := time.Now()
+		msg, err := agent.Request(protocol.DefaultSubjects.TabPlan(tab.ID()), data, 30*time.Second)
+		if err != nil {
+			b.Fatal(err)
+		}
+		reply = time.Since(t0)
+		res, err := protocol.DecodePlanResult(msg.Data)
+		if err != nil || !res.OK || res.Results[0].URL != url {
+			b.Fatalf("navigate %s: %s", url, msg.Data)
+		}
+		return reply, frames.contentAt(b, res.Sequence).Sub(t0)
+	}
+	timed := func(f func(string), url string) time.Duration {
+		t0 := time.Now()
+		f(url)
+		return time.Since(t0)
+	}
+	pages := []struct{ name, path string }{{"small", "/"}, {"table", "/rows.html?n=1000"}}
+	visit := 0
+	url := func(path string) string {
+		visit++
+		sep := "?"
+		if strings.Contains(path, "?") {
+			sep = "&"
+		}
+		return site(path + sep + "visit=" + strconv.Itoa(visit))
+	}
+	var rows [2]struct{ bus, frame, peer, raw []time.Duration }
+	// Each round takes the paths in another order: a path that follows
+	// another shares the renderer's and the machine's tail of its work.
+	round := func(n int, keep bool) {
+		for i, p := range pages {
+			var br, bf, pt, rt time.Duration
+			paths := []func(){
+				func() { br, bf = bus(url(p.path)) },
+				func() { pt = timed(peer, url(p.path)) },
+				func() { rt = timed(rawNav, url(p.path)) },
+			}
+			for j := range paths {
+				paths[(n+j)%len(paths)]()
+			}
+			if keep {
+				r := &rows[i]
+				r.bus, r.frame, r.peer, r.raw = append(r.bus, br), append(r.frame, bf), append(r.peer, pt), append(r.raw, rt)
+			}
+		}
+	}
+	for n := range 12 { // warm up all three
+		round(n, false)
+	}
+	b.ResetTimer()
+	for n := range b.N {
+		round(n, true)
+	}
+	b.StopTimer()
+	b.ReportMetric(0, "ns/op") // the medians below say more
+	for i, p := range pages {
+		r := rows[i]
+		bus, frame, peer, raw := p50(r.bus), p50(r.frame), p50(r.peer), p50(r.raw)
+		b.ReportMetric(ms(bus), p.name+"-bus-p50-ms")
+		b.ReportMetric(ms(frame), p.name+"-frame-p50-ms")
+		b.ReportMetric(ms(peer), p.name+"-chromedp-p50-ms")
+		b.ReportMetric(ms(raw), p.name+"-raw-p50-ms")
+		b.ReportMetric(float64(bus)/float64(peer), p.name+"-bus/chromedp")
+		b.ReportMetric(float64(frame)/float64(peer), p.name+"-frame/chromedp")
+		b.ReportMetric(float64(bus)/float64(raw), p.name+"-bus/raw")
+	}
+}
+
+func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+
+// benchFrames records when frames reach an observer of a tab.
+type benchFrames struct {
+	ch chan benchFrame
+}
+
+type benchFrame struct {
+	at      time.Time
+	seq     int64
+	content bool
+}
+
+// watchBenchFrames subscribes an observer connection of its own to tab's
+// frames; each frame is decoded as it arrives, the time it was had.
+func watchBenchFrames(b *testing.B, tab string) *benchFrames {
+	nc, err := testBus.Connect("bench-observer")
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(nc.Close)
+	w := &benchFrames{ch: make(chan benchFrame, 1024)}
+	_, err = nc.Subscribe(protocol.DefaultSubjects.TabFrames(tab), func(m *nats.Msg) {
+		f, err := protocol.DecodeFrame(m.Data)
+		if err != nil {
+			return
+		}
+		w.ch <- benchFrame{at: time.Now(), seq: f.Sequence, content: f.FullPage != nil || f.FullPageRef != nil}
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := nc.Flush(); err != nil {
+		b.Fatal(err)
+	}
+	return w
+}
+
+// contentAt waits for frame seq and returns when the observer had it; it
+// must carry the page's content.
+func (w *benchFrames) contentAt(b *testing.B, seq int64) time.Time {
+	for {
+		select {
+		case f := <-w.ch:
+			if f.seq < seq {
+				continue
+			}
+			if f.seq > seq || !f.content {
+				b.Fatalf("frame %d (content %v), waiting for frame %d with content", f.seq, f.content, seq)
+			}
+			return f.at
+		case <-time.After(30 * time.Second):
+			b.Fatalf("frame %d did not come within 30s", seq)
+		}
+	}
+}
+
+// rawNavigator returns a raw-CDP navigate+load on the page at wsURL:
+// Page.navigate, then the main frame's load event.
+func rawNavigator(b *testing.B, wsURL string) func(url string) {
+	ctx := context.Background()
+	conn, err := rpcc.DialContext(ctx, wsURL)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { conn.Close() })
+	c := cdp.NewClient(conn)
+	loads, err := c.Page.LoadEventFired(ctx) // before Page.enable
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { loads.Close() })
+	if err := c.Page.Enable(ctx); err != nil {
+		b.Fatal(err)
+	}
+	return func(url string) {
+		r, err := c.Page.Navigate(ctx, page.NewNavigateArgs(url))
+		if err != nil || r.ErrorText != nil {
+			b.Fatalf("raw navigate %s: %v %v", url, err, r)
+		}
+		if _, err := loads.Recv(); err != nil {
+			b.Fatal(err)
+		}
+	}
 }

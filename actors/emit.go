@@ -50,7 +50,12 @@ func (t *Tab) frameFor(ctx context.Context, c pageChange, change frames.Change) 
 		note = c.unreachable + " could not be loaded: this is Chromium's error page"
 	}
 	if change.NewDocument && t.nav.dialog == nil && !t.nav.crashed {
-		if !t.nav.loaded[c.loaderID] {
+		// A document that loaded already (navigate --wait) still goes
+		// pending when the action's frame wants its content: the
+		// frame's sequence, URL and title are known, so the plan is
+		// answered first and the content, read right after the reply
+		// (see run), follows on the frame, which observers get whole.
+		if !t.nav.loaded[c.loaderID] || (wants && change.Source == protocol.SourceAgent) {
 			f := t.frames.Append(change, nil, note)
 			t.outbox = append(t.outbox, f)
 			t.pending = &pendingFrame{seq: f.Sequence, change: change, loaderID: c.loaderID, timer: time.NewTimer(t.settleTimeout), content: wants, note: note}

@@ -142,6 +142,29 @@ func siteHandler() http.Handler {
 		w.Header().Set("Cache-Control", "no-store")
 		fmt.Fprint(w, `<svg xmlns="http://www.w3.org/2000/svg" width="1" height="1"></svg>`)
 	})
+	// /rows.html?n=N is a table of N rows, each with a link, a button, a
+	// text input and text: cdpdriver's snapshot benchmark page.
+	mux.HandleFunc("/rows.html", func(w http.ResponseWriter, r *http.Request) {
+		n, err := strconv.Atoi(r.URL.Query().Get("n"))
+		if err != nil || n < 0 {
+			http.Error(w, "bad n", http.StatusBadRequest)
+			return
+		}
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		fmt.Fprint(w, `<!doctype html><html lang="en"><head><meta charset="utf-8"><title>Rows</title></head><body>
+<h1>Orders</h1>
+<table><caption>Orders</caption>
+<thead><tr><th>Order</th><th>Customer</th><th>Action</th><th>Note</th></tr></thead>
+<tbody>
+`)
+		for i := 1; i <= n; i++ {
+			fmt.Fprintf(w, `<tr><td><a href="/orders/%d">Order %d</a></td><td>Customer number %d placed this order</td>`+
+				`<td><button type="button" data-testid="cancel-%d">Cancel</button></td>`+
+				`<td><input name="note-%d" aria-label="Note for order %d"></td></tr>
+`, i, i, i, i, i, i)
+		}
+		fmt.Fprint(w, "</tbody></table></body></html>\n")
+	})
 	// /api/cached.js is a script cacheable for an hour that records when it
 	// was served: only a reload that bypasses the cache changes the value.
 	mux.HandleFunc("/api/cached.js", func(w http.ResponseWriter, r *http.Request) {

@@ -80,3 +80,39 @@ func TestNavigateAnswersAtCommitFrameWaitsForLoad(t *testing.T) {
 		t.Fatalf("next frame %+v", f2)
 	}
 }
+
+// navigate --wait answers once its document has loaded, and its frame's
+// content is read after the reply: observers still get every frame, in
+// order, each with the loaded page's content, URL and title as the reply
+// said, whether the next plan comes at once or the next action is in the
+// same plan.
+func TestNavigateWaitFrameCarriesItsContent(t *testing.T) {
+	tab := openTab(t)
+	frames := watchFrames(t, testConn, protocol.DefaultSubjects.TabFrames(tab.ID()))
+	check := func(r protocol.ActionResult, url, title, text string) {
+		t.Helper()
+		if !r.OK || r.URL != url || r.Title != title {
+			t.Fatalf("navigate --wait to %s answered %+v", url, r)
+		}
+		f := frames.until(r.Sequence)
+		if f.URL != url || f.Title != title || f.FullPage == nil || !strings.Contains(*f.FullPage, text) || f.Note != "" {
+			t.Fatalf("frame %d of %s: %+v", r.Sequence, url, f)
+		}
+	}
+	read, form := site("/read.html"), site("/form.html")
+	for range 3 { // plan after plan, at once
+		a := send(t, tab.ID(), one(protocol.Action{Type: "navigate", URL: read, Wait: true}))
+		b := send(t, tab.ID(), one(protocol.Action{Type: "navigate", URL: form, Wait: true}))
+		check(a.Results[0], read, "Read page", "Read page")
+		check(b.Results[0], form, "Form", "Query")
+	}
+	both := send(t, tab.ID(), protocol.Plan{Actions: []protocol.Action{
+		{Type: "navigate", URL: read, Wait: true},
+		{Type: "navigate", URL: form, Wait: true},
+	}})
+	if !both.OK || len(both.Results) != 2 || both.Results[1].Sequence != both.Results[0].Sequence+1 {
+		t.Fatalf("two navigations in one plan: %+v", both)
+	}
+	check(both.Results[0], read, "Read page", "Read page")
+	check(both.Results[1], form, "Form", "Query")
+}

@@ -300,7 +300,15 @@ func (t *Tab) settle(ctx context.Context, out outcome, mutates bool) {
 	}
 	if t.nav.title == "" && t.nav.dialog == nil && !t.nav.crashed && len(t.nav.changes) > 0 {
 		// A new document: read the title it has so far, which the frame
-		// and the reply carry.
+		// and the reply carry. Once it has loaded, the browser has it
+		// (a renderer round trip would wait behind its first layout);
+		// one it reports as the URL may be no title, or that title.
+		if t.nav.loaded[t.nav.loaderID] && ctx.Err() == nil {
+			if loc, err := t.page.BrowserLocation(ctx); err == nil && loc.URL == t.nav.url && !urlTitle(loc.Title, loc.URL) {
+				t.located(loc)
+				return
+			}
+		}
 		t.barrier(ctx)
 	}
 }

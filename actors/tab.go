@@ -255,6 +255,9 @@ func (t *Tab) run() {
 			t.flush()
 		case m := <-t.inbox:
 			t.receive(m)
+			// The content of a loaded document's frame, held back
+			// until the plan was answered (see frameFor).
+			t.settlePending(context.Background(), false, time.Time{})
 			t.flush()
 		case <-t.pendingExpired():
 			ctx := context.Background()

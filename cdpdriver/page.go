@@ -176,6 +176,19 @@ func (p *Page) Location(ctx context.Context) (url, title string, err error) {
 	return v[0], v[1], nil
 }
 
+// BrowserLocation is where the browser process says the page is: its URL
+// and title, read without a renderer round trip, which just after a load
+// waits behind the renderer's layout and paint. The browser has the title
+// the document parsed before its load event; a page without one gets its
+// URL (see Chromium's tab title).
+func (p *Page) BrowserLocation(ctx context.Context) (Location, error) {
+	reply, err := p.client.Target.GetTargetInfo(ctx, target.NewGetTargetInfoArgs())
+	if err != nil {
+		return Location{}, p.wrap(ctx, "target info", err)
+	}
+	return Location{URL: reply.TargetInfo.URL, Title: reply.TargetInfo.Title}, nil
+}
+
 // Location is where the page is, as one renderer round trip saw it: the
 // document's URL and title. An action whose last call answers it needs no
 // barrier after it (see Type).
