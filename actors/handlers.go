@@ -51,6 +51,7 @@ var handlers = map[string]handler{
 		return t.page.Select(ctx, a.Selector, a.Value)
 	}),
 	"scroll": (*Tab).scroll,
+	"resize": (*Tab).resize,
 	"upload": viaRenderer(func(t *Tab, ctx context.Context, a protocol.Action) error {
 		return t.page.Upload(ctx, a.Selector, a.Files)
 	}),

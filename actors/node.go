@@ -43,6 +43,11 @@ type NodeOptions struct {
 	// system's resolver); tests map their domain names to loopback here,
 	// as --host-resolver-rules does for Chromium.
 	EgressDial egress.DialFunc
+	// Viewport is what the tabs of the browsers the node launches are
+	// laid out for: protocol.DefaultViewport (1280x720) when nil; a zero
+	// one leaves them the browser window's own size. Attach profiles'
+	// tabs keep their window's (see Profile.viewport).
+	Viewport *protocol.Viewport
 	// StartURL is where the first tab of a launched browser opens;
 	// about:blank when "".
 	StartURL string

@@ -385,6 +385,7 @@ func (p *Profile) startTab(ctx context.Context, page *cdpdriver.Page) (*Tab, err
 		DialogTimeout: n.opts.DialogTimeout,
 		DialogDefault: n.opts.DialogDefault,
 		Allow:         n.allow,
+		Viewport:      p.viewport(),
 		Logger:        p.log,
 	})
 	if err != nil {
@@ -421,6 +422,20 @@ func (p *Profile) retireWhenDone(tab *Tab) {
 		delete(p.pages, tab.ID())
 	}
 	delete(p.claimed, tab.ID())
+}
+
+// viewport is what the profile's tabs are laid out for: the node's in the
+// browsers it launches. An attach profile's tabs keep their window's own
+// size: that browser is someone's, and an emulated viewport would no
+// longer fit the window they see (an agent can still resize a tab).
+func (p *Profile) viewport() protocol.Viewport {
+	if !p.Managed() {
+		return protocol.Viewport{}
+	}
+	if vp := p.node.opts.Viewport; vp != nil {
+		return *vp
+	}
+	return protocol.DefaultViewport
 }
 
 // Tabs lists the profile's tabs.

@@ -50,8 +50,11 @@ type TabOptions struct {
 	// Allow checks a URL against the node's whitelist before the tab
 	// navigates to it (the browser enforces it for every request anyway);
 	// nil allows every http(s) URL.
-	Allow  func(url string) error
-	Logger zerolog.Logger
+	Allow func(url string) error
+	// Viewport is what the tab's pages are laid out for, set before its
+	// first frame; zero leaves the browser window's own size.
+	Viewport protocol.Viewport
+	Logger   zerolog.Logger
 }
 
 // Tab is the actor of one browser tab: one goroutine that owns the tab's
@@ -70,6 +73,7 @@ type Tab struct {
 	dialogs       dialogPolicy
 	allow         func(url string) error
 	actionTimeout time.Duration
+	viewport      protocol.Viewport // what resize last set, or the node's
 	log           zerolog.Logger
 	inbox         chan *nats.Msg // plans, from the subscription
 	// outbox holds frames appended but not yet published: a plan's last
@@ -120,6 +124,7 @@ func StartTab(ctx context.Context, opts TabOptions) (*Tab, error) {
 		dialogs:       newDialogPolicy(opts.DialogTimeout, opts.DialogDefault),
 		allow:         opts.Allow,
 		actionTimeout: opts.ActionTimeout,
+		viewport:      opts.Viewport,
 		log:           opts.Logger.With().Str("tab", opts.ID).Logger(),
 		inbox:         make(chan *nats.Msg, planQueue),
 		quit:          make(chan struct{}),
@@ -129,6 +134,11 @@ func StartTab(ctx context.Context, opts TabOptions) (*Tab, error) {
 	// A value longer than a reply carries is refused in the page, at once
 	// (the room is for the reply around it).
 	t.page.SetResultLimit(int(t.nc.MaxPayload()) - replyRoom)
+	if t.viewport.Width != 0 {
+		if _, err := t.page.Emulate(ctx, emulationOf(t.viewport)); err != nil {
+			return nil, fmt.Errorf("tab %s: set viewport %s: %w", t.id, t.viewport, err)
+		}
+	}
 	t.nav.observe(t.page.TakeEvents())
 	t.nav.takeChanges()
 	url, title, err := t.page.Location(ctx)

@@ -63,6 +63,8 @@ type Page struct {
 	dialogs dialogState
 	crash   crashState
 	pointer pointer // where the mouse is (see Click)
+	// emulation is what Emulate last set (zero: the window's own).
+	emulation Emulation
 }
 
 // OpenPage connects to a page target's websocket (Browser.PageWebSocketURL)

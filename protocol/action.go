@@ -21,6 +21,8 @@ type Action struct {
 	Answer     string   `json:"answer,omitempty"`
 	Files      []string `json:"files,omitempty"`
 	Format     string   `json:"format,omitempty"`
+	Device     string   `json:"device,omitempty"`
+	UserAgent  string   `json:"userAgent,omitempty"`
 
 	Wait        bool `json:"wait,omitempty"`
 	Clear       bool `json:"clear,omitempty"`
@@ -38,9 +40,13 @@ type Action struct {
 	FullPage    bool `json:"fullPage,omitempty"`
 	Interactive bool `json:"interactive,omitempty"`
 	NoIdle      bool `json:"noIdle,omitempty"`
+	Mobile      bool `json:"mobile,omitempty"`
+	Touch       bool `json:"touch,omitempty"`
 
 	Depth    int `json:"depth,omitempty"`
 	MaxNodes int `json:"maxNodes,omitempty"`
+	Width    int `json:"width,omitempty"`
+	Height   int `json:"height,omitempty"`
 
 	IdleTimeout     Duration `json:"idleTimeout,omitempty"`
 	Timeout         Duration `json:"timeout,omitempty"`
@@ -116,6 +122,18 @@ func (a *Action) field(name string) any {
 		return &a.Depth
 	case "maxNodes":
 		return &a.MaxNodes
+	case "device":
+		return &a.Device
+	case "userAgent":
+		return &a.UserAgent
+	case "mobile":
+		return &a.Mobile
+	case "touch":
+		return &a.Touch
+	case "width":
+		return &a.Width
+	case "height":
+		return &a.Height
 	case "idleTimeout":
 		return &a.IdleTimeout
 	case "timeout":

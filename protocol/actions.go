@@ -210,6 +210,18 @@ var actionSpecs = []ActionSpec{
 			{Name: "idleTimeout", Kind: KindDuration, Help: "how long to wait for network idle before taking it anyway (default 5s)"},
 			timeoutParam("the snapshot"),
 		}},
+	{Type: "resize", Mutates: true,
+		Summary: "lay the page out for another viewport size, or emulate a device (desktop, iPhone 13, Pixel 7, ...)",
+		Params: []Param{
+			{Name: "width", Kind: KindInt, Positional: true, Help: "the viewport's width in CSS pixels (100 to 7680)"},
+			{Name: "height", Kind: KindInt, Positional: true, Help: "the viewport's height in CSS pixels (100 to 7680)"},
+			{Name: "device", Choices: DeviceNames(), Help: "emulate a device: its size, pixel ratio, mobile layout, touch and user agent (width and height, if given, override its size)"},
+			{Name: "mobile", Kind: KindBool, Help: "lay pages out as a phone does (a page without a viewport meta tag gets a 980px layout, zoomed out)"},
+			{Name: "touch", Kind: KindBool, Help: "emulate a touch screen (navigator.maxTouchPoints at once; 'ontouchstart' in window from the next document)"},
+			{Name: "userAgent", Help: "the user agent the page and its requests see (default: the device's, else the browser's own)"},
+			timeoutParam("the resize"),
+		},
+		Check: func(a Action) error { _, err := ActionViewport(a); return err }},
 	{Type: "title", Summary: "the page's title", Params: []Param{timeoutParam("reading")}},
 	{Type: "url", Summary: "the page's URL", Params: []Param{timeoutParam("reading")}},
 }

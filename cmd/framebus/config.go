@@ -38,10 +38,15 @@ type config struct {
 	// (launched on request in <profileDir>/<name>) and attach ones.
 	Profiles  map[string]profileConfig `yaml:"profiles" json:"profiles,omitempty"`
 	Whitelist *[]string                `yaml:"whitelist" json:"whitelist"` // nil: every host; empty: none
-	Schemes   []string                 `yaml:"schemes" json:"schemes"`
-	Frames    framesConfig             `yaml:"frames" json:"frames"`
-	Bus       busConfig                `yaml:"bus" json:"bus"`
-	LogLevel  string                   `yaml:"logLevel" json:"logLevel"`
+	// Viewport is the tabs' size, WIDTHxHEIGHT, or "window" for the
+	// browser window's own; Device a preset of device emulation (its
+	// size unless Viewport gives one).
+	Viewport string       `yaml:"viewport" json:"viewport"`
+	Device   string       `yaml:"device" json:"device,omitempty"`
+	Schemes  []string     `yaml:"schemes" json:"schemes"`
+	Frames   framesConfig `yaml:"frames" json:"frames"`
+	Bus      busConfig    `yaml:"bus" json:"bus"`
+	LogLevel string       `yaml:"logLevel" json:"logLevel"`
 }
 
 type browserConfig struct {
@@ -88,6 +93,7 @@ func defaultConfig() config {
 			DialogDefault: "accept",
 		},
 		Schemes:  []string{"http", "https"},
+		Viewport: fmt.Sprintf("%dx%d", protocol.DefaultViewport.Width, protocol.DefaultViewport.Height),
 		Frames:   framesConfig{FullPage: string(frames.DefaultFormat), Policy: string(frames.PolicyURLChange)},
 		Bus:      busConfig{Listen: "127.0.0.1:0", Prefix: protocol.DefaultPrefix},
 		LogLevel: "info",
@@ -106,6 +112,8 @@ const (
 	envBusURL     = "FRAMEBUS_BUS_URL"
 	envPrefix     = "FRAMEBUS_PREFIX"
 	envLogLevel   = "FRAMEBUS_LOG_LEVEL"
+	envViewport   = "FRAMEBUS_VIEWPORT"
+	envDevice     = "FRAMEBUS_DEVICE"
 )
 
 // defaultConfigPath is read when it exists and no file is named.
@@ -172,7 +180,7 @@ func (cfg *config) applyEnv(getenv func(string) string) error {
 	}
 	for name, dst := range map[string]*string{
 		envProfileDir: &cfg.Browser.ProfileDir, envListen: &cfg.Bus.Listen, envBusURL: &cfg.Bus.URL,
-		envPrefix: &cfg.Bus.Prefix, envLogLevel: &cfg.LogLevel,
+		envPrefix: &cfg.Bus.Prefix, envLogLevel: &cfg.LogLevel, envViewport: &cfg.Viewport, envDevice: &cfg.Device,
 	} {
 		if v := getenv(name); v != "" {
 			*dst = v
@@ -291,6 +299,8 @@ func (cfg *config) applyFlags(fs *pflag.FlagSet) {
 	str("bus-url", &cfg.Bus.URL)
 	str("prefix", &cfg.Bus.Prefix)
 	str("log-level", &cfg.LogLevel)
+	str("viewport", &cfg.Viewport)
+	str("device", &cfg.Device)
 }
 
 // validate checks every setting and says which one is wrong.
@@ -335,6 +345,9 @@ func (cfg config) validate() error {
 	if _, err := newLogLevel(cfg.LogLevel); err != nil {
 		return err
 	}
+	if _, err := cfg.viewport(); err != nil {
+		return usagef("viewport (--viewport, --device): %v", err)
+	}
 	for name, p := range cfg.Profiles {
 		if !protocol.ValidProfileName(name) || name == protocol.DefaultProfile {
 			return usagef("profiles: %q is not a profile name (letters, digits, '-' and '_', labels separated by '.'; not %q)", name, protocol.DefaultProfile)
@@ -351,6 +364,30 @@ func (cfg config) validate() error {
 
 // urlScheme is what RFC 3986 allows a scheme to be.
 var urlScheme = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9+.-]*$`)
+
+// windowViewport is the viewport setting that leaves tabs the browser
+// window's own size.
+const windowViewport = "window"
+
+// viewport is the tabs' viewport: the size and the device preset, or the
+// zero Viewport (no emulation) for "window".
+func (cfg config) viewport() (protocol.Viewport, error) {
+	if cfg.Viewport == windowViewport {
+		if cfg.Device != "" {
+			return protocol.Viewport{}, fmt.Errorf("device %q emulates a device, which %q (the window's own size) does not; give one or the other", cfg.Device, windowViewport)
+		}
+		return protocol.Viewport{}, nil
+	}
+	size := cfg.Viewport
+	if cfg.Device != "" && size == defaultConfig().Viewport {
+		size = "" // the device's own, unless another size is asked for
+	}
+	vp, err := protocol.NewViewport(size, cfg.Device)
+	if err != nil && cfg.Device == "" {
+		err = fmt.Errorf("%v, or %q for the browser window's own", err, windowViewport)
+	}
+	return vp, err
+}
 
 // timeout is the default action deadline.
 func (cfg config) timeout() time.Duration {
@@ -426,7 +463,8 @@ func configCommand() command {
 before: defaults; the YAML file (--config, $` + envConfig + `, else ` + defaultConfigHint() + `
 when it exists); the environment ($` + envHeadless + `, $` + envTimeout + ` (ms or a duration),
 $` + envProfileDir + `, $` + envWhitelist + ` (comma-separated; set empty to deny all),
-$` + envSchemes + `, $` + envListen + `, $` + envBusURL + `, $` + envPrefix + `, $` + envLogLevel + `);
+$` + envSchemes + `, $` + envListen + `, $` + envBusURL + `, $` + envPrefix + `, $` + envLogLevel + `,
+$` + envViewport + `, $` + envDevice + `);
 then the flags serve was given. It takes serve's flags.`,
 		setup: func(fs *pflag.FlagSet) func(c *cli, args []string) error {
 			configFile := declareServeFlags(fs) // the same flags as serve

@@ -106,6 +106,10 @@ func (c *cli) serve(o serveOptions) error {
 			return usagef("browser.profileDir: %v", err)
 		}
 	}
+	viewport, err := cfg.viewport()
+	if err != nil {
+		return usagef("viewport: %v", err)
+	}
 	ctx, cancel := context.WithTimeout(c.ctx, startTimeout)
 	node, err := actors.StartNode(ctx, actors.NodeOptions{
 		Bus:           busOpts,
@@ -118,6 +122,7 @@ func (c *cli) serve(o serveOptions) error {
 		DialogDefault: cfg.Browser.DialogDefault,
 		Frames:        frames.Options{Format: frames.Format(cfg.Frames.FullPage), Policy: frames.Policy(cfg.Frames.Policy)},
 		Whitelist:     wl,
+		Viewport:      &viewport,
 		Profiles:      cfg.profiles(),
 		ProfileDir:    cfg.profilesDir(c.getenv),
 	})
@@ -287,5 +292,7 @@ func declareServeFlags(fs *pflag.FlagSet) *string {
 	fs.String("full-page-policy", d.Frames.Policy, "when frames carry it: url-change, document-change or always")
 	fs.String("whitelist", "", "comma-separated `hosts` the browser may load (*.example.com for subdomains); enforced for every request; given empty, nothing is allowed; not given, every host is")
 	fs.String("schemes", strings.Join(d.Schemes, ","), "comma-separated URL `schemes` the browser may load besides about:blank")
+	fs.String("viewport", d.Viewport, "the tabs' viewport, `WxH` in CSS pixels ("+strconv.Itoa(protocol.MinViewportSize)+" to "+strconv.Itoa(protocol.MaxViewportSize)+"), or window for the browser window's own size (attach profiles always keep theirs)")
+	fs.String("device", "", "emulate a device in every tab: "+strings.Join(protocol.DeviceNames(), ", ")+" (its size unless --viewport gives one)")
 	return configFile
 }

@@ -1,0 +1,277 @@
+package actors
+
+import (
+	"bytes"
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"image/png"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+
+	"github.com/framebus/framebus/cdpdriver"
+	"github.com/framebus/framebus/protocol"
+)
+
+// desktop gives a test tab the node's default viewport.
+func desktop(o *TabOptions) { o.Viewport = protocol.DefaultViewport }
+
+// pageViewport is what the page says of its viewport.
+type pageViewport struct {
+	Width, Height int
+	Ratio         float64
+	TouchPoints   int
+	OnTouch       bool
+	UserAgent     string
+}
+
+const pageViewportJS = `({width: innerWidth, height: innerHeight, ratio: devicePixelRatio,
+	touchPoints: navigator.maxTouchPoints, onTouch: 'ontouchstart' in window, userAgent: navigator.userAgent})`
+
+func viewportOf(t *testing.T, tab *Tab) pageViewport {
+	t.Helper()
+	var v pageViewport
+	cmdEvalInto(t, tab, pageViewportJS, &v)
+	return v
+}
+
+// pngSize is the size of a screenshot action's image.
+func pngSize(t *testing.T, r protocol.ActionResult) (int, int) {
+	t.Helper()
+	var b64 string
+	if err := json.Unmarshal(r.Value, &b64); err != nil {
+		t.Fatal(err)
+	}
+	data, err := base64.StdEncoding.DecodeString(b64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	img, err := png.Decode(bytes.NewReader(data))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return img.Bounds().Dx(), img.Bounds().Dy()
+}
+
+// A node's tabs are 1280x720 unless told otherwise (headless Chromium's
+// own window is 780x493, where sites show their phone layout), and a
+// screenshot is that size too; a popup a page opens gets it as well.
+func TestNodeDefaultViewport(t *testing.T) {
+	node := startTestNode(t, NodeOptions{Prefix: "fbviewport"})
+	nc, err := nats.Connect(node.Bus().ClientURL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	subj := node.Subjects()
+	tabs := node.Tabs()
+	if len(tabs) != 1 {
+		t.Fatalf("tabs %+v", tabs)
+	}
+	run := func(tab string, a protocol.Action) protocol.ActionResult {
+		t.Helper()
+		data, _ := json.Marshal(one(a))
+		msg, err := nc.Request(subj.TabPlan(tab), data, 30*time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res, err := protocol.DecodePlanResult(msg.Data)
+		if err != nil || !res.OK {
+			t.Fatalf("%s: %s (%v)", a.Type, msg.Data, err)
+		}
+		return res.Results[0]
+	}
+	tab := tabs[0].Tab
+	run(tab, protocol.Action{Type: "navigate", URL: site("/breakpoint.html")})
+	var v pageViewport
+	if err := json.Unmarshal(run(tab, protocol.Action{Type: "eval", Expression: pageViewportJS}).Value, &v); err != nil {
+		t.Fatal(err)
+	}
+	if v.Width != 1280 || v.Height != 720 || v.Ratio != 1 || v.TouchPoints != 0 {
+		t.Fatalf("default viewport: %+v, want 1280x720 at ratio 1 without touch", v)
+	}
+	if w, h := pngSize(t, run(tab, protocol.Action{Type: "screenshot"})); w != 1280 || h != 720 {
+		t.Fatalf("screenshot %dx%d, want 1280x720", w, h)
+	}
+	// A popup the page opens: adopted with the same viewport.
+	run(tab, protocol.Action{Type: "eval", Expression: `(window.open(location.href, '_blank', 'width=400,height=300'), 1)`})
+	var popup string
+	deadline := time.Now().Add(20 * time.Second)
+	for popup == "" && time.Now().Before(deadline) {
+		for _, ti := range node.Tabs() {
+			if ti.Tab != tab && ti.URL == site("/breakpoint.html") {
+				popup = ti.Tab
+			}
+		}
+		if popup == "" {
+			time.Sleep(20 * time.Millisecond) // polling for the adopted tab, with a deadline
+		}
+	}
+	if popup == "" {
+		t.Fatalf("the popup was not adopted: %+v", node.Tabs())
+	}
+	if err := json.Unmarshal(run(popup, protocol.Action{Type: "eval", Expression: pageViewportJS}).Value, &v); err != nil {
+		t.Fatal(err)
+	}
+	if v.Width != 1280 || v.Height != 720 {
+		t.Fatalf("popup viewport: %+v, want 1280x720", v)
+	}
+}
+
+// NodeOptions.Viewport sets every tab's; a zero one leaves the window's.
+func TestNodeViewportOption(t *testing.T) {
+	for _, tc := range []struct {
+		vp   protocol.Viewport
+		w, h int
+	}{
+		{protocol.Viewport{Width: 1024, Height: 768, DeviceScaleFactor: 1}, 1024, 768},
+		{protocol.Viewport{}, 780, 493}, // headless Chromium's own window
+	} {
+		node := startTestNode(t, NodeOptions{Prefix: "fbviewport", Viewport: &tc.vp})
+		nc, err := nats.Connect(node.Bus().ClientURL())
+		if err != nil {
+			t.Fatal(err)
+		}
+		data, _ := json.Marshal(one(protocol.Action{Type: "eval", Expression: pageViewportJS}))
+		msg, err := nc.Request(node.Subjects().TabPlan(node.Tabs()[0].Tab), data, 30*time.Second)
+		nc.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		res, _ := protocol.DecodePlanResult(msg.Data)
+		var v pageViewport
+		if !res.OK || json.Unmarshal(res.Results[0].Value, &v) != nil || v.Width != tc.w || v.Height != tc.h {
+			t.Fatalf("viewport %s: page says %s, want %dx%d", tc.vp, msg.Data, tc.w, tc.h)
+		}
+		node.Close()
+	}
+}
+
+// resize changes the layout: the desktop page shows its sidebar
+// navigation, a phone's hides it; each resize makes one frame, which an
+// observer sees; a device preset brings its pixel ratio, touch and user
+// agent; a resize to the viewport the tab has makes its frame too, and
+// says it changed nothing.
+func TestResize(t *testing.T) {
+	tab, frames, _ := tabAt(t, "/breakpoint.html", desktop)
+	if s := snapshotOf(t, tab, protocol.Action{}); !strings.Contains(s.Text, `"Install guide"`) {
+		t.Fatalf("desktop snapshot lacks the sidebar navigation:\n%s", s.Text)
+	}
+	resize := func(a protocol.Action) resizeValue {
+		t.Helper()
+		a.Type = "resize"
+		r := cmdMutate(t, tab, a)
+		if f := frames.until(r.Sequence); f.Action != "resize" || f.Source != protocol.SourceAgent || f.URL != site("/breakpoint.html") {
+			t.Fatalf("resize frame %+v", f)
+		}
+		var v resizeValue
+		if err := json.Unmarshal(r.Value, &v); err != nil {
+			t.Fatalf("resize value %s: %v", r.Value, err)
+		}
+		return v
+	}
+	if v := resize(protocol.Action{Device: "iPhone 13"}); !v.Changed || v.Width != 390 || v.Device != "iPhone 13" {
+		t.Fatalf("resize to iPhone 13: %+v", v)
+	}
+	if s := snapshotOf(t, tab, protocol.Action{}); strings.Contains(s.Text, `"Install guide"`) || !strings.Contains(s.Text, `"Breakpoint"`) {
+		t.Fatalf("phone snapshot still shows the sidebar navigation:\n%s", s.Text)
+	}
+	v := viewportOf(t, tab)
+	if v.Width != 390 || v.Height != 664 || v.Ratio != 3 || v.TouchPoints != 5 || !strings.Contains(v.UserAgent, "iPhone") {
+		t.Fatalf("iPhone 13 as the page sees it: %+v", v)
+	}
+	var resized string
+	cmdEvalInto(t, tab, `document.getElementById('resized').textContent`, &resized)
+	if resized == "0" {
+		t.Fatal("the page's resize listener had not run when the resize answered")
+	}
+	if w, h := pngSize(t, cmdRead(t, tab, protocol.Action{Type: "screenshot"})); w != 390*3 || h != 664*3 {
+		t.Fatalf("iPhone 13 screenshot %dx%d, want %dx%d device pixels", w, h, 390*3, 664*3)
+	}
+	// Touch detection and the User-Agent header come with the next document.
+	cmdMutate(t, tab, protocol.Action{Type: "reload", Wait: true})
+	if v := viewportOf(t, tab); !v.OnTouch || v.Width != 390 {
+		t.Fatalf("iPhone 13 after a reload: %+v", v)
+	}
+	if v := resize(protocol.Action{Device: "iPhone 13"}); v.Changed {
+		t.Fatalf("a resize to the same viewport says it changed: %+v", v)
+	}
+	if v := resize(protocol.Action{Width: 1024, Height: 768}); !v.Changed || v.Mobile || v.Touch || v.UserAgent != "" {
+		t.Fatalf("resize 1024 768: %+v", v)
+	}
+	v = viewportOf(t, tab)
+	if v.Width != 1024 || v.Height != 768 || v.Ratio != 1 || v.TouchPoints != 0 || strings.Contains(v.UserAgent, "iPhone") {
+		t.Fatalf("1024x768 as the page sees it: %+v", v)
+	}
+	if s := snapshotOf(t, tab, protocol.Action{}); !strings.Contains(s.Text, `"Install guide"`) {
+		t.Fatalf("1024px snapshot lacks the sidebar navigation:\n%s", s.Text)
+	}
+	if v := resize(protocol.Action{Device: "Pixel 7", UserAgent: "framebus-test"}); v.Device != "" || v.DeviceScaleFactor != 2.625 {
+		t.Fatalf("Pixel 7 with another user agent: %+v", v)
+	}
+	if v := viewportOf(t, tab); v.UserAgent != "framebus-test" || v.Width != 412 {
+		t.Fatalf("Pixel 7 with another user agent, as the page sees it: %+v", v)
+	}
+}
+
+// Bad sizes and unknown presets are refused before anything changes, with
+// the limits or the presets in the message.
+func TestResizeRefused(t *testing.T) {
+	tab, _, _ := tabAt(t, "/breakpoint.html", desktop)
+	for _, tc := range []struct {
+		plan string
+		want string
+	}{
+		{`{"type":"resize","width":0,"height":0}`, "100 to 7680"},
+		{`{"type":"resize","width":50,"height":720}`, "100 to 7680"},
+		{`{"type":"resize","width":100000,"height":720}`, "100 to 7680"},
+		{`{"type":"resize","width":-5,"height":720}`, "out of range"},
+		{`{"type":"resize","width":1024}`, "both"},
+		{`{"type":"resize","width":"wide","height":720}`, "integer"},
+		{`{"type":"resize","device":"Nokia 3310"}`, `iPhone 13, iPhone 15 Pro, Pixel 7`},
+		{`{"type":"resize"}`, `"Pixel 7"`},
+	} {
+		before := tab.Info().Sequence
+		res := send(t, tab.ID(), []byte(`{"action":`+tc.plan+`}`))
+		if res.OK || res.Code != protocol.CodeBadRequest || !strings.Contains(res.Error, tc.want) {
+			t.Errorf("%s: want bad_request naming %s, got %+v", tc.plan, tc.want, res)
+		}
+		if tab.Info().Sequence != before {
+			t.Errorf("%s: a refused resize made a frame", tc.plan)
+		}
+	}
+	if v := viewportOf(t, tab); v.Width != 1280 || v.Height != 720 {
+		t.Fatalf("after refused resizes the page is %+v", v)
+	}
+}
+
+// The emulation lasts as long as the tab's connection: closed, the page
+// has its window's own size again (what an attach profile's user gets back).
+func TestEmulationEndsWithConnection(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	page, err := testBrowser.OpenPage(ctx, "about:blank")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer testBrowser.CloseTarget(context.Background(), page.TargetID())
+	if _, err := page.Emulate(ctx, cdpdriver.Emulation{Width: 1111, Height: 555, DeviceScaleFactor: 1}); err != nil {
+		t.Fatal(err)
+	}
+	page.Close()
+	again, err := testBrowser.AttachPage(ctx, page.TargetID())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer again.Close()
+	w, err := again.Eval(ctx, "innerWidth", 10*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(w) == "1111" {
+		t.Fatal("the emulated width outlived the connection that set it")
+	}
+}
