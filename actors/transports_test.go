@@ -1,15 +1,19 @@
 package actors
 
 import (
+	"context"
 	"fmt"
 	"net"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/framebus/framebus/actors/whitelist"
+	"github.com/framebus/framebus/cdpdriver"
 	"github.com/framebus/framebus/protocol"
+	"github.com/rs/zerolog"
 )
 
 // deniedHost is a loopback address no whitelist of these tests allows: what
@@ -172,5 +176,50 @@ func TestTransportsControl(t *testing.T) {
 			t.Fatalf("without a whitelist nothing reached %s (got %s): the listeners do not see the attacks", missing, l)
 		}
 		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// TestTransportsAttachRefused: a whitelist cannot be enforced on a browser
+// framebus did not start (no egress proxy, no WebRTC policy), so an attach
+// profile is refused with permission_denied, at start and on connect, and
+// the attacks never run there: the listeners count nothing.
+func TestTransportsAttachRefused(t *testing.T) {
+	l := startListeners(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	outside, err := cdpdriver.Launch(ctx, cdpdriver.LaunchOptions{Headless: true, Logger: zerolog.Nop(),
+		Args: []string{"--host-resolver-rules=MAP " + deniedName + " " + deniedHost}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer outside.Close()
+	wl, err := whitelist.New([]string{"127.0.0.1"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	node := startTestNode(t, NodeOptions{Prefix: "fbtransattach", Whitelist: wl,
+		Profiles: []ProfileOptions{{Name: "chrome", Attach: outside.DevToolsURL()}}})
+	c := newBusClient(t, node)
+	subj := node.Subjects()
+
+	var r map[string]any
+	raw := c.ask(subj.Profile("chrome", protocol.OpConnect), nil, &r)
+	if !strings.Contains(string(raw), `"permission_denied"`) || !strings.Contains(string(raw), "WebRTC") {
+		t.Fatalf("connect with a whitelist: %s", raw)
+	}
+	var pages protocol.TabList
+	c.ask(subj.Profile("chrome", protocol.OpPages), nil, &pages)
+	for _, tab := range pages.Tabs {
+		if tab.Profile == "chrome" {
+			t.Fatalf("a tab of the refused profile has an actor: %+v", pages)
+		}
+	}
+	for _, tab := range node.Tabs() {
+		if tab.Profile == "chrome" {
+			t.Fatalf("a tab of the refused profile has an actor: %+v", tab)
+		}
+	}
+	if n := l.total.Load(); n != 0 {
+		t.Fatalf("%d packets/connections reached the denied host: %s", n, l)
 	}
 }
