@@ -115,7 +115,7 @@ func (l *listeners) attacks() map[string]string {
 
 // runAttacks opens the attack page on an allowed host (127.0.0.1) of a
 // node with (or without) a whitelist and runs every attack to its end.
-func runAttacks(t *testing.T, l *listeners, prefix string, wl *whitelist.Whitelist) {
+func runAttacks(t *testing.T, l *listeners, prefix string, wl *whitelist.Whitelist, more ...string) string {
 	t.Helper()
 	opts := NodeOptions{Prefix: prefix, Whitelist: wl}
 	opts.Launch.Args = []string{"--host-resolver-rules=MAP " + deniedName + " " + deniedHost}
@@ -126,13 +126,18 @@ func runAttacks(t *testing.T, l *listeners, prefix string, wl *whitelist.Whiteli
 	if res := c.plan(subj, tab, one(protocol.Action{Type: "navigate", URL: site("/transports.html"), Wait: true})); !res.OK {
 		t.Fatal(res)
 	}
-	for name, expr := range l.attacks() {
+	attacks := l.attacks()
+	for i, expr := range more {
+		attacks[fmt.Sprint("more", i)] = expr
+	}
+	for name, expr := range attacks {
 		res := c.plan(subj, tab, one(protocol.Action{Type: "eval", Expression: expr}))
 		if !res.OK {
 			t.Fatalf("%s: %+v", name, res)
 		}
 		t.Logf("%s: page saw %s; denied host got %s", name, res.Results[0].Value, l)
 	}
+	return tab
 }
 
 // TestTransportsBoundary attacks the whitelist from a page on an allowed
@@ -147,9 +152,30 @@ func TestTransportsBoundary(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	runAttacks(t, l, "fbtransports", wl)
+	// WebTransport to the allowed host itself still may not go around the
+	// proxy: its QUIC packets would carry whatever the page wants, unchecked.
+	allowed, err := net.ListenPacket("udp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer allowed.Close()
+	var allowedGot atomic.Int64
+	go func() {
+		buf := make([]byte, 64<<10)
+		for {
+			if _, _, err := allowed.ReadFrom(buf); err != nil {
+				return
+			}
+			allowedGot.Add(1)
+		}
+	}()
+	port := allowed.LocalAddr().(*net.UDPAddr).Port
+	runAttacks(t, l, "fbtransports", wl, fmt.Sprintf("webtransport(%q, %q, {quic:%d})", "127.0.0.1", "localhost", port))
 	if n := l.total.Load(); n != 0 {
 		t.Fatalf("%d packets/connections reached the denied host: %s", n, l)
+	}
+	if n := allowedGot.Load(); n != 0 {
+		t.Fatalf("%d QUIC packets went straight to the allowed host, around the proxy", n)
 	}
 }
 
