@@ -90,7 +90,21 @@ func (p *Profile) Connect(ctx context.Context) error {
 	if p.Managed() {
 		return protocol.Errorf(protocol.CodeBadRequest, "profile %q is managed: framebus launches its browser; use launch", p.name)
 	}
+	if p.node.opts.Whitelist != nil {
+		return p.unprotectable()
+	}
 	return p.ensureRunning(ctx)
+}
+
+// unprotectable is Connect's error on an attach profile when a whitelist
+// is set. Fetch interception covers HTTP there, but WebRTC (UDP to any
+// address) and WebSockets pass no Fetch hook, and only launch flags (the
+// egress proxy, the WebRTC IP handling policy) close them: a browser
+// framebus did not start would be silently half protected, so it is refused.
+func (p *Profile) unprotectable() error {
+	return protocol.Errorf(protocol.CodePermissionDenied,
+		"cannot connect profile %q while a whitelist is set: its browser (%s) was not started by framebus, so WebRTC and WebSockets there would go around the whitelist; use a managed profile, or serve without --whitelist",
+		p.name, p.attach)
 }
 
 func (p *Profile) ensureRunning(ctx context.Context) error {

@@ -103,8 +103,17 @@ func Start(check Check, dial DialFunc, log zerolog.Logger) (*Proxy, error) {
 func (p *Proxy) Addr() string { return p.ln.Addr().String() }
 
 // Flags are the Chromium flags that send all its traffic through p.
+// WebRTC does not follow --proxy-server on its own: ICE sends UDP (STUN,
+// TURN, connectivity checks to remote candidates) straight to any address.
+// The IP handling policy disable_non_proxied_udp makes Chromium use no UDP
+// at all and reach TURN over TCP only through the proxy, which checks the
+// TURN host like any other.
 func (p *Proxy) Flags() []string {
-	return []string{"--proxy-server=http://" + p.Addr(), "--proxy-bypass-list=<-loopback>"}
+	return []string{
+		"--proxy-server=http://" + p.Addr(),
+		"--proxy-bypass-list=<-loopback>",
+		"--webrtc-ip-handling-policy=disable_non_proxied_udp",
+	}
 }
 
 // Denied counts the connections the proxy refused.
