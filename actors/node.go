@@ -110,6 +110,9 @@ func StartNode(ctx context.Context, opts NodeOptions) (n *Node, err error) {
 			return nil, err
 		}
 		n.opts.Launch.Args = append(slices.Clip(opts.Launch.Args), n.egress.Flags()...)
+		// The proxy resolves what the browser connects to; a name the
+		// browser would look up itself (WebRTC's) could leak in DNS.
+		n.opts.Launch.NoSystemDNS = true
 	}
 	def, err := n.addProfile(protocol.DefaultProfile, "", n.opts.Launch)
 	if err != nil {

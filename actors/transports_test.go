@@ -1,9 +1,13 @@
 package actors
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"net"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -117,8 +121,14 @@ func (l *listeners) attacks() map[string]string {
 // node with (or without) a whitelist and runs every attack to its end.
 func runAttacks(t *testing.T, l *listeners, prefix string, wl *whitelist.Whitelist, more ...string) string {
 	t.Helper()
-	opts := NodeOptions{Prefix: prefix, Whitelist: wl}
-	opts.Launch.Args = []string{"--host-resolver-rules=MAP " + deniedName + " " + deniedHost}
+	_, tab := runAttacksOn(t, l, NodeOptions{Prefix: prefix, Whitelist: wl}, more...)
+	return tab
+}
+
+// runAttacksOn is runAttacks on a node of the given options.
+func runAttacksOn(t *testing.T, l *listeners, opts NodeOptions, more ...string) (*Node, string) {
+	t.Helper()
+	opts.Launch.Args = append(opts.Launch.Args, "--host-resolver-rules=MAP "+deniedName+" "+deniedHost)
 	node := startTestNode(t, opts)
 	c := newBusClient(t, node)
 	subj := node.Subjects()
@@ -137,7 +147,78 @@ func runAttacks(t *testing.T, l *listeners, prefix string, wl *whitelist.Whiteli
 		}
 		t.Logf("%s: page saw %s; denied host got %s", name, res.Results[0].Value, l)
 	}
-	return tab
+	return node, tab
+}
+
+// TestTransportsNoSystemDNS: WebRTC looks its STUN and TURN names up
+// itself (around --host-resolver-rules and the proxy), so a page could
+// carry data out in the name. With a whitelist Chromium's DNS is
+// DNS-over-HTTPS in secure mode at a server that cannot answer: its
+// net-log shows no query to the machine's resolver (a DNS transaction
+// attempt over UDP or TCP, or a getaddrinfo task) for the names the page
+// tried. Without a whitelist the same page's lookups are counted, so the
+// count can see them.
+func TestTransportsNoSystemDNS(t *testing.T) {
+	l := startListeners(t)
+	defer l.close()
+	wl, err := whitelist.New([]string{"127.0.0.1"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ports := fmt.Sprintf(`{udp:%d,tcp:%d,tls:%d,quic:%d,web:%d}`, l.udp, l.tcp, l.tls, l.quic, l.web)
+	lookups := func(prefix string, wl *whitelist.Whitelist) int {
+		netlog := filepath.Join(t.TempDir(), "netlog.json")
+		opts := NodeOptions{Prefix: prefix, Whitelist: wl}
+		opts.Launch.Args = []string{"--log-net-log=" + netlog}
+		node, _ := runAttacksOn(t, l, opts, fmt.Sprintf("webrtc(%q, %s)", "leak-by-dns.test", ports))
+		node.Close() // Chromium finishes its net-log as it exits
+		return systemLookups(t, netlog)
+	}
+	if n := lookups("fbtransdns", wl); n != 0 {
+		t.Fatalf("with a whitelist, %d lookups went to the machine's resolver", n)
+	}
+	if n := lookups("fbtransdnsctl", nil); n == 0 {
+		t.Fatal("without a whitelist no lookup was counted: the count does not see them")
+	}
+}
+
+// systemLookups counts, in a Chromium net-log, the lookups that asked the
+// machine's resolver: DNS transaction attempts over UDP or TCP (not over
+// HTTPS) and getaddrinfo tasks.
+func systemLookups(t *testing.T, path string) int {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A log cut short at exit lacks its closing; it is completed here.
+	if data = bytes.TrimRight(data, " \r\n"); !bytes.HasSuffix(data, []byte("}")) {
+		data = append(bytes.TrimRight(data, ","), "]}"...)
+	}
+	var log struct {
+		Constants struct {
+			LogEventTypes map[string]int `json:"logEventTypes"`
+		} `json:"constants"`
+		Events []struct {
+			Type int `json:"type"`
+		} `json:"events"`
+	}
+	if err := json.Unmarshal(data, &log); err != nil {
+		t.Fatalf("net-log: %v", err)
+	}
+	types := log.Constants.LogEventTypes
+	attempt, ok1 := types["DNS_TRANSACTION_ATTEMPT"]
+	task, ok2 := types["HOST_RESOLVER_SYSTEM_TASK"]
+	if !ok1 || !ok2 {
+		t.Fatal("net-log: Chromium no longer names its DNS events as this test expects")
+	}
+	n := 0
+	for _, e := range log.Events {
+		if e.Type == attempt || e.Type == task {
+			n++
+		}
+	}
+	return n
 }
 
 // TestTransportsBoundary attacks the whitelist from a page on an allowed

@@ -20,10 +20,15 @@ import (
 // LaunchOptions says how to start Chromium. The zero value starts a headed
 // Chromium found by FindChromium with a throwaway profile.
 type LaunchOptions struct {
-	Binary       string        // "" = FindChromium()
-	Headless     bool          // the new headless mode (--headless)
-	UserDataDir  string        // "" = a fresh temp dir, removed by Close; a given dir is kept
-	Args         []string      // extra flags, appended after framebus's own
+	Binary      string   // "" = FindChromium()
+	Headless    bool     // the new headless mode (--headless)
+	UserDataDir string   // "" = a fresh temp dir, removed by Close; a given dir is kept
+	Args        []string // extra flags, appended after framebus's own
+	// NoSystemDNS keeps Chromium from resolving any name through the
+	// machine's resolver (see systemDNS): for a browser behind a
+	// proxy, which resolves what it connects to, so that nothing else
+	// (WebRTC's STUN and TURN names) can carry data out in a DNS query.
+	NoSystemDNS  bool
 	StartTimeout time.Duration // until the DevTools endpoint is printed; default 30s
 	Logger       zerolog.Logger
 }
@@ -135,6 +140,10 @@ func Launch(ctx context.Context, opts LaunchOptions) (*Process, error) {
 		}()
 	}
 
+	if err := systemDNS(p.userDataDir, opts.NoSystemDNS); err != nil {
+		p.removeDir()
+		return nil, fmt.Errorf("launch chromium: set its DNS: %w", err)
+	}
 	args := append([]string(nil), launchFlags...)
 	args = append(args, "--user-data-dir="+p.userDataDir)
 	if os.Geteuid() == 0 {
