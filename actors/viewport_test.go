@@ -215,6 +215,13 @@ func TestResize(t *testing.T) {
 	if v := viewportOf(t, tab); v.UserAgent != "framebus-test" || v.Width != 412 {
 		t.Fatalf("Pixel 7 with another user agent, as the page sees it: %+v", v)
 	}
+	// An explicit pixel ratio, on a size of its own.
+	if v := resize(protocol.Action{Width: 800, Height: 600, DeviceScaleFactor: 1.5}); v.Device != "" || v.DeviceScaleFactor != 1.5 || v.Mobile {
+		t.Fatalf("800x600 at 1.5: %+v", v)
+	}
+	if v := viewportOf(t, tab); v.Ratio != 1.5 || v.Width != 800 || v.Height != 600 {
+		t.Fatalf("800x600 at 1.5, as the page sees it: %+v", v)
+	}
 }
 
 // Bad sizes and unknown presets are refused before anything changes, with
@@ -233,6 +240,10 @@ func TestResizeRefused(t *testing.T) {
 		{`{"type":"resize","width":"wide","height":720}`, "integer"},
 		{`{"type":"resize","device":"Nokia 3310"}`, `iPhone 13, iPhone 15 Pro, Pixel 7`},
 		{`{"type":"resize"}`, `"Pixel 7"`},
+		{`{"type":"resize","width":800,"height":600,"deviceScaleFactor":5}`, "0.5 to 4"},
+		{`{"type":"resize","width":800,"height":600,"deviceScaleFactor":0.1}`, "0.5 to 4"},
+		{`{"type":"resize","width":800,"height":600,"deviceScaleFactor":-1}`, "out of range"},
+		{`{"type":"resize","width":800,"height":600,"deviceScaleFactor":"2x"}`, "must be a number"},
 	} {
 		before := tab.Info().Sequence
 		res := send(t, tab.ID(), []byte(`{"action":`+tc.plan+`}`))

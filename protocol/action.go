@@ -48,6 +48,8 @@ type Action struct {
 	Width    int `json:"width,omitempty"`
 	Height   int `json:"height,omitempty"`
 
+	DeviceScaleFactor float64 `json:"deviceScaleFactor,omitempty"`
+
 	IdleTimeout     Duration `json:"idleTimeout,omitempty"`
 	Timeout         Duration `json:"timeout,omitempty"`
 	BasedOnSequence *int64   `json:"basedOnSequence,omitempty"`
@@ -57,7 +59,7 @@ type Action struct {
 func Based(seq int64) *int64 { return &seq }
 
 // field returns a pointer to the Action field of a declared parameter:
-// *string, *[]string, *bool, *int or *Duration. It is the one place that ties
+// *string, *[]string, *bool, *int, *float64 or *Duration. It is the one place that ties
 // parameter names to fields; TestEveryActionDeclared checks it covers
 // every declared parameter with the declared kind.
 func (a *Action) field(name string) any {
@@ -134,6 +136,8 @@ func (a *Action) field(name string) any {
 		return &a.Width
 	case "height":
 		return &a.Height
+	case "deviceScaleFactor":
+		return &a.DeviceScaleFactor
 	case "idleTimeout":
 		return &a.IdleTimeout
 	case "timeout":

@@ -19,6 +19,7 @@ const (
 	KindDuration
 	KindStrings // a list; on the CLI the positional rest of the line
 	KindInt     // a non-negative integer
+	KindNumber  // a non-negative decimal number
 )
 
 // Param declares one parameter of an action.
@@ -219,6 +220,7 @@ var actionSpecs = []ActionSpec{
 			{Name: "mobile", Kind: KindBool, Help: "lay pages out as a phone does (a page without a viewport meta tag gets a 980px layout, zoomed out)"},
 			{Name: "touch", Kind: KindBool, Help: "emulate a touch screen (navigator.maxTouchPoints at once; 'ontouchstart' in window from the next document)"},
 			{Name: "userAgent", Help: "the user agent the page and its requests see (default: the device's, else the browser's own)"},
+			{Name: "deviceScaleFactor", Kind: KindNumber, Help: "device pixels per CSS pixel (devicePixelRatio), 0.5 to 4 (default: the device's, else 1)"},
 			timeoutParam("the resize"),
 		},
 		Check: func(a Action) error { _, err := ActionViewport(a); return err }},

@@ -269,6 +269,13 @@ func (a *Action) set(p Param, raw json.RawMessage, field string) error {
 			return badRequest("%s: %d is out of range (0 to %d)", field, n, math.MaxInt32)
 		}
 		*dst = int(n)
+	case *float64:
+		if err := json.Unmarshal(raw, dst); err != nil || isNull(raw) {
+			return badRequest("%s: must be a number, got %s", field, describeJSON(raw))
+		}
+		if *dst < 0 || math.IsInf(*dst, 0) {
+			return badRequest("%s: %v is out of range (a number of 0 or more)", field, *dst)
+		}
 	case *Duration:
 		if err := json.Unmarshal(raw, dst); err != nil {
 			return badRequest("%s: %v", field, err)

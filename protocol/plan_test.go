@@ -152,6 +152,8 @@ func TestEveryActionDeclared(t *testing.T) {
 				ok = p.Kind == KindDuration
 			case *int:
 				ok = p.Kind == KindInt
+			case *float64:
+				ok = p.Kind == KindNumber
 			}
 			if !ok {
 				t.Errorf("%s.%s: kind %d does not match its field %T", s.Type, p.Name, p.Kind, f)

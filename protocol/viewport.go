@@ -20,6 +20,13 @@ type Viewport struct {
 	Device            string  `json:"device,omitempty"`    // the preset it came from
 }
 
+// The limits of an explicit device scale factor: a low-density screen's
+// half to a phone's 4.
+const (
+	MinDeviceScaleFactor = 0.5
+	MaxDeviceScaleFactor = 4
+)
+
 // The limits of a viewport's size, in CSS pixels: a phone's smallest to an
 // 8K screen's width. A bigger one is a mistake (a screenshot of it would
 // not fit a bus message, nor Chromium's largest texture).
@@ -154,7 +161,13 @@ func ActionViewport(a Action) (Viewport, error) {
 			vp.Device = DefaultViewport.Device
 		}
 	}
-	if a.Mobile || a.Touch || a.UserAgent != "" {
+	if a.DeviceScaleFactor != 0 && (a.DeviceScaleFactor < MinDeviceScaleFactor || a.DeviceScaleFactor > MaxDeviceScaleFactor) {
+		return Viewport{}, badRequest("resize: deviceScaleFactor %v is out of range (%v to %v)", a.DeviceScaleFactor, MinDeviceScaleFactor, MaxDeviceScaleFactor)
+	}
+	if a.Mobile || a.Touch || a.UserAgent != "" || a.DeviceScaleFactor != 0 {
+		if a.DeviceScaleFactor != 0 {
+			vp.DeviceScaleFactor = a.DeviceScaleFactor
+		}
 		vp.Mobile = vp.Mobile || a.Mobile
 		vp.Touch = vp.Touch || a.Touch
 		if a.UserAgent != "" {

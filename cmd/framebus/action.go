@@ -335,6 +335,8 @@ func parseParam(p protocol.Param, words []string) (any, error) {
 		return words, nil
 	case protocol.KindInt:
 		return wholeNumber(strings.Join(words, " "))
+	case protocol.KindNumber:
+		return decimalNumber(strings.Join(words, " "))
 	case protocol.KindBool:
 		b, err := strconv.ParseBool(strings.Join(words, " "))
 		if err != nil {
@@ -378,6 +380,10 @@ func declareParam(fs *pflag.FlagSet, p protocol.Param) paramFlag {
 		var v intFlag
 		fs.VarP(&v, name, p.Short, help)
 		return paramFlag{p, name, func() any { return int(v) }}
+	case protocol.KindNumber:
+		var v numberFlag
+		fs.VarP(&v, name, p.Short, help)
+		return paramFlag{p, name, func() any { return float64(v) }}
 	case protocol.KindStrings:
 		v := fs.StringArrayP(name, p.Short, nil, help+" (repeat the flag for more)")
 		return paramFlag{p, name, func() any { return *v }}

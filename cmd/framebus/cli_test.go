@@ -78,7 +78,7 @@ func TestActionCommands(t *testing.T) {
 			}
 			want := map[protocol.ParamKind]string{
 				protocol.KindBool: "bool", protocol.KindDuration: "duration",
-				protocol.KindString: "string", protocol.KindStrings: "stringArray", protocol.KindInt: "int",
+				protocol.KindString: "string", protocol.KindStrings: "stringArray", protocol.KindInt: "int", protocol.KindNumber: "number",
 			}[p.Kind]
 			if f == nil || f.Value.Type() != want {
 				t.Errorf("%s: parameter %q is not a %s flag", spec.Type, p.Name, want)

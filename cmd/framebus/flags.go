@@ -47,6 +47,34 @@ func (v *intFlag) String() string {
 
 func (v *intFlag) Type() string { return "int" }
 
+// decimalNumber parses a number of 0 or more, with a clear error.
+func decimalNumber(s string) (float64, error) {
+	n, err := strconv.ParseFloat(s, 64)
+	if err != nil || n < 0 || math.IsInf(n, 0) || math.IsNaN(n) {
+		return 0, fmt.Errorf("%q is not a number of 0 or more", s)
+	}
+	return n, nil
+}
+
+// numberFlag is a decimal flag with decimalNumber's errors.
+type numberFlag float64
+
+func (v *numberFlag) Set(s string) error {
+	n, err := decimalNumber(s)
+	*v = numberFlag(n)
+	return err
+}
+
+// String is "" for zero, so help shows no "(default 0)".
+func (v *numberFlag) String() string {
+	if *v == 0 {
+		return ""
+	}
+	return strconv.FormatFloat(float64(*v), 'g', -1, 64)
+}
+
+func (v *numberFlag) Type() string { return "number" }
+
 // msDuration is a duration flag that also takes a bare number of
 // milliseconds, the seeds' unit: --timeout 2s, --timeout 1500.
 type msDuration time.Duration

@@ -66,6 +66,8 @@ func flagValueHint(p protocol.Param) string {
 		return " D"
 	case p.Kind == protocol.KindInt:
 		return " N"
+	case p.Kind == protocol.KindNumber:
+		return " X"
 	}
 	return " " + strings.ToUpper(flagName(p))
 }

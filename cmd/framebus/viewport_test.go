@@ -35,7 +35,12 @@ func TestServeViewportAndResize(t *testing.T) {
 	if m := mustOK(t, n.env, "eval", "devicePixelRatio + ' ' + navigator.maxTouchPoints"); m["value"] != "2.625 5" {
 		t.Fatalf("after resize --device 'Pixel 7': the page says %v", m["value"])
 	}
-	for _, args := range [][]string{{"resize", "50", "50"}, {"resize", "--device", "Nokia"}, {"resize", "1024"}} {
+	mustOK(t, n.env, "resize", "800", "600", "--device-scale-factor", "1.5")
+	if m := mustOK(t, n.env, "eval", "devicePixelRatio + ' ' + innerWidth"); m["value"] != "1.5 800" {
+		t.Fatalf("after resize 800 600 --device-scale-factor 1.5: the page says %v", m["value"])
+	}
+	for _, args := range [][]string{{"resize", "50", "50"}, {"resize", "--device", "Nokia"}, {"resize", "1024"},
+		{"resize", "800", "600", "--device-scale-factor", "9"}, {"resize", "800", "600", "--device-scale-factor", "x"}} {
 		r := framebus(t, n.env, "", args...)
 		if m := r.reply(t); r.status == 0 || m["code"] != "bad_request" {
 			t.Errorf("framebus %q: exit %d, %s", args, r.status, r.stdout)
