@@ -13,9 +13,11 @@ import (
 	"time"
 
 	"github.com/chromedp/chromedp"
+	chromedptarget "github.com/chromedp/cdproto/target"
 	"github.com/chromedp/chromedp/remote"
 	"github.com/mafredri/cdp"
 	"github.com/mafredri/cdp/protocol/dom"
+	"github.com/mafredri/cdp/protocol/emulation"
 	"github.com/mafredri/cdp/protocol/input"
 	"github.com/mafredri/cdp/protocol/page"
 	"github.com/mafredri/cdp/protocol/runtime"
@@ -489,7 +491,8 @@ func benchTab(b *testing.B, path string) (*Tab, *cdpdriver.Page) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	tab, err := StartTab(ctx, TabOptions{ID: page.TargetID(), Page: page, Conn: testConn, Subjects: protocol.DefaultSubjects})
+	// A node's tab: the default viewport (its own window: NewTarget).
+	tab, err := StartTab(ctx, TabOptions{ID: page.TargetID(), Page: page, Conn: testConn, Subjects: protocol.DefaultSubjects, Viewport: protocol.DefaultViewport})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -542,15 +545,58 @@ func BenchmarkNavigate(b *testing.B) {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { _ = testBrowser.ClosePage(ctx, rawPage) })
-	rawNav := rawNavigator(b, testBrowser.conn.PageWebSocketURL(rawPage.TargetID()))
+	rawNav, rawClient := rawNavigator(b, testBrowser.conn.PageWebSocketURL(rawPage.TargetID()))
+	vp := protocol.DefaultViewport
+	if err := rawClient.Emulation.SetDeviceMetricsOverride(ctx, emulation.NewSetDeviceMetricsOverrideArgs(vp.Width, vp.Height, vp.DeviceScaleFactor, false)); err != nil {
+		b.Fatal(err)
+	}
 
-	// The chromedp peer: a tab it opens itself.
+	// The chromedp peer, on a tab opened as framebus opens its own (a
+	// window of its own), so the three differ only in what drives them.
+	peerTab, err := testBrowser.NewTarget(ctx, "about:blank")
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = testBrowser.CloseTarget(ctx, peerTab) })
 	actx, cancelA := remote.NewAllocator(ctx, testBrowser.Process().BrowserWebSocketURL())
 	b.Cleanup(cancelA)
-	cdctx, cancelC := chromedp.NewContext(actx)
+	cdctx, cancelC := chromedp.NewContext(actx, chromedp.WithTargetID(chromedptarget.ID(peerTab)))
 	b.Cleanup(cancelC)
-	if err := chromedp.Do(cdctx); err != nil { // opens its tab
+	if err := chromedp.Do(cdctx, chromedp.EmulateViewport(int64(vp.Width), int64(vp.Height))); err != nil { // attaches
 		b.Fatal(err)
+	}
+	// All three lay pages out alike, and are shown: a hidden tab (one
+	// behind another in its window) is neither laid out nor painted
+	// while it loads, which makes its load quicker and its first read
+	// slower, and so says nothing about a tab an agent uses.
+	const shownJS = `document.visibilityState + " " + innerWidth + "x" + innerHeight`
+	want := fmt.Sprintf("visible %dx%d", vp.Width, vp.Height)
+	for name, check := range map[string]func() (string, error){
+		"bus": func() (string, error) {
+			data, _ := json.Marshal(protocol.Plan{Action: &protocol.Action{Type: "eval", Expression: shownJS}})
+			msg, err := agent.Request(protocol.DefaultSubjects.TabPlan(tab.ID()), data, 10*time.Second)
+			if err != nil {
+				return "", err
+			}
+			var s string
+			if res, err := protocol.DecodePlanResult(msg.Data); err == nil && res.OK {
+				_ = json.Unmarshal(res.Results[0].Value, &s)
+			}
+			return s, nil
+		},
+		"chromedp": func() (string, error) { return chromedp.Run(cdctx, chromedp.Evaluate[string](shownJS)) },
+		"raw": func() (string, error) {
+			r, err := rawClient.Runtime.Evaluate(ctx, runtime.NewEvaluateArgs(shownJS).SetReturnByValue(true))
+			var s string
+			if err == nil {
+				_ = json.Unmarshal(r.Result.Value, &s)
+			}
+			return s, err
+		},
+	} {
+		if got, err := check(); err != nil || got != want {
+			b.Fatalf("%s tab: %q (%v), want %q", name, got, err, want)
+		}
 	}
 	peer := func(url string) {
 		if err := chromedp.Do(cdctx, chromedp.Navigate(url)); err != nil {
@@ -686,8 +732,8 @@ func (w *benchFrames) contentAt(b *testing.B, seq int64) time.Time {
 }
 
 // rawNavigator returns a raw-CDP navigate+load on the page at wsURL:
-// Page.navigate, then the main frame's load event.
-func rawNavigator(b *testing.B, wsURL string) func(url string) {
+// Page.navigate, then the main frame's load event; and its client.
+func rawNavigator(b *testing.B, wsURL string) (func(url string), *cdp.Client) {
 	ctx := context.Background()
 	conn, err := rpcc.DialContext(ctx, wsURL)
 	if err != nil {
@@ -711,5 +757,5 @@ func rawNavigator(b *testing.B, wsURL string) func(url string) {
 		if _, err := loads.Recv(); err != nil {
 			b.Fatal(err)
 		}
-	}
+	}, c
 }

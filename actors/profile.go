@@ -130,7 +130,11 @@ func (p *Profile) start(ctx context.Context) error {
 	var b *Browser
 	var err error
 	if p.Managed() {
-		b, err = StartBrowser(ctx, p.launch, blog)
+		launch := p.launch
+		if vp := p.viewport(); vp.Width > 0 {
+			launch.WindowWidth, launch.WindowHeight = vp.Width, vp.Height
+		}
+		b, err = StartBrowser(ctx, launch, blog)
 	} else {
 		b, err = AttachBrowser(ctx, p.attach, blog)
 	}

@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mafredri/cdp/protocol/browser"
+	"github.com/mafredri/cdp/protocol/target"
 	"github.com/nats-io/nats.go"
 
 	"github.com/framebus/framebus/cdpdriver"
@@ -121,7 +123,9 @@ func TestNodeDefaultViewport(t *testing.T) {
 	}
 }
 
-// NodeOptions.Viewport sets every tab's; a zero one leaves the window's.
+// NodeOptions.Viewport sets every tab's, and the size of the browser's
+// windows (what a popup is laid out for until it is adopted); a zero one
+// leaves the window's.
 func TestNodeViewportOption(t *testing.T) {
 	for _, tc := range []struct {
 		vp   protocol.Viewport
@@ -145,6 +149,19 @@ func TestNodeViewportOption(t *testing.T) {
 		var v pageViewport
 		if !res.OK || json.Unmarshal(res.Results[0].Value, &v) != nil || v.Width != tc.w || v.Height != tc.h {
 			t.Fatalf("viewport %s: page says %s, want %dx%d", tc.vp, msg.Data, tc.w, tc.h)
+		}
+		if tc.vp.Width == 0 {
+			node.Close()
+			continue
+		}
+		tab := node.Tabs()[0].Tab
+		w, err := node.Profile(protocol.DefaultProfile).Browser().conn.Client().Browser.GetWindowForTarget(context.Background(),
+			browser.NewGetWindowForTargetArgs().SetTargetID(target.ID(tab)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if w.Bounds.Width == nil || w.Bounds.Height == nil || *w.Bounds.Width != tc.w || *w.Bounds.Height != tc.h {
+			t.Fatalf("viewport %s: the tab's window is not %dx%d: %s", tc.vp, tc.w, tc.h, jsonOf(w.Bounds))
 		}
 		node.Close()
 	}
@@ -285,4 +302,9 @@ func TestEmulationEndsWithConnection(t *testing.T) {
 	if string(w) == "1111" {
 		t.Fatal("the emulated width outlived the connection that set it")
 	}
+}
+
+func jsonOf(v any) string {
+	data, _ := json.Marshal(v)
+	return string(data)
 }

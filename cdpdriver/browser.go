@@ -51,11 +51,17 @@ func ConnectBrowser(ctx context.Context, wsURL string, logger zerolog.Logger) (*
 }
 
 // NewTarget opens a new page target (a tab) at url; "" means about:blank.
+//
+// Each tab gets a window of its own. A window shows one tab at a time:
+// the others are hidden (document.visibilityState), and a hidden page
+// never runs requestAnimationFrame and is never laid out or painted until
+// something asks, so a page that draws in animation frames would stand
+// still for every tab but the newest.
 func (b *Browser) NewTarget(ctx context.Context, url string) (targetID string, err error) {
 	if url == "" {
 		url = "about:blank"
 	}
-	reply, err := b.client.Target.CreateTarget(ctx, target.NewCreateTargetArgs(url))
+	reply, err := b.client.Target.CreateTarget(ctx, target.NewCreateTargetArgs(url).SetNewWindow(true))
 	if err != nil {
 		return "", b.wrap(ctx, "create target", err)
 	}

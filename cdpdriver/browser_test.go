@@ -10,7 +10,9 @@ import (
 	"time"
 
 	"github.com/mafredri/cdp"
+	"github.com/mafredri/cdp/protocol/browser"
 	"github.com/mafredri/cdp/protocol/runtime"
+	"github.com/mafredri/cdp/protocol/target"
 	"github.com/mafredri/cdp/rpcc"
 	"github.com/rs/zerolog"
 )
@@ -237,4 +239,73 @@ func TestBrowserDone(t *testing.T) {
 	if _, err := b.NewTarget(ctx, ""); !errors.Is(err, ErrConnectionLost) {
 		t.Errorf("NewTarget on a lost connection: %v; want ErrConnectionLost", err)
 	}
+}
+
+// Every tab NewTarget opens is shown: a window of its own, so a tab
+// opened after it does not hide it. A hidden page never runs
+// requestAnimationFrame (so a page that draws in animation frames stands
+// still) and is not laid out until asked. The windows take the size the
+// browser was launched with (LaunchOptions.WindowWidth/Height).
+func TestBrowserTabsAreShown(t *testing.T) {
+	t.Parallel()
+	proc, err := Launch(context.Background(), LaunchOptions{Headless: true, WindowWidth: 1000, WindowHeight: 700})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { proc.Close() })
+	ctx := browserTestCtx(t)
+	b, err := ConnectBrowser(ctx, proc.BrowserWebSocketURL(), zerolog.Nop())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { b.Close() })
+	var pages []*Page
+	for range 3 {
+		id, err := b.NewTarget(ctx, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		p, err := OpenPage(ctx, b.PageWebSocketURL(id), id, zerolog.Nop())
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { p.Close() })
+		pages = append(pages, p)
+	}
+	// The oldest tab first: the one a tab opened in the same window
+	// would hide.
+	const shownJS = `new Promise(done => {
+		requestAnimationFrame(() => done(document.visibilityState + " " + innerWidth + " animation frame ran"));
+		setTimeout(() => done(document.visibilityState + " " + innerWidth + " no animation frame in 2s"), 2000);
+	})`
+	for i, p := range pages {
+		v, err := p.Eval(ctx, shownJS, 10*time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, want := string(v), `"visible 1000 animation frame ran"`; got != want {
+			t.Errorf("tab %d of 3: %s, want %s", i+1, got, want)
+		}
+	}
+	windows := map[browser.WindowID]bool{}
+	for i, p := range pages {
+		w, err := b.client.Browser.GetWindowForTarget(ctx, browser.NewGetWindowForTargetArgs().SetTargetID(target.ID(p.TargetID())))
+		if err != nil {
+			t.Fatal(err)
+		}
+		windows[w.WindowID] = true
+		if got := fmt.Sprintf("%dx%d", deref(w.Bounds.Width), deref(w.Bounds.Height)); got != "1000x700" {
+			t.Errorf("tab %d's window is %s, want 1000x700", i+1, got)
+		}
+	}
+	if len(windows) != len(pages) {
+		t.Errorf("%d tabs in %d windows, want a window each", len(pages), len(windows))
+	}
+}
+
+func deref(p *int) int {
+	if p == nil {
+		return 0
+	}
+	return *p
 }

@@ -28,9 +28,14 @@ type LaunchOptions struct {
 	// machine's resolver (see systemDNS): for a browser behind a
 	// proxy, which resolves what it connects to, so that nothing else
 	// (WebRTC's STUN and TURN names) can carry data out in a DNS query.
-	NoSystemDNS  bool
-	StartTimeout time.Duration // until the DevTools endpoint is printed; default 30s
-	Logger       zerolog.Logger
+	NoSystemDNS bool
+	// WindowWidth and WindowHeight size the browser's windows
+	// (--window-size) when both are set: the ones it opens itself, such
+	// as a page's popups, are laid out at that size before framebus
+	// emulates a viewport on them, or without one.
+	WindowWidth, WindowHeight int
+	StartTimeout              time.Duration // until the DevTools endpoint is printed; default 30s
+	Logger                    zerolog.Logger
 }
 
 // Process is a running Chromium started by Launch.
@@ -152,6 +157,9 @@ func Launch(ctx context.Context, opts LaunchOptions) (*Process, error) {
 	}
 	if opts.Headless {
 		args = append(args, "--headless")
+	}
+	if opts.WindowWidth > 0 && opts.WindowHeight > 0 {
+		args = append(args, fmt.Sprintf("--window-size=%d,%d", opts.WindowWidth, opts.WindowHeight))
 	}
 	args = append(args, opts.Args...)
 	args = append(args, "about:blank")
