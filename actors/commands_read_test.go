@@ -534,3 +534,38 @@ func TestEvalFetchAndTimeout(t *testing.T) {
 	cmdExpect(t, tab, "'alive'", `"alive"`)
 	cmdExpect(t, tab, "new Promise(r => setTimeout(() => r(7), 50))", "7")
 }
+
+// A page that opens a link in a new tab (window.open without window
+// features) is hidden behind it in its window. A screenshot of it shows
+// it: the tab is brought to the front (a hidden tab draws nothing, and
+// Chromium would wait ~3 s to capture a stale image).
+func TestScreenshotOfAHiddenTab(t *testing.T) {
+	tab, _, _ := tabAt(t, "/zoomed.html", desktop)
+	cmdEval(t, tab, `document.body.style.background = "rgb(200, 0, 0)", window.open("/index.html", "_blank"), 1`)
+	state := func() string {
+		var s string
+		cmdEvalInto(t, tab, `document.visibilityState`, &s)
+		return s
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for state() != "hidden" {
+		if time.Now().After(deadline) {
+			t.Fatal("the opener was not hidden by the tab it opened: the test needs it to be")
+		}
+		time.Sleep(20 * time.Millisecond) // polling the page, with a deadline
+	}
+	data, err := base64.StdEncoding.DecodeString(cmdString(t, cmdRead(t, tab, protocol.Action{Type: "screenshot"})))
+	if err != nil {
+		t.Fatal(err)
+	}
+	img, err := png.Decode(bytes.NewReader(data))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r, g, b, _ := img.At(1200, 700).RGBA(); r>>8 != 200 || g>>8 != 0 || b>>8 != 0 {
+		t.Errorf("screenshot pixel (1200,700) is rgb(%d,%d,%d), want the opener's rgb(200,0,0)", r>>8, g>>8, b>>8)
+	}
+	if s := state(); s != "visible" {
+		t.Errorf("after the screenshot the tab is %s, want visible", s)
+	}
+}

@@ -308,3 +308,23 @@ func jsonOf(v any) string {
 	data, _ := json.Marshal(v)
 	return string(data)
 }
+
+// On a phone, a page without a viewport meta is laid out 980px wide and
+// shown zoomed out: clicks (and taps) still land on the element named,
+// near the origin and far from it, above and below the fold.
+func TestClickZoomedOut(t *testing.T) {
+	tab, _, _ := tabAt(t, "/zoomed.html", desktop)
+	for _, dev := range []string{"iPhone 13", "Pixel 7"} {
+		cmdMutate(t, tab, protocol.Action{Type: "resize", Device: dev})
+		cmdMutate(t, tab, protocol.Action{Type: "reload", Wait: true})
+		var scale float64
+		cmdEvalInto(t, tab, `visualViewport.scale`, &scale)
+		if scale >= 0.6 {
+			t.Fatalf("%s: the page is not zoomed out (scale %v): the test needs it to be", dev, scale)
+		}
+		for _, id := range []string{"near", "right", "low"} {
+			cmdMutate(t, tab, protocol.Action{Type: "click", Selector: "#" + id})
+		}
+		cmdExpect(t, tab, `document.getElementById('log').textContent`, `"near right low "`)
+	}
+}

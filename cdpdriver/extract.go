@@ -186,6 +186,9 @@ func (p *Page) Screenshot(ctx context.Context, o ScreenshotOptions) ([]byte, err
 		args.SetClip(page.Viewport{X: r.X, Y: r.Y, Width: math.Ceil(r.Width), Height: math.Ceil(r.Height), Scale: 1}).
 			SetCaptureBeyondViewport(true)
 	}
+	if err := p.show(ctx); err != nil {
+		return nil, err
+	}
 	var shot *page.CaptureScreenshotReply
 	err := whileInactive(ctx, func() (err error) {
 		shot, err = p.client.Page.CaptureScreenshot(ctx, args)
@@ -202,6 +205,25 @@ func (p *Page) Screenshot(ctx context.Context, o ScreenshotOptions) ([]byte, err
 		return nil, &ResultTooLargeError{What: "the screenshot (base64)", Size: n, Limit: p.resultLimit}
 	}
 	return shot.Data, nil
+}
+
+// show brings the tab to the front of its window when it is hidden there:
+// a link or window.open without window features opens its page as a tab
+// in the opener's window, which hides the opener. A hidden tab draws no
+// frames, and Chromium captures one only after waiting ~3 s for it; a person would
+// switch to the tab to look at it too.
+func (p *Page) show(ctx context.Context) error {
+	var state string
+	if err := p.evalValue(ctx, "screenshot", "document.visibilityState", &state); err != nil {
+		return err
+	}
+	if state != "hidden" {
+		return nil
+	}
+	if err := p.client.Page.BringToFront(ctx); err != nil {
+		return p.wrap(ctx, "screenshot: bring the tab to the front", err)
+	}
+	return nil
 }
 
 // Wait states for WaitFor.
