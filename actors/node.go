@@ -114,12 +114,12 @@ func StartNode(ctx context.Context, opts NodeOptions) (n *Node, err error) {
 		// browser would look up itself (WebRTC's) could leak in DNS.
 		n.opts.Launch.NoSystemDNS = true
 	}
-	def, err := n.addProfile(protocol.DefaultProfile, "", n.opts.Launch)
+	def, err := n.addProfile(ProfileOptions{Name: protocol.DefaultProfile}, n.opts.Launch)
 	if err != nil {
 		return nil, err
 	}
 	for _, po := range opts.Profiles {
-		if _, err := n.addProfile(po.Name, po.Attach, n.profileLaunch(po.Name)); err != nil {
+		if _, err := n.addProfile(po, n.profileLaunch(po.Name)); err != nil {
 			return nil, err
 		}
 	}
@@ -177,16 +177,17 @@ func (n *Node) profileLaunch(name string) cdpdriver.LaunchOptions {
 
 // addProfile registers a profile and serves its lifecycle; it does not
 // start its browser.
-func (n *Node) addProfile(name, attach string, launch cdpdriver.LaunchOptions) (*Profile, error) {
+func (n *Node) addProfile(po ProfileOptions, launch cdpdriver.LaunchOptions) (*Profile, error) {
+	name := po.Name
 	if err := protocol.CheckProfileName(name); err != nil {
 		return nil, err
 	}
-	if launch.UserDataDir != "" && attach == "" {
+	if launch.UserDataDir != "" && po.Attach == "" {
 		if err := os.MkdirAll(launch.UserDataDir, 0o700); err != nil {
 			return nil, fmt.Errorf("profile %s: %w", name, err)
 		}
 	}
-	p := newProfile(n, name, attach, launch)
+	p := newProfile(n, po, launch)
 	n.mu.Lock()
 	if _, dup := n.profiles[name]; dup {
 		n.mu.Unlock()

@@ -25,6 +25,11 @@ type ProfileOptions struct {
 	// disconnects. Empty: a managed profile, launched in
 	// NodeOptions.ProfileDir/<Name> (a temporary directory when that is "").
 	Attach string
+	// Viewport, when set, is what the profile's tabs are laid out for
+	// instead of the node's (NodeOptions.Viewport); an attach profile's
+	// tabs too, which otherwise keep their window's size. The zero
+	// Viewport: no emulation.
+	Viewport *protocol.Viewport
 }
 
 // Profile is one browser profile of a node: the browser running it (or
@@ -55,13 +60,15 @@ type Profile struct {
 	startURL string
 	// perDomain: a session's profile, named by its domain.
 	perDomain bool
-	life      lifecycle
+	// ownViewport replaces the node's viewport for this profile's tabs.
+	ownViewport *protocol.Viewport
+	life        lifecycle
 }
 
-func newProfile(n *Node, name, attach string, launch cdpdriver.LaunchOptions) *Profile {
+func newProfile(n *Node, po ProfileOptions, launch cdpdriver.LaunchOptions) *Profile {
 	return &Profile{
-		node: n, name: name, attach: attach, launch: launch,
-		log:     n.log.With().Str("profile", name).Logger(),
+		node: n, name: po.Name, attach: po.Attach, launch: launch, ownViewport: po.Viewport,
+		log:     n.log.With().Str("profile", po.Name).Logger(),
 		pages:   map[string]*cdpdriver.Page{},
 		known:   map[string]bool{},
 		claimed: map[string]bool{},
@@ -428,11 +435,14 @@ func (p *Profile) retireWhenDone(tab *Tab) {
 	delete(p.claimed, tab.ID())
 }
 
-// viewport is what the profile's tabs are laid out for: the node's in the
-// browsers it launches. An attach profile's tabs keep their window's own
+// viewport is what the profile's tabs are laid out for: its own if it has
+// one, else the node's in the browsers it launches. An attach profile's tabs keep their window's own
 // size: that browser is someone's, and an emulated viewport would no
 // longer fit the window they see (an agent can still resize a tab).
 func (p *Profile) viewport() protocol.Viewport {
+	if p.ownViewport != nil {
+		return *p.ownViewport
+	}
 	if !p.Managed() {
 		return protocol.Viewport{}
 	}

@@ -90,7 +90,7 @@ func (n *Node) domainProfile(domain string) (p *Profile, created bool, err error
 	}
 	launch := n.profileLaunch(domain)
 	_, statErr := os.Stat(launch.UserDataDir)
-	if p, err = n.addProfile(domain, "", launch); err != nil {
+	if p, err = n.addProfile(ProfileOptions{Name: domain}, launch); err != nil {
 		return nil, false, err
 	}
 	p.perDomain = true

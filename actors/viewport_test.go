@@ -328,3 +328,47 @@ func TestClickZoomedOut(t *testing.T) {
 		cmdExpect(t, tab, `document.getElementById('log').textContent`, `"near right low "`)
 	}
 }
+
+// A profile with a viewport of its own lays its tabs out for it, and its
+// browser's windows are that size; the other profiles keep the node's.
+func TestProfileViewport(t *testing.T) {
+	phone, err := protocol.NewViewport("", "iPhone 13")
+	if err != nil {
+		t.Fatal(err)
+	}
+	node := startTestNode(t, NodeOptions{Prefix: "fbprofvp", Profiles: []ProfileOptions{{Name: "phone", Viewport: &phone}}})
+	c := newBusClient(t, node)
+	subj := node.Subjects()
+	var launched map[string]any
+	c.ask(subj.Profile("phone", protocol.OpLaunch), nil, &launched)
+	var pages protocol.TabList
+	c.ask(subj.Profile("phone", protocol.OpPages), nil, &pages)
+	if len(pages.Tabs) != 1 {
+		t.Fatalf("phone profile pages: %+v (launch: %v)", pages, launched)
+	}
+	sizeOf := func(tab string) pageViewport {
+		t.Helper()
+		res := c.plan(subj, tab, protocol.Plan{Actions: []protocol.Action{ // a page for phones: not zoomed out
+			{Type: "navigate", URL: site("/breakpoint.html"), Wait: true}, {Type: "eval", Expression: pageViewportJS}}})
+		var v pageViewport
+		if !res.OK || json.Unmarshal(res.Results[1].Value, &v) != nil {
+			t.Fatalf("eval in %s: %+v", tab, res)
+		}
+		return v
+	}
+	if v := sizeOf(pages.Tabs[0].Tab); v.Width != 390 || v.Height != 664 || v.Ratio != 3 || !strings.Contains(v.UserAgent, "iPhone") {
+		t.Fatalf("the phone profile's tab: %+v, want iPhone 13's 390x664 at 3x", v)
+	}
+	w, err := node.Profile("phone").Browser().conn.Client().Browser.GetWindowForTarget(context.Background(),
+		browser.NewGetWindowForTargetArgs().SetTargetID(target.ID(pages.Tabs[0].Tab)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Chromium makes no window narrower than 500 pixels.
+	if w.Bounds.Height == nil || *w.Bounds.Height != 664 {
+		t.Fatalf("the phone profile's window: %s, want 664 high", jsonOf(w.Bounds))
+	}
+	if v := sizeOf(node.Tabs()[0].Tab); v.Width != 1280 || v.Height != 720 {
+		t.Fatalf("the default profile's tab: %+v, want the node's 1280x720", v)
+	}
+}

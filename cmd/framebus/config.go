@@ -70,6 +70,11 @@ type browserConfig struct {
 // profile, the DevTools URL of a browser framebus does not start.
 type profileConfig struct {
 	Attach string `yaml:"attach" json:"attach,omitempty"`
+	// Viewport and Device, when either is set, replace the node's for
+	// this profile's tabs (an attach profile's too: it keeps its window's
+	// size only when neither is set).
+	Viewport string `yaml:"viewport" json:"viewport,omitempty"`
+	Device   string `yaml:"device" json:"device,omitempty"`
 }
 
 type framesConfig struct {
@@ -358,6 +363,9 @@ func (cfg config) validate() error {
 				return usagef("profiles.%s.attach: %q is not a DevTools URL (http://HOST:PORT or ws://HOST:PORT/devtools/browser/ID)", name, p.Attach)
 			}
 		}
+		if _, err := p.viewport(); err != nil {
+			return usagef("profiles.%s (viewport, device): %v", name, err)
+		}
 	}
 	return nil
 }
@@ -372,21 +380,37 @@ const windowViewport = "window"
 // viewport is the tabs' viewport: the size and the device preset, or the
 // zero Viewport (no emulation) for "window".
 func (cfg config) viewport() (protocol.Viewport, error) {
-	if cfg.Viewport == windowViewport {
-		if cfg.Device != "" {
-			return protocol.Viewport{}, fmt.Errorf("device %q emulates a device, which %q (the window's own size) does not; give one or the other", cfg.Device, windowViewport)
-		}
-		return protocol.Viewport{}, nil
-	}
 	size := cfg.Viewport
 	if cfg.Device != "" && size == defaultConfig().Viewport {
 		size = "" // the device's own, unless another size is asked for
 	}
-	vp, err := protocol.NewViewport(size, cfg.Device)
-	if err != nil && cfg.Device == "" {
+	return parseViewport(size, cfg.Device)
+}
+
+// parseViewport reads a viewport setting: a size ("" for the device's),
+// "window", and a device preset.
+func parseViewport(size, device string) (protocol.Viewport, error) {
+	if size == windowViewport {
+		if device != "" {
+			return protocol.Viewport{}, fmt.Errorf("device %q emulates a device, which %q (the window's own size) does not; give one or the other", device, windowViewport)
+		}
+		return protocol.Viewport{}, nil
+	}
+	vp, err := protocol.NewViewport(size, device)
+	if err != nil && device == "" {
 		err = fmt.Errorf("%v, or %q for the browser window's own", err, windowViewport)
 	}
 	return vp, err
+}
+
+// viewport is the profile's own viewport, nil when it has none (its tabs
+// take the node's).
+func (p profileConfig) viewport() (*protocol.Viewport, error) {
+	if p.Viewport == "" && p.Device == "" {
+		return nil, nil
+	}
+	vp, err := parseViewport(p.Viewport, p.Device)
+	return &vp, err
 }
 
 // timeout is the default action deadline.
@@ -442,7 +466,9 @@ func expandHome(dir string) string {
 func (cfg config) profiles() []actors.ProfileOptions {
 	var out []actors.ProfileOptions
 	for _, name := range slices.Sorted(maps.Keys(cfg.Profiles)) {
-		out = append(out, actors.ProfileOptions{Name: name, Attach: cfg.Profiles[name].Attach})
+		p := cfg.Profiles[name]
+		vp, _ := p.viewport() // checked by check
+		out = append(out, actors.ProfileOptions{Name: name, Attach: p.Attach, Viewport: vp})
 	}
 	return out
 }

@@ -96,6 +96,9 @@ func TestConfigErrors(t *testing.T) {
 		{"profiles:\n  \"a b\": {}\n", "not a profile name"},
 		{"profiles:\n  default: {}\n", "not a profile name"},
 		{"profiles:\n  chrome:\n    attach: 127.0.0.1:9222\n", "profiles.chrome.attach"},
+		{"profiles:\n  phone:\n    device: Nokia\n", `profiles.phone (viewport, device): device "Nokia" is not a preset`},
+		{"profiles:\n  big:\n    viewport: 0x0\n", "profiles.big (viewport, device)"},
+		{"profiles:\n  big:\n    viewport: window\n    device: Pixel 7\n", "give one or the other"},
 	}
 	for i, tc := range cases {
 		file := filepath.Join(dir, "c"+itoa(i)+".yaml")
