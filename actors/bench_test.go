@@ -576,30 +576,27 @@ func BenchmarkNavigate(b *testing.B) {
 	// while it loads, which makes its load quicker and its first read
 	// slower, and so says nothing about a tab an agent uses.
 	// evalIn evaluates a string expression in the bus, chromedp and raw
-	// tab, in that order.
-	evalIn := [3]func(js string) (string, error){
-		func(js string) (string, error) {
-			data, _ := json.Marshal(protocol.Plan{Action: &protocol.Action{Type: "eval", Expression: js}})
-			msg, err := agent.Request(protocol.DefaultSubjects.TabPlan(tab.ID()), data, 10*time.Second)
-			if err != nil {
-				return "", err
-			}
-			res, err := protocol.DecodePlanResult(msg.Data)
-			if err != nil || !res.OK {
-				return "", fmt.Errorf("eval: %s", msg.Data)
-			}
-			var s string
-			return s, json.Unmarshal(res.Results[0].Value, &s)
-		},
-		func(js string) (string, error) { return chromedp.Run(cdctx, chromedp.Evaluate[string](js)) },
-		func(js string) (string, error) {
-			r, err := rawClient.Runtime.Evaluate(ctx, runtime.NewEvaluateArgs(js).SetReturnByValue(true))
+	// tab, in that order; in the bus tab on a DevTools connection of its
+	// own, not as a plan, which would make a frame (see inPage).
+	busConn, err := rpcc.DialContext(ctx, testBrowser.conn.PageWebSocketURL(tab.ID()))
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { busConn.Close() })
+	rawEval := func(c *cdp.Client) func(js string) (string, error) {
+		return func(js string) (string, error) {
+			r, err := c.Runtime.Evaluate(ctx, runtime.NewEvaluateArgs(js).SetReturnByValue(true))
 			if err != nil {
 				return "", err
 			}
 			var s string
 			return s, json.Unmarshal(r.Result.Value, &s)
-		},
+		}
+	}
+	evalIn := [3]func(js string) (string, error){
+		rawEval(cdp.NewClient(busConn)),
+		func(js string) (string, error) { return chromedp.Run(cdctx, chromedp.Evaluate[string](js)) },
+		rawEval(rawClient),
 	}
 	names := [3]string{"bus", "chromedp", "raw"}
 	const shownJS = `document.visibilityState + " " + innerWidth + "x" + innerHeight`

@@ -39,6 +39,7 @@ func StartBrowser(ctx context.Context, opts cdpdriver.LaunchOptions, log zerolog
 		proc.Close()
 		return nil, err
 	}
+	conn.OwnWindows()
 	return &Browser{proc: proc, conn: conn, endpoint: proc.BrowserWebSocketURL(), log: log}, nil
 }
 
@@ -86,7 +87,7 @@ func (b *Browser) OpenPage(ctx context.Context, url string) (*cdpdriver.Page, er
 		_ = b.conn.CloseTarget(ctx, id)
 		return nil, err
 	}
-	b.conn.Watch(p)
+	b.watch(p)
 	return p, nil
 }
 
@@ -96,8 +97,17 @@ func (b *Browser) AttachPage(ctx context.Context, id string) (*cdpdriver.Page, e
 	if err != nil {
 		return nil, err
 	}
-	b.conn.Watch(p)
+	b.watch(p)
 	return p, nil
+}
+
+// watch has the browser watch a page it connected to; in a browser
+// framebus runs, a screenshot brings a hidden tab to the front.
+func (b *Browser) watch(p *cdpdriver.Page) {
+	if b.proc != nil {
+		p.FrontWhenHidden()
+	}
+	b.conn.Watch(p)
 }
 
 // WatchOpened reports the tabs pages open, and with all every tab that

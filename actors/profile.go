@@ -67,7 +67,7 @@ type Profile struct {
 
 func newProfile(n *Node, po ProfileOptions, launch cdpdriver.LaunchOptions) *Profile {
 	return &Profile{
-		node: n, name: po.Name, attach: po.Attach, launch: launch, ownViewport: po.Viewport,
+		node: n, name: po.Name, attach: po.Attach, launch: launch, ownViewport: copyOf(po.Viewport),
 		log:     n.log.With().Str("profile", po.Name).Logger(),
 		pages:   map[string]*cdpdriver.Page{},
 		known:   map[string]bool{},
@@ -436,9 +436,10 @@ func (p *Profile) retireWhenDone(tab *Tab) {
 }
 
 // viewport is what the profile's tabs are laid out for: its own if it has
-// one, else the node's in the browsers it launches. An attach profile's tabs keep their window's own
-// size: that browser is someone's, and an emulated viewport would no
-// longer fit the window they see (an agent can still resize a tab).
+// one, else the node's in the browsers it launches. Without one of its
+// own, an attach profile's tabs keep their window's size: that browser is
+// someone's, and an emulated viewport would no longer fit the window they
+// see (an agent can still resize a tab).
 func (p *Profile) viewport() protocol.Viewport {
 	if p.ownViewport != nil {
 		return *p.ownViewport
@@ -538,4 +539,13 @@ func (p *Profile) notLaunchable() error {
 	return protocol.Errorf(protocol.CodeNotLaunchable,
 		"cannot launch profile %q: it attaches to a browser framebus does not start (%s); run that browser with --remote-debugging-port, then: framebus connect --profile %s",
 		p.name, p.attach, p.name)
+}
+
+// copyOf is a copy of *v, nil for nil: the caller's value may change.
+func copyOf(v *protocol.Viewport) *protocol.Viewport {
+	if v == nil {
+		return nil
+	}
+	c := *v
+	return &c
 }

@@ -27,7 +27,19 @@ type Browser struct {
 	wsURL  *url.URL
 	log    zerolog.Logger
 	filter filterState
+	// ownWindows: NewTarget gives each tab a window of its own (see
+	// OwnWindows).
+	ownWindows bool
 }
+
+// OwnWindows makes every tab NewTarget opens the only tab of a window of
+// its own, for a browser framebus runs. A window shows one tab at a time:
+// the others are hidden (document.visibilityState), and a hidden page
+// never runs requestAnimationFrame and is not laid out or painted until
+// something asks, so a page that draws in animation frames would stand
+// still in every tab but the newest. A browser someone else runs keeps
+// its tabs in its windows: new windows would open on their desktop.
+func (b *Browser) OwnWindows() { b.ownWindows = true }
 
 // TargetInfo describes a page target.
 type TargetInfo struct {
@@ -51,17 +63,16 @@ func ConnectBrowser(ctx context.Context, wsURL string, logger zerolog.Logger) (*
 }
 
 // NewTarget opens a new page target (a tab) at url; "" means about:blank.
-//
-// Each tab gets a window of its own. A window shows one tab at a time:
-// the others are hidden (document.visibilityState), and a hidden page
-// never runs requestAnimationFrame and is never laid out or painted until
-// something asks, so a page that draws in animation frames would stand
-// still for every tab but the newest.
+// After OwnWindows, in a window of its own.
 func (b *Browser) NewTarget(ctx context.Context, url string) (targetID string, err error) {
 	if url == "" {
 		url = "about:blank"
 	}
-	reply, err := b.client.Target.CreateTarget(ctx, target.NewCreateTargetArgs(url).SetNewWindow(true))
+	args := target.NewCreateTargetArgs(url)
+	if b.ownWindows {
+		args.SetNewWindow(true)
+	}
+	reply, err := b.client.Target.CreateTarget(ctx, args)
 	if err != nil {
 		return "", b.wrap(ctx, "create target", err)
 	}

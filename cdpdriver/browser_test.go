@@ -241,8 +241,8 @@ func TestBrowserDone(t *testing.T) {
 	}
 }
 
-// Every tab NewTarget opens is shown: a window of its own, so a tab
-// opened after it does not hide it. A hidden page never runs
+// After OwnWindows, every tab NewTarget opens is shown: a window of its
+// own, so a tab opened after it does not hide it. A hidden page never runs
 // requestAnimationFrame (so a page that draws in animation frames stands
 // still) and is not laid out until asked. The windows take the size the
 // browser was launched with (LaunchOptions.WindowWidth/Height).
@@ -259,6 +259,7 @@ func TestBrowserTabsAreShown(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { b.Close() })
+	b.OwnWindows()
 	var pages []*Page
 	for range 3 {
 		id, err := b.NewTarget(ctx, "")

@@ -174,6 +174,9 @@ const regionJS = `function (selector, fullPage) {
 
 // Screenshot captures a PNG of the viewport, the full page or an element.
 func (p *Page) Screenshot(ctx context.Context, o ScreenshotOptions) ([]byte, error) {
+	if p.frontWhenHidden {
+		p.show(ctx)
+	}
 	args := page.NewCaptureScreenshotArgs().SetFormat("png")
 	if o.FullPage || o.Selector != "" {
 		var r struct {
@@ -185,9 +188,6 @@ func (p *Page) Screenshot(ctx context.Context, o ScreenshotOptions) ([]byte, err
 		}
 		args.SetClip(page.Viewport{X: r.X, Y: r.Y, Width: math.Ceil(r.Width), Height: math.Ceil(r.Height), Scale: 1}).
 			SetCaptureBeyondViewport(true)
-	}
-	if err := p.show(ctx); err != nil {
-		return nil, err
 	}
 	var shot *page.CaptureScreenshotReply
 	err := whileInactive(ctx, func() (err error) {
@@ -209,21 +209,18 @@ func (p *Page) Screenshot(ctx context.Context, o ScreenshotOptions) ([]byte, err
 
 // show brings the tab to the front of its window when it is hidden there:
 // a link or window.open without window features opens its page as a tab
-// in the opener's window, which hides the opener. A hidden tab draws no
-// frames, and Chromium captures one only after waiting ~3 s for it; a person would
-// switch to the tab to look at it too.
-func (p *Page) show(ctx context.Context) error {
+// in the opener's window, which hides the opener, and a hidden tab draws
+// nothing new (a person would switch to the tab to look at it too). It
+// is a best effort: when the page cannot say (it is being replaced, it
+// lies), the screenshot is taken as it is.
+func (p *Page) show(ctx context.Context) {
 	var state string
-	if err := p.evalValue(ctx, "screenshot", "document.visibilityState", &state); err != nil {
-		return err
-	}
-	if state != "hidden" {
-		return nil
+	if p.evalValue(ctx, "screenshot", "document.visibilityState", &state) != nil || state != "hidden" {
+		return
 	}
 	if err := p.client.Page.BringToFront(ctx); err != nil {
-		return p.wrap(ctx, "screenshot: bring the tab to the front", err)
+		p.log.Debug().Err(err).Msg("bring the tab to the front for a screenshot")
 	}
-	return nil
 }
 
 // Wait states for WaitFor.

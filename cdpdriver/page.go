@@ -27,13 +27,16 @@ const writeBufferSize = 1 << 20
 // in arrival order and drained with TakeEvents. A Page is meant to be used
 // by one goroutine, the tab actor that owns it.
 type Page struct {
-	targetID string
-	conn     *rpcc.Conn
-	client   *cdp.Client
-	codec    *eventCodec
-	events   *eventQueue
-	decoder  *eventDecoder
-	log      zerolog.Logger
+	// frontWhenHidden: a screenshot brings the tab to the front when it
+	// is hidden (see FrontWhenHidden).
+	frontWhenHidden bool
+	targetID        string
+	conn            *rpcc.Conn
+	client          *cdp.Client
+	codec           *eventCodec
+	events          *eventQueue
+	decoder         *eventDecoder
+	log             zerolog.Logger
 
 	// doc caches the remote object of the current document for element
 	// lookups; docGeneration says which document it belongs to.
@@ -118,6 +121,11 @@ func (p *Page) enable(ctx context.Context) error {
 	// Title changes reach us as Target.targetInfoChanged for our own target.
 	return c.Target.SetDiscoverTargets(ctx, target.NewSetDiscoverTargetsArgs(true))
 }
+
+// FrontWhenHidden makes a screenshot of the tab, when it is hidden behind
+// another tab of its window, bring it to the front first: for a browser
+// framebus runs, never for someone's own, whose window it would change.
+func (p *Page) FrontWhenHidden() { p.frontWhenHidden = true }
 
 // TargetID is the page's CDP target id.
 func (p *Page) TargetID() string { return p.targetID }

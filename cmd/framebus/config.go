@@ -467,7 +467,7 @@ func (cfg config) profiles() []actors.ProfileOptions {
 	var out []actors.ProfileOptions
 	for _, name := range slices.Sorted(maps.Keys(cfg.Profiles)) {
 		p := cfg.Profiles[name]
-		vp, _ := p.viewport() // checked by check
+		vp, _ := p.viewport() // checked by validate
 		out = append(out, actors.ProfileOptions{Name: name, Attach: p.Attach, Viewport: vp})
 	}
 	return out
