@@ -372,3 +372,27 @@ func TestProfileViewport(t *testing.T) {
 		t.Fatalf("the default profile's tab: %+v, want the node's 1280x720", v)
 	}
 }
+
+// An attach profile with a viewport of its own has its tabs emulated (one
+// without keeps its window's size: TestEmulationEndsWithConnection).
+func TestAttachProfileViewport(t *testing.T) {
+	outside, err := cdpdriver.Launch(context.Background(), cdpdriver.LaunchOptions{Headless: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer outside.Close()
+	vp := protocol.Viewport{Width: 1024, Height: 768, DeviceScaleFactor: 1}
+	node := startTestNode(t, NodeOptions{Prefix: "fbattachvp", Profiles: []ProfileOptions{{Name: "chrome", Attach: outside.DevToolsURL(), Viewport: &vp}}})
+	c := newBusClient(t, node)
+	subj := node.Subjects()
+	var pages protocol.TabList
+	c.ask(subj.Profile("chrome", protocol.OpPages), nil, &pages)
+	if len(pages.Tabs) != 1 {
+		t.Fatalf("chrome pages: %+v", pages)
+	}
+	res := c.plan(subj, pages.Tabs[0].Tab, one(protocol.Action{Type: "eval", Expression: pageViewportJS}))
+	var v pageViewport
+	if !res.OK || json.Unmarshal(res.Results[0].Value, &v) != nil || v.Width != 1024 || v.Height != 768 {
+		t.Fatalf("the attached tab: %+v (ok %v, %s), want 1024x768", v, res.OK, res.Error)
+	}
+}
