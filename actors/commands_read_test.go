@@ -536,9 +536,9 @@ func TestEvalFetchAndTimeout(t *testing.T) {
 }
 
 // A page that opens a link in a new tab (window.open without window
-// features) is hidden behind it in its window. A screenshot of it shows
-// it as it is now: the tab is brought to the front (a hidden tab draws
-// nothing new: what it changes in animation frames never shows).
+// features) is hidden behind it in its window. A screenshot of it brings
+// it to the front and shows it as it is now, including what it drew in an
+// animation frame since (a hidden tab runs none of its own).
 func TestScreenshotOfAHiddenTab(t *testing.T) {
 	tab, _, _ := tabAt(t, "/zoomed.html", desktop)
 	cmdEval(t, tab, `document.body.style.background = "rgb(200, 0, 0)", window.open("/index.html", "_blank"), 1`)
@@ -554,7 +554,7 @@ func TestScreenshotOfAHiddenTab(t *testing.T) {
 		}
 		time.Sleep(20 * time.Millisecond) // polling the page, with a deadline
 	}
-	// Drawn in the next animation frame: one a hidden tab never has.
+	// Drawn in the next animation frame, which the capture must include.
 	cmdEval(t, tab, `requestAnimationFrame(() => document.body.style.background = "rgb(0, 160, 0)"), 1`)
 	// A tab hidden for a while has no recent frame: Chromium then waited
 	// ~3 s before capturing (measured 3.06 s, and 0.16 s shown first).
