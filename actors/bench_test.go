@@ -524,9 +524,15 @@ func benchTab(b *testing.B, path string) (*Tab, *cdpdriver.Page) {
 // URL changed). From the same bus plan it also times when an observer
 // subscribed to the tab's frames has that frame with its content
 // (frame-*): the reply may come first, the content follows on the frame.
-// Each row waits for the bus frame before the next starts, so no path
-// runs beside another. The tabs are alike: each in a window of its own,
-// shown, laid out at 1280x720.
+// Beside it, chromedp-first-read is when chromedp's first read of the
+// page (an evaluate) is answered after its navigate: the earliest any
+// tool has anything from the page, since Chromium lays a new document out
+// and paints it after the load event and before it answers.
+//
+// No path runs beside another: each ends once its page's work is done
+// (the bus frame, the peer's and the floor's first read), and the paths
+// take turns in all six orders, so each follows each as often. The tabs
+// are alike: each in a window of its own, shown, laid out at 1280x720.
 //
 // The page's own load time (navigationStart to the end of its load event,
 // as the page reports it) varies from tab to tab and round to round more
@@ -623,6 +629,17 @@ func BenchmarkNavigate(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+	// firstRead is a path's first read of its page after the load: it
+	// is answered once the renderer has done what it does after the load
+	// event (Chromium lays a new document out and paints it then), which
+	// any content read waits for. Every path ends with it (the bus path's
+	// frame content is one), so none leaves that work to run beside the
+	// next path on this machine's two cores.
+	firstRead := func(i int) {
+		if _, err := evalIn[i](`""`); err != nil {
+			b.Fatalf("%s tab: %v", names[i], err)
+		}
+	}
 	bus := func(url string) (reply, frame time.Duration) {
 		data, _ := json.Marshal(protocol.Plan{Action: &protocol.Action{Type: "navigate", URL: url, Wait: true}})
 		t0 := time.Now()
@@ -653,22 +670,28 @@ func BenchmarkNavigate(b *testing.B) {
 		return site(path + sep + "visit=" + strconv.Itoa(visit))
 	}
 	var rows [2]struct {
-		bus, frame, peer, raw []time.Duration
-		outside               [3][]time.Duration // per path: its time less the page's own
+		bus, frame, peer, peerRead, raw []time.Duration
+		outside                         [3][]time.Duration // per path: its time less the page's own
 	}
-	// Each round takes the paths in another order: a path that follows
-	// another shares the renderer's and the machine's tail of its work.
+	// The paths run in each of their six orders in turn, so each follows
+	// each other path as often.
+	orders := [][3]int{{0, 1, 2}, {0, 2, 1}, {1, 0, 2}, {1, 2, 0}, {2, 0, 1}, {2, 1, 0}}
 	round := func(n int, keep bool) {
 		for i, p := range pages {
 			var took [3]time.Duration
-			var bf time.Duration
+			var bf, pr time.Duration
 			paths := []func(){
 				func() { took[0], bf = bus(url(p.path)) },
-				func() { took[1] = timed(peer, url(p.path)) },
-				func() { took[2] = timed(rawNav, url(p.path)) },
+				func() {
+					t0 := time.Now()
+					peer(url(p.path))
+					took[1] = time.Since(t0)
+					firstRead(1)
+					pr = time.Since(t0)
+				},
+				func() { took[2] = timed(rawNav, url(p.path)); firstRead(2) },
 			}
-			for j := range paths {
-				k := (n + j) % len(paths)
+			for _, k := range orders[n%len(orders)] {
 				paths[k]()
 				if keep { // read after the path's time is taken
 					rows[i].outside[k] = append(rows[i].outside[k], took[k]-inPage(k))
@@ -676,7 +699,7 @@ func BenchmarkNavigate(b *testing.B) {
 			}
 			if keep {
 				r := &rows[i]
-				r.bus, r.frame, r.peer, r.raw = append(r.bus, took[0]), append(r.frame, bf), append(r.peer, took[1]), append(r.raw, took[2])
+				r.bus, r.frame, r.peer, r.peerRead, r.raw = append(r.bus, took[0]), append(r.frame, bf), append(r.peer, took[1]), append(r.peerRead, pr), append(r.raw, took[2])
 			}
 		}
 	}
@@ -691,13 +714,15 @@ func BenchmarkNavigate(b *testing.B) {
 	b.ReportMetric(0, "ns/op") // the medians below say more
 	for i, p := range pages {
 		r := rows[i]
-		bus, frame, peer, raw := p50(r.bus), p50(r.frame), p50(r.peer), p50(r.raw)
+		bus, frame, peer, peerRead, raw := p50(r.bus), p50(r.frame), p50(r.peer), p50(r.peerRead), p50(r.raw)
 		b.ReportMetric(ms(bus), p.name+"-bus-p50-ms")
 		b.ReportMetric(ms(frame), p.name+"-frame-p50-ms")
 		b.ReportMetric(ms(peer), p.name+"-chromedp-p50-ms")
 		b.ReportMetric(ms(raw), p.name+"-raw-p50-ms")
 		b.ReportMetric(float64(bus)/float64(peer), p.name+"-bus/chromedp")
 		b.ReportMetric(float64(frame)/float64(peer), p.name+"-frame/chromedp")
+		b.ReportMetric(ms(peerRead), p.name+"-chromedp-first-read-p50-ms")
+		b.ReportMetric(float64(frame)/float64(peerRead), p.name+"-frame/chromedp-first-read")
 		b.ReportMetric(float64(bus)/float64(raw), p.name+"-bus/raw")
 		for k, name := range names {
 			b.ReportMetric(ms(p50(r.outside[k])), p.name+"-"+name+"-outside-page-p50-ms")
