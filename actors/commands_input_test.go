@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/framebus/framebus/internal/testdir"
 	"github.com/framebus/framebus/protocol"
 )
 
@@ -150,7 +151,7 @@ func TestClickElementNotClickable(t *testing.T) {
 // DR-013's message when nothing matches, and produces no frame.
 func TestElementNotFoundEveryAction(t *testing.T) {
 	tab, _, _ := tabAt(t, "/form.html")
-	file := filepath.Join(t.TempDir(), "f.txt")
+	file := filepath.Join(testdir.Enterable(t), "f.txt")
 	if err := os.WriteFile(file, []byte("f"), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -202,7 +203,7 @@ func TestClickEscapedSelectors(t *testing.T) {
 // they contain runs.
 func TestSelectorsCannotInjectScript(t *testing.T) {
 	tab, _, _ := tabAt(t, "/form.html")
-	file := filepath.Join(t.TempDir(), "f.txt")
+	file := filepath.Join(testdir.Enterable(t), "f.txt")
 	if err := os.WriteFile(file, []byte("f"), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -532,7 +533,7 @@ func TestScrollMovesThePaneOfAnApp(t *testing.T) {
 // missing file is a bad request naming it.
 func TestUpload(t *testing.T) {
 	tab, _, _ := tabAt(t, "/upload.html")
-	dir := t.TempDir()
+	dir := testdir.Enterable(t)
 	a, b := filepath.Join(dir, "a.txt"), filepath.Join(dir, "b.csv")
 	for p, content := range map[string]string{a: "alpha", b: "x,y\n1,2\n"} {
 		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
@@ -588,7 +589,7 @@ func TestUpload(t *testing.T) {
 // that order, each named after its action.
 func TestEveryMutatingActionIsOneFrame(t *testing.T) {
 	tab, frames, seq := tabAt(t, "/form.html")
-	file := filepath.Join(t.TempDir(), "f.txt")
+	file := filepath.Join(testdir.Enterable(t), "f.txt")
 	if err := os.WriteFile(file, []byte("f"), 0o644); err != nil {
 		t.Fatal(err)
 	}

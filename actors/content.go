@@ -18,8 +18,13 @@ import (
 // requests on <prefix>.tab.<tab>.content from the subscription's own
 // goroutine, so a busy tab actor never delays them.
 
-// contentKept is how many large contents a tab keeps for fetching.
-const contentKept = 8
+// contentKept is how many large contents a tab keeps for fetching, and
+// contentKeptBytes how many bytes of them at most (the latest is kept
+// whatever its size; frames.maxContent bounds it).
+const (
+	contentKept      = 8
+	contentKeptBytes = 64 << 20
+)
 
 // chunkOverhead leaves room in a message for the reply's JSON around a
 // chunk's data (and its escaping, which can double it: chunks are sized
@@ -56,11 +61,22 @@ func (c *contentStore) keep(seq int64, content string, max int64) int {
 		c.order = append(c.order, seq)
 	}
 	c.items[seq] = chunks
-	for len(c.order) > contentKept {
+	for len(c.order) > 1 && (len(c.order) > contentKept || c.bytes() > contentKeptBytes) {
 		delete(c.items, c.order[0])
 		c.order = c.order[1:]
 	}
 	return len(chunks)
+}
+
+// bytes is the size of the contents kept; c.mu held.
+func (c *contentStore) bytes() int {
+	n := 0
+	for _, chunks := range c.items {
+		for _, s := range chunks {
+			n += len(s)
+		}
+	}
+	return n
 }
 
 // serve answers one ContentRequest.

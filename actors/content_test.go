@@ -63,3 +63,40 @@ func TestContentLargerThanAMessage(t *testing.T) {
 		t.Fatalf("fetch of a frame not kept: %v", err)
 	}
 }
+
+// A page whose content is longer than frames carry (MaxContent) gets a
+// frame without it, refused in the page, and a note that says how long
+// it was and the limit; a page within it still gets its content, and
+// the tab stays usable.
+func TestFrameContentOverTheLimit(t *testing.T) {
+	const limit = 4000
+	tab, frames, _ := tabAt(t, "/index.html", func(o *TabOptions) { o.Frames.MaxContent = limit })
+	res := send(t, tab.ID(), one(protocol.Action{Type: "navigate", URL: site("/index.html?again"), Wait: true}))
+	small := frames.until(res.Sequence)
+	if small.FullPage == nil || len(*small.FullPage) > limit {
+		t.Fatalf("a page within the limit: frame %d has no content (note %q)", small.Sequence, small.Note)
+	}
+	for _, format := range []string{"snapshot", "html", "text"} {
+		res := send(t, tab.ID(), protocol.Plan{FullPage: format, Actions: []protocol.Action{{Type: "navigate", URL: site("/rows.html?n=300&format=" + format), Wait: true}}})
+		if !res.OK {
+			t.Fatalf("navigate: %+v", res)
+		}
+		f := frames.until(res.Sequence)
+		if f.FullPage != nil || f.FullPageRef != nil {
+			t.Errorf("%s: frame %d carries content (%d bytes, %v); want none past the limit of %d", format, f.Sequence, contentLen(f), f.URL, limit)
+		}
+		if !strings.Contains(f.Note, "frames.maxContent") || !strings.Contains(f.Note, "4000 bytes") {
+			t.Errorf("%s: note %q; want the size and the limit (frames.maxContent)", format, f.Note)
+		}
+	}
+	if res := send(t, tab.ID(), one(protocol.Action{Type: "eval", Expression: "1+1"})); !res.OK {
+		t.Errorf("the tab after: %+v", res)
+	}
+}
+
+func contentLen(f protocol.Frame) int {
+	if f.FullPage == nil {
+		return -1
+	}
+	return len(*f.FullPage)
+}

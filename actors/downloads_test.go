@@ -13,7 +13,8 @@ import (
 )
 
 // A browser framebus launches saves no downloads: Chromium's default
-// puts them in ~/Downloads (here a HOME of the test's own), unasked.
+// puts them in ~/Downloads (here a HOME of the test's own, or the home of
+// the account Chromium runs as when the test is root), unasked.
 func TestLaunchedBrowserTakesNoDownloads(t *testing.T) {
 	home := t.TempDir()
 	t.Setenv("HOME", home)
@@ -25,6 +26,9 @@ func TestLaunchedBrowserTakesNoDownloads(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer b.Close()
+	if u := b.Process().User(); u != nil {
+		home = u.Home
+	}
 	for range 2 { // the second would be "data (1).bin"
 		if _, err := b.NewTarget(ctx, site("/download")); err != nil {
 			t.Fatal(err)

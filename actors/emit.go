@@ -3,9 +3,11 @@ package actors
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
+	"github.com/framebus/framebus/cdpdriver"
 	"github.com/framebus/framebus/frames"
 	"github.com/framebus/framebus/protocol"
 )
@@ -205,7 +207,10 @@ func (t *Tab) capture(ctx context.Context, change frames.Change, note string) (c
 	cctx, cancel := context.WithTimeout(ctx, t.settleTimeout)
 	defer cancel()
 	url, title, text, err := t.page.Content(cctx, string(t.frames.FormatOf(change)))
+	var tooLarge *cdpdriver.ResultTooLargeError
 	switch {
+	case errors.As(err, &tooLarge):
+		return nil, title, joinNote(note, fmt.Sprintf("content left out: %s is %d characters, more than the %d bytes a frame carries (frames.maxContent)", tooLarge.What, tooLarge.Size, tooLarge.Limit))
 	case err != nil:
 		// The title, at least, is worth a second try of its own; and a
 		// page that moved on is why the read failed (its document went

@@ -12,6 +12,7 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/framebus/framebus/cdpdriver"
+	"github.com/framebus/framebus/internal/testdir"
 	"github.com/framebus/framebus/protocol"
 )
 
@@ -214,7 +215,7 @@ func TestLifecycleOnTheBus(t *testing.T) {
 func TestProfilePersistsAndIsExclusive(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	dir := t.TempDir()
+	dir := testdir.Enterable(t)
 	node := startTestNode(t, NodeOptions{Launch: cdpdriver.LaunchOptions{UserDataDir: dir}, Prefix: "fbprofile"})
 	nc, err := node.Bus().Connect("profile-test")
 	if err != nil {

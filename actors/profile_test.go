@@ -10,6 +10,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/framebus/framebus/cdpdriver"
+	"github.com/framebus/framebus/internal/testdir"
 	"github.com/framebus/framebus/protocol"
 )
 
@@ -27,7 +28,7 @@ func TestProfilesManagedAndAttached(t *testing.T) {
 	}
 	defer outside.Close()
 
-	dir := t.TempDir()
+	dir := testdir.Enterable(t)
 	node := startTestNode(t, NodeOptions{Prefix: "fbprofiles", ProfileDir: dir, Profiles: []ProfileOptions{
 		{Name: "work"},
 		{Name: "chrome", Attach: outside.DevToolsURL()},

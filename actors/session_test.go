@@ -15,6 +15,7 @@ import (
 
 	"github.com/framebus/framebus/actors/whitelist"
 	"github.com/framebus/framebus/cdpdriver"
+	"github.com/framebus/framebus/internal/testdir"
 	"github.com/framebus/framebus/protocol"
 )
 
@@ -84,7 +85,7 @@ func TestSessionsKeepAProfilePerDomain(t *testing.T) {
 	_, port, _ := net.SplitHostPort(site.Listener.Addr().String())
 	mail := "http://mail.example.test:" + port + "/"
 
-	dir := t.TempDir()
+	dir := testdir.Enterable(t)
 	wl, err := whitelist.New([]string{"*.example.test"}, nil)
 	if err != nil {
 		t.Fatal(err)

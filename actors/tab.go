@@ -134,6 +134,8 @@ func StartTab(ctx context.Context, opts TabOptions) (*Tab, error) {
 	// A value longer than a reply carries is refused in the page, at once
 	// (the room is for the reply around it).
 	t.page.SetResultLimit(int(t.nc.MaxPayload()) - replyRoom)
+	// So is a frame's content longer than a frame carries.
+	t.page.SetContentLimit(t.frames.MaxContentBytes())
 	if t.viewport.Width != 0 {
 		if _, err := t.page.Emulate(ctx, emulationOf(t.viewport)); err != nil {
 			return nil, fmt.Errorf("tab %s: set viewport %s: %w", t.id, t.viewport, err)

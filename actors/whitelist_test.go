@@ -19,6 +19,7 @@ import (
 	"github.com/framebus/framebus/actors/whitelist"
 	"github.com/framebus/framebus/bus"
 	"github.com/framebus/framebus/cdpdriver"
+	"github.com/framebus/framebus/internal/testdir"
 	"github.com/framebus/framebus/protocol"
 )
 
@@ -204,7 +205,7 @@ func TestEmptyWhitelistDeniesAll(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	node := startTestNode(t, NodeOptions{Prefix: "fbdenyall", Whitelist: none, ProfileDir: t.TempDir()})
+	node := startTestNode(t, NodeOptions{Prefix: "fbdenyall", Whitelist: none, ProfileDir: testdir.Enterable(t)})
 	c := newBusClient(t, node)
 	subj := node.Subjects()
 	res := c.plan(subj, node.Tabs()[0].Tab, one(protocol.Action{Type: "navigate", URL: srv.URL + "/"}))

@@ -34,8 +34,13 @@ type LaunchOptions struct {
 	// as a page's popups, are laid out at that size before framebus
 	// emulates a viewport on them, or without one.
 	WindowWidth, WindowHeight int
-	StartTimeout              time.Duration // until the DevTools endpoint is printed; default 30s
-	Logger                    zerolog.Logger
+	// User is the account Chromium runs as when this process is root
+	// (see runas.go): "" is DefaultBrowserUser, RootUser keeps it root
+	// without its sandbox. Not root, Chromium runs as this process's
+	// user, sandbox on, whatever User says.
+	User         string
+	StartTimeout time.Duration // until the DevTools endpoint is printed; default 30s
+	Logger       zerolog.Logger
 }
 
 // Process is a running Chromium started by Launch.
@@ -44,8 +49,9 @@ type Process struct {
 	wsURL       string
 	devtoolsURL string
 	userDataDir string
-	ownDir      bool     // we created userDataDir, so Close removes it
-	lock        *os.File // holds a given userDataDir's lock (profilelock.go)
+	ownDir      bool         // we created userDataDir, so Close removes it
+	user        *BrowserUser // nil: chromium runs as this process's user
+	lock        *os.File     // holds a given userDataDir's lock (profilelock.go)
 	log         zerolog.Logger
 	stderr      *launchStderr
 
@@ -126,8 +132,12 @@ func Launch(ctx context.Context, opts LaunchOptions) (*Process, error) {
 		timeout = launchDefaultTimeout
 	}
 	p := &Process{userDataDir: opts.UserDataDir, log: opts.Logger, done: make(chan struct{})}
+	var err error
+	if p.user, err = browserUserFor(opts.User); err != nil {
+		return nil, fmt.Errorf("launch chromium: %w", err)
+	}
 	if p.userDataDir == "" {
-		dir, err := os.MkdirTemp("", "framebus-profile-*")
+		dir, err := os.MkdirTemp(p.user.tempDir(), "framebus-profile-*")
 		if err != nil {
 			return nil, fmt.Errorf("launch chromium: create profile dir: %w", err)
 		}
@@ -149,9 +159,15 @@ func Launch(ctx context.Context, opts LaunchOptions) (*Process, error) {
 		p.removeDir()
 		return nil, fmt.Errorf("launch chromium: set its DNS: %w", err)
 	}
+	if p.user != nil {
+		if err := p.user.adopt(p.userDataDir); err != nil {
+			p.removeDir()
+			return nil, fmt.Errorf("launch chromium: %w", err)
+		}
+	}
 	args := append([]string(nil), launchFlags...)
 	args = append(args, "--user-data-dir="+p.userDataDir)
-	if os.Geteuid() == 0 {
+	if p.user == nil && os.Geteuid() == 0 {
 		// Chromium refuses to run as root with its sandbox on.
 		args = append(args, "--no-sandbox")
 	}
@@ -176,6 +192,10 @@ func Launch(ctx context.Context, opts LaunchOptions) (*Process, error) {
 	p.cmd.Stdout = w
 	p.cmd.Stderr = w
 	p.cmd.SysProcAttr = launchSysProcAttr()
+	if p.user != nil {
+		p.cmd.SysProcAttr.Credential = p.user.credential()
+		p.cmd.Env = p.user.environ()
+	}
 	if err := p.cmd.Start(); err != nil {
 		r.Close()
 		w.Close()
@@ -224,6 +244,11 @@ func (p *Process) DevToolsURL() string { return p.devtoolsURL }
 
 // UserDataDir is the profile directory Chromium runs with.
 func (p *Process) UserDataDir() string { return p.userDataDir }
+
+// User is the account Chromium runs as, nil when it is this process's:
+// whatever the browser is to read (a file to upload) must be readable
+// by it.
+func (p *Process) User() *BrowserUser { return p.user }
 
 // Pid is the browser process id; it is also the id of its process group.
 func (p *Process) Pid() int { return p.cmd.Process.Pid }

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/rs/zerolog"
 	"net/http"
 	"os"
 	"os/exec"
@@ -18,6 +17,10 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/framebus/framebus/internal/testdir"
 )
 
 // TestMain closes the browser the tests of this package share.
@@ -306,7 +309,7 @@ func TestLaunchCloseAfterExit(t *testing.T) {
 
 func TestLaunchKeepsGivenUserDataDir(t *testing.T) {
 	launchTestNeedChromium(t)
-	dir := filepath.Join(t.TempDir(), "profile")
+	dir := filepath.Join(testdir.Enterable(t), "profile")
 	p, err := Launch(context.Background(), LaunchOptions{Headless: true, UserDataDir: dir})
 	if err != nil {
 		t.Fatal(err)
@@ -328,7 +331,7 @@ func TestLaunchKeepsGivenUserDataDir(t *testing.T) {
 // clear "profile in use" error, and works again once the first closed.
 func TestLaunchProfileInUse(t *testing.T) {
 	launchTestNeedChromium(t)
-	dir := filepath.Join(t.TempDir(), "profile")
+	dir := filepath.Join(testdir.Enterable(t), "profile")
 	first, err := Launch(context.Background(), LaunchOptions{Headless: true, UserDataDir: dir})
 	if err != nil {
 		t.Fatal(err)
@@ -350,7 +353,7 @@ func TestLaunchProfileInUse(t *testing.T) {
 // TestLaunchFailures: a binary that is not Chromium gives an error quoting
 // its stderr, promptly, and leaves no process and no temp profile behind.
 func TestLaunchFailures(t *testing.T) {
-	scripts := t.TempDir()
+	scripts := testdir.Enterable(t) // Chromium's account runs them
 	script := func(name, body string) string {
 		path := filepath.Join(scripts, name)
 		if err := os.WriteFile(path, []byte("#!/bin/sh\n"+body+"\n"), 0o755); err != nil {
@@ -361,6 +364,9 @@ func TestLaunchFailures(t *testing.T) {
 	noisy := script("noisy", "echo 'loading profile' >&2\necho 'error while loading shared libraries: libfoo.so' >&2\nexit 3")
 	silent := script("silent", "exec sleep 60")
 	pidfile := filepath.Join(scripts, "pid")
+	if err := os.Chmod(scripts, 0o777); err != nil { // the forks script, run as Chromium's account, writes pidfile
+		t.Fatal(err)
+	}
 	forks := script("forks", "sleep 60 &\necho $! > "+pidfile+"\necho 'waiting' >&2\nwait")
 
 	cancelled, cancel := context.WithCancel(context.Background())
@@ -381,7 +387,7 @@ func TestLaunchFailures(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			tmp := t.TempDir()
+			tmp := testdir.Enterable(t)
 			t.Setenv("TMPDIR", tmp) // where Launch makes its temp profile
 			ctx := tt.ctx
 			if ctx == nil {

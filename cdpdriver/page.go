@@ -58,6 +58,9 @@ type Page struct {
 	// resultLimit is the longest value an action may return (see
 	// SetResultLimit); 0: no limit.
 	resultLimit int
+	// contentLimit is the longest content Content reads (see
+	// SetContentLimit); 0 for no limit.
+	contentLimit int
 	// nextRef is the number the next new document's refs start at: one
 	// past the last ref this tab gave out, in any document, so no ref is
 	// ever given to two elements.

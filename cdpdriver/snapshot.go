@@ -68,8 +68,12 @@ type SnapshotOptions struct {
 	MaxNodes int
 	// Limited refuses a snapshot longer than the page's result limit
 	// (SetResultLimit) with a *ResultTooLargeError: an action's value has
-	// to fit a reply; a frame's content, which travels in chunks, not.
+	// to fit a reply; a frame's content, which travels in chunks, has
+	// its own limit, MaxBytes.
 	Limited bool
+	// MaxBytes refuses a snapshot longer than this (0: none) the same way,
+	// when not Limited.
+	MaxBytes int
 }
 
 // SnapshotNode is one node of the accessibility tree.
@@ -123,6 +127,8 @@ func (p *Page) Snapshot(ctx context.Context, o SnapshotOptions) (Snapshot, error
 	opts := map[string]any{"interactiveOnly": o.InteractiveOnly, "maxDepth": o.MaxDepth, "maxNodes": o.MaxNodes, "firstRef": p.nextRef}
 	if o.Limited {
 		opts["maxBytes"] = p.resultLimit
+	} else if o.MaxBytes > 0 {
+		opts["maxBytes"] = o.MaxBytes
 	}
 	// A new document has no function yet: install it at once rather than
 	// ask first. The generation can lag a navigation, so "uninstalled"

@@ -35,8 +35,14 @@ func (e *ResultTooLargeError) Error() string {
 // SetResultLimit sets the size above which an action's value is refused
 // with a *ResultTooLargeError (0: no limit), for the values this page
 // returns to an action: Eval, Text, HTML, Snapshot and Screenshot. (A
-// frame's content, which travels in chunks, has no limit.)
+// frame's content, which travels in chunks, has its own limit:
+// SetContentLimit.)
 func (p *Page) SetResultLimit(n int) { p.resultLimit = n }
+
+// SetContentLimit sets the size above which Content refuses the page's
+// content with a *ResultTooLargeError (0: no limit), in the page, so a
+// page of a gigabyte costs the node nothing.
+func (p *Page) SetContentLimit(n int) { p.contentLimit = n }
 
 // tooLargeJS defines tooLarge(what, s, max): null when the string s fits
 // max (0: no limit), else the answer an element function gives for it.

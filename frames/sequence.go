@@ -9,12 +9,31 @@ import (
 // DefaultHistory is how many recent frames a Stream keeps.
 const DefaultHistory = 64
 
+// DefaultMaxContent is the longest content a frame carries, in bytes:
+// a page with more gets a frame without it, and a note that says so.
+const DefaultMaxContent = 16 << 20
+
+// DefaultHistoryContent bounds the content a Stream's history holds, in
+// bytes: past it, the oldest frames lose their content (not themselves),
+// so a tab's memory does not grow with the pages it has seen.
+const DefaultHistoryContent = 64 << 20
+
+// ContentDropped is the note of a kept frame whose content was let go.
+const ContentDropped = "content no longer kept: the tab's history of content is full"
+
 // Options configure a Stream. The zero value is the default policy.
 type Options struct {
 	History int    // frames kept; DefaultHistory when 0
 	Policy  Policy // PolicyURLChange when ""
 	Format  Format // DefaultFormat when ""
-	Now     func() time.Time
+	// MaxContent is the longest content a frame carries, in bytes
+	// (DefaultMaxContent when 0, no limit when negative); the reader of
+	// the content enforces it (see MaxContentBytes).
+	MaxContent int
+	// HistoryContent bounds the content the history keeps, in bytes
+	// (DefaultHistoryContent when 0, no bound when negative).
+	HistoryContent int
+	Now            func() time.Time
 }
 
 // Change is a new state of the page, as the tab actor saw it settle.
@@ -59,8 +78,18 @@ func New(tab string, opts Options) *Stream {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
+	if opts.MaxContent == 0 {
+		opts.MaxContent = DefaultMaxContent
+	}
+	if opts.HistoryContent == 0 {
+		opts.HistoryContent = DefaultHistoryContent
+	}
 	return &Stream{tab: tab, opts: opts}
 }
+
+// MaxContentBytes is the longest content a frame may carry, 0 for no
+// limit.
+func (s *Stream) MaxContentBytes() int { return max(s.opts.MaxContent, 0) }
 
 // Sequence is the current frame's number (0 before the first frame).
 func (s *Stream) Sequence() int64 { return s.seq }
@@ -147,7 +176,37 @@ func (s *Stream) Append(c Change, content *string, note string) protocol.Frame {
 		s.history[s.head] = f
 		s.head = (s.head + 1) % len(s.history)
 	}
+	s.boundContent()
 	return f
+}
+
+// boundContent lets the oldest frames' content go while the history
+// holds more than HistoryContent; the latest frame keeps its own.
+func (s *Stream) boundContent() {
+	if s.opts.HistoryContent < 0 {
+		return
+	}
+	total := 0
+	for _, f := range s.history {
+		if f.FullPage != nil {
+			total += len(*f.FullPage)
+		}
+	}
+	for i := 0; i < len(s.history)-1 && total > s.opts.HistoryContent; i++ {
+		f := &s.history[(s.head+i)%len(s.history)]
+		if f.FullPage != nil {
+			total -= len(*f.FullPage)
+			f.FullPage, f.FullPageFormat = nil, ""
+			f.Note = joinNotes(f.Note, ContentDropped)
+		}
+	}
+}
+
+func joinNotes(a, b string) string {
+	if a == "" {
+		return b
+	}
+	return a + "; " + b
 }
 
 // History returns the kept frames, oldest first.
@@ -178,7 +237,9 @@ func (s *Stream) Complete(seq int64, format Format, title string, content *strin
 		if s.last.Sequence == seq {
 			s.last = *f
 		}
-		return *f, true
+		out := *f
+		s.boundContent()
+		return out, true
 	}
 	return protocol.Frame{}, false
 }

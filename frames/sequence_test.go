@@ -1,6 +1,8 @@
 package frames
 
 import (
+	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/framebus/framebus/protocol"
@@ -138,5 +140,32 @@ func TestOwedContent(t *testing.T) {
 	s.Complete(seq, DefaultFormat, "", &page, "")
 	if s.WantsContent(Change{URL: "c", Action: "click"}) {
 		t.Fatal("content completed late is not counted as delivered")
+	}
+}
+
+// The history keeps at most HistoryContent bytes of content: past it the
+// oldest frames lose their content, not their place, and say so; the
+// latest keeps its own even when it alone is larger.
+func TestHistoryContentBounded(t *testing.T) {
+	s := New("T", Options{HistoryContent: 250})
+	page := strings.Repeat("x", 100)
+	for i := range 5 {
+		s.Append(Change{URL: fmt.Sprintf("http://a.test/%d", i), NewDocument: true}, &page, "")
+	}
+	kept := 0
+	for _, f := range s.History() {
+		if f.FullPage != nil {
+			kept += len(*f.FullPage)
+		} else if f.Note != ContentDropped {
+			t.Errorf("frame %d lost its content with note %q", f.Sequence, f.Note)
+		}
+	}
+	if kept > 250 || s.History()[4].FullPage == nil || s.History()[3].FullPage == nil || s.History()[2].FullPage != nil {
+		t.Errorf("history keeps %d bytes; want the last two frames' 200 within 250", kept)
+	}
+	huge := strings.Repeat("y", 1000)
+	s.Append(Change{URL: "http://a.test/huge", NewDocument: true}, &huge, "")
+	if h := s.History(); h[len(h)-1].FullPage == nil || h[len(h)-2].FullPage != nil {
+		t.Errorf("the latest frame keeps its content, alone: %+v", h[len(h)-2:])
 	}
 }

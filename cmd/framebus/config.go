@@ -20,6 +20,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/framebus/framebus/actors"
+	"github.com/framebus/framebus/cdpdriver"
 	"github.com/framebus/framebus/frames"
 	"github.com/framebus/framebus/protocol"
 )
@@ -59,8 +60,12 @@ type browserConfig struct {
 	// <profileDir>/<name>. Empty: the default profile is a fresh
 	// temporary one per run, and named and session profiles live in
 	// $XDG_DATA_HOME/framebus/profiles (~/.local/share/...).
-	ProfileDir    string `yaml:"profileDir" json:"profileDir"`
-	Binary        string `yaml:"binary" json:"binary"`
+	ProfileDir string `yaml:"profileDir" json:"profileDir"`
+	Binary     string `yaml:"binary" json:"binary"`
+	// User is the account Chromium runs as when framebus runs as root:
+	// empty for cdpdriver.DefaultBrowserUser (created when missing), or
+	// "root" to keep it root, without Chromium's sandbox.
+	User          string `yaml:"user" json:"user,omitempty"`
 	StartURL      string `yaml:"startURL" json:"startURL"`
 	DialogTimeout string `yaml:"dialogTimeout" json:"dialogTimeout"`
 	DialogDefault string `yaml:"dialogDefault" json:"dialogDefault"`
@@ -80,6 +85,9 @@ type profileConfig struct {
 type framesConfig struct {
 	FullPage string `yaml:"fullPage" json:"fullPage"`
 	Policy   string `yaml:"policy" json:"policy"`
+	// MaxContent is the longest content a frame carries, in bytes; a
+	// page with more gets a frame without it. 0: no limit.
+	MaxContent int `yaml:"maxContent" json:"maxContent"`
 }
 
 type busConfig struct {
@@ -99,7 +107,7 @@ func defaultConfig() config {
 		},
 		Schemes:  []string{"http", "https"},
 		Viewport: fmt.Sprintf("%dx%d", protocol.DefaultViewport.Width, protocol.DefaultViewport.Height),
-		Frames:   framesConfig{FullPage: string(frames.DefaultFormat), Policy: string(frames.PolicyURLChange)},
+		Frames:   framesConfig{FullPage: string(frames.DefaultFormat), Policy: string(frames.PolicyURLChange), MaxContent: frames.DefaultMaxContent},
 		Bus:      busConfig{Listen: "127.0.0.1:0", Prefix: protocol.DefaultPrefix},
 		LogLevel: "info",
 	}
@@ -107,18 +115,19 @@ func defaultConfig() config {
 
 // Environment variables of the configuration.
 const (
-	envConfig     = "FRAMEBUS_CONFIG"
-	envHeadless   = "FRAMEBUS_HEADLESS"
-	envTimeout    = "FRAMEBUS_TIMEOUT"
-	envProfileDir = "FRAMEBUS_PROFILE_DIR"
-	envWhitelist  = "FRAMEBUS_WHITELIST"
-	envSchemes    = "FRAMEBUS_SCHEMES"
-	envListen     = "FRAMEBUS_LISTEN"
-	envBusURL     = "FRAMEBUS_BUS_URL"
-	envPrefix     = "FRAMEBUS_PREFIX"
-	envLogLevel   = "FRAMEBUS_LOG_LEVEL"
-	envViewport   = "FRAMEBUS_VIEWPORT"
-	envDevice     = "FRAMEBUS_DEVICE"
+	envConfig      = "FRAMEBUS_CONFIG"
+	envHeadless    = "FRAMEBUS_HEADLESS"
+	envTimeout     = "FRAMEBUS_TIMEOUT"
+	envProfileDir  = "FRAMEBUS_PROFILE_DIR"
+	envWhitelist   = "FRAMEBUS_WHITELIST"
+	envSchemes     = "FRAMEBUS_SCHEMES"
+	envListen      = "FRAMEBUS_LISTEN"
+	envBusURL      = "FRAMEBUS_BUS_URL"
+	envPrefix      = "FRAMEBUS_PREFIX"
+	envLogLevel    = "FRAMEBUS_LOG_LEVEL"
+	envViewport    = "FRAMEBUS_VIEWPORT"
+	envDevice      = "FRAMEBUS_DEVICE"
+	envBrowserUser = "FRAMEBUS_BROWSER_USER"
 )
 
 // defaultConfigPath is read when it exists and no file is named.
@@ -186,6 +195,7 @@ func (cfg *config) applyEnv(getenv func(string) string) error {
 	for name, dst := range map[string]*string{
 		envProfileDir: &cfg.Browser.ProfileDir, envListen: &cfg.Bus.Listen, envBusURL: &cfg.Bus.URL,
 		envPrefix: &cfg.Bus.Prefix, envLogLevel: &cfg.LogLevel, envViewport: &cfg.Viewport, envDevice: &cfg.Device,
+		envBrowserUser: &cfg.Browser.User,
 	} {
 		if v := getenv(name); v != "" {
 			*dst = v
@@ -296,6 +306,7 @@ func (cfg *config) applyFlags(fs *pflag.FlagSet) {
 		cfg.Schemes = splitList(v)
 	}
 	str("profile-dir", &cfg.Browser.ProfileDir)
+	str("browser-user", &cfg.Browser.User)
 	str("start-url", &cfg.Browser.StartURL)
 	str("dialog-default", &cfg.Browser.DialogDefault)
 	str("full-page", &cfg.Frames.FullPage)
@@ -321,6 +332,9 @@ func (cfg config) validate() error {
 	}
 	if _, err := frames.ParseFormat(cfg.Frames.FullPage); err != nil {
 		return usagef("frames.fullPage (--full-page): %v", err)
+	}
+	if cfg.Frames.MaxContent < 0 {
+		return usagef("frames.maxContent: %d is not a size in bytes (0: no limit)", cfg.Frames.MaxContent)
 	}
 	if _, err := frames.ParsePolicy(cfg.Frames.Policy); err != nil {
 		return usagef("frames.policy (--full-page-policy): %v", err)
@@ -428,6 +442,15 @@ func (cfg config) dialogTimeout() time.Duration {
 	return d
 }
 
+// framesOptions are the frames every tab makes.
+func (cfg config) framesOptions() frames.Options {
+	maxContent := cfg.Frames.MaxContent
+	if maxContent == 0 {
+		maxContent = -1 // frames.Options's "no limit"
+	}
+	return frames.Options{Format: frames.Format(cfg.Frames.FullPage), Policy: frames.Policy(cfg.Frames.Policy), MaxContent: maxContent}
+}
+
 // profileDir is the default profile's directory, "" for a temporary one.
 func (cfg config) profileDir() string {
 	if cfg.Browser.ProfileDir == "" {
@@ -436,11 +459,16 @@ func (cfg config) profileDir() string {
 	return filepath.Join(expandHome(cfg.Browser.ProfileDir), protocol.DefaultProfile)
 }
 
-// profilesDir is where named and per-domain profiles live: profileDir,
+// profilesDir is where named and per-domain profiles live: profileDir;
+// else, when Chromium runs as another account (browserHome, framebus
+// being root), <its home>/profiles, the one place it surely reaches;
 // else $XDG_DATA_HOME/framebus/profiles (they exist to persist).
-func (cfg config) profilesDir(getenv func(string) string) string {
+func (cfg config) profilesDir(getenv func(string) string, browserHome string) string {
 	if cfg.Browser.ProfileDir != "" {
 		return expandHome(cfg.Browser.ProfileDir)
+	}
+	if browserHome != "" {
+		return filepath.Join(browserHome, "profiles")
 	}
 	data := getenv("XDG_DATA_HOME")
 	if data == "" {
@@ -460,6 +488,24 @@ func expandHome(dir string) string {
 		}
 	}
 	return dir
+}
+
+// browserUser is the account Chromium runs as, nil for framebus's own
+// (framebus is not root, or browser.user is root). The default account
+// is created when missing.
+func (cfg config) browserUser() (*cdpdriver.BrowserUser, error) {
+	name := cfg.Browser.User
+	if os.Geteuid() != 0 || name == cdpdriver.RootUser {
+		return nil, nil
+	}
+	if name == "" {
+		name = cdpdriver.DefaultBrowserUser
+	}
+	u, err := cdpdriver.LookupBrowserUser(name, name == cdpdriver.DefaultBrowserUser)
+	if err != nil {
+		return nil, usagef("browser.user (--browser-user): %v", err)
+	}
+	return u, nil
 }
 
 // profiles are the named profiles in name order.
@@ -490,7 +536,7 @@ before: defaults; the YAML file (--config, $` + envConfig + `, else ` + defaultC
 when it exists); the environment ($` + envHeadless + `, $` + envTimeout + ` (ms or a duration),
 $` + envProfileDir + `, $` + envWhitelist + ` (comma-separated; set empty to deny all),
 $` + envSchemes + `, $` + envListen + `, $` + envBusURL + `, $` + envPrefix + `, $` + envLogLevel + `,
-$` + envViewport + `, $` + envDevice + `);
+$` + envViewport + `, $` + envDevice + `, $` + envBrowserUser + `);
 then the flags serve was given. It takes serve's flags.`,
 		setup: func(fs *pflag.FlagSet) func(c *cli, args []string) error {
 			configFile := declareServeFlags(fs) // the same flags as serve

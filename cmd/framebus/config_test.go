@@ -121,19 +121,24 @@ func TestConfigErrors(t *testing.T) {
 func itoa(n int) string { b, _ := json.Marshal(n); return string(b) }
 
 // Named and session profiles persist even without browser.profileDir:
-// in $XDG_DATA_HOME/framebus/profiles, else ~/.local/share/...
+// in the home of the account Chromium runs as when that is not
+// framebus's own, else in $XDG_DATA_HOME/framebus/profiles, else
+// ~/.local/share/...
 func TestProfilesDir(t *testing.T) {
 	env := func(vars map[string]string) func(string) string { return func(k string) string { return vars[k] } }
 	var cfg config
-	if got := cfg.profilesDir(env(map[string]string{"XDG_DATA_HOME": "/data"})); got != "/data/framebus/profiles" {
+	if got := cfg.profilesDir(env(map[string]string{"XDG_DATA_HOME": "/data"}), ""); got != "/data/framebus/profiles" {
 		t.Errorf("with XDG_DATA_HOME: %s", got)
 	}
 	home, _ := os.UserHomeDir()
-	if got := cfg.profilesDir(env(nil)); got != filepath.Join(home, ".local/share/framebus/profiles") {
+	if got := cfg.profilesDir(env(nil), ""); got != filepath.Join(home, ".local/share/framebus/profiles") {
 		t.Errorf("without: %s", got)
 	}
+	if got := cfg.profilesDir(env(map[string]string{"XDG_DATA_HOME": "/data"}), "/var/lib/b"); got != "/var/lib/b/profiles" {
+		t.Errorf("with chromium as another account: %s", got)
+	}
 	cfg.Browser.ProfileDir = "/custom/path"
-	if got, def := cfg.profilesDir(env(nil)), cfg.profileDir(); got != "/custom/path" || def != "/custom/path/default" {
+	if got, def := cfg.profilesDir(env(nil), "/var/lib/b"), cfg.profileDir(); got != "/custom/path" || def != "/custom/path/default" {
 		t.Errorf("with browser.profileDir: %s and %s", got, def)
 	}
 }

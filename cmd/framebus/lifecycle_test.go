@@ -1,6 +1,7 @@
 package main
 
 import (
+	"github.com/framebus/framebus/internal/testdir"
 	"os"
 	"path/filepath"
 	"strings"
@@ -74,7 +75,7 @@ func TestLifecycleCommands(t *testing.T) {
 // and the next command without --tab must fail, naming that tab and how
 // to choose another, and never type into another profile's tab.
 func TestClosedSelectedTabIsNeverReplaced(t *testing.T) {
-	n := startNode(t, envProfileDir+"="+t.TempDir())
+	n := startNode(t, envProfileDir+"="+testdir.Enterable(t))
 	mustOK(t, n.env, "navigate", site("/form.html"), "--wait", "--tab", n.tab())
 	started := mustOK(t, n.env, "session", "start", "localhost", site("/form.html"))
 	session := started["tabs"].([]any)[0].(map[string]any)["tab"].(string)
@@ -110,7 +111,7 @@ func TestClosedSelectedTabIsNeverReplaced(t *testing.T) {
 // <dir>/<domain>, its tab made the one commands use; status of one profile
 // or all; the errors for unknown profiles and sessions.
 func TestSessionAndProfileCommands(t *testing.T) {
-	profiles := t.TempDir()
+	profiles := testdir.Enterable(t)
 	n := startNode(t, envProfileDir+"="+profiles)
 	if got := chromiumProfile(t, n.cmd.Process.Pid); got != filepath.Join(profiles, "default") {
 		t.Fatalf("the default profile runs in %s, want %s/default", got, profiles)

@@ -20,7 +20,6 @@ import (
 	"github.com/framebus/framebus/actors/whitelist"
 	"github.com/framebus/framebus/bus"
 	"github.com/framebus/framebus/cdpdriver"
-	"github.com/framebus/framebus/frames"
 	"github.com/framebus/framebus/protocol"
 )
 
@@ -100,11 +99,18 @@ func (c *cli) serve(o serveOptions) error {
 	if err != nil {
 		return usagef("whitelist: %v", err)
 	}
-	launch := cdpdriver.LaunchOptions{Headless: cfg.Browser.Headless, Binary: chromium, UserDataDir: cfg.profileDir()}
-	if launch.UserDataDir != "" {
-		if err := os.MkdirAll(launch.UserDataDir, 0o700); err != nil {
-			return usagef("browser.profileDir: %v", err)
-		}
+	account, err := cfg.browserUser()
+	if err != nil {
+		return err
+	}
+	launch := cdpdriver.LaunchOptions{Headless: cfg.Browser.Headless, Binary: chromium, UserDataDir: cfg.profileDir(), User: cfg.Browser.User}
+	var browserHome string
+	if account != nil {
+		browserHome = account.Home
+	}
+	profiles := cfg.profilesDir(c.getenv, browserHome)
+	if err := makeProfilesDir(profiles, account); err != nil {
+		return usagef("browser.profileDir: %v", err)
 	}
 	viewport, err := cfg.viewport()
 	if err != nil {
@@ -120,11 +126,11 @@ func (c *cli) serve(o serveOptions) error {
 		ActionTimeout: cfg.timeout(),
 		DialogTimeout: cfg.dialogTimeout(),
 		DialogDefault: cfg.Browser.DialogDefault,
-		Frames:        frames.Options{Format: frames.Format(cfg.Frames.FullPage), Policy: frames.Policy(cfg.Frames.Policy)},
+		Frames:        cfg.framesOptions(),
 		Whitelist:     wl,
 		Viewport:      &viewport,
 		Profiles:      cfg.profiles(),
-		ProfileDir:    cfg.profilesDir(c.getenv),
+		ProfileDir:    profiles,
 	})
 	cancel()
 	if err != nil {
@@ -280,6 +286,7 @@ func declareServeFlags(fs *pflag.FlagSet) *string {
 	timeout := msDuration(time.Duration(d.Browser.Timeout) * time.Millisecond)
 	fs.Var(&timeout, "timeout", "default deadline of an action that sets none, a duration or milliseconds (browser.timeout)")
 	fs.String("profile-dir", "", "`dir`ectory of persistent profiles; the browser uses <dir>/default (default: a temporary profile)")
+	fs.String("browser-user", "", "the `account` Chromium runs as when framebus runs as root, sandbox on (default "+cdpdriver.DefaultBrowserUser+", created when missing); root keeps it root without its sandbox")
 	fs.String("listen", d.Bus.Listen, "`host:port` of the embedded NATS server's listener; port 0 picks a free port")
 	fs.String("bus-url", "", "use the NATS server at this `URL` (nats://host:port) instead of embedding one")
 	fs.String("prefix", d.Bus.Prefix, "subject `prefix`")
@@ -295,4 +302,20 @@ func declareServeFlags(fs *pflag.FlagSet) *string {
 	fs.String("viewport", d.Viewport, "the tabs' viewport, `WxH` in CSS pixels ("+strconv.Itoa(protocol.MinViewportSize)+" to "+strconv.Itoa(protocol.MaxViewportSize)+"), or window for the browser window's own size (attach profiles always keep theirs)")
 	fs.String("device", "", "emulate a device in every tab: "+strings.Join(protocol.DeviceNames(), ", ")+" (its size unless --viewport gives one)")
 	return configFile
+}
+
+// makeProfilesDir makes the directory of persistent profiles, the
+// browser account's when Chromium runs as another one: it must enter it,
+// and keeps its profiles there.
+func makeProfilesDir(dir string, account *cdpdriver.BrowserUser) error {
+	if dir == "" {
+		return nil
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return err
+	}
+	if account != nil {
+		return os.Chown(dir, account.UID, account.GID)
+	}
+	return nil
 }
