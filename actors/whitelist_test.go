@@ -60,8 +60,8 @@ func TestWhitelistBoundary(t *testing.T) {
 		// site's address (the proxy resolves every name Chromium loads).
 		Whitelist:      wl,
 		EgressResolver: fixedResolver(netip.MustParseAddr("127.0.0.2")),
-		SettleTimeout: 2 * time.Second,
-		Logger:        zerolog.Nop(),
+		SettleTimeout:  2 * time.Second,
+		Logger:         zerolog.Nop(),
 	})
 	if err != nil {
 		t.Fatal(err)
