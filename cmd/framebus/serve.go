@@ -194,6 +194,13 @@ func splitListen(listen string) (string, int, error) {
 	if err != nil || port < 0 || port > 65535 {
 		return "", 0, usagef("--listen %q: port must be 0-65535 (0 picks a free port)", listen)
 	}
+	if !bus.IsLoopback(host) {
+		where := host
+		if where == "" || where == "0.0.0.0" || where == "::" || where == "[::]" {
+			where = "every interface"
+		}
+		return "", 0, usagef("--listen %q: refusing to listen on %s: %s", listen, where, bus.LoopbackOnly)
+	}
 	return host, port, nil
 }
 
