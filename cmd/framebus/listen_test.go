@@ -1,6 +1,7 @@
 package main
 
 import (
+	"net/netip"
 	"os"
 	"path/filepath"
 	"strings"
@@ -40,5 +41,30 @@ func TestListenLoopbackOnly(t *testing.T) {
 	// A flag on loopback overrides a file that is not.
 	if r := framebus(t, testEnv(), "", "config", "--config", filepath.Join(dir, "bad0.yaml"), "--listen", "127.0.0.1:0"); r.status != 0 {
 		t.Errorf("a loopback flag over a file's 0.0.0.0: exit %d, %s", r.status, r.stdout)
+	}
+}
+
+// Address and range entries are whitelist entries like names, from every
+// source; a source with schemes and no whitelist keeps no address policy.
+func TestWhitelistAddressEntries(t *testing.T) {
+	cfg := defaultConfig()
+	list := []string{"example.test", "127.0.0.1", "10.0.0.0/8", "::1", "[fd00::7]"}
+	cfg.Whitelist = &list
+	wl, err := cfg.whitelist()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, u := range []string{"http://example.test/", "http://127.0.0.1:4999/", "http://10.1.2.3/", "http://[::1]/", "http://[fd00::7]/"} {
+		if err := wl.Check(u); err != nil {
+			t.Errorf("%s: %v", u, err)
+		}
+	}
+	if err := wl.CheckAddr("example.test", netip.MustParseAddr("192.168.0.1")); err == nil {
+		t.Error("an unlisted private address allowed")
+	}
+	cfg = defaultConfig()
+	cfg.Schemes = []string{"http", "https", "data"}
+	if wl, err = cfg.whitelist(); err != nil || wl.CheckAddr("example.test", netip.MustParseAddr("127.0.0.1")) != nil {
+		t.Errorf("schemes without a whitelist: %v", err)
 	}
 }

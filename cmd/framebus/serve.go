@@ -256,13 +256,15 @@ func quietLogger(w io.Writer) zerolog.Logger {
 }
 
 // whitelist is the node's whitelist: nil when none is configured and the
-// schemes are the default (every http(s) host allowed).
+// schemes are the default (every http(s) host allowed); with other schemes
+// and no whitelist, one that allows every host and address (not "*",
+// which keeps the address policy).
 func (cfg config) whitelist() (*whitelist.Whitelist, error) {
 	if cfg.Whitelist == nil {
 		if strings.Join(cfg.Schemes, ",") == "http,https" {
 			return nil, nil
 		}
-		return whitelist.New([]string{"*"}, cfg.Schemes)
+		return whitelist.New(nil, cfg.Schemes)
 	}
 	return whitelist.New(*cfg.Whitelist, cfg.Schemes)
 }
