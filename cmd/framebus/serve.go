@@ -289,7 +289,7 @@ func declareServeFlags(fs *pflag.FlagSet) *string {
 	timeout := msDuration(time.Duration(d.Browser.Timeout) * time.Millisecond)
 	fs.Var(&timeout, "timeout", "default deadline of an action that sets none, a duration or milliseconds (browser.timeout)")
 	fs.String("profile-dir", "", "`dir`ectory of persistent profiles; the browser uses <dir>/default (default: a temporary profile)")
-	fs.String("listen", d.Bus.Listen, "`host:port` of the embedded NATS server's listener; port 0 picks a free port")
+	fs.String("listen", d.Bus.Listen, "`host:port` of the embedded NATS server's listener, on loopback only (the bus has no authentication yet); port 0 picks a free port")
 	fs.String("bus-url", "", "use the NATS server at this `URL` (nats://host:port) instead of embedding one")
 	fs.String("prefix", d.Bus.Prefix, "subject `prefix`")
 	fs.String("start-url", d.Browser.StartURL, "`URL` the first tab opens")
