@@ -56,6 +56,9 @@ type Proxy struct {
 // connects to hosts check allows, through dialer (which checks their
 // addresses).
 func Start(check Check, dialer *Dialer, log zerolog.Logger) (*Proxy, error) {
+	if check == nil || dialer == nil {
+		return nil, errors.New("egress proxy: a name check and a dialer are both required")
+	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return nil, fmt.Errorf("egress proxy: %w", err)
