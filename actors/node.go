@@ -1,6 +1,7 @@
 package actors
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -39,10 +40,15 @@ type NodeOptions struct {
 	// one, the node's browsers also reach the network only through an
 	// egress proxy that enforces it (WebSockets are not Fetch requests).
 	Whitelist *whitelist.Whitelist
-	// EgressDial is how the egress proxy connects to hosts (nil: the
-	// system's resolver); tests map their domain names to loopback here,
-	// as --host-resolver-rules does for Chromium.
-	EgressDial egress.DialFunc
+	// EgressResolver is how the egress proxy looks host names up (nil:
+	// the machine's resolver); tests map their domain names to loopback
+	// here, as --host-resolver-rules does for Chromium. Every address it
+	// answers is checked (whitelist CheckAddr) before it is dialled.
+	EgressResolver egress.Resolver
+	// EgressNoPin makes the proxy look a name up again for every check and
+	// connection instead of using a checked answer for egress.DefaultPin:
+	// the worst case for DNS rebinding, which tests run.
+	EgressNoPin bool
 	// Viewport is what the tabs of the browsers the node launches are
 	// laid out for: protocol.DefaultViewport (1280x720) when nil; a zero
 	// one leaves them the browser window's own size. Attach profiles'
@@ -78,6 +84,7 @@ type Node struct {
 	sessions sessions
 
 	egress    *egress.Proxy        // nil without a whitelist
+	dialer    *egress.Dialer       // the proxy's, checked addresses only
 	subs      []*nats.Subscription // tabs, browser status, sessions
 	closeOnce sync.Once
 	closeErr  error
@@ -105,8 +112,12 @@ func StartNode(ctx context.Context, opts NodeOptions) (n *Node, err error) {
 	if n.nc, err = n.bus.Connect("framebus-node"); err != nil {
 		return nil, err
 	}
+	n.dialer = egress.NewDialer(cmp.Or(opts.Whitelist, openWhitelist).CheckAddr, opts.EgressResolver)
+	if opts.EgressNoPin {
+		n.dialer.PinFor(0)
+	}
 	if wl := opts.Whitelist; wl != nil {
-		if n.egress, err = egress.Start(wl.CheckHost, opts.EgressDial, opts.Logger.With().Str("component", "egress").Logger()); err != nil {
+		if n.egress, err = egress.Start(wl.CheckHost, n.dialer, opts.Logger.With().Str("component", "egress").Logger()); err != nil {
 			return nil, err
 		}
 		n.opts.Launch.Args = append(slices.Clip(opts.Launch.Args), n.egress.Flags()...)

@@ -148,8 +148,8 @@ func (p *Profile) start(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if wl := p.node.opts.Whitelist; wl != nil {
-		if err := b.FilterRequests(ctx, wl.Check); err != nil {
+	if p.node.opts.Whitelist != nil {
+		if err := b.FilterRequests(ctx, p.node.checkRequest); err != nil {
 			b.Close()
 			return err
 		}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"net"
 	"net/http/httptest"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"strings"
@@ -25,15 +26,17 @@ var testDomains = cdpdriver.LaunchOptions{Args: []string{
 	"--host-resolver-rules=MAP *.example.test 127.0.0.1, MAP example.test 127.0.0.1, MAP evil.test 127.0.0.1",
 }}
 
-// loopbackDial is the egress proxy's resolver for the test domains: every
-// host is 127.0.0.1, as testDomains makes them for Chromium.
-func loopbackDial(ctx context.Context, network, addr string) (net.Conn, error) {
-	_, port, err := net.SplitHostPort(addr)
-	if err != nil {
-		return nil, err
-	}
-	var d net.Dialer
-	return d.DialContext(ctx, network, net.JoinHostPort("127.0.0.1", port))
+// loopbackResolver is the egress proxy's resolver for the test domains:
+// every name is 127.0.0.1, as testDomains makes them for Chromium (the
+// whitelists that use it list 127.0.0.1, which the address policy denies
+// otherwise).
+var loopbackResolver = fixedResolver(netip.MustParseAddr("127.0.0.1"))
+
+// fixedResolver answers every name with one address.
+type fixedResolver netip.Addr
+
+func (r fixedResolver) LookupNetIP(ctx context.Context, network, host string) ([]netip.Addr, error) {
+	return []netip.Addr{netip.Addr(r)}, nil
 }
 
 // busClient is a test's connection to a node with request helpers.
@@ -86,11 +89,11 @@ func TestSessionsKeepAProfilePerDomain(t *testing.T) {
 	mail := "http://mail.example.test:" + port + "/"
 
 	dir := testdir.Enterable(t)
-	wl, err := whitelist.New([]string{"*.example.test"}, nil)
+	wl, err := whitelist.New([]string{"*.example.test", "127.0.0.1"}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	node := startTestNode(t, NodeOptions{Prefix: "fbsession", ProfileDir: dir, Launch: testDomains, Whitelist: wl, EgressDial: loopbackDial})
+	node := startTestNode(t, NodeOptions{Prefix: "fbsession", ProfileDir: dir, Launch: testDomains, Whitelist: wl, EgressResolver: loopbackResolver})
 	subj := node.Subjects()
 	c := newBusClient(t, node)
 
@@ -188,7 +191,7 @@ func TestSessionsKeepAProfilePerDomain(t *testing.T) {
 	}
 
 	// A second node on the same profile directory.
-	other := startTestNode(t, NodeOptions{Prefix: "fbsession2", ProfileDir: dir, Launch: testDomains, Whitelist: wl, EgressDial: loopbackDial})
+	other := startTestNode(t, NodeOptions{Prefix: "fbsession2", ProfileDir: dir, Launch: testDomains, Whitelist: wl, EgressResolver: loopbackResolver})
 	oc := newBusClient(t, other)
 	var busy protocol.PlanResult
 	raw := oc.ask(other.Subjects().SessionStart(), protocol.SessionStartRequest{Domain: "docs.example.test"}, &busy)

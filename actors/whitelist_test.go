@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/netip"
 	"net/url"
 	"strconv"
 	"strings"
@@ -36,32 +37,32 @@ func TestWhitelistBoundary(t *testing.T) {
 	defer evil.Close()
 	var goodSocketHits atomic.Int64
 	site := siteHandler()
-	good := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	// The allowed site is on 127.0.0.2, listed by address, and the denied
+	// one on 127.0.0.1, not listed: the attacks by address below aim at it.
+	good := serveOn(t, "127.0.0.2", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path == "/ws" {
 			goodSocketHits.Add(1) // no WebSocket server here: reaching it is enough
 		}
 		site.ServeHTTP(w, r)
 	}))
-	defer good.Close()
 	_, evilPort, _ := net.SplitHostPort(evil.Listener.Addr().String())
 	_, goodPort, _ := net.SplitHostPort(good.Listener.Addr().String())
 
-	wl, err := whitelist.New([]string{"*.example.test", "example.test"}, nil)
+	wl, err := whitelist.New([]string{"*.example.test", "example.test", "127.0.0.2"}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	node, err := StartNode(ctx, NodeOptions{
-		Bus: bus.Options{},
-		Launch: cdpdriver.LaunchOptions{Headless: true, Args: []string{
-			// Distinct origins on loopback: every test domain is 127.0.0.1.
-			"--host-resolver-rules=MAP *.example.test 127.0.0.1, MAP example.test 127.0.0.1, MAP evil.test 127.0.0.1, MAP *.evil.test 127.0.0.1",
-		}},
-		Whitelist:     wl,
-		EgressDial:    loopbackDial,
-		SettleTimeout: 2 * time.Second,
-		Logger:        zerolog.Nop(),
+		Bus:    bus.Options{},
+		Launch: cdpdriver.LaunchOptions{Headless: true},
+		// Distinct origins on loopback: every test domain is the allowed
+		// site's address (the proxy resolves every name Chromium loads).
+		Whitelist:      wl,
+		EgressResolver: fixedResolver(netip.MustParseAddr("127.0.0.2")),
+		SettleTimeout:  2 * time.Second,
+		Logger:         zerolog.Nop(),
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -184,6 +185,22 @@ func TestWhitelistBoundary(t *testing.T) {
 	if n := evilHits.Load(); n != 0 {
 		t.Fatalf("the denied server saw %d requests", n)
 	}
+}
+
+// serveOn serves h on a free port of the loopback address addr
+// (127.0.0.2, ...), for tests that need servers apart by address.
+func serveOn(t *testing.T, addr string, h http.Handler) *httptest.Server {
+	t.Helper()
+	ln, err := net.Listen("tcp", net.JoinHostPort(addr, "0"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewUnstartedServer(h)
+	srv.Listener.Close()
+	srv.Listener = ln
+	srv.Start()
+	t.Cleanup(srv.Close)
+	return srv
 }
 
 func mustJSON(t *testing.T, v any) []byte {

@@ -346,6 +346,11 @@ func TestStartRejectsBadOptions(t *testing.T) {
 		{"name with space", bus.Options{Name: "frame bus"}, "Name"},
 		{"negative ready timeout", bus.Options{ReadyTimeout: -time.Second}, "ReadyTimeout"},
 		{"negative drain timeout", bus.Options{DrainTimeout: -time.Second}, "DrainTimeout"},
+		// No authentication yet: loopback only.
+		{"every interface", bus.Options{Host: "0.0.0.0"}, "no authentication"},
+		{"every IPv6 interface", bus.Options{Host: "::"}, "no authentication"},
+		{"a LAN address", bus.Options{Host: "192.168.1.10"}, "not a loopback address"},
+		{"a name", bus.Options{Host: "example.com"}, "not a loopback address"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			b, err := bus.Start(tc.opts)
@@ -486,5 +491,18 @@ func TestExternalSmallMaxPayload(t *testing.T) {
 	_, err = bus.Start(bus.Options{URL: srv.ClientURL(), MaxPayload: bus.DefaultMaxPayload})
 	if !errors.Is(err, bus.ErrConnect) || !strings.Contains(err.Error(), "max_payload") {
 		t.Fatalf("err = %v, want bus.ErrConnect explaining max_payload", err)
+	}
+}
+
+func TestIsLoopback(t *testing.T) {
+	for host, want := range map[string]bool{
+		"127.0.0.1": true, "127.0.0.2": true, "::1": true, "[::1]": true, "::ffff:127.0.0.1": true,
+		"localhost": true, "LocalHost.": true,
+		"": false, "0.0.0.0": false, "::": false, "192.168.1.10": false, "10.0.0.1": false,
+		"fe80::1": false, "example.com": false, "localhost.example.com": false, "127.0.0.1.nip.io": false,
+	} {
+		if got := bus.IsLoopback(host); got != want {
+			t.Errorf("IsLoopback(%q) = %v", host, got)
+		}
 	}
 }

@@ -2,6 +2,7 @@ package bus
 
 import (
 	"fmt"
+	"net/netip"
 	"strings"
 	"time"
 
@@ -43,7 +44,9 @@ type Options struct {
 	// NoListen (embedded only) opens no TCP listener at all: only
 	// in-process connections from Connect reach the server.
 	NoListen bool
-	// Host is the TCP listen host, default "127.0.0.1".
+	// Host is the TCP listen host, default "127.0.0.1". It must be a
+	// loopback address (or localhost): the bus has no authentication yet,
+	// and whoever reaches it drives the browser (see IsLoopback).
 	Host string
 	// Port is the TCP port. 0 (or -1, as in nats-server) means a random free
 	// port; read it back with ClientURL. There is no silent 4222.
@@ -75,6 +78,9 @@ func (o Options) withDefaults() (Options, error) {
 	}
 	if o.Host == "" {
 		o.Host = DefaultHost
+	}
+	if o.URL == "" && !o.NoListen && !IsLoopback(o.Host) {
+		return o, fmt.Errorf("%w: Host %q is not a loopback address: %s", ErrInvalidOptions, o.Host, LoopbackOnly)
 	}
 	switch {
 	case o.Port == 0, o.Port == -1:
@@ -118,4 +124,21 @@ func (o Options) withDefaults() (Options, error) {
 // maximum-size messages in flight to one slow client.
 func maxPending(maxPayload int32) int64 {
 	return max(defaultMaxPending, 4*int64(maxPayload))
+}
+
+// LoopbackOnly says why the embedded server listens on loopback only.
+const LoopbackOnly = "the bus has no authentication yet, so anyone who can reach its port could drive the browser; " +
+	"listen on loopback (127.0.0.1, ::1 or localhost) and reach it from elsewhere through an SSH tunnel"
+
+// IsLoopback reports whether host, a listen host, is loopback only:
+// localhost, an address in 127.0.0.0/8 or ::1 (IPv4-mapped too). "" and
+// the unspecified addresses (every interface), LAN addresses and other
+// names are not.
+func IsLoopback(host string) bool {
+	h := strings.ToLower(strings.TrimSuffix(strings.Trim(host, "[]"), "."))
+	if h == "localhost" {
+		return true
+	}
+	a, err := netip.ParseAddr(h)
+	return err == nil && a.Unmap().IsLoopback()
 }

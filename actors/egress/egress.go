@@ -11,6 +11,11 @@
 //
 // Chromium reaches it with --proxy-server and --proxy-bypass-list=<-loopback>
 // (without which it would reach loopback hosts directly); see Flags.
+//
+// The proxy checks a host's name (Check), then connects through a Dialer,
+// which resolves the name itself, checks every address, and dials the
+// address it checked: an allowed name that resolves to loopback or an
+// internal address reaches nothing (see Dialer).
 package egress
 
 import (
@@ -32,9 +37,6 @@ import (
 // IP address, as the browser canonicalised it; no port): nil allows it.
 type Check func(host string) error
 
-// DialFunc connects to addr (host:port); net.Dialer.DialContext by default.
-type DialFunc func(ctx context.Context, network, addr string) (net.Conn, error)
-
 // dialTimeout bounds connecting to an upstream host.
 const dialTimeout = 30 * time.Second
 
@@ -43,30 +45,31 @@ type Proxy struct {
 	ln      net.Listener
 	srv     *http.Server
 	check   Check
-	dial    DialFunc
+	dialer  *Dialer
 	log     zerolog.Logger
 	denied  atomic.Int64
 	tunnels sync.WaitGroup
 	closing chan struct{}
 }
 
-// Start listens on a free loopback port and serves until Close.
-func Start(check Check, dial DialFunc, log zerolog.Logger) (*Proxy, error) {
-	if dial == nil {
-		d := &net.Dialer{Timeout: dialTimeout}
-		dial = d.DialContext
+// Start listens on a free loopback port and serves until Close. It
+// connects to hosts check allows, through dialer (which checks their
+// addresses).
+func Start(check Check, dialer *Dialer, log zerolog.Logger) (*Proxy, error) {
+	if check == nil || dialer == nil {
+		return nil, errors.New("egress proxy: a name check and a dialer are both required")
 	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return nil, fmt.Errorf("egress proxy: %w", err)
 	}
-	p := &Proxy{ln: ln, check: check, dial: dial, log: log, closing: make(chan struct{})}
+	p := &Proxy{ln: ln, check: check, dialer: dialer, log: log, closing: make(chan struct{})}
 	forward := &httputil.ReverseProxy{
 		Rewrite:       func(r *httputil.ProxyRequest) {}, // the request's absolute URL is its target
 		FlushInterval: -1,                                // event streams and long polls as they come
 		Transport: &http.Transport{
 			Proxy:              nil,
-			DialContext:        dial,
+			DialContext:        dialer.DialContext,
 			DisableCompression: true,
 			IdleConnTimeout:    90 * time.Second,
 		},
@@ -74,6 +77,9 @@ func Start(check Check, dial DialFunc, log zerolog.Logger) (*Proxy, error) {
 	forward.ErrorHandler = func(w http.ResponseWriter, r *http.Request, err error) {
 		if errors.Is(err, context.Canceled) {
 			return // the browser went away (a navigation ended a long poll)
+		}
+		if p.refused(w, err) {
+			return
 		}
 		p.log.Debug().Err(err).Str("url", r.URL.String()).Msg("egress proxy: upstream failed")
 		w.WriteHeader(http.StatusBadGateway)
@@ -129,12 +135,27 @@ func (p *Proxy) Close() error {
 
 func (p *Proxy) allowed(w http.ResponseWriter, host string) bool {
 	if err := p.check(host); err != nil {
-		p.denied.Add(1)
-		p.log.Debug().Str("host", host).Msg("egress proxy refused a connection")
-		http.Error(w, err.Error(), http.StatusForbidden)
+		p.deny(w, err)
 		return false
 	}
 	return true
+}
+
+// refused answers a connection the dialer refused for its address, as a
+// denied name is answered; false for any other error.
+func (p *Proxy) refused(w http.ResponseWriter, err error) bool {
+	var denied *DeniedError
+	if !errors.As(err, &denied) {
+		return false
+	}
+	p.deny(w, denied)
+	return true
+}
+
+func (p *Proxy) deny(w http.ResponseWriter, err error) {
+	p.denied.Add(1)
+	p.log.Debug().Err(err).Msg("egress proxy refused a connection")
+	http.Error(w, err.Error(), http.StatusForbidden)
 }
 
 // tunnel serves CONNECT host:port: a byte stream to the host (TLS, a
@@ -149,8 +170,11 @@ func (p *Proxy) tunnel(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), dialTimeout)
-	up, err := p.dial(ctx, "tcp", r.Host)
+	up, err := p.dialer.DialContext(ctx, "tcp", r.Host)
 	cancel()
+	if p.refused(w, err) {
+		return
+	}
 	if err != nil {
 		http.Error(w, "egress proxy: "+err.Error(), http.StatusBadGateway)
 		return

@@ -8,12 +8,24 @@
 //	example.com      exactly that host
 //	*.example.com    any subdomain of example.com, at any depth; NOT the
 //	                 bare example.com (list it too to allow it)
-//	*                any host
-//	127.0.0.1, [::1] an IP address, in any form a browser accepts
+//	*                any host name, and any address outside the special
+//	                 ranges (see below)
+//	127.0.0.1, [::1] an IP address, in any form a browser accepts (::1
+//	                 without brackets too)
+//	10.0.0.0/8       a range of addresses (CIDR), IPv4 or IPv6
 //
 // A nil whitelist (none configured) allows every host; an empty one denies
 // every host. Only http and https URLs (and about:blank) are allowed,
 // unless more schemes are configured.
+//
+// Names are half of it: what a name resolves to is checked too
+// (CheckAddr, used by the egress proxy on every address it is about to
+// connect to). An address in a special range (loopback, private,
+// link-local, unspecified, ...; see specialRanges) is denied unless it or
+// a range holding it is an entry itself, so an allowed name whose DNS
+// answers 127.0.0.1 or 169.254.169.254 reaches nothing. IP-literal URLs
+// follow the same rule: under "*", http://10.1.2.3/ needs 10.1.2.3 or
+// its range listed.
 //
 // Hosts are compared the way a browser resolves them, so a URL cannot
 // reach a denied host by spelling it differently: the host is taken as the
@@ -43,8 +55,10 @@ import (
 // Whitelist is an immutable set of allowed host patterns and schemes.
 type Whitelist struct {
 	all      bool // no whitelist configured, or the pattern "*"
+	anyAddr  bool // no whitelist configured: no address policy either
 	exact    map[string]bool
-	suffixes []string // ".example.com" for "*.example.com"
+	suffixes []string       // ".example.com" for "*.example.com"
+	addrs    []netip.Prefix // address and range entries, IPv4 unmapped
 	schemes  map[string]bool
 }
 
@@ -54,7 +68,7 @@ var DefaultSchemes = []string{"http", "https"}
 // New builds a whitelist. patterns nil allows every host; an empty,
 // non-nil slice denies every host. schemes nil means DefaultSchemes.
 func New(patterns []string, schemes []string) (*Whitelist, error) {
-	w := &Whitelist{exact: map[string]bool{}, schemes: map[string]bool{}, all: patterns == nil}
+	w := &Whitelist{exact: map[string]bool{}, schemes: map[string]bool{}, all: patterns == nil, anyAddr: patterns == nil}
 	if schemes == nil {
 		schemes = DefaultSchemes
 	}
@@ -78,10 +92,26 @@ func New(patterns []string, schemes []string) (*Whitelist, error) {
 			w.suffixes = append(w.suffixes, "."+host)
 		case strings.Contains(p, "*"):
 			return nil, fmt.Errorf("whitelist: pattern %q: a wildcard may only be a leading \"*.\"", p)
+		case strings.Contains(p, "/"):
+			r, err := netip.ParsePrefix(p)
+			if err != nil {
+				return nil, fmt.Errorf("whitelist: pattern %q: not an address range (want CIDR, e.g. 10.0.0.0/8 or fc00::/7): %v", p, err)
+			}
+			if r.Addr().Is4In6() && r.Bits() >= 96 {
+				r = netip.PrefixFrom(r.Addr().Unmap(), r.Bits()-96)
+			}
+			w.addrs = append(w.addrs, r.Masked())
 		default:
+			if a, err := netip.ParseAddr(p); err == nil && a.Is6() && a.Zone() == "" {
+				p = "[" + p + "]" // ::1 as well as [::1]
+			}
 			host, err := canonicalHost(p)
 			if err != nil {
 				return nil, fmt.Errorf("whitelist: pattern %q: %w", p, err)
+			}
+			if a, ok := hostAddr(host); ok {
+				w.addrs = append(w.addrs, netip.PrefixFrom(a, a.BitLen()))
+				continue
 			}
 			w.exact[host] = true
 		}
@@ -90,15 +120,24 @@ func New(patterns []string, schemes []string) (*Whitelist, error) {
 }
 
 // DeniedError says why a URL may not be loaded. Host is the denied host
-// (empty when the scheme is what is denied); Malformed, why the URL could
-// not be checked at all.
+// (empty when the scheme is what is denied); Addr, when valid, the address
+// Host resolved to that the address policy denies; Malformed, why the URL
+// could not be checked at all.
 type DeniedError struct {
 	URL, Host, Scheme string
+	Addr              netip.Addr
 	Reason            string
 	Malformed         error
 }
 
 func (e *DeniedError) Error() string {
+	if e.Addr.IsValid() {
+		allow := e.Addr.String()
+		if a, ok := hostAddr(e.Host); ok && a == e.Addr {
+			return fmt.Sprintf("permission denied: %s is %s and not in the whitelist (list %s or its range to allow it)", e.Host, e.Reason, allow)
+		}
+		return fmt.Sprintf("permission denied: %s resolves to %s, %s not in the whitelist (list %s or its range to allow it)", e.Host, e.Addr, e.Reason, allow)
+	}
 	if e.Host != "" {
 		return fmt.Sprintf("permission denied: %s is not in the whitelist", e.Host)
 	}
@@ -132,14 +171,35 @@ func (w *Whitelist) Check(rawURL string) error {
 	if !w.AllowsHost(u.Host) {
 		return &DeniedError{URL: rawURL, Host: u.Host, Scheme: u.Scheme}
 	}
+	if err := w.checkLiteral(u.Host); err != nil {
+		err.URL, err.Scheme = rawURL, u.Scheme
+		return err
+	}
+	return nil
+}
+
+// checkLiteral applies the address policy to a host that is an IP
+// address (allowed by name under "*"); a name's addresses are checked
+// where it is resolved.
+func (w *Whitelist) checkLiteral(host string) *DeniedError {
+	if a, ok := hostAddr(host); ok {
+		var denied *DeniedError
+		if errors.As(w.CheckAddr(host, a), &denied) {
+			return denied
+		}
+	}
 	return nil
 }
 
 // AllowsHost reports whether a canonical host (as Parse gives it) is
-// allowed.
+// allowed by name: an IP address host by an address or range entry (or
+// "*"). Where it may connect is CheckAddr's to say.
 func (w *Whitelist) AllowsHost(host string) bool {
 	if w.all || w.exact[host] {
 		return true
+	}
+	if a, ok := hostAddr(host); ok {
+		return w.listsAddr(a)
 	}
 	for _, s := range w.suffixes {
 		if strings.HasSuffix(host, s) {
@@ -352,6 +412,9 @@ func (w *Whitelist) CheckHost(host string) error {
 	}
 	if !w.AllowsHost(u.Host) {
 		return &DeniedError{Host: u.Host}
+	}
+	if err := w.checkLiteral(u.Host); err != nil {
+		return err
 	}
 	return nil
 }

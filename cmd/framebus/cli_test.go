@@ -242,6 +242,7 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"serve", "--prefix", "a..b"}, "", "is not a subject prefix"},
 		{[]string{"serve", "--full-page", "pdf"}, "", "--full-page"},
 		{[]string{"serve", "--whitelist", "ex*ample.com"}, "", "a wildcard may only be a leading"},
+		{[]string{"serve", "--whitelist", "example.com,fc00::/129"}, "", `"fc00::/129": not an address range`},
 		{[]string{"serve", "--full-page-policy", "sometimes"}, "", "--full-page-policy"},
 		{[]string{"serve", "--dialog-default", "maybe"}, "", "--dialog-default"},
 		{[]string{"serve", "--listen", "127.0.0.1:0", "--bus-url", "nats://127.0.0.1:4222"}, "", "exclude each other"},

@@ -87,6 +87,7 @@ func TestConfigErrors(t *testing.T) {
 		{"logLevel: info\nlogLevel: warn\n", `"logLevel" is given twice (first at line 1)`},
 		{"schemes: 5\n", "5 is not a list"},
 		{"whitelist: [\"ex*ample.test\"]\n", "whitelist"},
+		{"whitelist: [example.test, \"10.0.0.0/33\"]\n", `whitelist (--whitelist): whitelist: pattern "10.0.0.0/33": not an address range`},
 		{"frames:\n  fullPage: pdf\n", "frames.fullPage"},
 		{"bus:\n  prefix: \"a..b\"\n", "bus.prefix"},
 		{"bus:\n  url: notaurl\n", `bus.url (--bus-url): "notaurl" is not a NATS server URL`},

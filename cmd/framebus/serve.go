@@ -200,6 +200,13 @@ func splitListen(listen string) (string, int, error) {
 	if err != nil || port < 0 || port > 65535 {
 		return "", 0, usagef("--listen %q: port must be 0-65535 (0 picks a free port)", listen)
 	}
+	if !bus.IsLoopback(host) {
+		where := host
+		if where == "" || where == "0.0.0.0" || where == "::" || where == "[::]" {
+			where = "every interface"
+		}
+		return "", 0, usagef("--listen %q: refusing to listen on %s: %s", listen, where, bus.LoopbackOnly)
+	}
 	return host, port, nil
 }
 
@@ -255,13 +262,15 @@ func quietLogger(w io.Writer) zerolog.Logger {
 }
 
 // whitelist is the node's whitelist: nil when none is configured and the
-// schemes are the default (every http(s) host allowed).
+// schemes are the default (every http(s) host allowed); with other schemes
+// and no whitelist, one that allows every host and address (not "*",
+// which keeps the address policy).
 func (cfg config) whitelist() (*whitelist.Whitelist, error) {
 	if cfg.Whitelist == nil {
 		if strings.Join(cfg.Schemes, ",") == "http,https" {
 			return nil, nil
 		}
-		return whitelist.New([]string{"*"}, cfg.Schemes)
+		return whitelist.New(nil, cfg.Schemes)
 	}
 	return whitelist.New(*cfg.Whitelist, cfg.Schemes)
 }
@@ -287,7 +296,7 @@ func declareServeFlags(fs *pflag.FlagSet) *string {
 	fs.Var(&timeout, "timeout", "default deadline of an action that sets none, a duration or milliseconds (browser.timeout)")
 	fs.String("profile-dir", "", "`dir`ectory of persistent profiles; the browser uses <dir>/default (default: a temporary profile)")
 	fs.String("browser-user", "", "the `account` Chromium runs as when framebus runs as root, sandbox on (default "+cdpdriver.DefaultBrowserUser+", created when missing); root keeps it root without its sandbox")
-	fs.String("listen", d.Bus.Listen, "`host:port` of the embedded NATS server's listener; port 0 picks a free port")
+	fs.String("listen", d.Bus.Listen, "`host:port` of the embedded NATS server's listener, on loopback only (the bus has no authentication yet); port 0 picks a free port")
 	fs.String("bus-url", "", "use the NATS server at this `URL` (nats://host:port) instead of embedding one")
 	fs.String("prefix", d.Bus.Prefix, "subject `prefix`")
 	fs.String("start-url", d.Browser.StartURL, "`URL` the first tab opens")
