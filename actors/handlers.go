@@ -52,9 +52,7 @@ var handlers = map[string]handler{
 	}),
 	"scroll": (*Tab).scroll,
 	"resize": (*Tab).resize,
-	"upload": viaRenderer(func(t *Tab, ctx context.Context, a protocol.Action) error {
-		return t.page.Upload(ctx, a.Selector, a.Files)
-	}),
+	"upload":     (*Tab).upload,
 	"dialog":     viaRenderer((*Tab).answerDialog),
 	"eval":       (*Tab).eval,
 	"ready":      (*Tab).ready,

@@ -14,6 +14,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/framebus/framebus/actors/egress"
+	"github.com/framebus/framebus/actors/files"
 	"github.com/framebus/framebus/actors/whitelist"
 	"github.com/framebus/framebus/bus"
 	"github.com/framebus/framebus/cdpdriver"
@@ -60,6 +61,13 @@ type NodeOptions struct {
 	// sessions, <ProfileDir>/<name>/. "" gives named profiles temporary
 	// directories and refuses sessions, which exist to persist.
 	ProfileDir string
+	// FileRoots are the directories under which plans may name node
+	// files (files.roots); nil: none, every node path is refused. The
+	// whitelist judges file: URLs by the same roots (see
+	// whitelist.WithFileRoots).
+	FileRoots *files.Roots
+	// FileLimits bound the files a tab holds for upload.
+	FileLimits files.Limits
 	Logger     zerolog.Logger
 }
 
@@ -78,6 +86,7 @@ type Node struct {
 	sessions sessions
 
 	egress    *egress.Proxy        // nil without a whitelist
+	stageDir  string               // the tabs' staged files, removed on Close
 	subs      []*nats.Subscription // tabs, browser status, sessions
 	closeOnce sync.Once
 	closeErr  error
@@ -103,6 +112,9 @@ func StartNode(ctx context.Context, opts NodeOptions) (n *Node, err error) {
 		return nil, err
 	}
 	if n.nc, err = n.bus.Connect("framebus-node"); err != nil {
+		return nil, err
+	}
+	if n.stageDir, err = nodeStageDir(); err != nil {
 		return nil, err
 	}
 	if wl := opts.Whitelist; wl != nil {
@@ -320,6 +332,12 @@ func (n *Node) Close() error {
 		}
 		if n.egress != nil {
 			_ = n.egress.Close()
+		}
+		if n.stageDir != "" {
+			// The tabs removed their own; whatever a crash left, too.
+			if err := os.RemoveAll(n.stageDir); err != nil {
+				errs = append(errs, fmt.Errorf("remove staged files: %w", err))
+			}
 		}
 		if n.nc != nil {
 			_ = n.nc.Drain()
