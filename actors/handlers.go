@@ -50,8 +50,8 @@ var handlers = map[string]handler{
 	"select": viaRenderer(func(t *Tab, ctx context.Context, a protocol.Action) error {
 		return t.page.Select(ctx, a.Selector, a.Value)
 	}),
-	"scroll": (*Tab).scroll,
-	"resize": (*Tab).resize,
+	"scroll":     (*Tab).scroll,
+	"resize":     (*Tab).resize,
 	"upload":     (*Tab).upload,
 	"dialog":     viaRenderer((*Tab).answerDialog),
 	"eval":       (*Tab).eval,
