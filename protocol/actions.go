@@ -157,6 +157,7 @@ var actionSpecs = []ActionSpec{
 			selectorParam("CSS selector of the file input"),
 			{Name: "files", Kind: KindStrings, Positional: true, Rest: true, Help: "the files: on the command line, yours, sent over the bus; in a plan, paths on the node's machine, which must lie under its files.roots"},
 			{Name: "staged", Kind: KindStrings, Help: "ids of files staged for this tab (on <prefix>.tab.<tab>.stage), instead of files"},
+			{Name: "onNode", Kind: KindBool, ClientOnly: true, Help: "the files are paths on the node's machine (under its files.roots), sent as they are, instead of yours"},
 			timeoutParam("the upload"),
 		},
 		Check: checkUpload},

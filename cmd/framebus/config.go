@@ -20,6 +20,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/framebus/framebus/actors"
+	"github.com/framebus/framebus/actors/files"
 	"github.com/framebus/framebus/frames"
 	"github.com/framebus/framebus/protocol"
 )
@@ -45,6 +46,7 @@ type config struct {
 	Device   string       `yaml:"device" json:"device,omitempty"`
 	Schemes  []string     `yaml:"schemes" json:"schemes"`
 	Frames   framesConfig `yaml:"frames" json:"frames"`
+	Files    filesConfig  `yaml:"files" json:"files"`
 	Bus      busConfig    `yaml:"bus" json:"bus"`
 	LogLevel string       `yaml:"logLevel" json:"logLevel"`
 }
@@ -80,6 +82,13 @@ type profileConfig struct {
 type framesConfig struct {
 	FullPage string `yaml:"fullPage" json:"fullPage"`
 	Policy   string `yaml:"policy" json:"policy"`
+}
+
+// filesConfig: the node's files plans may name (upload paths, file:
+// URLs): only under Roots; none by default. Clients' own files are sent
+// over the bus and need no root.
+type filesConfig struct {
+	Roots []string `yaml:"roots" json:"roots"`
 }
 
 type busConfig struct {
@@ -119,6 +128,7 @@ const (
 	envLogLevel   = "FRAMEBUS_LOG_LEVEL"
 	envViewport   = "FRAMEBUS_VIEWPORT"
 	envDevice     = "FRAMEBUS_DEVICE"
+	envFileRoots  = "FRAMEBUS_FILE_ROOTS"
 )
 
 // defaultConfigPath is read when it exists and no file is named.
@@ -193,6 +203,9 @@ func (cfg *config) applyEnv(getenv func(string) string) error {
 	}
 	if v := getenv(envSchemes); v != "" {
 		cfg.Schemes = splitList(v)
+	}
+	if v := getenv(envFileRoots); v != "" {
+		cfg.Files.Roots = splitList(v)
 	}
 	return nil
 }
@@ -295,6 +308,10 @@ func (cfg *config) applyFlags(fs *pflag.FlagSet) {
 		v, _ := fs.GetString("schemes")
 		cfg.Schemes = splitList(v)
 	}
+	if fs.Changed("file-roots") {
+		v, _ := fs.GetString("file-roots")
+		cfg.Files.Roots = splitList(v)
+	}
 	str("profile-dir", &cfg.Browser.ProfileDir)
 	str("start-url", &cfg.Browser.StartURL)
 	str("dialog-default", &cfg.Browser.DialogDefault)
@@ -346,6 +363,9 @@ func (cfg config) validate() error {
 		if !urlScheme.MatchString(scheme) {
 			return usagef("schemes (--schemes): %q is not a URL scheme (http, https, data, ...)", scheme)
 		}
+	}
+	if _, err := cfg.fileRoots(); err != nil {
+		return usagef("%v (--file-roots)", err)
 	}
 	if _, err := newLogLevel(cfg.LogLevel); err != nil {
 		return err
@@ -411,6 +431,15 @@ func (p profileConfig) viewport() (*protocol.Viewport, error) {
 	}
 	vp, err := parseViewport(p.Viewport, p.Device)
 	return &vp, err
+}
+
+// fileRoots are the directories plans may name node files under.
+func (cfg config) fileRoots() (*files.Roots, error) {
+	dirs := make([]string, len(cfg.Files.Roots))
+	for i, d := range cfg.Files.Roots {
+		dirs[i] = expandHome(d)
+	}
+	return files.NewRoots(dirs)
 }
 
 // timeout is the default action deadline.
@@ -490,7 +519,7 @@ before: defaults; the YAML file (--config, $` + envConfig + `, else ` + defaultC
 when it exists); the environment ($` + envHeadless + `, $` + envTimeout + ` (ms or a duration),
 $` + envProfileDir + `, $` + envWhitelist + ` (comma-separated; set empty to deny all),
 $` + envSchemes + `, $` + envListen + `, $` + envBusURL + `, $` + envPrefix + `, $` + envLogLevel + `,
-$` + envViewport + `, $` + envDevice + `);
+$` + envViewport + `, $` + envDevice + `, $` + envFileRoots + ` (comma-separated));
 then the flags serve was given. It takes serve's flags.`,
 		setup: func(fs *pflag.FlagSet) func(c *cli, args []string) error {
 			configFile := declareServeFlags(fs) // the same flags as serve
