@@ -118,6 +118,8 @@ func StartNode(ctx context.Context, opts NodeOptions) (n *Node, err error) {
 		return nil, err
 	}
 	if wl := opts.Whitelist; wl != nil {
+		// file: URLs, when allowed, lead only under the file roots.
+		n.opts.Whitelist = wl.WithFileRoots(opts.FileRoots)
 		if n.egress, err = egress.Start(wl.CheckHost, opts.EgressDial, opts.Logger.With().Str("component", "egress").Logger()); err != nil {
 			return nil, err
 		}

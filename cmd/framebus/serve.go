@@ -104,9 +104,6 @@ func (c *cli) serve(o serveOptions) error {
 	if err != nil {
 		return usagef("%v", err)
 	}
-	if wl != nil {
-		wl = wl.WithFileRoots(roots) // file: URLs, when allowed
-	}
 	launch := cdpdriver.LaunchOptions{Headless: cfg.Browser.Headless, Binary: chromium, UserDataDir: cfg.profileDir()}
 	if launch.UserDataDir != "" {
 		if err := os.MkdirAll(launch.UserDataDir, 0o700); err != nil {
