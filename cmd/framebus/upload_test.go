@@ -51,6 +51,18 @@ func TestCLIUploadSendsTheUsersFile(t *testing.T) {
 	if got := mustOK(t, n.env, "eval", readBack)["value"]; got != "mine.bin "+sha(content) {
 		t.Fatalf("a refused upload changed the input: %v", got)
 	}
+	// The REPL's upload is the same command.
+	other := filepath.Join(t.TempDir(), "from repl.txt")
+	if err := os.WriteFile(other, []byte("typed in the REPL"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	r := framebus(t, n.env, "upload #one '"+other+"'\nquit\n", "repl")
+	if r.status != 0 || !strings.Contains(r.stdout, `"ok":true`) {
+		t.Fatalf("repl upload: exit %d, %s %s", r.status, r.stdout, r.stderr)
+	}
+	if got := mustOK(t, n.env, "eval", readBack)["value"]; got != "from repl.txt "+sha([]byte("typed in the REPL")) {
+		t.Fatalf("after the REPL's upload the page read %v", got)
+	}
 }
 
 // The acceptance, as an unprivileged local user (uid and gid 65534) on the
