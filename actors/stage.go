@@ -30,7 +30,7 @@ func (t *Tab) serveStage(m *nats.Msg) {
 		switch req.Op {
 		case protocol.StageBegin:
 			reply.ID, err = t.stage.Begin(req.Name, req.Size, req.SHA256)
-			reply.ChunkSize = protocol.StageChunkSize
+			reply.ChunkSize = t.stageChunkSize()
 		case protocol.StageChunk:
 			if len(req.Data) > protocol.StageChunkSize {
 				err = protocol.Errorf(protocol.CodeTooLarge, "stage.data: %d bytes; a chunk carries at most %d", len(req.Data), protocol.StageChunkSize)
@@ -51,6 +51,13 @@ func (t *Tab) serveStage(m *nats.Msg) {
 		reply.OK = true
 	}
 	respond(m, reply, t.log)
+}
+
+// stageChunkSize is the most bytes a chunk may carry on this bus: the
+// protocol's size, or less on a bus whose messages are smaller (base64
+// makes 3 bytes 4, and the request's JSON needs room).
+func (t *Tab) stageChunkSize() int {
+	return int(min(int64(protocol.StageChunkSize), (t.nc.MaxPayload()-1024)/4*3))
 }
 
 // upload sets the files of a file input: staged files by id, or node
