@@ -201,3 +201,17 @@ func TestStagingLimitsAndCleanup(t *testing.T) {
 		t.Fatalf("staged files left after the tab stopped: %v", err)
 	}
 }
+
+// A plan whose text is not UTF-8 reaches no page: the tab answers
+// bad_request naming the field, and the text is never run altered.
+func TestPlanWithInvalidUTF8(t *testing.T) {
+	tab, _, seq := tabAt(t, "/form.html")
+	res := send(t, tab.ID(), []byte("{\"action\":{\"type\":\"fill\",\"selector\":\"#name\",\"text\":\"caf\xe9\"}}"))
+	if res.OK || res.Code != protocol.CodeBadRequest || !strings.HasPrefix(res.Error, "action.text: is not valid UTF-8") {
+		t.Fatalf("fill with Latin-1 text: %+v", res)
+	}
+	if tab.Info().Sequence != seq {
+		t.Fatalf("a refused plan made a frame")
+	}
+	cmdExpect(t, tab, "document.getElementById('name').value", `""`)
+}
