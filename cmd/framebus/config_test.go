@@ -69,7 +69,7 @@ files:
 	}
 	// files.roots: $FRAMEBUS_FILE_ROOTS, --file-roots (comma-separated).
 	other := t.TempDir()
-	if r := show(testEnv(envFileRoots+"="+dir+","+other)).Files.Roots; len(r) != 2 || r[1] != other {
+	if r := show(testEnv(envFileRoots + "=" + dir + "," + other)).Files.Roots; len(r) != 2 || r[1] != other {
 		t.Fatalf("$%s: %v", envFileRoots, r)
 	}
 	if r := show(env, "--file-roots", other).Files.Roots; len(r) != 1 || r[0] != other {
