@@ -188,7 +188,7 @@ func StartTab(ctx context.Context, opts TabOptions) (*Tab, error) {
 	if err != nil {
 		_ = csub.Unsubscribe()
 		_ = xsub.Unsubscribe()
-		_ = ssub.Unsubscribe()
+		t.closeStage()
 		return nil, fmt.Errorf("tab %s: subscribe: %w", t.id, err)
 	}
 	t.sub = sub
@@ -197,7 +197,7 @@ func StartTab(ctx context.Context, opts TabOptions) (*Tab, error) {
 	if err := t.nc.FlushTimeout(startFlushTimeout); err != nil {
 		_ = csub.Unsubscribe()
 		_ = xsub.Unsubscribe()
-		_ = ssub.Unsubscribe()
+		t.closeStage()
 		_ = sub.Unsubscribe()
 		return nil, fmt.Errorf("tab %s: subscribe: %w", t.id, err)
 	}
