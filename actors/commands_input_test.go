@@ -150,8 +150,9 @@ func TestClickElementNotClickable(t *testing.T) {
 // Every action that takes a selector answers element_not_found with
 // DR-013's message when nothing matches, and produces no frame.
 func TestElementNotFoundEveryAction(t *testing.T) {
-	tab, _, _ := tabAt(t, "/form.html")
-	file := filepath.Join(testdir.Enterable(t), "f.txt")
+	dir := testdir.Enterable(t)
+	tab, _, _ := tabAt(t, "/form.html", fileRoots(t, dir))
+	file := filepath.Join(dir, "f.txt")
 	if err := os.WriteFile(file, []byte("f"), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -202,8 +203,9 @@ func TestClickEscapedSelectors(t *testing.T) {
 // timeout for wait-for), for every action that takes one, and nothing
 // they contain runs.
 func TestSelectorsCannotInjectScript(t *testing.T) {
-	tab, _, _ := tabAt(t, "/form.html")
-	file := filepath.Join(testdir.Enterable(t), "f.txt")
+	dir := testdir.Enterable(t)
+	tab, _, _ := tabAt(t, "/form.html", fileRoots(t, dir))
+	file := filepath.Join(dir, "f.txt")
 	if err := os.WriteFile(file, []byte("f"), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -532,8 +534,8 @@ func TestScrollMovesThePaneOfAnApp(t *testing.T) {
 // upload sets the files of a file input, which sees a change event; a
 // missing file is a bad request naming it.
 func TestUpload(t *testing.T) {
-	tab, _, _ := tabAt(t, "/upload.html")
 	dir := testdir.Enterable(t)
+	tab, _, _ := tabAt(t, "/upload.html", fileRoots(t, dir))
 	a, b := filepath.Join(dir, "a.txt"), filepath.Join(dir, "b.csv")
 	for p, content := range map[string]string{a: "alpha", b: "x,y\n1,2\n"} {
 		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
@@ -567,11 +569,11 @@ func TestUpload(t *testing.T) {
 
 	missing := filepath.Join(dir, "no-such-file.txt")
 	res := cmdFails(t, tab, protocol.Action{Type: "upload", Selector: "#one", Files: []string{missing}}, protocol.CodeBadRequest)
-	if want := "upload file " + missing + ": no such file or directory"; res.Error != want {
+	if want := "upload.files[0]: " + missing + ": no such file or directory"; res.Error != want {
 		t.Fatalf("upload of a missing file: error %q, want %q", res.Error, want)
 	}
 	res = cmdFails(t, tab, protocol.Action{Type: "upload", Selector: "#one", Files: []string{dir}}, protocol.CodeBadRequest)
-	if want := "upload file " + dir + ": is a directory"; res.Error != want {
+	if want := "upload.files[0]: " + dir + ": is not a regular file"; res.Error != want {
 		t.Fatalf("upload of a directory: error %q, want %q", res.Error, want)
 	}
 	cmdFails(t, tab, protocol.Action{Type: "upload", Selector: "#text", Files: []string{a}}, protocol.CodeBadRequest)
@@ -588,8 +590,9 @@ func TestUpload(t *testing.T) {
 // starts at frame S bases its action i on S+i, and the frames come in
 // that order, each named after its action.
 func TestEveryMutatingActionIsOneFrame(t *testing.T) {
-	tab, frames, seq := tabAt(t, "/form.html")
-	file := filepath.Join(testdir.Enterable(t), "f.txt")
+	dir := testdir.Enterable(t)
+	tab, frames, seq := tabAt(t, "/form.html", fileRoots(t, dir))
+	file := filepath.Join(dir, "f.txt")
 	if err := os.WriteFile(file, []byte("f"), 0o644); err != nil {
 		t.Fatal(err)
 	}

@@ -93,6 +93,9 @@ func TestFramesCarryTheHTTPStatus(t *testing.T) {
 	check(protocol.Action{Type: "forward", Wait: true}, 410)
 	check(protocol.Action{Type: "reload", Wait: true}, 410)
 	check(protocol.Action{Type: "navigate", URL: "about:blank"}, 0)
+	// A data: document came with no HTTP status (Chromium says 200).
+	check(protocol.Action{Type: "navigate", URL: "data:text/html,<title>d</title>data", Wait: true}, 0)
+	check(protocol.Action{Type: "reload", Wait: true}, 0)
 	// As text: the CLI's and the frame's JSON have "status" only when known.
 	r := cmdMutate(t, tab, protocol.Action{Type: "navigate", URL: site("/status?code=404")})
 	if raw, _ := protocol.Marshal(r); !strings.Contains(string(raw), `"status":404`) {

@@ -50,11 +50,9 @@ var handlers = map[string]handler{
 	"select": viaRenderer(func(t *Tab, ctx context.Context, a protocol.Action) error {
 		return t.page.Select(ctx, a.Selector, a.Value)
 	}),
-	"scroll": (*Tab).scroll,
-	"resize": (*Tab).resize,
-	"upload": viaRenderer(func(t *Tab, ctx context.Context, a protocol.Action) error {
-		return t.page.Upload(ctx, a.Selector, a.Files)
-	}),
+	"scroll":     (*Tab).scroll,
+	"resize":     (*Tab).resize,
+	"upload":     (*Tab).upload,
 	"dialog":     viaRenderer((*Tab).answerDialog),
 	"eval":       (*Tab).eval,
 	"ready":      (*Tab).ready,

@@ -15,6 +15,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/framebus/framebus/actors/egress"
+	"github.com/framebus/framebus/actors/files"
 	"github.com/framebus/framebus/actors/whitelist"
 	"github.com/framebus/framebus/bus"
 	"github.com/framebus/framebus/cdpdriver"
@@ -66,6 +67,13 @@ type NodeOptions struct {
 	// sessions, <ProfileDir>/<name>/. "" gives named profiles temporary
 	// directories and refuses sessions, which exist to persist.
 	ProfileDir string
+	// FileRoots are the directories under which plans may name node
+	// files (files.roots); nil: none, every node path is refused. The
+	// whitelist judges file: URLs by the same roots (see
+	// whitelist.WithFileRoots).
+	FileRoots *files.Roots
+	// FileLimits bound the files a tab holds for upload.
+	FileLimits files.Limits
 	Logger     zerolog.Logger
 }
 
@@ -85,6 +93,7 @@ type Node struct {
 
 	egress    *egress.Proxy        // nil without a whitelist
 	dialer    *egress.Dialer       // the proxy's, checked addresses only
+	stageDir  string               // the tabs' staged files, removed on Close
 	subs      []*nats.Subscription // tabs, browser status, sessions
 	closeOnce sync.Once
 	closeErr  error
@@ -112,11 +121,16 @@ func StartNode(ctx context.Context, opts NodeOptions) (n *Node, err error) {
 	if n.nc, err = n.bus.Connect("framebus-node"); err != nil {
 		return nil, err
 	}
+	if n.stageDir, err = nodeStageDir(); err != nil {
+		return nil, err
+	}
 	n.dialer = egress.NewDialer(cmp.Or(opts.Whitelist, openWhitelist).CheckAddr, opts.EgressResolver)
 	if opts.EgressNoPin {
 		n.dialer.PinFor(0)
 	}
 	if wl := opts.Whitelist; wl != nil {
+		// file: URLs, when allowed, lead only under the file roots.
+		n.opts.Whitelist = wl.WithFileRoots(opts.FileRoots)
 		if n.egress, err = egress.Start(wl.CheckHost, n.dialer, opts.Logger.With().Str("component", "egress").Logger()); err != nil {
 			return nil, err
 		}
@@ -331,6 +345,12 @@ func (n *Node) Close() error {
 		}
 		if n.egress != nil {
 			_ = n.egress.Close()
+		}
+		if n.stageDir != "" {
+			// The tabs removed their own; whatever a crash left, too.
+			if err := os.RemoveAll(n.stageDir); err != nil {
+				errs = append(errs, fmt.Errorf("remove staged files: %w", err))
+			}
 		}
 		if n.nc != nil {
 			_ = n.nc.Drain()

@@ -397,6 +397,9 @@ func (p *Profile) startTab(ctx context.Context, page *cdpdriver.Page) (*Tab, err
 		DialogDefault: n.opts.DialogDefault,
 		Allow:         n.allow,
 		Viewport:      p.viewport(),
+		FileRoots:     n.opts.FileRoots,
+		StageDir:      n.stageDir,
+		FileLimits:    n.opts.FileLimits,
 		Logger:        p.log,
 	})
 	if err != nil {

@@ -10,6 +10,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/rs/zerolog"
 
+	"github.com/framebus/framebus/actors/files"
 	"github.com/framebus/framebus/cdpdriver"
 	"github.com/framebus/framebus/frames"
 	"github.com/framebus/framebus/protocol"
@@ -54,7 +55,14 @@ type TabOptions struct {
 	// Viewport is what the tab's pages are laid out for, set before its
 	// first frame; zero leaves the browser window's own size.
 	Viewport protocol.Viewport
-	Logger   zerolog.Logger
+	// FileRoots are where a plan's upload may name node files (nil:
+	// nowhere); StageDir is where the tab makes its private directory of
+	// files to upload ("": the system's temporary directory), within
+	// FileLimits.
+	FileRoots  *files.Roots
+	StageDir   string
+	FileLimits files.Limits
+	Logger     zerolog.Logger
 }
 
 // Tab is the actor of one browser tab: one goroutine that owns the tab's
@@ -83,6 +91,9 @@ type Tab struct {
 	pending    *pendingFrame // the frame whose content waits for its load
 	content    *contentStore // large frame contents, fetched by reference
 	contentSub *nats.Subscription
+	stage      *files.Stage // files to upload, removed when the tab stops
+	stageSub   *nats.Subscription
+	roots      *files.Roots
 	cancelSub  *nats.Subscription
 	cancels    cancelState
 	sub        *nats.Subscription
@@ -125,6 +136,8 @@ func StartTab(ctx context.Context, opts TabOptions) (*Tab, error) {
 		allow:         opts.Allow,
 		actionTimeout: opts.ActionTimeout,
 		viewport:      opts.Viewport,
+		stage:         files.NewStage(opts.StageDir, opts.FileLimits),
+		roots:         opts.FileRoots,
 		log:           opts.Logger.With().Str("tab", opts.ID).Logger(),
 		inbox:         make(chan *nats.Msg, planQueue),
 		quit:          make(chan struct{}),
@@ -161,6 +174,14 @@ func StartTab(ctx context.Context, opts TabOptions) (*Tab, error) {
 		return nil, fmt.Errorf("tab %s: subscribe: %w", t.id, err)
 	}
 	t.cancelSub = xsub
+	// Files are staged from the connection while the actor is busy.
+	ssub, err := t.nc.Subscribe(t.subj.TabStage(t.id), t.serveStage)
+	if err != nil {
+		_ = csub.Unsubscribe()
+		_ = xsub.Unsubscribe()
+		return nil, fmt.Errorf("tab %s: subscribe: %w", t.id, err)
+	}
+	t.stageSub = ssub
 	t.emit(ctx, frames.Change{URL: url, Title: title, Action: protocol.FrameOpen, Source: protocol.SourceBrowser, NewDocument: true}, "", true)
 	t.flush()
 	// Plans arrive straight from the connection's reader into the actor's
@@ -169,6 +190,7 @@ func StartTab(ctx context.Context, opts TabOptions) (*Tab, error) {
 	if err != nil {
 		_ = csub.Unsubscribe()
 		_ = xsub.Unsubscribe()
+		t.closeStage()
 		return nil, fmt.Errorf("tab %s: subscribe: %w", t.id, err)
 	}
 	t.sub = sub
@@ -177,6 +199,7 @@ func StartTab(ctx context.Context, opts TabOptions) (*Tab, error) {
 	if err := t.nc.FlushTimeout(startFlushTimeout); err != nil {
 		_ = csub.Unsubscribe()
 		_ = xsub.Unsubscribe()
+		t.closeStage()
 		_ = sub.Unsubscribe()
 		return nil, fmt.Errorf("tab %s: subscribe: %w", t.id, err)
 	}
@@ -236,6 +259,14 @@ func (t *Tab) lost() bool {
 	}
 }
 
+// closeStage removes the tab's staged files, once nothing can stage more.
+func (t *Tab) closeStage() {
+	_ = t.stageSub.Unsubscribe()
+	if err := t.stage.Close(); err != nil {
+		t.log.Warn().Err(err).Msg("remove staged files")
+	}
+}
+
 // closeInbox answers the plans still queued with tab_closed.
 func (t *Tab) closeInbox() {
 	_ = t.sub.Unsubscribe()
@@ -251,6 +282,7 @@ func (t *Tab) closeInbox() {
 
 func (t *Tab) run() {
 	defer close(t.done)
+	defer t.closeStage()
 	defer t.contentSub.Unsubscribe()
 	defer t.cancelSub.Unsubscribe()
 	defer t.closeInbox()

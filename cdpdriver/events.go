@@ -2,6 +2,7 @@ package cdpdriver
 
 import (
 	"encoding/json"
+	"strings"
 	"sync"
 	"sync/atomic"
 )
@@ -161,11 +162,17 @@ func (d *eventDecoder) decode(method string, params json.RawMessage) (Event, boo
 			LoaderID string `json:"loaderId"`
 			Type     string `json:"type"`
 			Response struct {
-				Status int `json:"status"`
+				URL    string `json:"url"`
+				Status int    `json:"status"`
 			} `json:"response"`
 		}
 		if json.Unmarshal(params, &p) != nil || p.Type != "Document" {
 			return nil, false
+		}
+		if !httpURL(p.Response.URL) {
+			// Chromium reports 200 for data: and file: documents, which
+			// came with no HTTP status: the frame carries none.
+			p.Response.Status = 0
 		}
 		return DocumentResponse{FrameID: p.FrameID, LoaderID: p.LoaderID, Status: p.Response.Status, Main: p.FrameID == d.mainFrameID}, true
 	case "Page.frameNavigated":
@@ -300,4 +307,11 @@ func documentFailed(params json.RawMessage) (Event, bool) {
 		return nil, false
 	}
 	return DocumentFailed{LoaderID: p.RequestID, Text: p.ErrorText}, true
+}
+
+// httpURL reports whether u is an http or https URL, whose documents come
+// with an HTTP status.
+func httpURL(u string) bool {
+	scheme, _, ok := strings.Cut(u, ":")
+	return ok && (strings.EqualFold(scheme, "http") || strings.EqualFold(scheme, "https"))
 }

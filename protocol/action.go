@@ -20,6 +20,7 @@ type Action struct {
 	By         string   `json:"by,omitempty"`
 	Answer     string   `json:"answer,omitempty"`
 	Files      []string `json:"files,omitempty"`
+	Staged     []string `json:"staged,omitempty"`
 	Format     string   `json:"format,omitempty"`
 	Device     string   `json:"device,omitempty"`
 	UserAgent  string   `json:"userAgent,omitempty"`
@@ -86,6 +87,8 @@ func (a *Action) field(name string) any {
 		return &a.Answer
 	case "files":
 		return &a.Files
+	case "staged":
+		return &a.Staged
 	case "wait":
 		return &a.Wait
 	case "clear":

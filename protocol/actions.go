@@ -155,9 +155,12 @@ var actionSpecs = []ActionSpec{
 	{Type: "upload", Mutates: true, Summary: "set the files of an <input type=file>",
 		Params: []Param{
 			selectorParam("CSS selector of the file input"),
-			{Name: "files", Kind: KindStrings, Positional: true, Required: true, Rest: true, Help: "paths of the files on the node's machine"},
+			{Name: "files", Kind: KindStrings, Positional: true, Rest: true, Help: "the files: on the command line, yours, sent over the bus; in a plan, paths on the node's machine, which must lie under its files.roots"},
+			{Name: "staged", Kind: KindStrings, Help: "ids of files staged for this tab (on <prefix>.tab.<tab>.stage), instead of files"},
+			{Name: "onNode", Kind: KindBool, ClientOnly: true, Help: "the files are paths on the node's machine (under its files.roots), sent as they are, instead of yours"},
 			timeoutParam("the upload"),
-		}},
+		},
+		Check: checkUpload},
 	{Type: "dialog", Mutates: true, Summary: "answer the open JavaScript dialog (alert, confirm, prompt)",
 		Params: []Param{
 			{Name: "answer", Positional: true, Required: true, Choices: []string{"accept", "dismiss"}, Help: "accept or dismiss"},
@@ -247,6 +250,23 @@ func exclusive(a Action, names ...string) error {
 func checkType(a Action) error {
 	if a.Text == "" && !a.Clear && a.Key == "" {
 		return badRequest("%s.text: missing; type needs the text to insert (empty only with clear or key; fill '' clears a field)", a.Type)
+	}
+	return nil
+}
+
+// checkUpload: upload takes node paths or staged ids, and an id is never
+// a path.
+func checkUpload(a Action) error {
+	switch {
+	case len(a.Files) > 0 && len(a.Staged) > 0:
+		return badRequest("upload: give files (paths on the node) or staged (ids of staged files), not both")
+	case len(a.Files) == 0 && len(a.Staged) == 0:
+		return badRequest("upload.files: missing; upload needs files (paths on the node, under files.roots) or staged (ids of files staged for the tab)")
+	}
+	for i, id := range a.Staged {
+		if !ValidStagedID(id) {
+			return badRequest("upload.staged[%d]: %q is not a staged file's id (32 hex digits, as the node answered the stage request); node paths go in files", i, id)
+		}
 	}
 	return nil
 }

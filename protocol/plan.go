@@ -50,6 +50,9 @@ func (p Plan) Steps() []Action {
 // DecodePlan parses and validates a plan. Every failure is a bad_request
 // *Error whose message names the offending field and says what is expected.
 func DecodePlan(data []byte) (Plan, error) {
+	if err := checkText(data, "", "plan"); err != nil {
+		return Plan{}, err
+	}
 	fields, err := decodeObject(data, "plan")
 	if err != nil {
 		return Plan{}, err

@@ -229,6 +229,9 @@ func TestSubjects(t *testing.T) {
 	if got := s.TabPlan("T1"); got != "acme.fb.tab.T1.plan" {
 		t.Fatalf("TabPlan = %q", got)
 	}
+	if got := s.TabStage("T1"); got != "acme.fb.tab.T1.stage" {
+		t.Fatalf("TabStage = %q", got)
+	}
 	if got := DefaultSubjects.AllFrames(); got != "framebus.tab.*.frame" {
 		t.Fatalf("AllFrames = %q", got)
 	}

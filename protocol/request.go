@@ -14,6 +14,9 @@ import (
 // value of the wrong type is a bad_request that names it in plain words.
 // what names the request in the message.
 func DecodeRequest(data []byte, what string, dst any) error {
+	if err := checkText(data, what, what); err != nil {
+		return err
+	}
 	if _, err := decodeObject(data, what); err != nil {
 		return err
 	}

@@ -13,6 +13,7 @@ const DefaultPrefix = "framebus"
 //	<prefix>.tab.<tab>.frame        frames of a tab (publish)
 //	<prefix>.tab.<tab>.plan         plans for a tab (request/reply)
 //	<prefix>.tab.<tab>.event.<kind> page events of a tab (publish)
+//	<prefix>.tab.<tab>.stage        a client's files for a tab's upload (request/reply; see StageRequest)
 //	<prefix>.tabs                   list the tabs on the bus (request/reply, every node answers)
 //	<prefix>.browser.status         every profile's status (request/reply)
 //	<prefix>.browser.<profile>.<op> a profile's lifecycle (request/reply; see Op*)
@@ -68,6 +69,9 @@ func (s Subjects) TabCancel(tab string) string { return fmt.Sprintf("%s.tab.%s.c
 // TabContent is where a tab answers ContentRequests for frame content
 // too large for one message.
 func (s Subjects) TabContent(tab string) string { return fmt.Sprintf("%s.tab.%s.content", s.p(), tab) }
+
+// TabStage is where a tab takes StageRequests: files sent for upload.
+func (s Subjects) TabStage(tab string) string { return fmt.Sprintf("%s.tab.%s.stage", s.p(), tab) }
 
 // TabEvents is where a tab publishes page events of one kind (dialog, console, ...).
 func (s Subjects) TabEvents(tab, kind string) string {

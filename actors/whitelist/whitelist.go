@@ -46,10 +46,13 @@ import (
 	"math"
 	"net/netip"
 	"net/url"
+	"path"
 	"strconv"
 	"strings"
 
 	"golang.org/x/net/idna"
+
+	"github.com/framebus/framebus/actors/files"
 )
 
 // Whitelist is an immutable set of allowed host patterns and schemes.
@@ -60,6 +63,17 @@ type Whitelist struct {
 	suffixes []string       // ".example.com" for "*.example.com"
 	addrs    []netip.Prefix // address and range entries, IPv4 unmapped
 	schemes  map[string]bool
+	roots    *files.Roots // where file: URLs may lead (nil: nowhere)
+}
+
+// WithFileRoots is the whitelist with file: URLs (when the file scheme is
+// allowed) judged by their path against roots: a path that resolves
+// outside them, or a file URL with a host, is denied. Without roots
+// every file: URL is.
+func (w *Whitelist) WithFileRoots(roots *files.Roots) *Whitelist {
+	c := *w
+	c.roots = roots
+	return &c
 }
 
 // DefaultSchemes are the schemes allowed unless others are configured.
@@ -162,6 +176,9 @@ func (w *Whitelist) Check(rawURL string) error {
 	if !w.schemes[u.Scheme] {
 		return &DeniedError{URL: rawURL, Scheme: u.Scheme, Reason: fmt.Sprintf("the %s: scheme is not allowed (allowed: %s)", u.Scheme, w.schemeList())}
 	}
+	if u.Scheme == "file" {
+		return w.checkFile(rawURL, u)
+	}
 	if u.Host == "" {
 		if u.Scheme == "http" || u.Scheme == "https" {
 			return &DeniedError{URL: rawURL, Reason: fmt.Sprintf("%q has no host", rawURL)}
@@ -187,6 +204,22 @@ func (w *Whitelist) checkLiteral(host string) *DeniedError {
 		if errors.As(w.CheckAddr(host, a), &denied) {
 			return denied
 		}
+	}
+	return nil
+}
+
+// checkFile judges a file: URL by the path the browser would read.
+func (w *Whitelist) checkFile(rawURL string, u URL) error {
+	if u.Host != "" {
+		return &DeniedError{URL: rawURL, Scheme: u.Scheme, Reason: fmt.Sprintf("%s names a file on another machine (%s); only file:///path URLs, under %s, are allowed", rawURL, u.Host, files.Setting)}
+	}
+	if _, err := w.roots.Resolve(u.Path); err != nil {
+		reason := strings.TrimPrefix(err.Error(), "permission denied: ")
+		var missing *files.NotFoundError
+		if errors.As(err, &missing) {
+			reason = fmt.Sprintf("%s: %v", rawURL, err)
+		}
+		return &DeniedError{URL: rawURL, Scheme: u.Scheme, Reason: reason}
 	}
 	return nil
 }
@@ -230,6 +263,9 @@ type URL struct {
 	Host   string // canonical: IDNA ASCII, lower case, no trailing dot; IPv6 in brackets
 	Port   string
 	Opaque string // for schemes without "//" (about:blank)
+	// Path is a file: URL's path as the browser reads it from disk:
+	// percent-decoded, dot segments removed.
+	Path string
 }
 
 // special are the WHATWG "special" schemes, whose URLs always have a host
@@ -254,6 +290,9 @@ func Parse(rawURL string) (URL, error) {
 		}
 	}
 	rest := s[colon+1:]
+	if scheme == "file" {
+		return parseFile(rest)
+	}
 	if !special[scheme] {
 		if !strings.HasPrefix(rest, "//") {
 			return URL{Scheme: scheme, Opaque: rest}, nil
@@ -296,6 +335,45 @@ func Parse(rawURL string) (URL, error) {
 		return URL{}, err
 	}
 	return URL{Scheme: scheme, Host: host, Port: port}, nil
+}
+
+// parseFile takes a file URL apart as a browser does: file:///etc/passwd
+// has no host and the path /etc/passwd (it is not a host named etc); a
+// host of localhost is none.
+func parseFile(rest string) (URL, error) {
+	rest = strings.ReplaceAll(rest, `\`, "/")
+	if i := strings.IndexAny(rest, "?#"); i >= 0 {
+		rest = rest[:i]
+	}
+	host := ""
+	if strings.HasPrefix(rest, "//") {
+		rest = rest[2:]
+		end := strings.IndexByte(rest, '/')
+		if end < 0 {
+			end = len(rest)
+		}
+		host, rest = rest[:end], rest[end:]
+	}
+	if host != "" {
+		h, err := canonicalHost(host)
+		if err != nil {
+			return URL{}, err
+		}
+		if h == "localhost" {
+			h = ""
+		}
+		host = h
+	}
+	// The browser refuses an encoded slash or NUL in a file path: they
+	// would make the path judged here another than the one it reads.
+	if lower := strings.ToLower(rest); strings.Contains(lower, "%2f") || strings.Contains(lower, "%00") {
+		return URL{}, errors.New("an encoded slash or NUL in a file path")
+	}
+	p, err := url.PathUnescape(rest)
+	if err != nil {
+		return URL{}, fmt.Errorf("bad percent-encoding in path %q", rest)
+	}
+	return URL{Scheme: "file", Host: host, Path: path.Clean("/" + p)}, nil
 }
 
 // canonicalHost is the WHATWG host parser's result for a special URL's

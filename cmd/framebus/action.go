@@ -27,8 +27,9 @@ import (
 //     --timeout 2s (a bare number is milliseconds), string, list (repeat);
 //   - ClientOnly parameters are done here with the result (clientParams),
 //     never sent;
-//   - file paths (localPathParams) are made absolute against the client's
-//     working directory before they are sent;
+//   - file paths (localPathParams) are the user's: made absolute against
+//     the client's working directory, read and sent to the tab over the
+//     bus, and named in the plan by the ids it staged them under;
 //   - every action also takes --tab, --bus, --prefix, --based-on, --dry-run.
 func actionCommand(spec protocol.ActionSpec) command {
 	positional := positionalParams(spec)
@@ -105,6 +106,11 @@ func (c *cli) runAction(target clientFlags, data []byte, plan protocol.Plan, loc
 	if err != nil {
 		return err
 	}
+	if a := plan.Actions[0]; localPathParams["files"] && len(a.Files) > 0 && local["onNode"] != true {
+		if data, plan, err = cl.stagedUpload(c.ctx, tab, plan); err != nil {
+			return err
+		}
+	}
 	res, _, err := cl.sendPlan(c.ctx, tab, data, plan)
 	if err != nil {
 		return err
@@ -134,10 +140,10 @@ func (c *cli) runAction(target clientFlags, data []byte, plan protocol.Plan, loc
 }
 
 // localPathParams are the parameters, by name, that name files the user
-// points at from the command line (upload's files). The node resolves a
-// relative path against its own working directory, which is not the
-// user's, so the CLI sends them absolute. TestActionCommands checks each
-// is a declared string or list parameter.
+// points at from the command line (upload's files): the CLI makes them
+// absolute against its working directory, reads them and stages them on
+// the tab (stagedUpload), unless --on-node says they are the node's.
+// TestActionCommands checks each is a declared string or list parameter.
 var localPathParams = map[string]bool{"files": true}
 
 // absolutePaths makes the relative paths among fields absolute against the

@@ -27,6 +27,9 @@ type clientParam struct {
 
 var clientParams = map[string]clientParam{
 	"out": {check: checkOut, apply: writeOut},
+	// onNode: upload's files are node paths, sent as they are (see
+	// stagedUpload); nothing to do with the result.
+	"onNode": {check: checkOnNode, apply: func(any, *protocol.ActionResult) ([]replyField, error) { return nil, nil }},
 }
 
 // checkOut refuses an --out file that cannot be written: its directory is

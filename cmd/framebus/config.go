@@ -20,6 +20,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/framebus/framebus/actors"
+	"github.com/framebus/framebus/actors/files"
 	"github.com/framebus/framebus/cdpdriver"
 	"github.com/framebus/framebus/frames"
 	"github.com/framebus/framebus/protocol"
@@ -46,6 +47,7 @@ type config struct {
 	Device   string       `yaml:"device" json:"device,omitempty"`
 	Schemes  []string     `yaml:"schemes" json:"schemes"`
 	Frames   framesConfig `yaml:"frames" json:"frames"`
+	Files    filesConfig  `yaml:"files" json:"files"`
 	Bus      busConfig    `yaml:"bus" json:"bus"`
 	LogLevel string       `yaml:"logLevel" json:"logLevel"`
 }
@@ -90,6 +92,13 @@ type framesConfig struct {
 	MaxContent int `yaml:"maxContent" json:"maxContent"`
 }
 
+// filesConfig: the node's files plans may name (upload paths, file:
+// URLs): only under Roots; none by default. Clients' own files are sent
+// over the bus and need no root.
+type filesConfig struct {
+	Roots []string `yaml:"roots" json:"roots"`
+}
+
 type busConfig struct {
 	Listen string `yaml:"listen" json:"listen"` // the embedded server's listener
 	URL    string `yaml:"url" json:"url"`       // an existing server instead
@@ -128,6 +137,7 @@ const (
 	envViewport    = "FRAMEBUS_VIEWPORT"
 	envDevice      = "FRAMEBUS_DEVICE"
 	envBrowserUser = "FRAMEBUS_BROWSER_USER"
+	envFileRoots   = "FRAMEBUS_FILE_ROOTS"
 )
 
 // defaultConfigPath is read when it exists and no file is named.
@@ -203,6 +213,9 @@ func (cfg *config) applyEnv(getenv func(string) string) error {
 	}
 	if v := getenv(envSchemes); v != "" {
 		cfg.Schemes = splitList(v)
+	}
+	if v := getenv(envFileRoots); v != "" {
+		cfg.Files.Roots = splitList(v)
 	}
 	return nil
 }
@@ -305,6 +318,10 @@ func (cfg *config) applyFlags(fs *pflag.FlagSet) {
 		v, _ := fs.GetString("schemes")
 		cfg.Schemes = splitList(v)
 	}
+	if fs.Changed("file-roots") {
+		v, _ := fs.GetString("file-roots")
+		cfg.Files.Roots = splitList(v)
+	}
 	str("profile-dir", &cfg.Browser.ProfileDir)
 	str("browser-user", &cfg.Browser.User)
 	str("start-url", &cfg.Browser.StartURL)
@@ -360,6 +377,9 @@ func (cfg config) validate() error {
 		if !urlScheme.MatchString(scheme) {
 			return usagef("schemes (--schemes): %q is not a URL scheme (http, https, data, ...)", scheme)
 		}
+	}
+	if _, err := cfg.fileRoots(); err != nil {
+		return usagef("%v (--file-roots)", err)
 	}
 	if _, err := newLogLevel(cfg.LogLevel); err != nil {
 		return err
@@ -425,6 +445,15 @@ func (p profileConfig) viewport() (*protocol.Viewport, error) {
 	}
 	vp, err := parseViewport(p.Viewport, p.Device)
 	return &vp, err
+}
+
+// fileRoots are the directories plans may name node files under.
+func (cfg config) fileRoots() (*files.Roots, error) {
+	dirs := make([]string, len(cfg.Files.Roots))
+	for i, d := range cfg.Files.Roots {
+		dirs[i] = expandHome(d)
+	}
+	return files.NewRoots(dirs)
 }
 
 // timeout is the default action deadline.
@@ -536,7 +565,7 @@ before: defaults; the YAML file (--config, $` + envConfig + `, else ` + defaultC
 when it exists); the environment ($` + envHeadless + `, $` + envTimeout + ` (ms or a duration),
 $` + envProfileDir + `, $` + envWhitelist + ` (comma-separated; set empty to deny all),
 $` + envSchemes + `, $` + envListen + `, $` + envBusURL + `, $` + envPrefix + `, $` + envLogLevel + `,
-$` + envViewport + `, $` + envDevice + `, $` + envBrowserUser + `);
+$` + envViewport + `, $` + envDevice + `, $` + envBrowserUser + `, $` + envFileRoots + ` (comma-separated));
 then the flags serve was given. It takes serve's flags.`,
 		setup: func(fs *pflag.FlagSet) func(c *cli, args []string) error {
 			configFile := declareServeFlags(fs) // the same flags as serve

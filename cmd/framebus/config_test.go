@@ -27,7 +27,10 @@ profiles:
   work: {}
   chrome:
     attach: http://127.0.0.1:9222
+files:
+  roots: [DIR]
 `
+	yaml = strings.Replace(yaml, "DIR", dir, 1)
 	if err := os.WriteFile(file, []byte(yaml), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -45,12 +48,12 @@ profiles:
 		return out.Config
 	}
 	def := show(testEnv())
-	if !def.Browser.Headless || def.Browser.Timeout != 30000 || def.Whitelist != nil || def.Frames.FullPage != "snapshot" || def.Bus.Prefix != "framebus" {
+	if !def.Browser.Headless || def.Browser.Timeout != 30000 || def.Whitelist != nil || def.Frames.FullPage != "snapshot" || def.Bus.Prefix != "framebus" || len(def.Files.Roots) != 0 {
 		t.Fatalf("defaults: %+v", def)
 	}
 	fromFile := show(testEnv(), "--config", file)
 	if fromFile.Browser.Headless || fromFile.Browser.Timeout != 12000 || fromFile.Whitelist == nil || len(*fromFile.Whitelist) != 2 || fromFile.Frames.FullPage != "html" || fromFile.Bus.Prefix != "acme" ||
-		len(fromFile.Profiles) != 2 || fromFile.Profiles["chrome"].Attach != "http://127.0.0.1:9222" {
+		len(fromFile.Profiles) != 2 || fromFile.Profiles["chrome"].Attach != "http://127.0.0.1:9222" || len(fromFile.Files.Roots) != 1 || fromFile.Files.Roots[0] != dir {
 		t.Fatalf("from the file: %+v", fromFile)
 	}
 	// The environment overrides the file ($FRAMEBUS_CONFIG names it).
@@ -63,6 +66,14 @@ profiles:
 	fromFlags := show(env, "--timeout", "750ms", "--whitelist", "", "--headed", "--prefix", "flagged")
 	if fromFlags.Browser.Headless || fromFlags.Browser.Timeout != 750 || fromFlags.Whitelist == nil || len(*fromFlags.Whitelist) != 0 || fromFlags.Bus.Prefix != "flagged" {
 		t.Fatalf("from flags: %+v", fromFlags)
+	}
+	// files.roots: $FRAMEBUS_FILE_ROOTS, --file-roots (comma-separated).
+	other := t.TempDir()
+	if r := show(testEnv(envFileRoots + "=" + dir + "," + other)).Files.Roots; len(r) != 2 || r[1] != other {
+		t.Fatalf("$%s: %v", envFileRoots, r)
+	}
+	if r := show(env, "--file-roots", other).Files.Roots; len(r) != 1 || r[0] != other {
+		t.Fatalf("--file-roots: %v", r)
 	}
 	// Milliseconds or a duration, in every layer, as the actions take them.
 	if ms := show(env, "--timeout", "1500").Browser.Timeout; ms != 1500 {
@@ -86,6 +97,9 @@ func TestConfigErrors(t *testing.T) {
 		{"browser:\n  headles: true\n", `"headles" is not a setting here`},
 		{"logLevel: info\nlogLevel: warn\n", `"logLevel" is given twice (first at line 1)`},
 		{"schemes: 5\n", "5 is not a list"},
+		{"files:\n  roots: [relative/dir]\n", `files.roots: "relative/dir" is not an absolute path (--file-roots)`},
+		{"files:\n  roots: [/no/such/dir]\n", `files.roots: "/no/such/dir": no such file or directory`},
+		{"files:\n  roots: [/etc/passwd]\n", `files.roots: "/etc/passwd" is not a directory`},
 		{"whitelist: [\"ex*ample.test\"]\n", "whitelist"},
 		{"whitelist: [example.test, \"10.0.0.0/33\"]\n", `whitelist (--whitelist): whitelist: pattern "10.0.0.0/33": not an address range`},
 		{"frames:\n  fullPage: pdf\n", "frames.fullPage"},

@@ -99,6 +99,10 @@ func (c *cli) serve(o serveOptions) error {
 	if err != nil {
 		return usagef("whitelist: %v", err)
 	}
+	roots, err := cfg.fileRoots()
+	if err != nil {
+		return usagef("%v", err)
+	}
 	account, err := cfg.browserUser()
 	if err != nil {
 		return err
@@ -131,6 +135,7 @@ func (c *cli) serve(o serveOptions) error {
 		Viewport:      &viewport,
 		Profiles:      cfg.profiles(),
 		ProfileDir:    profiles,
+		FileRoots:     roots,
 	})
 	cancel()
 	if err != nil {
@@ -308,6 +313,7 @@ func declareServeFlags(fs *pflag.FlagSet) *string {
 	fs.String("full-page-policy", d.Frames.Policy, "when frames carry it: url-change, document-change or always")
 	fs.String("whitelist", "", "comma-separated `hosts` the browser may load (*.example.com for subdomains); enforced for every request; given empty, nothing is allowed; not given, every host is")
 	fs.String("schemes", strings.Join(d.Schemes, ","), "comma-separated URL `schemes` the browser may load besides about:blank")
+	fs.String("file-roots", "", "comma-separated absolute `dirs` under which plans may name the node's files (upload paths, file: URLs); default none (files.roots)")
 	fs.String("viewport", d.Viewport, "the tabs' viewport, `WxH` in CSS pixels ("+strconv.Itoa(protocol.MinViewportSize)+" to "+strconv.Itoa(protocol.MaxViewportSize)+"), or window for the browser window's own size (attach profiles always keep theirs)")
 	fs.String("device", "", "emulate a device in every tab: "+strings.Join(protocol.DeviceNames(), ", ")+" (its size unless --viewport gives one)")
 	return configFile

@@ -1,0 +1,112 @@
+package actors
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/nats-io/nats.go"
+
+	"github.com/framebus/framebus/actors/files"
+	"github.com/framebus/framebus/protocol"
+)
+
+// A tab's files for upload: clients stage their own on
+// <prefix>.tab.<tab>.stage, answered from the subscription's goroutine
+// (written straight to the tab's private directory, never held whole in
+// memory), so a busy tab never delays them; plans name node paths only
+// under the node's file roots, and those are copied into the same
+// directory before the browser sees them. See package files.
+
+// serveStage answers one StageRequest.
+func (t *Tab) serveStage(m *nats.Msg) {
+	var req protocol.StageRequest
+	reply := protocol.StageReply{}
+	err := protocol.DecodeRequest(m.Data, "stage", &req)
+	if err == nil {
+		reply.ID = req.ID
+		switch req.Op {
+		case protocol.StageBegin:
+			reply.ID, err = t.stage.Begin(req.Name, req.Size, req.SHA256)
+			reply.ChunkSize = t.stageChunkSize()
+		case protocol.StageChunk:
+			if len(req.Data) > protocol.StageChunkSize {
+				err = protocol.Errorf(protocol.CodeTooLarge, "stage.data: %d bytes; a chunk carries at most %d", len(req.Data), protocol.StageChunkSize)
+				break
+			}
+			reply.Received, err = t.stage.Write(req.ID, req.Offset, req.Data)
+		case protocol.StageCommit:
+			reply.Received, err = t.stage.Commit(req.ID)
+		case protocol.StageAbort:
+			err = t.stage.Abort(req.ID)
+		default:
+			err = protocol.Errorf(protocol.CodeBadRequest, "stage.op: %q is not one of begin, chunk, commit, abort", req.Op)
+		}
+	}
+	if err != nil {
+		reply.Code, reply.Error = protocol.CodeOf(err), err.Error()
+	} else {
+		reply.OK = true
+	}
+	respond(m, reply, t.log)
+}
+
+// stageChunkSize is the most bytes a chunk may carry on this bus: the
+// protocol's size, or less on a bus whose messages are smaller (base64
+// makes 3 bytes 4, and the request's JSON needs room).
+func (t *Tab) stageChunkSize() int {
+	return int(min(int64(protocol.StageChunkSize), (t.nc.MaxPayload()-1024)/4*3))
+}
+
+// upload sets the files of a file input: staged files by id, or node
+// paths under the roots (copied first).
+func (t *Tab) upload(ctx context.Context, a protocol.Action) (outcome, error) {
+	var paths []string
+	for i, id := range a.Staged {
+		p, err := t.stage.Path(id)
+		if err != nil {
+			return outcome{}, fmt.Errorf("upload.staged[%d]: %w", i, err)
+		}
+		paths = append(paths, p)
+	}
+	for i, name := range a.Files {
+		p, err := t.copyNodeFile(name)
+		if err != nil {
+			var denied *files.DeniedError
+			var missing *files.NotFoundError
+			switch {
+			case errors.As(err, &denied):
+				return outcome{}, protocol.Errorf(protocol.CodePermissionDenied, "upload.files[%d]: %v", i, err)
+			case errors.As(err, &missing):
+				return outcome{}, protocol.Errorf(protocol.CodeBadRequest, "upload.files[%d]: %v", i, err)
+			}
+			return outcome{}, fmt.Errorf("upload.files[%d]: %w", i, err)
+		}
+		paths = append(paths, p)
+	}
+	err := t.page.Upload(ctx, a.Selector, paths)
+	return outcome{barrier: true, ran: inputSent(err)}, err
+}
+
+// copyNodeFile stages a copy of a node file under the roots: what the
+// browser gets is the copy, so the original cannot be swapped for another
+// file between the check and the read.
+func (t *Tab) copyNodeFile(name string) (string, error) {
+	f, err := t.roots.Open(name)
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	return t.stage.Copy(f, filepath.Base(name))
+}
+
+// nodeStageDir makes the node's directory of its tabs' staged files, 0700.
+func nodeStageDir() (string, error) {
+	dir, err := os.MkdirTemp("", "framebus-files-")
+	if err != nil {
+		return "", fmt.Errorf("files: %w", err)
+	}
+	return dir, nil
+}
