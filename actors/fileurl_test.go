@@ -18,6 +18,7 @@ import (
 	"github.com/framebus/framebus/actors/files"
 	"github.com/framebus/framebus/actors/whitelist"
 	"github.com/framebus/framebus/cdpdriver"
+	"github.com/framebus/framebus/internal/testdir"
 	"github.com/framebus/framebus/protocol"
 )
 
@@ -29,7 +30,7 @@ import (
 // read nothing: the tab never shows them and the browser refused each
 // request. A file in the root loads.
 func TestFileURLsAreABoundary(t *testing.T) {
-	base := t.TempDir()
+	base := testdir.Enterable(t) // the browser's account reads the files
 	root, outside := filepath.Join(base, "root"), filepath.Join(base, "outside")
 	for _, d := range []string{root, outside} {
 		if err := os.Mkdir(d, 0o755); err != nil {
@@ -202,7 +203,7 @@ func TestFileURLsAreABoundary(t *testing.T) {
 // file never loads (it would call the test's server); a page in the root
 // frames as usual.
 func TestFileURLFramesAreRefused(t *testing.T) {
-	base := t.TempDir()
+	base := testdir.Enterable(t) // the browser's account reads the files
 	root, outside := filepath.Join(base, "root"), filepath.Join(base, "outside")
 	for _, d := range []string{root, outside} {
 		if err := os.Mkdir(d, 0o755); err != nil {
@@ -234,7 +235,8 @@ func TestFileURLFramesAreRefused(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	wl, err := whitelist.New([]string{"*"}, []string{"http", "https", "file"})
+	wl, err := whitelist.New([]string{"*", "127.0.0.1"}, // the beacon server is on loopback
+		[]string{"http", "https", "file"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -184,7 +184,7 @@ func openTab(t *testing.T, opts ...func(*TabOptions)) *Tab {
 	if err != nil {
 		t.Fatal(err)
 	}
-	o := TabOptions{ID: page.TargetID(), Page: page, Conn: testConn, Subjects: protocol.DefaultSubjects}
+	o := TabOptions{ID: page.TargetID(), Page: page, Conn: testConn, Subjects: protocol.DefaultSubjects, StageReader: testBrowser.Process().User()}
 	for _, f := range opts {
 		f(&o)
 	}

@@ -384,6 +384,10 @@ type openedEvent struct {
 // startTab starts the actor of a connected page and registers it.
 func (p *Profile) startTab(ctx context.Context, page *cdpdriver.Page) (*Tab, error) {
 	n := p.node
+	var reader *cdpdriver.BrowserUser // who must read the tab's files
+	if b := p.Browser(); b != nil && b.Process() != nil {
+		reader = b.Process().User()
+	}
 	tab, err := StartTab(ctx, TabOptions{
 		ID:            page.TargetID(),
 		Profile:       p.name,
@@ -399,6 +403,7 @@ func (p *Profile) startTab(ctx context.Context, page *cdpdriver.Page) (*Tab, err
 		Viewport:      p.viewport(),
 		FileRoots:     n.opts.FileRoots,
 		StageDir:      n.stageDir,
+		StageReader:   reader,
 		FileLimits:    n.opts.FileLimits,
 		Logger:        p.log,
 	})

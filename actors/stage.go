@@ -102,11 +102,25 @@ func (t *Tab) copyNodeFile(name string) (string, error) {
 	return t.stage.Copy(f, filepath.Base(name))
 }
 
-// nodeStageDir makes the node's directory of its tabs' staged files, 0700.
+// nodeStageDir makes the node's directory of its tabs' staged files:
+// 0711, so a browser running as another account can enter it to reach its
+// tab's directory (0700, its own), but not list it.
 func nodeStageDir() (string, error) {
 	dir, err := os.MkdirTemp("", "framebus-files-")
+	if err == nil {
+		err = os.Chmod(dir, 0o711)
+	}
 	if err != nil {
 		return "", fmt.Errorf("files: %w", err)
 	}
 	return dir, nil
+}
+
+// newStage is the tab's stage, its files the browser's account's.
+func newStage(opts TabOptions) *files.Stage {
+	s := files.NewStage(opts.StageDir, opts.FileLimits)
+	if u := opts.StageReader; u != nil {
+		s.OwnedBy(u.UID, u.GID)
+	}
+	return s
 }

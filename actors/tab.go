@@ -59,10 +59,13 @@ type TabOptions struct {
 	// nowhere); StageDir is where the tab makes its private directory of
 	// files to upload ("": the system's temporary directory), within
 	// FileLimits.
-	FileRoots  *files.Roots
-	StageDir   string
-	FileLimits files.Limits
-	Logger     zerolog.Logger
+	FileRoots *files.Roots
+	StageDir  string
+	// StageReader is the account the browser runs as when it is not this
+	// process's (nil): the tab's files are made its, so it can read them.
+	StageReader *cdpdriver.BrowserUser
+	FileLimits  files.Limits
+	Logger      zerolog.Logger
 }
 
 // Tab is the actor of one browser tab: one goroutine that owns the tab's
@@ -136,7 +139,7 @@ func StartTab(ctx context.Context, opts TabOptions) (*Tab, error) {
 		allow:         opts.Allow,
 		actionTimeout: opts.ActionTimeout,
 		viewport:      opts.Viewport,
-		stage:         files.NewStage(opts.StageDir, opts.FileLimits),
+		stage:         newStage(opts),
 		roots:         opts.FileRoots,
 		log:           opts.Logger.With().Str("tab", opts.ID).Logger(),
 		inbox:         make(chan *nats.Msg, planQueue),

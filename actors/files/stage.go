@@ -55,6 +55,8 @@ type Stage struct {
 	files  map[string]*staged
 	total  int64 // bytes promised by the files begun (their declared sizes)
 	closed bool
+	// uid and gid own the directories and files, -1 for this process.
+	uid, gid int
 }
 
 type staged struct {
@@ -71,8 +73,13 @@ type staged struct {
 // NewStage makes a tab's stage under parent ("" for the system's
 // temporary directory).
 func NewStage(parent string, limits Limits) *Stage {
-	return &Stage{parent: parent, limits: limits, files: map[string]*staged{}}
+	return &Stage{parent: parent, limits: limits, files: map[string]*staged{}, uid: -1, gid: -1}
 }
+
+// OwnedBy makes the stage's directories and files uid's and gid's (a
+// browser running as another account reads them); call it before the
+// first file.
+func (s *Stage) OwnedBy(uid, gid int) { s.uid, s.gid = uid, gid }
 
 // Begin starts a file: its name (as the page sees it), its size and the
 // hex SHA-256 of its content. It answers the file's id.
@@ -111,6 +118,9 @@ func (s *Stage) Begin(name string, size int64, sum string) (string, error) {
 func (s *Stage) create(name string) (*staged, string, error) {
 	if s.dir == "" {
 		dir, err := os.MkdirTemp(s.parent, "framebus-tab-")
+		if err == nil {
+			err = os.Lchown(dir, s.uid, s.gid)
+		}
 		if err != nil {
 			return nil, "", protocol.Errorf(protocol.CodeInternal, "stage: %v", err)
 		}
@@ -118,11 +128,20 @@ func (s *Stage) create(name string) (*staged, string, error) {
 	}
 	id := newID()
 	fdir := filepath.Join(s.dir, id)
-	if err := os.Mkdir(fdir, 0o700); err != nil {
+	err := os.Mkdir(fdir, 0o700)
+	if err == nil {
+		err = os.Lchown(fdir, s.uid, s.gid)
+	}
+	if err != nil {
 		return nil, "", protocol.Errorf(protocol.CodeInternal, "stage: %v", err)
 	}
 	path := filepath.Join(fdir, name)
 	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if err == nil {
+		if err = f.Chown(s.uid, s.gid); err != nil {
+			f.Close()
+		}
+	}
 	if err != nil {
 		return nil, "", protocol.Errorf(protocol.CodeInternal, "stage: %v", err)
 	}
