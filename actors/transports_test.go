@@ -16,6 +16,7 @@ import (
 
 	"github.com/framebus/framebus/actors/whitelist"
 	"github.com/framebus/framebus/cdpdriver"
+	"github.com/framebus/framebus/internal/testdir"
 	"github.com/framebus/framebus/protocol"
 	"github.com/rs/zerolog"
 )
@@ -167,7 +168,7 @@ func TestTransportsNoSystemDNS(t *testing.T) {
 	}
 	ports := fmt.Sprintf(`{udp:%d,tcp:%d,tls:%d,quic:%d,web:%d}`, l.udp, l.tcp, l.tls, l.quic, l.web)
 	lookups := func(prefix string, wl *whitelist.Whitelist) int {
-		netlog := filepath.Join(t.TempDir(), "netlog.json")
+		netlog := filepath.Join(testdir.Writable(t), "netlog.json") // the browser writes it as its own account
 		opts := NodeOptions{Prefix: prefix, Whitelist: wl}
 		opts.Launch.Args = []string{"--log-net-log=" + netlog}
 		node, _ := runAttacksOn(t, l, opts, fmt.Sprintf("webrtc(%q, %s)", "leak-by-dns.test", ports))

@@ -26,3 +26,15 @@ func Enterable(t testing.TB) string {
 	}
 	return dir
 }
+
+// Writable is Enterable where the browser may also write (sticky and
+// world-writable, as /tmp): for a file it writes that the test reads, such
+// as a net-log.
+func Writable(t testing.TB) string {
+	t.Helper()
+	dir := Enterable(t)
+	if err := os.Chmod(dir, 0o777|os.ModeSticky); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
