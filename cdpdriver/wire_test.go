@@ -98,7 +98,7 @@ func TestPostedCommands(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer log.Close()
-	p, err := OpenPage(ctx, b.PageWebSocketURL(id), id, zerolog.New(log))
+	p, err := b.ConnectPage(ctx, id, zerolog.New(log))
 	if err != nil {
 		t.Fatal(err)
 	}
