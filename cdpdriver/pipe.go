@@ -130,6 +130,11 @@ func (t *pipeTransport) route(msg []byte) {
 		t.detached(m.Params.SessionID, errSessionDetached)
 	case m.Method != "":
 		// Target.attachedToTarget and the like: nothing to do.
+	case m.ID == 0 && m.Error != nil:
+		// A session's command the browser could not even read (its id
+		// unreadable): the browser answers on no session, so it is
+		// logged here, as a page's codec logs it over a websocket.
+		t.log.Warn().Str("error", m.Error.Message).Msg("browser refused a command it could not read")
 	case m.ID >= pipeCallIDs:
 		var err error
 		if m.Error != nil {
