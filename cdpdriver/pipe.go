@@ -272,20 +272,19 @@ func (t *pipeTransport) call(ctx context.Context, method string, params any, att
 	case <-t.done:
 		return pipeReply{}, t.downErr()
 	case <-ctx.Done():
+		// An attach stays pending, so that the session its reply makes
+		// is detached again (answer); any other command is forgotten.
 		t.mu.Lock()
-		if _, waiting := t.calls[id]; waiting {
+		_, waiting := t.calls[id]
+		if waiting && !attach {
 			delete(t.calls, id)
-			t.mu.Unlock()
-			return pipeReply{}, ctx.Err()
 		}
-		call.abandoned = true // answered meanwhile: its reply is ours
+		call.abandoned = true
 		t.mu.Unlock()
-		select {
-		case r := <-call.reply:
-			if r.conn != nil {
+		if !waiting { // answered meanwhile: the reply is in the channel
+			if r := <-call.reply; r.conn != nil {
 				r.conn.Close()
 			}
-		default: // answer closes what it attached
 		}
 		return pipeReply{}, ctx.Err()
 	}
