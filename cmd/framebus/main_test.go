@@ -28,6 +28,9 @@ var (
 )
 
 func TestMain(m *testing.M) {
+	if job := os.Getenv(devtoolsProbeEnv); job != "" {
+		os.Exit(runDevToolsProbe(job))
+	}
 	os.Exit(runTests(m))
 }
 
