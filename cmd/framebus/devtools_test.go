@@ -9,7 +9,6 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -43,13 +42,7 @@ type devtoolsProbeResult struct {
 // answers. The browser's command line, which any user can read, names a
 // pipe and no port.
 func TestNoDevToolsPortForLocalUsers(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Fatal("this test probes as uid 65534 with setpriv, which needs root (the node here runs as root, as the README's first command does)")
-	}
-	setpriv, err := exec.LookPath("setpriv")
-	if err != nil {
-		t.Fatal("setpriv (util-linux) is needed: ", err)
-	}
+	setpriv := needSetpriv(t)
 	before := tcpListeners(t)
 	n := startNode(t)
 	browser := chromiumOf(t, n.process.cmd.Process.Pid)
@@ -90,14 +83,7 @@ func TestNoDevToolsPortForLocalUsers(t *testing.T) {
 	}
 
 	// The attacker: this test binary, copied where uid 65534 can run it.
-	home, err := os.MkdirTemp("", "framebus-nobody-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer os.RemoveAll(home)
-	if err := os.Chmod(home, 0o755); err != nil {
-		t.Fatal(err)
-	}
+	home := nobodyHome(t)
 	self, err := os.Executable()
 	if err != nil {
 		t.Fatal(err)
@@ -151,6 +137,7 @@ func parentOf(pid int) (int, bool) {
 	if err != nil {
 		return 0, false
 	}
+	// pid (comm) state ppid ...; comm may hold spaces and parentheses.
 	s := string(data)
 	fields := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
 	if len(fields) < 2 {

@@ -295,14 +295,7 @@ func chromiumProfile(t *testing.T, pid int) string {
 func childProcesses(pid int) []int {
 	var out []int
 	for _, p := range allProcesses() {
-		data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", p))
-		if err != nil {
-			continue
-		}
-		// pid (comm) state ppid ...; comm may hold spaces and parentheses.
-		s := string(data)
-		fields := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
-		if len(fields) > 1 && fields[1] == fmt.Sprint(pid) {
+		if parent, ok := parentOf(p); ok && parent == pid {
 			out = append(out, p)
 		}
 	}
