@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/framebus/framebus/actors/whitelist"
+	"github.com/framebus/framebus/internal/testdir"
 	"github.com/framebus/framebus/cdpdriver"
 	"github.com/framebus/framebus/protocol"
 	"github.com/rs/zerolog"
@@ -167,7 +168,12 @@ func TestTransportsNoSystemDNS(t *testing.T) {
 	}
 	ports := fmt.Sprintf(`{udp:%d,tcp:%d,tls:%d,quic:%d,web:%d}`, l.udp, l.tcp, l.tls, l.quic, l.web)
 	lookups := func(prefix string, wl *whitelist.Whitelist) int {
-		netlog := filepath.Join(t.TempDir(), "netlog.json")
+		// The browser's account writes the net-log (see runas.go).
+		dir := testdir.Enterable(t)
+		if err := os.Chmod(dir, 0o777); err != nil {
+			t.Fatal(err)
+		}
+		netlog := filepath.Join(dir, "netlog.json")
 		opts := NodeOptions{Prefix: prefix, Whitelist: wl}
 		opts.Launch.Args = []string{"--log-net-log=" + netlog}
 		node, _ := runAttacksOn(t, l, opts, fmt.Sprintf("webrtc(%q, %s)", "leak-by-dns.test", ports))
