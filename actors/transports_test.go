@@ -15,8 +15,8 @@ import (
 	"time"
 
 	"github.com/framebus/framebus/actors/whitelist"
-	"github.com/framebus/framebus/internal/testdir"
 	"github.com/framebus/framebus/cdpdriver"
+	"github.com/framebus/framebus/internal/testdir"
 	"github.com/framebus/framebus/protocol"
 	"github.com/rs/zerolog"
 )
