@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net/url"
 	"os"
 	"os/exec"
 	"sort"
@@ -55,6 +56,7 @@ import (
 func BenchmarkEvalRoundTrip(b *testing.B) {
 	ctx := context.Background()
 	tab, raw, inproc := benchSetup(b, "/")
+	rawWS := benchRawWebSocket(b, tab)
 	tcp, err := nats.Connect(testBus.ClientURL())
 	if err != nil {
 		b.Fatal(err)
@@ -78,19 +80,28 @@ func BenchmarkEvalRoundTrip(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+	wsEval := func() {
+		if err := evalRaw(ctx, rawWS); err != nil {
+			b.Fatal(err)
+		}
+	}
 	for i := 0; i < 200; i++ { // warm both sides up
 		rawEval()
+		wsEval()
 		plan(inproc)
 		plan(tcp)
 		floor(inproc)
 		floor(tcp)
 	}
-	var rawT, inT, tcpT, floorInT, floorTCPT []time.Duration
+	var rawT, wsT, inT, tcpT, floorInT, floorTCPT []time.Duration
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
+		tw := time.Now()
+		wsEval()
 		t0 := time.Now()
 		rawEval()
 		t1 := time.Now()
+		wsT = append(wsT, t0.Sub(tw))
 		plan(inproc)
 		t2 := time.Now()
 		plan(tcp)
@@ -105,6 +116,8 @@ func BenchmarkEvalRoundTrip(b *testing.B) {
 	b.StopTimer()
 	r, in, tc := p50(rawT), p50(inT), p50(tcpT)
 	b.ReportMetric(float64(r.Microseconds()), "raw-p50-µs")
+	b.ReportMetric(float64(p50(wsT).Microseconds()), "raw-ws-p50-µs")
+	b.ReportMetric(float64(r)/float64(p50(wsT)), "raw-pipe/ws")
 	b.ReportMetric(float64(in.Microseconds()), "bus-inproc-p50-µs")
 	b.ReportMetric(float64(tc.Microseconds()), "bus-tcp-p50-µs")
 	b.ReportMetric(float64(in)/float64(r), "inproc/raw")
@@ -229,7 +242,7 @@ const benchEchoSubject = "bench.echo"
 // client process of their own.
 func runBenchClientProcess(b *testing.B, tab *Tab, n int) benchClientResult {
 	job, _ := json.Marshal(benchClientJob{Bus: testBus.ClientURL(), Tab: tab.ID(),
-		Page: testBrowser.conn.PageWebSocketURL(tab.ID()), Sequence: tab.Info().Sequence, N: n})
+		Page: benchPageWebSocket(b, tab.ID()), Sequence: tab.Info().Sequence, N: n})
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
 	cmd.Env = append(os.Environ(), benchClientEnv+"="+string(job))
 	cmd.Stderr = os.Stderr
@@ -328,6 +341,7 @@ func p50(d []time.Duration) time.Duration {
 func BenchmarkInput(b *testing.B) {
 	ctx := context.Background()
 	tab, raw, agent := benchSetup(b, "/bench.html")
+	rawWS := benchRawWebSocket(b, tab)
 
 	seq := tab.Info().Sequence
 	plan := func(a protocol.Action) {
@@ -343,15 +357,16 @@ func BenchmarkInput(b *testing.B) {
 		}
 		seq = res.Sequence
 	}
-	resolve := func(sel string) runtime.RemoteObjectID {
+	resolveOn := func(raw *cdp.Client, sel string) runtime.RemoteObjectID {
 		r, err := raw.Runtime.Evaluate(ctx, runtime.NewEvaluateArgs("document.querySelector("+strconv.Quote(sel)+")"))
 		if err != nil || r.Result.ObjectID == nil {
 			b.Fatalf("resolve %s: %v", sel, err)
 		}
 		return *r.Result.ObjectID
 	}
-	rawClick := func() {
-		el := resolve("#count")
+	resolve := func(sel string) runtime.RemoteObjectID { return resolveOn(raw, sel) }
+	clickOn := func(raw *cdp.Client) {
+		el := resolveOn(raw, "#count")
 		box, err := raw.DOM.GetBoxModel(ctx, &dom.GetBoxModelArgs{ObjectID: &el})
 		if err != nil {
 			b.Fatal(err)
@@ -365,6 +380,7 @@ func BenchmarkInput(b *testing.B) {
 			}
 		}
 	}
+	rawClick := func() { clickOn(raw) }
 	rawType := func() {
 		el := resolve("#q")
 		if err := raw.DOM.Focus(ctx, &dom.FocusArgs{ObjectID: &el}); err != nil {
@@ -395,12 +411,15 @@ func BenchmarkInput(b *testing.B) {
 		rawType()
 		plan(typ)
 	}
-	var rc, bc, rt, bt, mc []time.Duration
+	var rc, wc, bc, rt, bt, mc []time.Duration
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
+		tw := time.Now()
+		clickOn(rawWS)
 		t0 := time.Now()
 		rawClick()
 		t1 := time.Now()
+		wc = append(wc, t0.Sub(tw))
 		plan(click)
 		t2 := time.Now()
 		rawType()
@@ -451,6 +470,8 @@ func BenchmarkInput(b *testing.B) {
 	b.ReportMetric(float64(p50(rfc).Microseconds()), "click-first-on-page-raw-p50-µs")
 	b.ReportMetric(float64(p50(fc))/float64(p50(rfc)), "click-first-on-page-bus/raw")
 	b.ReportMetric(float64(p50(rc).Microseconds()), "click-raw-p50-µs")
+	b.ReportMetric(float64(p50(wc).Microseconds()), "click-raw-ws-p50-µs")
+	b.ReportMetric(float64(p50(rc))/float64(p50(wc)), "click-raw-pipe/ws")
 	b.ReportMetric(float64(p50(bc).Microseconds()), "click-bus-p50-µs")
 	b.ReportMetric(float64(p50(bc))/float64(p50(rc)), "click-bus/raw")
 	b.ReportMetric(float64(p50(mc).Microseconds()), "click-moving-bus-p50-µs")
@@ -463,13 +484,14 @@ func BenchmarkInput(b *testing.B) {
 }
 
 // benchSetup opens a tab at path, a raw DevTools client of the same tab
-// (a second client, so both paths reach the same renderer) and an
-// in-process agent connection of its own, all closed when b ends.
+// (a second client, a session on the browser's pipe as the tab's own is,
+// so both paths reach the same renderer the same way) and an in-process
+// agent connection of its own, all closed when b ends.
 func benchSetup(b *testing.B, path string) (*Tab, *cdp.Client, *nats.Conn) {
 	ctx := context.Background()
 	tab, page := benchTab(b, path)
 	b.Cleanup(func() { tab.Stop(); _ = testBrowser.ClosePage(ctx, page) })
-	rawConn, err := rpcc.DialContext(ctx, testBrowser.conn.PageWebSocketURL(page.TargetID()))
+	rawConn, err := testBrowser.conn.DialPage(ctx, page.TargetID())
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -480,6 +502,29 @@ func benchSetup(b *testing.B, path string) (*Tab, *cdp.Client, *nats.Conn) {
 	}
 	b.Cleanup(agent.Close)
 	return tab, cdp.NewClient(rawConn), agent
+}
+
+// benchPageWebSocket is the websocket of a page of the shared browser,
+// on the DevTools port it has while benchmarks run (see runTests): for
+// clients that cannot share the node's pipe, and to compare the pipe with
+// a websocket.
+func benchPageWebSocket(b *testing.B, targetID string) string {
+	ws, err := url.Parse(testBrowser.Process().BrowserWebSocketURL())
+	if err != nil || ws.Host == "" {
+		b.Fatalf("the test browser has no DevTools port (%q): run with -bench", testBrowser.Process().BrowserWebSocketURL())
+	}
+	return "ws://" + ws.Host + "/devtools/page/" + targetID
+}
+
+// benchRawWebSocket is a raw DevTools client of the tab over its page
+// websocket, closed when b ends.
+func benchRawWebSocket(b *testing.B, tab *Tab) *cdp.Client {
+	conn, err := rpcc.DialContext(context.Background(), benchPageWebSocket(b, tab.ID()), rpcc.WithWriteBufferSize(1<<20))
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { conn.Close() })
+	return cdp.NewClient(conn)
 }
 
 // benchTab opens a tab with its actor and loads path in it through a plan,
@@ -557,7 +602,7 @@ func BenchmarkNavigate(b *testing.B) {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { _ = testBrowser.ClosePage(ctx, rawPage) })
-	rawNav, rawClient := rawNavigator(b, testBrowser.conn.PageWebSocketURL(rawPage.TargetID()))
+	rawNav, rawClient := rawNavigator(b, rawPage.TargetID())
 	vp := protocol.DefaultViewport
 	if err := rawClient.Emulation.SetDeviceMetricsOverride(ctx, emulation.NewSetDeviceMetricsOverrideArgs(vp.Width, vp.Height, vp.DeviceScaleFactor, false)); err != nil {
 		b.Fatal(err)
@@ -570,6 +615,7 @@ func BenchmarkNavigate(b *testing.B) {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { _ = testBrowser.CloseTarget(ctx, peerTab) })
+	benchPageWebSocket(b, peerTab) // it has a port
 	actx, cancelA := remote.NewAllocator(ctx, testBrowser.Process().BrowserWebSocketURL())
 	b.Cleanup(cancelA)
 	cdctx, cancelC := chromedp.NewContext(actx, chromedp.WithTargetID(chromedptarget.ID(peerTab)))
@@ -584,7 +630,7 @@ func BenchmarkNavigate(b *testing.B) {
 	// evalIn evaluates a string expression in the bus, chromedp and raw
 	// tab, in that order; in the bus tab on a DevTools connection of its
 	// own, not as a plan, which would make a frame (see inPage).
-	busConn, err := rpcc.DialContext(ctx, testBrowser.conn.PageWebSocketURL(tab.ID()))
+	busConn, err := testBrowser.conn.DialPage(ctx, tab.ID())
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -787,12 +833,12 @@ func (w *benchFrames) contentAt(b *testing.B, seq int64) time.Time {
 	}
 }
 
-// rawNavigator returns a raw-CDP navigate+load on the page at wsURL:
-// Page.navigate, then the load of the document it commits; and its
-// client.
-func rawNavigator(b *testing.B, wsURL string) (func(url string), *cdp.Client) {
+// rawNavigator returns a raw-CDP navigate+load on the page: Page.navigate,
+// then the load of the document it commits; and its client, a session on
+// the browser's pipe.
+func rawNavigator(b *testing.B, targetID string) (func(url string), *cdp.Client) {
 	ctx := context.Background()
-	conn, err := rpcc.DialContext(ctx, wsURL)
+	conn, err := testBrowser.conn.DialPage(ctx, targetID)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -16,7 +16,7 @@ import (
 type Browser struct {
 	proc     *cdpdriver.Process // nil when attached
 	conn     *cdpdriver.Browser
-	endpoint string // the browser websocket
+	endpoint string // the browser websocket when attached; a launched browser has none
 	log      zerolog.Logger
 }
 
@@ -27,7 +27,7 @@ func StartBrowser(ctx context.Context, opts cdpdriver.LaunchOptions, log zerolog
 	if err != nil {
 		return nil, err
 	}
-	conn, err := cdpdriver.ConnectBrowser(ctx, proc.BrowserWebSocketURL(), log)
+	conn, err := proc.Connect(ctx, log)
 	if err == nil {
 		// A browser framebus runs takes no downloads; one it attaches to
 		// is its user's, and keeps its own settings.
@@ -40,7 +40,7 @@ func StartBrowser(ctx context.Context, opts cdpdriver.LaunchOptions, log zerolog
 		return nil, err
 	}
 	conn.OwnWindows()
-	return &Browser{proc: proc, conn: conn, endpoint: proc.BrowserWebSocketURL(), log: log}, nil
+	return &Browser{proc: proc, conn: conn, log: log}, nil
 }
 
 // AttachBrowser connects to a browser already running, by its DevTools
@@ -82,7 +82,7 @@ func (b *Browser) OpenPage(ctx context.Context, url string) (*cdpdriver.Page, er
 	if err != nil {
 		return nil, fmt.Errorf("open tab: %w", err)
 	}
-	p, err := cdpdriver.OpenPage(ctx, b.conn.PageWebSocketURL(id), id, b.log)
+	p, err := b.conn.ConnectPage(ctx, id, b.log)
 	if err != nil {
 		_ = b.conn.CloseTarget(ctx, id)
 		return nil, err
@@ -93,7 +93,7 @@ func (b *Browser) OpenPage(ctx context.Context, url string) (*cdpdriver.Page, er
 
 // AttachPage connects to a tab that already exists (one a page opened).
 func (b *Browser) AttachPage(ctx context.Context, id string) (*cdpdriver.Page, error) {
-	p, err := cdpdriver.OpenPage(ctx, b.conn.PageWebSocketURL(id), id, b.log)
+	p, err := b.conn.ConnectPage(ctx, id, b.log)
 	if err != nil {
 		return nil, err
 	}
@@ -132,7 +132,9 @@ func (b *Browser) FilterRequests(ctx context.Context, filter cdpdriver.RequestFi
 // Process is the Chromium process; nil when attached.
 func (b *Browser) Process() *cdpdriver.Process { return b.proc }
 
-// Endpoint is the browser's DevTools websocket.
+// Endpoint is the DevTools websocket of a browser attached to; "" for
+// one framebus launched, which has no DevTools port (its pipe is this
+// process's alone).
 func (b *Browser) Endpoint() string { return b.endpoint }
 
 // Gone is closed when the browser is gone for this node: its process

@@ -47,7 +47,9 @@ func TestLifecycleOnTheBus(t *testing.T) {
 		}
 		return st.Profiles[0]
 	}
-	if st := status(); !st.Running || st.PageCount != 1 || !strings.HasPrefix(st.Endpoint, "ws://127.0.0.1:") || st.Driver != "managed" {
+	// A launched browser has no DevTools endpoint to show: its pipe is
+	// the node's alone.
+	if st := status(); !st.Running || st.PageCount != 1 || st.Endpoint != "" || st.Driver != "managed" {
 		t.Fatalf("status of a running node: %+v", st)
 	}
 	first := node.Tabs()[0].Tab
@@ -179,9 +181,10 @@ func TestLifecycleOnTheBus(t *testing.T) {
 	if !st.Running || st.PageCount != 1 {
 		t.Fatalf("launch: %+v", launched)
 	}
+	browser := node.Profile(protocol.DefaultProfile).Browser()
 	var again protocol.StatusReply
 	ask(protocol.OpLaunch, nil, &again)
-	if again.Profiles[0].Endpoint != st.Endpoint {
+	if node.Profile(protocol.DefaultProfile).Browser() != browser {
 		t.Fatalf("a second launch started another browser: %+v then %+v", st, again.Profiles[0])
 	}
 	tab := node.Tabs()[0].Tab

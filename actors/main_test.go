@@ -3,6 +3,7 @@ package actors
 import (
 	"context"
 	"encoding/json"
+	"flag"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -49,7 +50,12 @@ func runTests(m *testing.M) int {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	testBrowser, err = StartBrowser(ctx, cdpdriver.LaunchOptions{Headless: true}, zerolog.Nop())
+	// Benchmarks compare the pipe with a websocket, and the bench client
+	// process and chromedp cannot share the node's pipe: while they run,
+	// the shared browser also has a DevTools port (benchPageWebSocket).
+	flag.Parse()
+	bench := flag.Lookup("test.bench").Value.String() != ""
+	testBrowser, err = StartBrowser(ctx, cdpdriver.LaunchOptions{Headless: true, DebuggingPort: bench}, zerolog.Nop())
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "launch chromium:", err)
 		return 1

@@ -22,7 +22,7 @@ import (
 func TestProfilesManagedAndAttached(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	outside, err := cdpdriver.Launch(ctx, cdpdriver.LaunchOptions{Headless: true, Logger: zerolog.Nop()})
+	outside, err := cdpdriver.Launch(ctx, cdpdriver.LaunchOptions{Headless: true, DebuggingPort: true, Logger: zerolog.Nop()}) // a user's own Chrome
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -126,7 +126,7 @@ func TestProfilesManagedAndAttached(t *testing.T) {
 		t.Fatalf("launch work: %s", raw)
 	}
 	st = status()
-	if st["work"].Endpoint == st["default"].Endpoint || st["work"].PageCount != 1 {
+	if st["work"].Endpoint != "" || node.Profile("work").Browser() == node.Profile("default").Browser() || st["work"].PageCount != 1 {
 		t.Fatalf("work after launch: %+v", st)
 	}
 	p := node.Profile("work")

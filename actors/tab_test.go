@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"github.com/mafredri/cdp"
-	"github.com/mafredri/cdp/rpcc"
 	"github.com/nats-io/nats.go"
 
 	"github.com/framebus/framebus/protocol"
@@ -342,7 +341,7 @@ func closedPortURL(t *testing.T) string {
 func crashPage(t *testing.T, tab *Tab) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	conn, err := rpcc.DialContext(ctx, testBrowser.conn.PageWebSocketURL(tab.ID()))
+	conn, err := testBrowser.conn.DialPage(ctx, tab.ID())
 	if err != nil {
 		cancel()
 		t.Fatal(err)

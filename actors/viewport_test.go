@@ -376,7 +376,7 @@ func TestProfileViewport(t *testing.T) {
 // An attach profile with a viewport of its own has its tabs emulated (one
 // without keeps its window's size: TestEmulationEndsWithConnection).
 func TestAttachProfileViewport(t *testing.T) {
-	outside, err := cdpdriver.Launch(context.Background(), cdpdriver.LaunchOptions{Headless: true})
+	outside, err := cdpdriver.Launch(context.Background(), cdpdriver.LaunchOptions{Headless: true, DebuggingPort: true})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net/url"
 
 	"github.com/mafredri/cdp"
@@ -17,14 +18,17 @@ import (
 // connection; rpcc's 4 KiB default rejects longer commands.
 const browserWriteBufferSize = 1 << 20
 
-// Browser is a browser-level CDP connection: one websocket to the browser
-// target, used to create, list and close page targets. Each page then gets
-// its own websocket (PageWebSocketURL, OpenPage). A Browser is safe for
-// concurrent use.
+// Browser is a browser-level CDP connection, used to create, list and
+// close page targets, each of which then gets a connection of its own
+// (ConnectPage, DialPage). For a browser framebus launched it is a session
+// on the browser's pipe (Process.Connect), and so is each page's; for one
+// someone else runs, a websocket to its DevTools port (ConnectBrowser),
+// and each page its own websocket. A Browser is safe for concurrent use.
 type Browser struct {
 	conn   *rpcc.Conn
 	client *cdp.Client
-	wsURL  *url.URL
+	wsURL  *url.URL       // the browser websocket; nil over a pipe
+	pipe   *pipeTransport // nil over a websocket
 	log    zerolog.Logger
 	filter filterState
 	// ownWindows: NewTarget gives each tab a window of its own (see
@@ -48,8 +52,9 @@ type TargetInfo struct {
 	OpenerID             string // the target that opened it (window.open), if any
 }
 
-// ConnectBrowser dials the browser websocket, e.g.
-// Process.BrowserWebSocketURL(). ctx bounds the dial only.
+// ConnectBrowser dials the browser websocket of a browser someone else
+// runs with a DevTools port (see ResolveBrowserURL). ctx bounds the dial
+// only.
 func ConnectBrowser(ctx context.Context, wsURL string, logger zerolog.Logger) (*Browser, error) {
 	u, err := url.Parse(wsURL)
 	if err != nil || (u.Scheme != "ws" && u.Scheme != "wss") || u.Host == "" {
@@ -110,11 +115,31 @@ func (b *Browser) Targets(ctx context.Context) ([]TargetInfo, error) {
 	return out, nil
 }
 
-// PageWebSocketURL is the websocket endpoint of a page target on the same
-// browser: ws://HOST:PORT/devtools/page/<targetID>.
-func (b *Browser) PageWebSocketURL(targetID string) string {
-	u := url.URL{Scheme: b.wsURL.Scheme, Host: b.wsURL.Host, Path: "/devtools/page/" + targetID}
-	return u.String()
+// DialPage opens a connection of its own to a page target: a session on
+// the pipe, or the page's websocket, ws://HOST:PORT/devtools/page/ID.
+// opts are rpcc's (a codec); a websocket writes commands of up to 1 MiB.
+// Closing the connection detaches from the page; the tab stays.
+func (b *Browser) DialPage(ctx context.Context, targetID string, opts ...rpcc.DialOption) (*rpcc.Conn, error) {
+	if b.pipe == nil {
+		u := url.URL{Scheme: b.wsURL.Scheme, Host: b.wsURL.Host, Path: "/devtools/page/" + targetID}
+		opts = append([]rpcc.DialOption{rpcc.WithWriteBufferSize(writeBufferSize)}, opts...)
+		return rpcc.DialContext(ctx, u.String(), opts...)
+	}
+	session, err := b.pipe.attachPage(ctx, targetID)
+	if err != nil {
+		return nil, err
+	}
+	return dialPipe(ctx, session, opts...)
+}
+
+// dialPipe makes an rpcc connection of a pipe session.
+func dialPipe(ctx context.Context, session *pipeConn, opts ...rpcc.DialOption) (*rpcc.Conn, error) {
+	dial := rpcc.WithDialer(func(context.Context, string) (io.ReadWriteCloser, error) { return session, nil })
+	conn, err := rpcc.DialContext(ctx, "pipe:"+session.sid, append(opts, dial)...)
+	if err != nil {
+		session.Close() // rpcc closed it, unless ctx ended first
+	}
+	return conn, err
 }
 
 // Version returns the browser's product string, e.g. "Chrome/156.0.8078.79"
@@ -141,7 +166,7 @@ func (b *Browser) DenyDownloads(ctx context.Context) error {
 // Client is the underlying CDP client of the browser target.
 func (b *Browser) Client() *cdp.Client { return b.client }
 
-// Done is closed when the websocket is lost (browser exited, Close called).
+// Done is closed when the connection is lost (browser exited, Close called).
 func (b *Browser) Done() <-chan struct{} { return b.conn.Context().Done() }
 
 // Shutdown asks the browser to exit cleanly (Browser.close), which saves
@@ -155,7 +180,7 @@ func (b *Browser) Shutdown(ctx context.Context) error {
 	return b.wrap(ctx, "close browser", err)
 }
 
-// Close closes the websocket only; the browser and its tabs keep running.
+// Close closes the connection only; the browser and its tabs keep running.
 func (b *Browser) Close() error { return b.conn.Close() }
 
 // wrap classifies the error of a browser command by the connection's own

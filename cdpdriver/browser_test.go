@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/url"
 	"strings"
 	"testing"
 	"time"
@@ -13,7 +12,6 @@ import (
 	"github.com/mafredri/cdp/protocol/browser"
 	"github.com/mafredri/cdp/protocol/runtime"
 	"github.com/mafredri/cdp/protocol/target"
-	"github.com/mafredri/cdp/rpcc"
 	"github.com/rs/zerolog"
 )
 
@@ -24,7 +22,7 @@ func browserTestConnect(t *testing.T) *Browser {
 	p := launchTestBrowser(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	b, err := ConnectBrowser(ctx, p.BrowserWebSocketURL(), zerolog.Nop())
+	b, err := p.Connect(ctx, zerolog.Nop())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -110,38 +108,45 @@ func TestBrowserTargets(t *testing.T) {
 	}
 }
 
-func TestBrowserPageWebSocketURL(t *testing.T) {
+// DialPage gives a connection of its own to a page: a session on the
+// pipe of a browser framebus launched, the page's websocket on one
+// reached by its DevTools port.
+func TestBrowserDialPage(t *testing.T) {
 	t.Parallel()
-	b := browserTestConnect(t)
 	ctx := browserTestCtx(t)
-	id, err := b.NewTarget(ctx, "about:blank")
+	ported, err := Launch(context.Background(), LaunchOptions{Headless: true, DebuggingPort: true})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer b.CloseTarget(ctx, id)
-
-	ws := b.PageWebSocketURL(id)
-	bu, _ := url.Parse(launchTestBrowser(t).BrowserWebSocketURL())
-	if want := "ws://" + bu.Host + "/devtools/page/" + id; ws != want {
-		t.Fatalf("PageWebSocketURL(%q) = %q; want %q", id, ws, want)
-	}
-	conn, err := rpcc.DialContext(ctx, ws)
-	if err != nil {
-		t.Fatalf("dial %s: %v", ws, err)
-	}
-	defer conn.Close()
-	reply, err := cdp.NewClient(conn).Runtime.Evaluate(ctx, runtime.NewEvaluateArgs("6*7").SetReturnByValue(true))
+	defer ported.Close()
+	overWS, err := ConnectBrowser(ctx, ported.BrowserWebSocketURL(), zerolog.Nop())
 	if err != nil {
 		t.Fatal(err)
 	}
-	if string(reply.Result.Value) != "42" {
-		t.Errorf("6*7 = %s over the page websocket", reply.Result.Value)
+	defer overWS.Close()
+	for name, b := range map[string]*Browser{"pipe": browserTestConnect(t), "websocket": overWS} {
+		id, err := b.NewTarget(ctx, "about:blank")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer b.CloseTarget(ctx, id)
+		conn, err := b.DialPage(ctx, id)
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		defer conn.Close()
+		reply, err := cdp.NewClient(conn).Runtime.Evaluate(ctx, runtime.NewEvaluateArgs("6*7").SetReturnByValue(true))
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if string(reply.Result.Value) != "42" {
+			t.Errorf("%s: 6*7 = %s over the page connection", name, reply.Result.Value)
+		}
+		info, err := cdp.NewClient(conn).Target.GetTargetInfo(ctx, target.NewGetTargetInfoArgs())
+		if err != nil || string(info.TargetInfo.TargetID) != id {
+			t.Errorf("%s: the connection is to %v (%v); want target %s", name, info, err, id)
+		}
 	}
-	ua, err := cdp.NewClient(conn).Runtime.Evaluate(ctx, runtime.NewEvaluateArgs("navigator.userAgent").SetReturnByValue(true))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Logf("user agent: %s", ua.Result.Value)
 }
 
 func TestBrowserVersion(t *testing.T) {
@@ -210,12 +215,12 @@ func TestBrowserDone(t *testing.T) {
 	}
 	defer p.Close()
 	ctx := browserTestCtx(t)
-	b, err := ConnectBrowser(ctx, p.BrowserWebSocketURL(), zerolog.Nop())
+	b, err := p.Connect(ctx, zerolog.Nop())
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer b.Close()
-	b2, err := ConnectBrowser(ctx, p.BrowserWebSocketURL(), zerolog.Nop())
+	b2, err := p.Connect(ctx, zerolog.Nop())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -254,7 +259,7 @@ func TestBrowserTabsAreShown(t *testing.T) {
 	}
 	t.Cleanup(func() { proc.Close() })
 	ctx := browserTestCtx(t)
-	b, err := ConnectBrowser(ctx, proc.BrowserWebSocketURL(), zerolog.Nop())
+	b, err := proc.Connect(ctx, zerolog.Nop())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -266,7 +271,7 @@ func TestBrowserTabsAreShown(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		p, err := OpenPage(ctx, b.PageWebSocketURL(id), id, zerolog.Nop())
+		p, err := b.ConnectPage(ctx, id, zerolog.Nop())
 		if err != nil {
 			t.Fatal(err)
 		}

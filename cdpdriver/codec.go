@@ -22,7 +22,7 @@ type eventCodec struct {
 	conn   io.Writer
 	buf    bytes.Buffer  // a command being encoded, under wmu
 	enc    *json.Encoder // into buf
-	msgs   *messageReader
+	msgs   messageSource
 	events *eventQueue
 	decode func(method string, params json.RawMessage) (Event, bool)
 
@@ -43,8 +43,16 @@ type eventCodec struct {
 // refused with an error reply that has no id, and the command never runs.
 const postedIDs = 1 << 30
 
+// messageSource gives whole messages: a messageReader over a websocket's
+// stream, or a pipe session, whose messages arrive whole.
+type messageSource interface{ next() ([]byte, error) }
+
 func newEventCodec(conn io.ReadWriter, q *eventQueue, decode func(string, json.RawMessage) (Event, bool)) *eventCodec {
-	c := &eventCodec{conn: conn, msgs: newMessageReader(conn), events: q, decode: decode}
+	msgs, whole := conn.(messageSource)
+	if !whole {
+		msgs = newMessageReader(conn)
+	}
+	c := &eventCodec{conn: conn, msgs: msgs, events: q, decode: decode}
 	c.enc = json.NewEncoder(&c.buf)
 	return c
 }

@@ -7,15 +7,19 @@
 //
 //	proc, err := cdpdriver.Launch(ctx, cdpdriver.LaunchOptions{Headless: true})
 //	defer proc.Close() // stops Chromium, removes the temporary profile
-//	b, err := cdpdriver.ConnectBrowser(ctx, proc.BrowserWebSocketURL(), log)
+//	b, err := proc.Connect(ctx, log) // over the browser's pipe
 //	id, err := b.NewTarget(ctx, "about:blank")
-//	page, err := cdpdriver.OpenPage(ctx, b.PageWebSocketURL(id), id, log)
+//	page, err := b.ConnectPage(ctx, id, log)
 //	res, err := page.Navigate(ctx, "http://127.0.0.1:8080/")
 //	err = page.Click(ctx, "#buy")
 //	v, err := page.Eval(ctx, "document.title", 30*time.Second)
 //
-// Each page has its own websocket (mafredri/cdp's session multiplexing is
-// not flattened, so one connection per tab is both simpler and faster).
+// A browser framebus launches has no DevTools port: it speaks CDP on a
+// pipe (--remote-debugging-pipe) that only this process holds, and the
+// pipe is split into one connection per page by flat session (pipe.go).
+// A browser someone else runs (ConnectBrowser, by its DevTools URL) gives
+// each page its own websocket instead. Either way each page has an
+// rpcc.Conn of its own, owned by one tab actor.
 // Its events are taken off the wire by the connection's codec, in order,
 // before the reply of any later command is delivered; TakeEvents therefore
 // returns exactly "everything Chromium said so far", which is what makes

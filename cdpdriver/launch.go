@@ -14,6 +14,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/mafredri/cdp"
 	"github.com/rs/zerolog"
 )
 
@@ -38,15 +39,22 @@ type LaunchOptions struct {
 	// (see runas.go): "" is DefaultBrowserUser, RootUser keeps it root
 	// without its sandbox. Not root, Chromium runs as this process's
 	// user, sandbox on, whatever User says.
-	User         string
-	StartTimeout time.Duration // until the DevTools endpoint is printed; default 30s
-	Logger       zerolog.Logger
+	User string
+	// DebuggingPort also opens a DevTools port on 127.0.0.1, which any
+	// local user can connect to and drive the browser through: only for
+	// tests that need a browser like a user's own Chrome run with
+	// --remote-debugging-port, to attach to. framebus never sets it; its
+	// browsers are reached through their pipe alone (Process.Connect).
+	DebuggingPort bool
+	StartTimeout  time.Duration // until the browser answers on its pipe; default 30s
+	Logger        zerolog.Logger
 }
 
 // Process is a running Chromium started by Launch.
 type Process struct {
 	cmd         *exec.Cmd
-	wsURL       string
+	pipe        *pipeTransport // the DevTools pipe
+	wsURL       string         // only with DebuggingPort
 	devtoolsURL string
 	userDataDir string
 	ownDir      bool         // we created userDataDir, so Close removes it
@@ -78,11 +86,11 @@ const (
 	launchEndpoint  = "DevTools listening on "
 )
 
-// launchFlags are always passed. Every one keeps Chromium quiet, fast to
-// start and free of background traffic; none changes what pages see.
+// launchFlags are always passed. Every one but the first keeps Chromium
+// quiet, fast to start and free of background traffic; none changes what
+// pages see.
 var launchFlags = []string{
-	"--remote-debugging-port=0", // the kernel picks the port; we read it back
-	"--remote-debugging-address=127.0.0.1",
+	"--remote-debugging-pipe", // CDP on fds 3 and 4 (pipe.go); no port
 	"--no-first-run",
 	"--no-default-browser-check",
 	"--disable-background-networking",
@@ -104,11 +112,16 @@ var launchFlags = []string{
 	"--disable-ipc-flooding-protection",
 }
 
-// Launch starts Chromium with --remote-debugging-port=0 and returns once it
-// has printed its DevTools endpoint ("DevTools listening on
-// ws://127.0.0.1:PORT/devtools/browser/ID") on stderr; the port is never
-// assumed. ctx bounds the startup only: cancelling it later does not stop
-// the browser, Close does.
+// launchPortFlags open the DevTools port of LaunchOptions.DebuggingPort.
+var launchPortFlags = []string{
+	"--remote-debugging-port=0", // the kernel picks the port; we read it back
+	"--remote-debugging-address=127.0.0.1",
+}
+
+// Launch starts Chromium with --remote-debugging-pipe, so that no other
+// process can reach its DevTools (Connect is the way in), and returns once
+// it answers a first command on the pipe. ctx bounds the startup only:
+// cancelling it later does not stop the browser, Close does.
 //
 // Chromium runs in its own process group, so Close can stop it with every
 // helper process, and with a parent-death signal, so it is killed if this
@@ -166,6 +179,9 @@ func Launch(ctx context.Context, opts LaunchOptions) (*Process, error) {
 		}
 	}
 	args := append([]string(nil), launchFlags...)
+	if opts.DebuggingPort {
+		args = append(args, launchPortFlags...)
+	}
 	args = append(args, "--user-data-dir="+p.userDataDir)
 	if p.user == nil && os.Geteuid() == 0 {
 		// Chromium refuses to run as root with its sandbox on.
@@ -188,23 +204,48 @@ func Launch(ctx context.Context, opts LaunchOptions) (*Process, error) {
 		p.removeDir()
 		return nil, fmt.Errorf("launch chromium: %w", err)
 	}
+	// The DevTools pipe: Chromium reads commands on its fd 3 and writes
+	// on its fd 4 (ExtraFiles start at 3).
+	toBrowser, toBrowserW, err := os.Pipe()
+	if err != nil {
+		r.Close()
+		w.Close()
+		p.removeDir()
+		return nil, fmt.Errorf("launch chromium: %w", err)
+	}
+	fromBrowserR, fromBrowser, err := os.Pipe()
+	if err != nil {
+		for _, f := range []*os.File{r, w, toBrowser, toBrowserW} {
+			f.Close()
+		}
+		p.removeDir()
+		return nil, fmt.Errorf("launch chromium: %w", err)
+	}
 	p.cmd = exec.Command(binary, args...)
 	p.cmd.Stdout = w
 	p.cmd.Stderr = w
+	p.cmd.ExtraFiles = []*os.File{toBrowser, fromBrowser}
 	p.cmd.SysProcAttr = launchSysProcAttr()
 	if p.user != nil {
 		p.cmd.SysProcAttr.Credential = p.user.credential()
 		p.cmd.Env = p.user.environ()
 	}
-	if err := p.cmd.Start(); err != nil {
-		r.Close()
-		w.Close()
-		p.removeDir()
-		return nil, fmt.Errorf("launch chromium %s: %w", binary, err)
-	}
+	startErr := p.cmd.Start()
+	// The child's ends are the child's alone: the reader sees the end
+	// of the pipe when the browser's processes are gone.
 	w.Close()
+	toBrowser.Close()
+	fromBrowser.Close()
+	if startErr != nil {
+		r.Close()
+		toBrowserW.Close()
+		fromBrowserR.Close()
+		p.removeDir()
+		return nil, fmt.Errorf("launch chromium %s: %w", binary, startErr)
+	}
 	p.log = p.log.With().Int("pid", p.cmd.Process.Pid).Logger()
 	p.stderr = launchReadStderr(r, p.log)
+	p.pipe = newPipeTransport(toBrowserW, fromBrowserR, p.log)
 	go func() {
 		p.waitErr = p.cmd.Wait()
 		close(p.done)
@@ -214,32 +255,80 @@ func Launch(ctx context.Context, opts LaunchOptions) (*Process, error) {
 		p.Close() // also drains stderr to the end, so the tail is complete
 		return nil, fmt.Errorf("%w%s", err, p.stderr.describeTail())
 	}
-	timer := time.NewTimer(timeout)
-	defer timer.Stop()
-	select {
-	case ws := <-p.stderr.endpoint:
-		u, err := url.Parse(ws)
-		if err != nil || u.Host == "" {
-			return fail(fmt.Errorf("launch chromium %s: unreadable DevTools endpoint %q", binary, ws))
-		}
-		p.wsURL = ws
-		p.devtoolsURL = "http://" + u.Host
-	case <-p.done:
-		return fail(fmt.Errorf("launch chromium %s: it exited (%s) before printing its DevTools endpoint", binary, launchExitStatus(p.waitErr)))
-	case <-timer.C:
-		return fail(fmt.Errorf("launch chromium %s: no DevTools endpoint after %s: %w", binary, timeout, context.DeadlineExceeded))
-	case <-ctx.Done():
-		return fail(fmt.Errorf("launch chromium %s: %w", binary, ctx.Err()))
+	readyCtx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	ready := make(chan error, 1)
+	go func() { ready <- p.pipe.ready(readyCtx) }()
+	endpoint := p.stderr.endpoint
+	if !opts.DebuggingPort {
+		endpoint = nil // nothing to wait for
 	}
-	p.log.Debug().Str("ws", p.wsURL).Str("profile", p.userDataDir).Dur("took", time.Since(start)).Msg("chromium started")
+	for waiting := true; waiting || endpoint != nil; {
+		select {
+		case err := <-ready:
+			if err != nil {
+				// The pipe broke: the browser is on its way out, so
+				// let the error say how it exited.
+				select {
+				case <-p.done:
+				case <-readyCtx.Done():
+				}
+				return fail(launchNotReady(ctx, p, binary, timeout, err))
+			}
+			waiting = false
+		case ws := <-endpoint:
+			u, err := url.Parse(ws)
+			if err != nil || u.Host == "" {
+				return fail(fmt.Errorf("launch chromium %s: unreadable DevTools endpoint %q", binary, ws))
+			}
+			p.wsURL, p.devtoolsURL, endpoint = ws, "http://"+u.Host, nil
+		case <-p.done:
+			return fail(fmt.Errorf("launch chromium %s: it exited (%s) before it was ready", binary, launchExitStatus(p.waitErr)))
+		case <-readyCtx.Done():
+			return fail(launchNotReady(ctx, p, binary, timeout, readyCtx.Err()))
+		}
+	}
+	p.log.Debug().Str("profile", p.userDataDir).Dur("took", time.Since(start)).Msg("chromium started")
 	return p, nil
 }
 
+// launchNotReady says why the browser did not answer on its pipe in
+// time: ctx ended, StartTimeout passed, or the pipe failed.
+func launchNotReady(ctx context.Context, p *Process, binary string, timeout time.Duration, err error) error {
+	select {
+	case <-p.done: // the pipe closed because the browser exited
+		return fmt.Errorf("launch chromium %s: it exited (%s) before it was ready", binary, launchExitStatus(p.waitErr))
+	default:
+	}
+	if ctx.Err() != nil {
+		return fmt.Errorf("launch chromium %s: %w", binary, ctx.Err())
+	}
+	if errors.Is(err, context.DeadlineExceeded) {
+		return fmt.Errorf("launch chromium %s: no answer on its DevTools pipe after %s: %w", binary, timeout, context.DeadlineExceeded)
+	}
+	return fmt.Errorf("launch chromium %s: its DevTools pipe: %w", binary, err)
+}
+
+// Connect opens a browser-level connection over the browser's pipe (a
+// session of its own: there may be several). ctx bounds the connect only.
+func (p *Process) Connect(ctx context.Context, logger zerolog.Logger) (*Browser, error) {
+	session, err := p.pipe.attachBrowser(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("connect to browser: %w", err)
+	}
+	conn, err := dialPipe(ctx, session)
+	if err != nil {
+		return nil, fmt.Errorf("connect to browser: %w", err)
+	}
+	return &Browser{conn: conn, client: cdp.NewClient(conn), pipe: p.pipe, log: logger}, nil
+}
+
 // BrowserWebSocketURL is the browser target's endpoint,
-// ws://127.0.0.1:PORT/devtools/browser/ID.
+// ws://127.0.0.1:PORT/devtools/browser/ID, with DebuggingPort; "" without.
 func (p *Process) BrowserWebSocketURL() string { return p.wsURL }
 
-// DevToolsURL is the HTTP endpoint, http://127.0.0.1:PORT.
+// DevToolsURL is the HTTP endpoint, http://127.0.0.1:PORT, with
+// DebuggingPort; "" without.
 func (p *Process) DevToolsURL() string { return p.devtoolsURL }
 
 // UserDataDir is the profile directory Chromium runs with.
@@ -316,6 +405,7 @@ func (p *Process) stop() error {
 		p.log.Warn().Msg("a chromium helper still holds stderr open")
 		p.stderr.close()
 	}
+	p.pipe.Close() // its connections already failed when the browser went
 	if err := p.removeDir(); err != nil {
 		errs = append(errs, err)
 	}

@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -158,8 +159,68 @@ func launchTestGone(pid int) error {
 
 var launchTestWSPattern = regexp.MustCompile(`^ws://127\.0\.0\.1:(\d+)/devtools/browser/[0-9a-f-]+$`)
 
+// launchTestCmdline is a process's command line, one argument a string.
+func launchTestCmdline(t testing.TB, pid int) []string {
+	t.Helper()
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strings.Split(strings.TrimRight(string(b), "\x00"), "\x00")
+}
+
+// A launched browser is reached through its pipe alone: it has no
+// DevTools port, and says so.
 func TestLaunchHeadless(t *testing.T) {
 	p := launchTestBrowser(t)
+	if p.BrowserWebSocketURL() != "" || p.DevToolsURL() != "" {
+		t.Errorf("BrowserWebSocketURL() = %q, DevToolsURL() = %q; want none without DebuggingPort", p.BrowserWebSocketURL(), p.DevToolsURL())
+	}
+	if p.Pid() <= 0 {
+		t.Errorf("Pid() = %d", p.Pid())
+	}
+	args := launchTestCmdline(t, p.Pid())
+	if !slices.Contains(args, "--remote-debugging-pipe") {
+		t.Errorf("command line %q has no --remote-debugging-pipe", args)
+	}
+	for _, a := range args {
+		if strings.HasPrefix(a, "--remote-debugging-port") || strings.HasPrefix(a, "--remote-debugging-address") {
+			t.Errorf("command line has %q: the browser has a DevTools port", a)
+		}
+	}
+	if !strings.HasPrefix(filepath.Base(p.UserDataDir()), "framebus-profile-") {
+		t.Errorf("UserDataDir() = %q; want a framebus-profile-* temp dir", p.UserDataDir())
+	}
+	select {
+	case <-p.Done():
+		t.Fatal("Done() is closed while the browser runs")
+	default:
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	b, err := p.Connect(ctx, zerolog.Nop())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	// Chromium's new headless mode calls itself "Chrome/<version>" here;
+	// only the old headless shell said "HeadlessChrome".
+	if product, err := b.Version(ctx); err != nil || !strings.Contains(product, "Chrome/") {
+		t.Errorf("Version() over the pipe = %q, %v; want Chrome/<version>", product, err)
+	}
+}
+
+// With DebuggingPort (for tests that attach, as to a user's own Chrome)
+// the browser also has a port the kernel chose, whose HTTP endpoint
+// agrees on the websocket URL.
+func TestLaunchDebuggingPort(t *testing.T) {
+	launchTestNeedChromium(t)
+	t.Parallel()
+	p, err := Launch(context.Background(), LaunchOptions{Headless: true, DebuggingPort: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
 	m := launchTestWSPattern.FindStringSubmatch(p.BrowserWebSocketURL())
 	if m == nil {
 		t.Fatalf("BrowserWebSocketURL() = %q; want ws://127.0.0.1:PORT/devtools/browser/ID", p.BrowserWebSocketURL())
@@ -170,38 +231,19 @@ func TestLaunchHeadless(t *testing.T) {
 	if want := "http://127.0.0.1:" + m[1]; p.DevToolsURL() != want {
 		t.Errorf("DevToolsURL() = %q; want %q", p.DevToolsURL(), want)
 	}
-	if p.Pid() <= 0 {
-		t.Errorf("Pid() = %d", p.Pid())
-	}
-	if !strings.HasPrefix(filepath.Base(p.UserDataDir()), "framebus-profile-") {
-		t.Errorf("UserDataDir() = %q; want a framebus-profile-* temp dir", p.UserDataDir())
-	}
-	select {
-	case <-p.Done():
-		t.Fatal("Done() is closed while the browser runs")
-	default:
-	}
-
-	// The HTTP endpoint answers and agrees on the websocket URL.
 	resp, err := http.Get(p.DevToolsURL() + "/json/version")
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer resp.Body.Close()
 	var v struct {
-		Browser string `json:"Browser"`
-		WS      string `json:"webSocketDebuggerUrl"`
+		WS string `json:"webSocketDebuggerUrl"`
 	}
 	if err := json.NewDecoder(resp.Body).Decode(&v); err != nil {
 		t.Fatal(err)
 	}
 	if v.WS != p.BrowserWebSocketURL() {
 		t.Errorf("/json/version webSocketDebuggerUrl = %q; want %q", v.WS, p.BrowserWebSocketURL())
-	}
-	// Chromium's new headless mode calls itself "Chrome/<version>" here;
-	// only the old headless shell said "HeadlessChrome".
-	if !strings.Contains(v.Browser, "Chrome/") {
-		t.Errorf("/json/version Browser = %q; want .../Chrome/<version>", v.Browser)
 	}
 }
 
@@ -378,10 +420,10 @@ func TestLaunchFailures(t *testing.T) {
 		wantErr error    // errors.Is target, if any
 		wantMsg []string // substrings of the error
 	}{
-		{name: "bin false", opts: LaunchOptions{Binary: "/bin/false"}, wantMsg: []string{"/bin/false", "exit status 1", "before printing its DevTools endpoint", "wrote nothing to stderr"}},
+		{name: "bin false", opts: LaunchOptions{Binary: "/bin/false"}, wantMsg: []string{"/bin/false", "exit status 1", "before it was ready", "wrote nothing to stderr"}},
 		{name: "stderr quoted", opts: LaunchOptions{Binary: noisy}, wantMsg: []string{"exit status 3", "loading profile", "libfoo.so"}},
 		{name: "missing binary", opts: LaunchOptions{Binary: filepath.Join(scripts, "nope")}, wantErr: os.ErrNotExist},
-		{name: "start timeout", opts: LaunchOptions{Binary: silent, StartTimeout: 300 * time.Millisecond}, wantErr: context.DeadlineExceeded, wantMsg: []string{"no DevTools endpoint after 300ms"}},
+		{name: "start timeout", opts: LaunchOptions{Binary: silent, StartTimeout: 300 * time.Millisecond}, wantErr: context.DeadlineExceeded, wantMsg: []string{"no answer on its DevTools pipe after 300ms"}},
 		{name: "start timeout kills the group", opts: LaunchOptions{Binary: forks, StartTimeout: 500 * time.Millisecond}, wantErr: context.DeadlineExceeded, wantMsg: []string{"waiting"}},
 		{name: "cancelled context", ctx: cancelled, opts: LaunchOptions{Binary: silent}, wantErr: context.Canceled},
 	}
@@ -472,7 +514,7 @@ func TestLaunchHeadedUnderXvfb(t *testing.T) {
 		t.Fatalf("headed launch on %s: %v", display, err)
 	}
 	defer p.Close()
-	b, err := ConnectBrowser(ctx, p.BrowserWebSocketURL(), zerolog.Nop())
+	b, err := p.Connect(ctx, zerolog.Nop())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -481,7 +523,7 @@ func TestLaunchHeadedUnderXvfb(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	page, err := OpenPage(ctx, b.PageWebSocketURL(id), id, zerolog.Nop())
+	page, err := b.ConnectPage(ctx, id, zerolog.Nop())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -20,9 +20,11 @@ import (
 
 // writeBufferSize is the websocket write limit of a page connection. rpcc's
 // default of 4 KiB rejects any longer command (a long script, a big value).
+// A pipe session has no such limit, but keeps the same one (maxCommand),
+// so a plan works the same in either.
 const writeBufferSize = 1 << 20
 
-// Page is one websocket to one page target. Its methods are the page
+// Page is one connection to one page target (see DialPage). Its methods are the page
 // operations; its events (navigations, loads, dialogs, crashes) are queued
 // in arrival order and drained with TakeEvents. A Page is meant to be used
 // by one goroutine, the tab actor that owns it.
@@ -73,14 +75,13 @@ type Page struct {
 	emulation Emulation
 }
 
-// OpenPage connects to a page target's websocket (Browser.PageWebSocketURL)
-// and enables the events the tab actor needs.
-func OpenPage(ctx context.Context, wsURL, targetID string, log zerolog.Logger) (*Page, error) {
+// ConnectPage connects to a page target of the browser (a connection of
+// its own, see DialPage) and enables the events the tab actor needs.
+func (b *Browser) ConnectPage(ctx context.Context, targetID string, log zerolog.Logger) (*Page, error) {
 	q := newEventQueue()
 	dec := &eventDecoder{targetID: targetID, mainFrameID: targetID, net: newNetTracker()}
 	var codec *eventCodec
-	conn, err := rpcc.DialContext(ctx, wsURL,
-		rpcc.WithWriteBufferSize(writeBufferSize),
+	conn, err := b.DialPage(ctx, targetID,
 		rpcc.WithCodec(func(rw io.ReadWriter) rpcc.Codec {
 			codec = newEventCodec(rw, q, dec.decode)
 			codec.refused = func(err *rpcc.ResponseError) {
@@ -152,7 +153,7 @@ func (p *Page) TakeEvents() []Event {
 // Done is closed when the connection is lost.
 func (p *Page) Done() <-chan struct{} { return p.conn.Context().Done() }
 
-// Close closes the websocket (not the tab).
+// Close closes the connection (not the tab).
 func (p *Page) Close() error { return p.conn.Close() }
 
 // lost reports whether the connection is gone.

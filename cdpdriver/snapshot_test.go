@@ -88,7 +88,7 @@ func snapshotTestBrowser(t testing.TB) *Browser {
 	proc := launchTestBrowser(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	b, err := ConnectBrowser(ctx, proc.BrowserWebSocketURL(), zerolog.Nop())
+	b, err := proc.Connect(ctx, zerolog.Nop())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -109,7 +109,7 @@ func snapshotTestOpen(ctx context.Context, t testing.TB, b *Browser, url string)
 		defer cancel()
 		_ = b.CloseTarget(ctx, id)
 	})
-	p, err := OpenPage(ctx, b.PageWebSocketURL(id), id, zerolog.Nop())
+	p, err := b.ConnectPage(ctx, id, zerolog.Nop())
 	if err != nil {
 		t.Fatal(err)
 	}

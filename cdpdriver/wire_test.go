@@ -81,8 +81,7 @@ func TestMessageReaderAndSplit(t *testing.T) {
 }
 
 // Posted commands run in order before the next awaited one, and their
-// failures reach whoever posted them; a command the browser cannot read
-// (an id over 32 bits, as posted commands once had) is logged, not lost.
+// failures reach whoever posted them.
 func TestPostedCommands(t *testing.T) {
 	b := snapshotTestBrowser(t)
 	ctx := snapshotTestCtx(t, 30*time.Second)
@@ -91,14 +90,7 @@ func TestPostedCommands(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = b.CloseTarget(context.Background(), id) })
-	// A file takes the reader goroutine's writes and the test's read
-	// safely.
-	log, err := os.CreateTemp(t.TempDir(), "page-log")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer log.Close()
-	p, err := OpenPage(ctx, b.PageWebSocketURL(id), id, zerolog.New(log))
+	p, err := b.ConnectPage(ctx, id, zerolog.Nop())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -138,18 +130,68 @@ func TestPostedCommands(t *testing.T) {
 		t.Fatalf("%d posted commands still watched", left)
 	}
 
-	p.codec.wmu.Lock()
-	err = p.codec.write(&rpcc.Request{ID: 1 << 40, Method: "Runtime.evaluate", Args: runtime.NewEvaluateArgs("1")})
-	p.codec.wmu.Unlock()
+}
+
+// A command with an id Chromium cannot read (over 32 bits, as posted
+// commands once had) is answered with an error
+// that names no command; it is logged, not lost: by the page's codec over
+// a websocket, by the pipe's transport over a pipe, where the answer
+// names no session either.
+func TestUnreadableCommandIsLogged(t *testing.T) {
+	launchTestNeedChromium(t)
+	t.Parallel()
+	ctx := snapshotTestCtx(t, 30*time.Second)
+	dir := t.TempDir()
+	logs := map[string]*os.File{}
+	for _, name := range []string{"process", "pipe page", "websocket page"} {
+		f, err := os.CreateTemp(dir, "log") // a file takes the reader goroutine's writes and the test's read safely
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer f.Close()
+		logs[name] = f
+	}
+	proc, err := Launch(ctx, LaunchOptions{Headless: true, DebuggingPort: true, Logger: zerolog.New(logs["process"])})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := p.evalValue(ctx, "barrier", "1", new(int)); err != nil {
+	defer proc.Close()
+	overPipe, err := proc.Connect(ctx, zerolog.Nop())
+	if err != nil {
 		t.Fatal(err)
 	}
-	logged, err := os.ReadFile(log.Name())
-	if err != nil || !strings.Contains(string(logged), "could not read") {
-		t.Fatalf("a command the browser could not read was not logged: %q %v", logged, err)
+	defer overPipe.Close()
+	overWS, err := ConnectBrowser(ctx, proc.BrowserWebSocketURL(), zerolog.Nop())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer overWS.Close()
+	for name, c := range map[string]struct {
+		b   *Browser
+		log string
+	}{"pipe": {overPipe, "process"}, "websocket": {overWS, "websocket page"}} {
+		id, err := c.b.NewTarget(ctx, "about:blank")
+		if err != nil {
+			t.Fatal(err)
+		}
+		p, err := c.b.ConnectPage(ctx, id, zerolog.New(logs[name+" page"]))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer p.Close()
+		p.codec.wmu.Lock()
+		err = p.codec.write(&rpcc.Request{ID: 1 << 40, Method: "Runtime.evaluate", Args: runtime.NewEvaluateArgs("1")})
+		p.codec.wmu.Unlock()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := p.evalValue(ctx, "barrier", "1", new(int)); err != nil {
+			t.Fatal(err)
+		}
+		logged, err := os.ReadFile(logs[c.log].Name())
+		if err != nil || !strings.Contains(string(logged), "could not read") {
+			t.Fatalf("%s: a command the browser could not read was not logged: %q %v", name, logged, err)
+		}
 	}
 }
 

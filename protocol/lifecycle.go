@@ -58,7 +58,10 @@ type ProfileStatus struct {
 	Driver    string `json:"driver"` // DriverManaged or DriverAttach
 	Running   bool   `json:"running"`
 	PageCount int    `json:"pageCount"`
-	Endpoint  string `json:"endpoint,omitempty"` // the DevTools websocket while running
+	// Endpoint is the DevTools websocket of an attach profile's
+	// browser while connected. A browser the node launched has none: it
+	// speaks DevTools on a pipe only the node holds.
+	Endpoint string `json:"endpoint,omitempty"`
 	// Dir is a managed profile's directory; "" for a temporary one.
 	Dir string `json:"dir,omitempty"`
 	// Attach is where an attach profile finds its browser.

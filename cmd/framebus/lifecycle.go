@@ -42,7 +42,7 @@ func lifecycleOp(name, op, summary string) command {
 
 func lifecycleCommands() []command {
 	return []command{
-		lifecycleOp("status", protocol.OpStatus, "each profile: whether its browser runs, its pages, its DevTools endpoint; never an error"),
+		lifecycleOp("status", protocol.OpStatus, "each profile: whether its browser runs, its pages, and for an attach profile its DevTools endpoint; never an error"),
 		lifecycleOp("launch", protocol.OpLaunch, "start a profile's browser (a no-op when it runs); prints the status"),
 		lifecycleOp("connect", protocol.OpConnect, "connect an attach profile to the browser it names (a no-op when connected); prints the status"),
 		lifecycleOp("close", protocol.OpClose, "stop a profile's browser and its tabs, saving its state (an attach profile only disconnects); prints the status"),

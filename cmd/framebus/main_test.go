@@ -28,6 +28,9 @@ var (
 )
 
 func TestMain(m *testing.M) {
+	if job := os.Getenv(devtoolsProbeEnv); job != "" {
+		os.Exit(runDevToolsProbe(job))
+	}
 	os.Exit(runTests(m))
 }
 
@@ -292,14 +295,7 @@ func chromiumProfile(t *testing.T, pid int) string {
 func childProcesses(pid int) []int {
 	var out []int
 	for _, p := range allProcesses() {
-		data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", p))
-		if err != nil {
-			continue
-		}
-		// pid (comm) state ppid ...; comm may hold spaces and parentheses.
-		s := string(data)
-		fields := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
-		if len(fields) > 1 && fields[1] == fmt.Sprint(pid) {
+		if parent, ok := parentOf(p); ok && parent == pid {
 			out = append(out, p)
 		}
 	}

@@ -69,29 +69,13 @@ func TestCLIUploadSendsTheUsersFile(t *testing.T) {
 // node's bus: a plan upload of a path outside the roots is refused (0 got
 // through), and a CLI upload of the user's own file works.
 func TestUnprivilegedUserUpload(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Fatal("this test runs the CLI as uid 65534 with setpriv, which needs root (the node here runs as root, as the README's first command does)")
-	}
-	setpriv, err := exec.LookPath("setpriv")
-	if err != nil {
-		t.Fatal("setpriv (util-linux) is needed: ", err)
-	}
+	setpriv := needSetpriv(t)
 	n := startNode(t)
 	mustOK(t, n.env, "navigate", site("/upload.html"), "--wait")
 
 	// The user's own place: a directory 65534 owns, with a copy of the
 	// binary (the test's is in a root-only directory) and its file.
-	home, err := os.MkdirTemp("", "framebus-nobody-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer os.RemoveAll(home)
-	if err := os.Chmod(home, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Chown(home, 65534, 65534); err != nil {
-		t.Fatal(err)
-	}
+	home := nobodyHome(t)
 	bin := filepath.Join(home, "framebus")
 	copyFile(t, binary, bin, 0o755)
 	content := []byte("the user's own file\n")
@@ -138,6 +122,38 @@ func TestUnprivilegedUserUpload(t *testing.T) {
 	if got := mustOK(t, n.env, "eval", readBack)["value"]; got != "own.txt "+sha(content) {
 		t.Fatalf("the page read %v, want own.txt %s", got, sha(content))
 	}
+}
+
+// needSetpriv is the path of setpriv, which runs a command as uid 65534
+// and needs root (the node here runs as root, as the README's first
+// command does).
+func needSetpriv(t *testing.T) string {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Fatal("this test runs a user's commands as uid 65534 with setpriv, which needs root")
+	}
+	setpriv, err := exec.LookPath("setpriv")
+	if err != nil {
+		t.Fatal("setpriv (util-linux) is needed: ", err)
+	}
+	return setpriv
+}
+
+// nobodyHome is a directory of uid 65534's own, removed when t ends.
+func nobodyHome(t *testing.T) string {
+	t.Helper()
+	home, err := os.MkdirTemp("", "framebus-nobody-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(home) })
+	if err := os.Chmod(home, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chown(home, 65534, 65534); err != nil {
+		t.Fatal(err)
+	}
+	return home
 }
 
 // framebusAs runs bin as uid and gid 65534 with no groups.

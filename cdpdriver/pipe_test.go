@@ -1,0 +1,287 @@
+package cdpdriver
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"os"
+	"strings"
+	"testing"
+	"testing/iotest"
+	"time"
+
+	"github.com/rs/zerolog"
+)
+
+// The framer finds each NUL-terminated message whole however the stream
+// is cut: several in one read, one split over reads, one a byte a read.
+func TestPipeFramer(t *testing.T) {
+	messages := []string{
+		`{"id":1,"result":{}}`,
+		`{"method":"Page.loadEventFired","params":{"timestamp":1}}`,
+		`{"id":2,"result":{"value":"` + strings.Repeat("long ", 40<<10) + `"}}`, // longer than the buffer
+		`{}`,
+	}
+	stream := strings.Join(messages, "\x00") + "\x00"
+	for name, r := range map[string]io.Reader{
+		"whole":        strings.NewReader(stream),
+		"byte a time":  iotest.OneByteReader(strings.NewReader(stream)),
+		"half":         iotest.HalfReader(strings.NewReader(stream)),
+		"data and EOF": iotest.DataErrReader(strings.NewReader(stream)),
+	} {
+		f := newPipeFramer(r)
+		f.buf = make([]byte, 16) // grows as messages need
+		var kept [][]byte
+		for i, want := range messages {
+			got, err := f.next()
+			if err != nil {
+				t.Fatalf("%s: message %d: %v", name, i, err)
+			}
+			if string(got) != want {
+				t.Fatalf("%s: message %d:\n got %.80s\nwant %.80s", name, i, got, want)
+			}
+			kept = append(kept, got)
+		}
+		if _, err := f.next(); err != io.EOF {
+			t.Errorf("%s: after the last message: %v; want io.EOF", name, err)
+		}
+		for i, got := range kept { // each message is its own memory
+			if string(got) != messages[i] {
+				t.Errorf("%s: message %d changed after later reads", name, i)
+			}
+		}
+	}
+	f := newPipeFramer(strings.NewReader(`{"id":1,"result":{}}` + "\x00" + `{"id":2,"res`))
+	if _, err := f.next(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.next(); err != io.ErrUnexpectedEOF {
+		t.Errorf("a stream cut inside a message: %v; want io.ErrUnexpectedEOF", err)
+	}
+}
+
+// The sessionId Chromium appends is cut in place; one anywhere else is
+// found by decoding; a sessionId inside params is not the message's.
+func TestCutSessionID(t *testing.T) {
+	tests := []struct{ msg, sid, body string }{
+		{`{"id":3,"result":{"a":1},"sessionId":"S1"}`, "S1", `{"id":3,"result":{"a":1}}`},
+		{`{"method":"Page.frameNavigated","params":{"frame":{}},"sessionId":"AB12"}`, "AB12", `{"method":"Page.frameNavigated","params":{"frame":{}}}`},
+		{`{"sessionId":"S2","id":4,"result":{}}`, "S2", `{"sessionId":"S2","id":4,"result":{}}`},
+		{`{"id":5,"result":{}}`, "", `{"id":5,"result":{}}`},
+		{`{"method":"Target.attachedToTarget","params":{"sessionId":"S3","targetInfo":{}}}`, "", `{"method":"Target.attachedToTarget","params":{"sessionId":"S3","targetInfo":{}}}`},
+		{`{"method":"Target.detachedFromTarget","params":{"targetId":"T","sessionId":"S4"}}`, "", `{"method":"Target.detachedFromTarget","params":{"targetId":"T","sessionId":"S4"}}`},
+		{`{"id":6,"result":{"value":"x\",\"sessionId\":\"S5"}}`, "", `{"id":6,"result":{"value":"x\",\"sessionId\":\"S5"}}`},
+		{`{"id":7,"result":{"value":"a"},"other":"b\",\"sessionId\":\"S6"}`, "", `{"id":7,"result":{"value":"a"},"other":"b\",\"sessionId\":\"S6"}`},
+	}
+	for _, tt := range tests {
+		sid, body, err := cutSessionID([]byte(tt.msg))
+		if err != nil || sid != tt.sid || string(body) != tt.body {
+			t.Errorf("cutSessionID(%s) = %q, %s, %v; want %q, %s", tt.msg, sid, body, err, tt.sid, tt.body)
+		}
+	}
+	if _, _, err := cutSessionID([]byte(`{"sessionId":`)); err == nil {
+		t.Error("a broken message with a sessionId: no error")
+	}
+}
+
+// pipeTestBrowser is the browser's end of a transport's pipe, played by
+// the test: it reads what the transport sends and writes what the browser
+// would.
+type pipeTestBrowser struct {
+	t      *testing.T
+	inFile *os.File
+	in     *pipeFramer // what the transport wrote
+	out    *os.File    // what the transport reads
+}
+
+func newPipeTestTransport(t *testing.T) (*pipeTransport, *pipeTestBrowser) {
+	toBrowserR, toBrowserW, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	fromBrowserR, fromBrowserW, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr := newPipeTransport(toBrowserW, fromBrowserR, zerolog.Nop())
+	t.Cleanup(func() {
+		fromBrowserW.Close()
+		tr.Close()
+		toBrowserR.Close()
+	})
+	return tr, &pipeTestBrowser{t: t, inFile: toBrowserR, in: newPipeFramer(toBrowserR), out: fromBrowserW}
+}
+
+// command reads the next message the transport sent.
+func (b *pipeTestBrowser) command() map[string]any {
+	b.t.Helper()
+	if err := b.inFile.SetReadDeadline(time.Now().Add(10 * time.Second)); err != nil {
+		b.t.Fatal(err)
+	}
+	msg, err := b.in.next()
+	if err != nil {
+		b.t.Fatal(err)
+	}
+	var m map[string]any
+	if err := json.Unmarshal(msg, &m); err != nil {
+		b.t.Fatalf("the transport sent %q: %v", msg, err)
+	}
+	return m
+}
+
+// send writes messages, all in one write.
+func (b *pipeTestBrowser) send(msgs ...string) {
+	b.t.Helper()
+	if _, err := b.out.Write([]byte(strings.Join(msgs, "\x00") + "\x00")); err != nil {
+		b.t.Fatal(err)
+	}
+}
+
+// pipeTestNext reads a session's next message, with a deadline.
+func pipeTestNext(t *testing.T, c *pipeConn) (string, error) {
+	t.Helper()
+	type got struct {
+		msg []byte
+		err error
+	}
+	ch := make(chan got, 1)
+	go func() {
+		msg, err := c.next()
+		ch <- got{msg, err}
+	}()
+	select {
+	case g := <-ch:
+		return string(g.msg), g.err
+	case <-time.After(10 * time.Second):
+		t.Fatal("no message and no error after 10s: the reader hangs")
+		return "", nil
+	}
+}
+
+// pipeTestAttach attaches a page session, answered by the browser with
+// sid and, in the same write, first messages of that session.
+func pipeTestAttach(t *testing.T, tr *pipeTransport, b *pipeTestBrowser, target, sid string, first ...string) *pipeConn {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	type attached struct {
+		c   *pipeConn
+		err error
+	}
+	done := make(chan attached, 1)
+	go func() {
+		c, err := tr.attachPage(ctx, target)
+		done <- attached{c, err}
+	}()
+	cmd := b.command()
+	params, _ := cmd["params"].(map[string]any)
+	if cmd["method"] != "Target.attachToTarget" || params["targetId"] != target || params["flatten"] != true || cmd["sessionId"] != nil {
+		t.Fatalf("attach sent %v; want Target.attachToTarget of %s, flatten, on no session", cmd, target)
+	}
+	id, _ := json.Marshal(cmd["id"])
+	b.send(append([]string{`{"id":` + string(id) + `,"result":{"sessionId":"` + sid + `"}}`}, first...)...)
+	a := <-done
+	if a.err != nil {
+		t.Fatal(a.err)
+	}
+	return a.c
+}
+
+// The transport routes by session: an attached session's first messages,
+// which follow the attach reply in the same read, reach it; a session's
+// writes carry its id; a message for an unknown session reaches nobody;
+// a session the browser detaches ends (its reader gets an error, not a
+// hang); one we close is detached; the pipe's end ends every session.
+func TestPipeTransportRoutesBySession(t *testing.T) {
+	tr, b := newPipeTestTransport(t)
+	one := pipeTestAttach(t, tr, b, "T1", "S1", `{"method":"Page.lifecycleEvent","params":{"name":"init"},"sessionId":"S1"}`)
+	two := pipeTestAttach(t, tr, b, "T2", "S2")
+	if msg, err := pipeTestNext(t, one); err != nil || msg != `{"method":"Page.lifecycleEvent","params":{"name":"init"}}` {
+		t.Fatalf("S1's first message: %s, %v", msg, err)
+	}
+
+	if _, err := two.Write([]byte(`{"id":1,"method":"Runtime.evaluate","params":{"expression":"1"}}` + "\n")); err != nil {
+		t.Fatal(err)
+	}
+	if cmd := b.command(); cmd["sessionId"] != "S2" || cmd["method"] != "Runtime.evaluate" || cmd["id"] != 1.0 {
+		t.Fatalf("S2's command went as %v", cmd)
+	}
+
+	b.send(`{"id":1,"result":{},"sessionId":"NOBODY"}`,
+		`{"id":1,"result":{"two":true},"sessionId":"S2"}`,
+		`{"id":9,"result":{"one":true},"sessionId":"S1"}`)
+	if msg, err := pipeTestNext(t, two); err != nil || msg != `{"id":1,"result":{"two":true}}` {
+		t.Fatalf("S2 read %s, %v", msg, err)
+	}
+	if msg, err := pipeTestNext(t, one); err != nil || msg != `{"id":9,"result":{"one":true}}` {
+		t.Fatalf("S1 read %s, %v; the unknown session's message must reach nobody", msg, err)
+	}
+
+	// The browser detaches S1: what was queued is read, then the end.
+	b.send(`{"method":"Page.loadEventFired","params":{},"sessionId":"S1"}`,
+		`{"method":"Target.detachedFromTarget","params":{"sessionId":"S1","targetId":"T1"}}`)
+	if msg, err := pipeTestNext(t, one); err != nil || !strings.Contains(msg, "loadEventFired") {
+		t.Fatalf("S1's last message: %s, %v", msg, err)
+	}
+	if _, err := pipeTestNext(t, one); !errors.Is(err, errSessionDetached) {
+		t.Fatalf("S1 after its detach: %v; want errSessionDetached", err)
+	}
+	if _, err := one.Write([]byte(`{"id":2,"method":"Page.enable"}`)); !errors.Is(err, errSessionDetached) {
+		t.Fatalf("a write to a detached session: %v", err)
+	}
+
+	// We close S3: the browser is asked to detach it.
+	three := pipeTestAttach(t, tr, b, "T3", "S3")
+	three.Close()
+	cmd := b.command()
+	if params, _ := cmd["params"].(map[string]any); cmd["method"] != "Target.detachFromTarget" || params["sessionId"] != "S3" || cmd["sessionId"] != nil {
+		t.Fatalf("closing S3 sent %v; want Target.detachFromTarget of S3", cmd)
+	}
+	if _, err := pipeTestNext(t, three); !errors.Is(err, errSessionDetached) {
+		t.Fatalf("S3 after Close: %v", err)
+	}
+
+	// The browser goes: S2's reader and writer fail.
+	b.out.Close()
+	if _, err := pipeTestNext(t, two); err == nil || !strings.Contains(err.Error(), "closed its pipe") {
+		t.Fatalf("S2 after the pipe closed: %v", err)
+	}
+	if _, err := two.Write([]byte(`{"id":2,"method":"Page.enable"}`)); err == nil {
+		t.Fatal("a write after the pipe closed succeeded")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if _, err := tr.attachPage(ctx, "T4"); err == nil || ctx.Err() != nil {
+		t.Fatalf("attach after the pipe closed: %v (it must fail at once)", err)
+	}
+}
+
+// An attach whose caller gives up before the reply is detached again
+// when the reply comes: no session is left that nobody reads.
+func TestPipeTransportAbandonedAttach(t *testing.T) {
+	tr, b := newPipeTestTransport(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		_, err := tr.attachPage(ctx, "T1")
+		done <- err
+	}()
+	cmd := b.command()
+	cancel()
+	if err := <-done; !errors.Is(err, context.Canceled) {
+		t.Fatalf("attach with its context cancelled: %v", err)
+	}
+	id, _ := json.Marshal(cmd["id"])
+	b.send(`{"id":` + string(id) + `,"result":{"sessionId":"S1"}}`)
+	cmd = b.command()
+	if params, _ := cmd["params"].(map[string]any); cmd["method"] != "Target.detachFromTarget" || params["sessionId"] != "S1" {
+		t.Fatalf("after an abandoned attach's reply the transport sent %v; want Target.detachFromTarget of S1", cmd)
+	}
+	tr.mu.Lock()
+	left := len(tr.sessions)
+	tr.mu.Unlock()
+	if left != 0 {
+		t.Fatalf("%d sessions registered after an abandoned attach", left)
+	}
+}
