@@ -180,6 +180,7 @@ func BenchmarkLaunchAccount(b *testing.B) {
 	}
 	ways := []struct{ name, user string }{{"sandboxed-account", ""}, {"root-no-sandbox", RootUser}}
 	took := make([][]time.Duration, len(ways))
+	counts, kib := make([][]int, len(ways)), make([][]int, len(ways))
 	for i := 0; i < b.N; i++ {
 		for w, way := range ways {
 			if i%2 == 1 {
@@ -192,17 +193,42 @@ func BenchmarkLaunchAccount(b *testing.B) {
 				b.Fatal(err)
 			}
 			took[w] = append(took[w], time.Since(start))
+			procs, pss := runAsTestFootprint(p.Pid())
+			counts[w] = append(counts[w], procs)
+			kib[w] = append(kib[w], pss)
 			p.Close()
 		}
 	}
 	for w, way := range ways {
 		b.ReportMetric(float64(benchMedian(took[w]).Microseconds())/1000, way.name+"-launch-p50-ms")
+		b.ReportMetric(float64(benchMedian(counts[w])), way.name+"-processes")
+		b.ReportMetric(float64(benchMedian(kib[w]))/1024, way.name+"-pss-MB")
 	}
 	b.ReportMetric(float64(benchMedian(took[0]))/float64(benchMedian(took[1])), "account/root")
 }
 
-func benchMedian(d []time.Duration) time.Duration {
+func benchMedian[T int | time.Duration](d []T) T {
 	s := slices.Clone(d)
 	slices.Sort(s)
 	return s[len(s)/2]
+}
+
+// runAsTestFootprint is how many processes the browser's group has once it
+// is ready, and their proportional set size (shared pages counted once
+// across them) in KiB: what the sandbox's zygotes add.
+func runAsTestFootprint(pgid int) (procs, pssKiB int) {
+	for _, pr := range runAsTestProcs(pgid) {
+		procs++
+		rollup, err := os.ReadFile(fmt.Sprintf("/proc/%d/smaps_rollup", pr.pid))
+		if err != nil {
+			continue // gone meanwhile
+		}
+		for _, line := range strings.Split(string(rollup), "\n") {
+			if f := strings.Fields(line); len(f) >= 2 && f[0] == "Pss:" {
+				n, _ := strconv.Atoi(f[1])
+				pssKiB += n
+			}
+		}
+	}
+	return procs, pssKiB
 }
