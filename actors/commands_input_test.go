@@ -100,14 +100,14 @@ func TestClickReachesWhatAUserCan(t *testing.T) {
 	cmdMutate(t, tab, protocol.Action{Type: "hover", Selector: "#disabled-button"})
 
 	cmdEval(t, tab, "window.clicks = [], 1")
-	res := cmdFails(t, tab, protocol.Action{Type: "click", Selector: "#offscreen"}, protocol.CodeElementNotFound)
-	if !strings.Contains(res.Error, "element not visible: #offscreen (it is outside the visible page") {
+	res := cmdFails(t, tab, protocol.Action{Type: "click", Selector: "#offscreen"}, protocol.CodeNotVisible)
+	if !strings.Contains(res.Error, "element not visible: #offscreen lies off the page beyond its left edge") {
 		t.Fatalf("click on an element off the page: %q", res.Error)
 	}
-	cmdFails(t, tab, protocol.Action{Type: "hover", Selector: "#offscreen"}, protocol.CodeElementNotFound)
+	cmdFails(t, tab, protocol.Action{Type: "hover", Selector: "#offscreen"}, protocol.CodeNotVisible)
 	cmdExpect(t, tab, "[window.offClicked === undefined, clicks.length]", "[true,0]")
-	res = cmdFails(t, tab, protocol.Action{Type: "screenshot", Selector: "#offscreen"}, protocol.CodeElementNotFound)
-	if !strings.Contains(res.Error, "outside the page") {
+	res = cmdFails(t, tab, protocol.Action{Type: "screenshot", Selector: "#offscreen"}, protocol.CodeNotVisible)
+	if !strings.Contains(res.Error, "off the page") {
 		t.Fatalf("screenshot of an element off the page: %q", res.Error)
 	}
 }
@@ -128,18 +128,21 @@ func TestClickTimesOutAfterItsEvents(t *testing.T) {
 	cmdExpect(t, tab, "document.title", `"Busy done"`)
 }
 
-// Elements that are missing, display:none or of zero size cannot be
-// clicked: element_not_found, no frame, and no handler runs.
+// Elements that are missing (element_not_found), display:none or of zero
+// size (not_visible) cannot be clicked: no frame, and no handler runs.
 func TestClickElementNotClickable(t *testing.T) {
 	tab, _, _ := tabAt(t, "/click.html")
-	cases := []struct{ selector, exact string }{
-		{"#missing", "element not found: #missing"},
-		{".missing-button", "element not found: .missing-button"},
-		{"#hidden-btn", ""},
-		{"#zero", ""},
+	cases := []struct {
+		selector, exact string
+		code            protocol.Code
+	}{
+		{"#missing", "element not found: #missing", protocol.CodeElementNotFound},
+		{".missing-button", "element not found: .missing-button", protocol.CodeElementNotFound},
+		{"#hidden-btn", "element not visible: #hidden-btn", protocol.CodeNotVisible},
+		{"#zero", "element not visible: #zero", protocol.CodeNotVisible},
 	}
 	for _, tc := range cases {
-		res := cmdFails(t, tab, protocol.Action{Type: "click", Selector: tc.selector}, protocol.CodeElementNotFound)
+		res := cmdFails(t, tab, protocol.Action{Type: "click", Selector: tc.selector}, tc.code)
 		if tc.exact != "" && res.Error != tc.exact {
 			t.Fatalf("click %s: error %q, want %q", tc.selector, res.Error, tc.exact)
 		}

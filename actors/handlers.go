@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"strconv"
 	"time"
 
 	"github.com/framebus/framebus/actors/whitelist"
@@ -369,7 +370,8 @@ func (t *Tab) ready(ctx context.Context, a protocol.Action) (outcome, error) {
 		}
 	}
 	if a.NetworkIdle {
-		return outcome{}, t.page.WaitNetworkIdle(ctx)
+		_, err := t.page.WaitNetworkIdle(ctx)
+		return outcome{}, err
 	}
 	return outcome{}, nil
 }
@@ -416,12 +418,18 @@ type snapshotValue struct {
 	Truncated   bool                     `json:"truncated,omitempty"`
 	// NetworkIdle: the network was idle when it was taken (false when the
 	// wait timed out, or was skipped with noIdle).
-	NetworkIdle bool   `json:"networkIdle"`
+	NetworkIdle bool `json:"networkIdle"`
+	// NetworkWait says what the wait for it did: "none" (idle already),
+	// "waited" (until idle), "timeout" (taken anyway), "background" (a
+	// page that keeps fetching: only the requests in flight were waited
+	// for); absent with noIdle.
+	NetworkWait string `json:"networkWait,omitempty"`
 	Note        string `json:"note,omitempty"`
 }
 
 // snapshot waits for network idle (bounded by its idle timeout and half
-// its own; on timeout it goes ahead and says so), then takes the
+// its own; on timeout it goes ahead and says so; on a page that keeps
+// fetching, only for the requests in flight), then takes the
 // accessibility snapshot.
 func (t *Tab) snapshot(ctx context.Context, a protocol.Action) (any, error) {
 	v := snapshotValue{}
@@ -432,16 +440,22 @@ func (t *Tab) snapshot(ctx context.Context, a protocol.Action) (any, error) {
 			wait = min(wait, (time.Until(deadline) / 2).Round(time.Millisecond))
 		}
 		ictx, cancel := cdpdriver.WithTimeout(ctx, wait)
-		err := t.page.WaitNetworkIdle(ictx)
+		idle, err := t.page.SettleNetwork(ictx)
 		cancel()
 		var late *cdpdriver.TimeoutError
 		switch {
 		case errors.As(err, &late) && ctx.Err() == nil:
-			v.Note = "taken before network idle: " + err.Error()
+			v.NetworkWait, v.Note = "timeout", "taken before network idle: "+err.Error()
 		case err != nil:
 			return nil, err
+		case idle.Background:
+			v.NetworkWait = "background"
+			v.Note = "taken while the page keeps fetching in the background (a wait for network idle ran out on this page before), " +
+				"after the requests in flight when it began: " + strconv.Itoa(idle.Pending)
+		case idle.Already:
+			v.NetworkIdle, v.NetworkWait = true, "none"
 		default:
-			v.NetworkIdle = true
+			v.NetworkIdle, v.NetworkWait = true, "waited"
 		}
 	}
 	s, err := t.page.Snapshot(ctx, cdpdriver.SnapshotOptions{

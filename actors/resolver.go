@@ -351,6 +351,7 @@ func codeOf(err error) protocol.Code {
 		nav       *cdpdriver.NavigationError
 		nf        *cdpdriver.ElementNotFoundError
 		nv        *cdpdriver.ElementNotVisibleError
+		offPage   *cdpdriver.ElementOffPageError
 		sel       *cdpdriver.InvalidSelectorError
 		js        *cdpdriver.JSError
 		ser       *cdpdriver.SerializationError
@@ -373,8 +374,10 @@ func codeOf(err error) protocol.Code {
 		return protocol.CodeNavigationFailed
 	case errors.As(err, &badURL):
 		return protocol.CodeBadRequest
-	case errors.As(err, &nf), errors.As(err, &nv), errors.As(err, &opt):
+	case errors.As(err, &nf), errors.As(err, &opt):
 		return protocol.CodeElementNotFound
+	case errors.As(err, &nv), errors.As(err, &offPage):
+		return protocol.CodeNotVisible
 	case errors.As(err, &staleRef):
 		return protocol.CodeStaleRef
 	case errors.As(err, &unknown):

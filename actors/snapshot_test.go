@@ -206,3 +206,47 @@ func TestPlanFullPageSettings(t *testing.T) {
 		t.Fatalf("bad fullPage: %+v", res)
 	}
 }
+
+// On a page that keeps fetching (a poll every 300 ms) the network is
+// never idle: the first snapshot's wait runs out, and the next ones do
+// not run into their deadline again but wait only for the requests in
+// flight. A network seen idle, with no request started since, is idle at
+// once (a long poll that ends meanwhile does not undo it); a request
+// started after that is waited for again.
+func TestSnapshotNetworkIdleIsRemembered(t *testing.T) {
+	tab, _, _ := tabAt(t, "/poll.html")
+	cmdPoll(t, tab, "window.polls >= 2", 10*time.Second)
+	first := snapshotOf(t, tab, protocol.Action{IdleTimeout: protocol.Duration(time.Second)})
+	if first.NetworkIdle || first.NetworkWait != "timeout" {
+		t.Fatalf("first snapshot of a polling page: want the wait to run out, got %+v", first)
+	}
+	for i := range 2 {
+		s := snapshotOf(t, tab, protocol.Action{})
+		if s.NetworkIdle || s.NetworkWait != "background" || !strings.Contains(s.Note, "keeps fetching in the background") {
+			t.Fatalf("snapshot %d of a polling page after a wait ran out: want only the requests in flight waited for, got %+v", i+2, s)
+		}
+	}
+	// Polling stopped, the network is seen idle: from then on it is idle
+	// at once, however often it is asked.
+	cmdMutate(t, tab, protocol.Action{Type: "eval", Expression: "stopPolling(), 1"})
+	cmdRead(t, tab, protocol.Action{Type: "ready", NetworkIdle: true, Timeout: protocol.Duration(10 * time.Second)})
+	for i := range 2 {
+		if s := snapshotOf(t, tab, protocol.Action{}); !s.NetworkIdle || s.NetworkWait != "none" {
+			t.Fatalf("snapshot %d of a page seen idle, no request since: want no wait, got %+v", i+1, s)
+		}
+	}
+	// A request started after that is waited for.
+	cmdMutate(t, tab, protocol.Action{Type: "eval", Expression: "fetchOnce('1s').then(() => { window.fetchedOnce = true; }), 1"})
+	if s := snapshotOf(t, tab, protocol.Action{}); !s.NetworkIdle || s.NetworkWait != "waited" {
+		t.Fatalf("snapshot after a new request: want a wait for idle, got %+v", s)
+	}
+	cmdExpect(t, tab, "window.fetchedOnce", "true")
+	// A request open past LongRequestAfter is taken for a long poll: the
+	// network is idle without it, and its end does not undo that.
+	cmdMutate(t, tab, protocol.Action{Type: "eval", Expression: "window.long = fetchOnce('3s').then(() => true), 1"})
+	cmdRead(t, tab, protocol.Action{Type: "ready", NetworkIdle: true, Timeout: protocol.Duration(10 * time.Second)})
+	cmdExpect(t, tab, "window.long", "true")
+	if s := snapshotOf(t, tab, protocol.Action{}); !s.NetworkIdle || s.NetworkWait != "none" {
+		t.Fatalf("snapshot after a long poll seen idle ended: want no wait, got %+v", s)
+	}
+}

@@ -77,6 +77,16 @@ type elementReply struct {
 	// Size and Limit of a value too large to return (Reason names it).
 	Size  int `json:"size"`
 	Limit int `json:"limit"`
+	// OffPage says where an element out of the user's reach lies.
+	OffPage *offPageReply `json:"offpage"`
+}
+
+// offPageReply is offPage's answer (offPageJS).
+type offPageReply struct {
+	X, Y  int
+	Side  string
+	Fixed bool
+	Area  [4]int
 }
 
 // err turns the answer's error into the driver's error types.
@@ -92,6 +102,10 @@ func (r elementReply) err(selector string) error {
 		return &StaleRefError{Ref: selector}
 	case "invisible":
 		return &ElementNotVisibleError{Selector: selector, Why: r.Reason}
+	case "offpage":
+		if o := r.OffPage; o != nil {
+			return &ElementOffPageError{Selector: selector, X: o.X, Y: o.Y, Side: o.Side, Fixed: o.Fixed, Area: o.Area}
+		}
 	case "covered":
 		return &ElementCoveredError{Selector: selector, By: r.By}
 	case "timeout":

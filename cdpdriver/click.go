@@ -18,9 +18,14 @@ import (
 // element scrolled just into view) or outside the viewport gets one more
 // try with the element scrolled to the middle; one still outside (placed
 // off the page, as visually hidden content is) is refused, never clicked
-// where nothing of it is.
-const pointJS = `function (selector, hitTest, enabled) {` + findElementJS + describeJS + `
+// where nothing of it is. One that lies where no scrolling a user can do
+// reaches (offPageJS) is refused before anything is scrolled: a script
+// can scroll a page that hides its overflow, a user cannot.
+const pointJS = `function (selector, hitTest, enabled) {` + findElementJS + describeJS + offPageJS + `
 	if (enabled && el.matches(":disabled")) return {error: "input", reason: "element " + selector + " is disabled: a click on it does nothing"};
+	if (getComputedStyle(el).visibility === "hidden") return {error: "invisible"};
+	const off = offPageChecker((n) => getComputedStyle(n))(el);
+	if (off) return {error: "offpage", offpage: off};
 	const offscreen = (x, y) => ({error: "invisible", reason: "it is outside the visible page, at " + Math.round(x) + "," + Math.round(y) + ", and scrolling does not bring it in"});
 	const outside = (w, x, y) => x < 0 || y < 0 || x >= w.innerWidth || y >= w.innerHeight;
 	const inLabel = (hit) => Array.from(el.labels || []).some(l => l.contains(hit));
@@ -51,7 +56,6 @@ const pointJS = `function (selector, hitTest, enabled) {` + findElementJS + desc
 	};
 	if (el.scrollIntoViewIfNeeded) el.scrollIntoViewIfNeeded(true);
 	else el.scrollIntoView({block: "center", inline: "center", behavior: "instant"});
-	if (getComputedStyle(el).visibility === "hidden") return {error: "invisible"};
 	let at = locate();
 	if (at.error === "covered" || at.reason) {
 		el.scrollIntoView({block: "center", inline: "center", behavior: "instant"});

@@ -71,6 +71,30 @@ func (e *ElementNotVisibleError) Error() string {
 	return "element not visible: " + e.Selector
 }
 
+// ElementOffPageError: the element lies outside the part of the page a
+// user can scroll to (an off-canvas menu at left:-300px, or beyond the
+// right edge of a page that does not scroll sideways), so nothing a user
+// does short of opening it reaches it. X, Y are the centre of its box in
+// page coordinates, Side the edges it lies beyond ("left", "top-left"),
+// Area the part of the page a user can scroll to (left, top, right,
+// bottom), or, for a box fixed to the screen, the part on the screen.
+type ElementOffPageError struct {
+	Selector string
+	X, Y     int
+	Side     string
+	Fixed    bool
+	Area     [4]int
+}
+
+func (e *ElementOffPageError) Error() string {
+	where := "the page scrolls from"
+	if e.Fixed {
+		where = "it is fixed to the screen, which shows"
+	}
+	return fmt.Sprintf("element not visible: %s lies off the page beyond its %s edge, at %d,%d, where no scrolling reaches (%s %d,%d to %d,%d); it may be in a closed menu or panel: open it first",
+		e.Selector, e.Side, e.X, e.Y, where, e.Area[0], e.Area[1], e.Area[2], e.Area[3])
+}
+
 // InvalidSelectorError: the selector is not valid CSS.
 type InvalidSelectorError struct{ Selector, Reason string }
 

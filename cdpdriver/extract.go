@@ -153,12 +153,16 @@ type ScreenshotOptions struct {
 }
 
 // regionJS answers the region to capture in page coordinates: the
-// element's border box (scrolled into view) or the whole document.
+// element's border box (scrolled into view) or the whole document. An
+// element no user can scroll to (offPageJS) is refused as a click on it
+// is.
 const regionJS = `function (selector, fullPage) {
 	if (!selector) {
 		const d = document.documentElement;
 		return {x: 0, y: 0, width: Math.max(d.scrollWidth, innerWidth), height: Math.max(d.scrollHeight, innerHeight)};
-	}` + findElementJS + `
+	}` + findElementJS + offPageJS + `
+	const off = offPageChecker((n) => getComputedStyle(n))(el);
+	if (off) return {error: "offpage", offpage: off};
 	el.scrollIntoView({block: "center", inline: "center", behavior: "instant"});
 	const r = el.getBoundingClientRect();
 	if (r.width <= 0 || r.height <= 0) return {error: "invisible"};

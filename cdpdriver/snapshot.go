@@ -40,7 +40,7 @@ var (
 	return f && f.value && f.value.token === "` + snapshotToken + `" ? f.value(selector, opts) : {error: "uninstalled"};
 }`
 	// snapshotInstallJS installs the function and calls it.
-	snapshotInstallJS = `function (selector, opts) {
+	snapshotInstallJS = `function (selector, opts) {` + offPageJS + `
 	const f = (` + snapshotJS + `);
 	Object.defineProperty(f, "token", {value: "` + snapshotToken + `"});
 	try { Object.defineProperty(window, "__framebusSnapshot", {value: f}); } catch (e) { /* the page's own, fixed */ }
@@ -81,18 +81,22 @@ type SnapshotNode struct {
 	Role string `json:"role"`
 	Name string `json:"name,omitempty"`
 	// Ref names an interactive element for element-taking actions.
-	Ref      string    `json:"ref,omitempty"`
-	Level    int       `json:"level,omitempty"`    // headings
-	Checked  any       `json:"checked,omitempty"`  // true, false or "mixed"
-	Pressed  any       `json:"pressed,omitempty"`  // true, false or "mixed"
-	Expanded *bool     `json:"expanded,omitempty"` // set when the element can expand
-	Selected *bool     `json:"selected,omitempty"`
-	Disabled bool      `json:"disabled,omitempty"`
-	Required bool      `json:"required,omitempty"`
-	Focused  bool      `json:"focused,omitempty"`
-	Editable bool      `json:"editable,omitempty"` // editable content with no text field role
-	Value    *string   `json:"value,omitempty"`    // form fields
-	Attrs    *Locators `json:"attrs,omitempty"`    // interactive elements
+	Ref      string `json:"ref,omitempty"`
+	Level    int    `json:"level,omitempty"`    // headings
+	Checked  any    `json:"checked,omitempty"`  // true, false or "mixed"
+	Pressed  any    `json:"pressed,omitempty"`  // true, false or "mixed"
+	Expanded *bool  `json:"expanded,omitempty"` // set when the element can expand
+	Selected *bool  `json:"selected,omitempty"`
+	Disabled bool   `json:"disabled,omitempty"`
+	Required bool   `json:"required,omitempty"`
+	Focused  bool   `json:"focused,omitempty"`
+	Editable bool   `json:"editable,omitempty"` // editable content with no text field role
+	// OffPage: an interactive element no scrolling brings on screen (a
+	// closed off-canvas menu), and the side of the page it lies beyond
+	// ("left", "top-left"); actions on it fail with not_visible.
+	OffPage string    `json:"offpage,omitempty"`
+	Value   *string   `json:"value,omitempty"` // form fields
+	Attrs   *Locators `json:"attrs,omitempty"` // interactive elements
 	// Children are the node's children, in document order.
 	Children []SnapshotNode `json:"children,omitempty"`
 }
@@ -410,6 +414,8 @@ func parseSnapshotNode(line string, slabs *wireSlabs, n *SnapshotNode) error {
 			n.Focused = true
 		case 'x':
 			n.Editable = true
+		case 'o':
+			n.OffPage = v
 		case 'v':
 			n.Value = slabs.value(v)
 		case 'i':
@@ -547,6 +553,9 @@ func writeNode(b *strings.Builder, n SnapshotNode, depth int) {
 	}
 	if n.Ref != "" {
 		attr("ref", n.Ref)
+	}
+	if n.OffPage != "" {
+		attr("offpage", n.OffPage)
 	}
 	if a := n.Attrs; a != nil {
 		for _, kv := range [][2]string{{"id", a.ID}, {"testid", a.TestID}, {"name", a.Name}, {"href", a.Href}} {

@@ -598,6 +598,9 @@ function (selector, opts) {
 		}
 		return true;
 	};
+	// offPage (offPageJS, defined where this function is installed) tells
+	// an interactive element no scrolling reaches: a closed off-canvas menu.
+	const offPage = offPageChecker(styleOf);
 	const hasRef = (list) => {
 		for (const n of list) if (n.ref || (n.children && hasRef(n.children))) return true;
 		return false;
@@ -734,7 +737,11 @@ function (selector, opts) {
 		}
 		if (!name && !later && attrs && el.hasAttribute("title")) name = norm(el.getAttribute("title"));
 		if (name) node.name = name;
-		if (interactive) node.ref = refOf(el);
+		if (interactive) {
+			node.ref = refOf(el);
+			const off = offPage(el);
+			if (off) node.offpage = off.side;
+		}
 		states(el, tag, attrs, role, node);
 		if (interactive && attrs) locators(el, tag, node);
 		if (!push(out, node)) return;
@@ -805,7 +812,7 @@ function (selector, opts) {
 	// parseSnapshotWire in snapshot.go): depth | role, then |-separated fields, each a key letter and its
 	// value: n name, r ref, l level, c checked, p pressed (1, 0 or m for
 	// mixed), e expanded, s selected (1 or 0), d disabled, q required,
-	// f focused, x editable, v value, and the locators i id, a aria-label, t test id,
+	// f focused, x editable, o off the page (the side), v value, and the locators i id, a aria-label, t test id,
 	// m name attribute, h href. In values a backslash is \\, | is \p and
 	// ~ is \w. Much smaller than the same
 	// tree in JSON, so it crosses the protocol and is decoded in a fraction
@@ -829,6 +836,7 @@ function (selector, opts) {
 			if (n.required) l += "|q";
 			if (n.focused) l += "|f";
 			if (n.editable) l += "|x";
+			if (n.offpage) l += "|o" + n.offpage;
 			if (n.value !== undefined) l += "|v" + esc(n.value);
 			const a = n.attrs;
 			if (a) {

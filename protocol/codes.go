@@ -10,6 +10,7 @@ const (
 	CodeStaleFrame        Code = "stale_frame"
 	CodeElementNotFound   Code = "element_not_found"
 	CodeElementCovered    Code = "element_covered"
+	CodeNotVisible        Code = "not_visible"
 	CodeDialogOpen        Code = "dialog_open"
 	CodeStaleRef          Code = "stale_ref"
 	CodeNavigationFailed  Code = "navigation_failed"
@@ -41,6 +42,7 @@ var Codes = []struct {
 	{CodeStaleFrame, "the action's basedOnSequence is no longer the tab's current frame; nothing was run"},
 	{CodeElementNotFound, "no element matches the selector"},
 	{CodeElementCovered, "another element covers the element's centre, so a click (or hover, or drag) would land on it; the message names it and the action, and nothing is done"},
+	{CodeNotVisible, "the element is there but not where a user sees it: hidden (display:none, visibility:hidden), of zero size, or off the page where no scrolling reaches (a closed off-canvas menu); the message says which, and for one off the page where it lies and beyond which edge. Nothing is done"},
 	{CodeDialogOpen, "a JavaScript dialog is open and blocks the page; answer it with the dialog action"},
 	{CodeStaleRef, "the element a snapshot ref pointed to is gone"},
 	{CodeNavigationFailed, "the browser could not load the page (net::ERR_... text in the message)"},

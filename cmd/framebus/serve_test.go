@@ -49,6 +49,12 @@ func TestServeAndClientCommands(t *testing.T) {
 	if m := r.reply(t); r.status != 1 || m["ok"] != false || m["code"] != "element_not_found" || m["error"] != "element not found: #missing" {
 		t.Fatalf("failing click: exit %d, %s", r.status, r.stdout)
 	}
+	// An element no scrolling reaches (a closed off-canvas menu).
+	mustOK(t, n.env, "eval", `document.body.insertAdjacentHTML("beforeend", "<button id=menu style='position:fixed;left:-300px'>Menu</button>"), 1`)
+	r = framebus(t, n.env, "", "click", "#menu")
+	if m := r.reply(t); r.status != 1 || m["code"] != "not_visible" || !strings.Contains(fmt.Sprint(m["error"]), "#menu lies off the page beyond its left edge") {
+		t.Fatalf("click on an element off the page: exit %d, %s", r.status, r.stdout)
+	}
 	r = framebus(t, n.env, "", "eval", "1", "--based-on", "1")
 	if m := r.reply(t); r.status != 1 || m["code"] != "stale_frame" {
 		t.Fatalf("stale eval: exit %d, %s", r.status, r.stdout)
