@@ -8,8 +8,8 @@
 // wins), names follow the accessible name computation the way Chromium does
 // it (aria-labelledby, aria-label, native label, content, title; in a name
 // from content, inline parts are joined as they render, block parts and
-// embedded names with a space, and landmarks, groups, tables and other
-// containers are left out; CSS generated content is not read). The
+// embedded names with a space, CSS generated content is read, and
+// landmarks, groups, tables and other containers are left out). The
 // fixtures in testdata/snapshot check both against Chromium's own tree
 // (snapshot_fidelity_test.go).
 //
@@ -36,8 +36,8 @@
 // names a shown element is left out (it is that element's name); a node
 // whose name comes from its content and whose children add nothing but
 // that text (and images) has no children; a non-interactive node whose
-// children hold refs (a cell, a heading with a link) has no name, the
-// children say it; rows have no name; table row groups (thead, tbody,
+// only child is a link (or control) of its name (a heading that is a
+// link) has no name, the link says it; rows have no name; table row groups (thead, tbody,
 // tfoot) are left out; images, sliders, progress bars, meters and
 // separators have no children.
 //
@@ -51,10 +51,9 @@
 //
 // Speed (a 1,000-row table in a few tens of milliseconds): children are
 // read with firstChild/nextSibling, attributes only of elements that have
-// any, one computed style per element, sizes only where they matter, names
-// from content of non-interactive nodes only when their children do not
-// already say them, and the answer is a compact line format instead of
-// JSON.
+// any, one computed style per element, sizes only where they matter, a
+// name from content computed once per element (a cell's name reads its
+// link's), and the answer is a compact line format instead of JSON.
 //
 // Refs: every interactive element gets a ref (e1, e2, ...) kept in a
 // per-document registry, so the same element keeps its ref across
@@ -287,7 +286,9 @@ function (selector, opts) {
 	// when it is a control or an image, or undefined when its content
 	// counts instead.
 	const embeddedName = (el, tag, attrs, role) => {
-		if (tag === "img") return el.getAttribute("alt") || "";
+		// An image without alt text is named by its title (alt="" says it
+		// is decoration).
+		if (tag === "img") return el.hasAttribute("alt") ? el.getAttribute("alt") : el.getAttribute("title") || "";
 		if (tag === "svg") {
 			// An icon names its button or link by its <title>.
 			const t = firstChild(el, "title");
@@ -310,36 +311,167 @@ function (selector, opts) {
 		return undefined;
 	};
 
+	// Names from content join their parts as Chromium does: a space goes
+	// between two parts when either is a box of its own (a block, an
+	// inline-block, an image, a control: not on the same line of inline
+	// text) or is named by other than its content (aria-label, alt text,
+	// a title, a value, generated content's alt text), unless white space
+	// is already there. So <span>Split</span><span>words</span> is
+	// "Splitwords", <div>A</div><div>B</div> is "A B", and text right
+	// next to a link is joined to the link's text as it renders.
+	const join = (j, part, boxed, named) => {
+		if (part) {
+			const t = j.text;
+			if (t && (boxed || named || j.boxed || j.named) && !isSpace(t.charCodeAt(t.length - 1)) && !isSpace(part.charCodeAt(0))) j.text += " ";
+			j.text += part;
+			j.named = named;
+		}
+		j.boxed = boxed;
+	};
+
+	// CSS generated content (::before, ::after) is part of a name, as
+	// Chromium reads it: its strings (attr() comes resolved) and quotes,
+	// or its alt text (content: "★" / "Starred") in their place; counters
+	// are not read, and an image (url()) is an image with no name. The
+	// computed value is parsed: a list of CSS strings, identifiers and
+	// functions.
+	const cssEscape = /\\(?:([0-9a-fA-F]{1,6})[ \t\n\r\f]?|\n|(.))/g;
+	const unescapeCSS = (s) => s.replace(cssEscape, (m, hex, c) => hex ? String.fromCodePoint(parseInt(hex, 16) || 0xfffd) : c || "");
+	const cssStrings = (v) => {
+		const out = [];
+		for (let i = 0; i < v.length;) {
+			const q = v[i];
+			if (q !== '"' && q !== "'") { i++; continue; }
+			let k = i + 1;
+			while (k < v.length && v[k] !== q) k += v[k] === "\\" ? 2 : 1;
+			out.push(unescapeCSS(v.slice(i + 1, k)));
+			i = k + 1;
+		}
+		return out;
+	};
+	// Quote marks where the page sets none: English's (Chromium picks
+	// them by the language; other languages' are not modelled).
+	const defaultQuotes = ["\u201c", "\u201d", "\u2018", "\u2019"];
+	// generatedInto joins the generated content of el's pseudo-element
+	// (which: "::before" or "::after") into j. depth is the quote depth
+	// (q.depth), carried from ::before to ::after.
+	const generatedInto = (j, el, which, q) => {
+		const s = getComputedStyle(el, which);
+		const c = s.content;
+		if (c === "none" || c === "normal" || s.display === "none") return;
+		const boxed = s.display !== "inline";
+		// Split at the top-level slash: the content, then its alt text.
+		let slash = -1;
+		for (let i = 0, quote = "", paren = 0; i < c.length; i++) {
+			const ch = c[i];
+			if (quote) { if (ch === "\\") i++; else if (ch === quote) quote = ""; }
+			else if (ch === '"' || ch === "'") quote = ch;
+			else if (ch === "(") paren++;
+			else if (ch === ")") paren--;
+			else if (ch === "/" && !paren) { slash = i; break; }
+		}
+		if (slash >= 0) {
+			join(j, cssStrings(c.slice(slash + 1)).join(""), boxed, true);
+			return;
+		}
+		// The content's parts, joined as inline text inside the pseudo-
+		// element; an image is a box of its own with no name.
+		const inner = {text: "", boxed: false, named: false};
+		let marks = null;
+		const mark = (open) => {
+			if (!marks) marks = s.quotes === "auto" ? defaultQuotes : s.quotes === "none" ? [] : cssStrings(s.quotes);
+			const d = open ? q.depth++ : --q.depth;
+			if (d < 0) { q.depth = 0; return ""; }
+			const pairs = marks.length >> 1;
+			if (!pairs) return "";
+			return marks[2 * Math.min(d, pairs - 1) + (open ? 0 : 1)] || "";
+		};
+		for (let i = 0; i < c.length;) {
+			const ch = c[i];
+			if (ch === '"' || ch === "'") {
+				let k = i + 1;
+				while (k < c.length && c[k] !== ch) k += c[k] === "\\" ? 2 : 1;
+				join(inner, unescapeCSS(c.slice(i + 1, k)), false, false);
+				i = k + 1;
+				continue;
+			}
+			if (isSpace(c.charCodeAt(i))) { i++; continue; }
+			let k = i;
+			while (k < c.length && /[-\w]/.test(c[k])) k++;
+			const word = c.slice(i, k);
+			if (c[k] === "(") {
+				// A function: skip to its closing parenthesis.
+				let depth = 0;
+				for (; k < c.length; k++) {
+					const x = c[k];
+					if (x === '"' || x === "'") { k++; while (k < c.length && c[k] !== x) k += c[k] === "\\" ? 2 : 1; }
+					else if (x === "(") depth++;
+					else if (x === ")" && --depth === 0) { k++; break; }
+				}
+				if (word !== "counter" && word !== "counters") join(inner, "", true, false); // an image
+			} else if (word === "open-quote" || word === "close-quote") {
+				join(inner, mark(word === "open-quote"), false, false);
+			} else if (word === "no-open-quote") q.depth++;
+			else if (word === "no-close-quote") q.depth = Math.max(0, q.depth - 1);
+			i = Math.max(k, i + 1);
+		}
+		join(j, inner.text, boxed, false);
+	};
+
+	// Roles that take no name from their author (a title on them is not
+	// read either).
+	const nameProhibitedRoles = new Set(["caption", "code", "deletion", "emphasis", "generic", "insertion", "paragraph", "presentation", "strong", "subscript", "superscript"]);
+
 	// contentName: the text of a subtree for a name from content, not yet
-	// normalized. force includes hidden content (a hidden element named by
-	// aria-labelledby); skip is an element to leave out (the control a
-	// label names).
+	// normalized: its generated content, text and the names of what it
+	// embeds. force includes hidden content (a hidden element named by
+	// aria-labelledby, whose own references are then not followed); skip is
+	// an element to leave out (the control a label names). Cached: a cell's
+	// name reads its link's, which is named too.
+	const contentNames = new Map();
 	const contentName = (node, force, skip) => {
-		let out = "";
+		const cache = !force && !skip;
+		if (cache) {
+			const known = contentNames.get(node);
+			if (known !== undefined) return known;
+		}
+		const j = {text: "", boxed: false, named: false}, q = {depth: 0};
+		const el = node.nodeType === 1 ? node : null;
+		if (el) generatedInto(j, el, "::before", q);
 		const src = childSource(node), list = Array.isArray(src);
-		const summary = node.nodeType === 1 && node.localName === "details" && !node.open ? summaryOf(node) || node : null;
+		const summary = el && el.localName === "details" && !el.open ? summaryOf(el) || el : null;
 		for (let i = 0, child = list ? src[0] : src.firstChild; child; child = list ? src[++i] : child.nextSibling) {
 			if (summary && child !== summary) continue; // a closed <details>: only its summary renders
 			const type = child.nodeType;
-			if (type === 3) { out += child.data; continue; }
+			if (type === 3) { join(j, child.data, false, false); continue; }
 			if (type !== 1 || child === skip) continue;
 			const tag = child.localName;
 			if (tag === "script" || tag === "style" || tag === "template" || tag === "noscript") continue;
 			const attrs = child.hasAttributes();
 			const style = styleOf(child);
 			if (!force && (style.display === "none" || style.visibility !== "visible" || attrs && (child.getAttribute("aria-hidden") === "true" || child.inert))) continue;
-			if (tag === "br") { out += " "; continue; }
+			if (tag === "br") { join(j, "\n", false, false); continue; }
+			const d = style.display;
+			const boxed = d !== "inline" && d !== "contents" || replaced.has(tag);
+			if (attrs && !force && child.hasAttribute("aria-labelledby")) {
+				const by = textOfIds(child, "aria-labelledby");
+				if (by) { join(j, by, boxed, true); continue; }
+			}
 			const label = attr(child, attrs, "aria-label");
-			if (label && label.trim()) { out += " " + label + " "; continue; }
+			if (label && label.trim()) { join(j, label, boxed, true); continue; }
 			const role = roleOf(child, tag, attrs, "", true);
 			const embedded = embeddedName(child, tag, attrs, role);
-			if (embedded !== undefined) { out += " " + embedded + " "; continue; }
-			if (role && skippedInNameRoles.has(role)) continue;
+			if (embedded !== undefined) { join(j, embedded, boxed, true); continue; }
+			if (role && skippedInNameRoles.has(role)) { join(j, "", boxed, false); continue; }
 			const part = contentName(child, force, skip);
-			const d = style.display;
-			out += d === "inline" || d === "contents" ? part : " " + part + " ";
+			// A title names an element with no content (an icon link)
+			// where its role takes a name.
+			if (!part.trim() && attrs && role && !nameProhibitedRoles.has(role) && child.hasAttribute("title")) join(j, child.getAttribute("title"), boxed, true);
+			else join(j, part, boxed, false);
 		}
-		return out;
+		if (el) generatedInto(j, el, "::after", q);
+		if (cache) contentNames.set(node, j.text);
+		return j.text;
 	};
 
 	const textOfIds = (el, name) => {
@@ -598,10 +730,6 @@ function (selector, opts) {
 		}
 		return true;
 	};
-	const hasRef = (list) => {
-		for (const n of list) if (n.ref || (n.children && hasRef(n.children))) return true;
-		return false;
-	};
 
 	// Context of the walk, a new object only where it changes: the kind of
 	// table we are in, whether we are inside sectioning content, inside the
@@ -723,16 +851,14 @@ function (selector, opts) {
 		}
 		brk();
 		const node = {role: role || "generic"};
-		// The name. A non-interactive element named by its content is named
-		// after its children are known: when they hold refs, they say it.
-		let name = nativeName(el, tag, attrs), fromContent = false, later = false;
+		// The name: the whole of it, also when the content holds links
+		// (a heading "Types — int, float" with two links).
+		let name = nativeName(el, tag, attrs), fromContent = false;
 		if (!name && role && nameFromContentRoles.has(role)) {
-			if (interactive) {
-				name = norm(contentName(el, false, null));
-				fromContent = !!name;
-			} else later = true;
+			name = norm(contentName(el, false, null));
+			fromContent = !!name;
 		}
-		if (!name && !later && attrs && el.hasAttribute("title")) name = norm(el.getAttribute("title"));
+		if (!name && attrs && el.hasAttribute("title")) name = norm(el.getAttribute("title"));
 		if (name) node.name = name;
 		if (interactive) node.ref = refOf(el);
 		states(el, tag, attrs, role, node);
@@ -747,13 +873,11 @@ function (selector, opts) {
 			walkKids(el, depth + 1, kids, kctx, true);
 			brk();
 		}
-		if (later) {
-			if (!hasRef(kids)) {
-				name = norm(contentName(el, false, null));
-				fromContent = !!name;
-				if (!name && attrs && el.hasAttribute("title")) name = norm(el.getAttribute("title"));
-				if (name) node.name = name;
-			}
+		// A heading or cell that holds nothing but one link (or control)
+		// of the same name says it once, on the link: nothing is lost.
+		if (fromContent && !interactive && kids.length === 1 && kids[0].ref && kids[0].name === name) {
+			node.name = "";
+			fromContent = false;
 		}
 		if (!kids.length) {
 			// An empty container says nothing (an empty paragraph, a
