@@ -418,6 +418,107 @@ function (selector, opts) {
 		join(j, inner.text, boxed, false);
 	};
 
+	// Reading generated content costs a style lookup per pseudo-element,
+	// a few microseconds each: most of the time a big table's snapshot
+	// takes. So the document's style sheets are read once for the rules
+	// that set content on ::before or ::after, indexed by the id, class or
+	// tag their originating element must have, and only an element such
+	// a rule may match is looked up (plus <q>, quoted by the browser's own
+	// sheet). Where that cannot be known (a sheet from another origin, an
+	// element in a shadow tree, with sheets of its own) every element is
+	// looked up.
+	const pseudoRuleSelector = /::?(?:before|after)(?![-\w])/i;
+	const cssIdent = /^(?:\\[0-9a-fA-F]{1,6}[ \t\n\r\f]?|\\.|[-\w\u0080-\uffff])+/;
+	// splitTop splits a selector list at its top-level commas.
+	const splitTop = (list) => {
+		const out = [];
+		let depth = 0, quote = "", from = 0;
+		for (let i = 0; i < list.length; i++) {
+			const ch = list[i];
+			if (ch === "\\") { i++; continue; }
+			if (quote) { if (ch === quote) quote = ""; continue; }
+			if (ch === '"' || ch === "'") quote = ch;
+			else if (ch === "(" || ch === "[") depth++;
+			else if (ch === ")" || ch === "]") depth--;
+			else if (ch === "," && !depth) { out.push(list.slice(from, i)); from = i + 1; }
+		}
+		out.push(list.slice(from));
+		return out;
+	};
+	// indexSelector files one selector of a rule that generates content
+	// under what its originating element's last compound requires.
+	const indexSelector = (ix, sel) => {
+		const m = pseudoRuleSelector.exec(sel);
+		const base = sel.slice(0, m.index).trim();
+		if (!base || /[>+~]$/.test(base)) { ix.generic.push("*"); return; }
+		// The last compound: after the last top-level combinator.
+		let depth = 0, start = 0;
+		for (let i = 0; i < base.length; i++) {
+			const ch = base[i];
+			if (ch === "\\") { i++; continue; }
+			if (ch === "(" || ch === "[") depth++;
+			else if (ch === ")" || ch === "]") depth--;
+			else if (!depth && (ch === " " || ch === ">" || ch === "+" || ch === "~")) start = i + 1;
+		}
+		const compound = base.slice(start);
+		let id = "", cls = "";
+		const t = /^[a-zA-Z]/.test(compound) && cssIdent.exec(compound);
+		const tag = t && compound[t[0].length] !== "|" ? t[0] : ""; // not a namespace
+		for (let i = 0, d = 0; i < compound.length; i++) {
+			const ch = compound[i];
+			if (ch === "\\") { i++; continue; }
+			if (ch === "(" || ch === "[") d++;
+			else if (ch === ")" || ch === "]") d--;
+			else if (!d && (ch === "#" || ch === ".")) {
+				const n = cssIdent.exec(compound.slice(i + 1));
+				if (n && ch === "#" && !id) id = unescapeCSS(n[0]);
+				if (n && ch === "." && !cls) cls = unescapeCSS(n[0]);
+			}
+		}
+		if (id) ix.ids.add(id);
+		else if (cls) ix.classes.add(cls);
+		else if (tag) ix.tags.add(tag.toLowerCase());
+		else ix.generic.push(base);
+	};
+	// indexPseudoRules reads a document's sheets: the index, or null when
+	// a sheet cannot be read.
+	const indexPseudoRules = (doc) => {
+		const ix = {ids: new Set(), classes: new Set(), tags: new Set(["q"]), generic: [], matches: ""};
+		const visit = (rules) => {
+			for (const r of rules) {
+				if (r.styleSheet) visit(r.styleSheet.cssRules); // @import
+				if (r.selectorText !== undefined && pseudoRuleSelector.test(r.selectorText) && r.style.getPropertyValue("content")) {
+					for (const sel of splitTop(r.selectorText)) if (pseudoRuleSelector.test(sel)) indexSelector(ix, sel);
+				}
+				// @media, @supports, @layer, @container, nested rules:
+				// their conditions are not judged (a rule too many is
+				// only a lookup too many).
+				if (r.cssRules) visit(r.cssRules);
+			}
+		};
+		try {
+			for (const sheet of doc.styleSheets) visit(sheet.cssRules);
+			for (const sheet of doc.adoptedStyleSheets || none) visit(sheet.cssRules);
+			ix.matches = ix.generic.join(",");
+			if (ix.matches) doc.documentElement.matches(ix.matches);
+		} catch (e) { return null; }
+		return ix;
+	};
+	const pseudoIndexes = new Map();
+	const mayGenerate = (el) => {
+		const root = el.getRootNode();
+		if (root.nodeType !== 9) return true; // a shadow tree
+		let ix = pseudoIndexes.get(root);
+		if (ix === undefined) {
+			ix = indexPseudoRules(root);
+			pseudoIndexes.set(root, ix);
+		}
+		if (!ix || ix.tags.has(el.localName) || el.id && ix.ids.has(el.id)) return true;
+		const cl = el.classList;
+		for (let i = 0; i < cl.length; i++) if (ix.classes.has(cl[i])) return true;
+		return ix.matches !== "" && el.matches(ix.matches);
+	};
+
 	// Roles that take no name from their author (a title on them is not
 	// read either).
 	const nameProhibitedRoles = new Set(["caption", "code", "deletion", "emphasis", "generic", "insertion", "paragraph", "presentation", "strong", "subscript", "superscript"]);
@@ -436,10 +537,10 @@ function (selector, opts) {
 			if (known !== undefined) return known;
 		}
 		const j = {text: "", boxed: false, named: false}, q = {depth: 0};
-		const el = node.nodeType === 1 ? node : null;
+		const el = node.nodeType === 1 && mayGenerate(node) ? node : null;
 		if (el) generatedInto(j, el, "::before", q);
 		const src = childSource(node), list = Array.isArray(src);
-		const summary = el && el.localName === "details" && !el.open ? summaryOf(el) || el : null;
+		const summary = node.nodeType === 1 && node.localName === "details" && !node.open ? summaryOf(node) || node : null;
 		for (let i = 0, child = list ? src[0] : src.firstChild; child; child = list ? src[++i] : child.nextSibling) {
 			if (summary && child !== summary) continue; // a closed <details>: only its summary renders
 			const type = child.nodeType;
