@@ -336,7 +336,11 @@ function (selector, opts) {
 	// computed value is parsed: a list of CSS strings, identifiers and
 	// functions.
 	const cssEscape = /\\(?:([0-9a-fA-F]{1,6})[ \t\n\r\f]?|\n|(.))/g;
-	const unescapeCSS = (s) => s.replace(cssEscape, (m, hex, c) => hex ? String.fromCodePoint(parseInt(hex, 16) || 0xfffd) : c || "");
+	const codePoint = (hex) => {
+		const n = parseInt(hex, 16);
+		return String.fromCodePoint(n > 0 && n <= 0x10ffff && (n < 0xd800 || n > 0xdfff) ? n : 0xfffd);
+	};
+	const unescapeCSS = (s) => s.replace(cssEscape, (m, hex, c) => hex ? codePoint(hex) : c || "");
 	const cssStrings = (v) => {
 		const out = [];
 		for (let i = 0; i < v.length;) {
@@ -358,7 +362,7 @@ function (selector, opts) {
 	const generatedInto = (j, el, which, q) => {
 		const s = getComputedStyle(el, which);
 		const c = s.content;
-		if (c === "none" || c === "normal" || s.display === "none") return;
+		if (c === "none" || c === "normal" || s.display === "none" || s.visibility !== "visible") return;
 		const boxed = s.display !== "inline";
 		// Split at the top-level slash: the content, then its alt text.
 		let slash = -1;
