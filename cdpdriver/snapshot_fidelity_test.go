@@ -274,6 +274,25 @@ func (p *Page) snapshotTestRefNodes(ctx context.Context, refs []string) (map[str
 	return out, nil
 }
 
+// snapshotTestChromeView is what Chromium says of the page: the backend
+// node of each ref's element, its accessibility tree and the DOM.
+func (p *Page) snapshotTestChromeView(ctx context.Context, t *testing.T, refs []string) (map[string]dom.BackendNodeID, map[dom.BackendNodeID]snapshotTestAXNode, map[dom.BackendNodeID]snapshotTestDOMNode) {
+	t.Helper()
+	backend, err := p.snapshotTestRefNodes(ctx, refs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ax, err := p.snapshotTestAXTree(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	doms, err := p.snapshotTestDOM(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return backend, ax, doms
+}
+
 // snapshotTestWalk calls f for every node of the snapshot, depth first.
 func snapshotTestWalk(nodes []SnapshotNode, f func(n SnapshotNode)) {
 	for _, n := range nodes {
@@ -311,18 +330,7 @@ func TestSnapshotFidelity(t *testing.T) {
 			if len(refs) != s.Interactive {
 				t.Errorf("snapshot has %d refs but says %d interactive", len(refs), s.Interactive)
 			}
-			backend, err := p.snapshotTestRefNodes(ctx, refs)
-			if err != nil {
-				t.Fatal(err)
-			}
-			ax, err := p.snapshotTestAXTree(ctx)
-			if err != nil {
-				t.Fatal(err)
-			}
-			doms, err := p.snapshotTestDOM(ctx)
-			if err != nil {
-				t.Fatal(err)
-			}
+			backend, ax, doms := p.snapshotTestChromeView(ctx, t, refs)
 			shown := map[dom.BackendNodeID]string{}
 			for _, ref := range refs {
 				n, id := byRef[ref], backend[ref]
@@ -426,18 +434,7 @@ func TestSnapshotNamesMatchChromium(t *testing.T) {
 						headings = append(headings, n)
 					}
 				})
-				backend, err := p.snapshotTestRefNodes(ctx, refs)
-				if err != nil {
-					t.Fatal(err)
-				}
-				ax, err := p.snapshotTestAXTree(ctx)
-				if err != nil {
-					t.Fatal(err)
-				}
-				doms, err := p.snapshotTestDOM(ctx)
-				if err != nil {
-					t.Fatal(err)
-				}
+				backend, ax, doms := p.snapshotTestChromeView(ctx, t, refs)
 				check := func(what string, ours SnapshotNode, chrome snapshotTestAXNode) {
 					compared++
 					if ours.Name != chrome.Name {
