@@ -314,7 +314,8 @@ function (selector, opts) {
 	// Names from content join their parts as Chromium does: a space goes
 	// between two parts when either is a box of its own (a block, an
 	// inline-block, an image, a control: not on the same line of inline
-	// text) or is named by other than its content (aria-label, alt text,
+	// text; display:contents too, having no box) or is named by other than
+	// its content (aria-label, alt text,
 	// a title, a value, generated content's alt text), unless white space
 	// is already there. So <span>Split</span><span>words</span> is
 	// "Splitwords", <div>A</div><div>B</div> is "A B", and text right
@@ -557,7 +558,7 @@ function (selector, opts) {
 			if (!force && (style.display === "none" || style.visibility !== "visible" || attrs && (child.getAttribute("aria-hidden") === "true" || child.inert))) continue;
 			if (tag === "br") { join(j, "\n", false, false); continue; }
 			const d = style.display;
-			const boxed = d !== "inline" && d !== "contents" || replaced.has(tag);
+			const boxed = d !== "inline" || replaced.has(tag);
 			if (attrs && !force && child.hasAttribute("aria-labelledby")) {
 				const by = textOfIds(child, "aria-labelledby");
 				if (by) { join(j, by, boxed, true); continue; }
