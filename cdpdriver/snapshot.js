@@ -452,7 +452,10 @@ function (selector, opts) {
 	};
 	// indexSelector files one selector of a rule that generates content
 	// under what its originating element's last compound requires.
+	const simpleClassRule = /^\s*\.([-\w]+)::?(?:before|after)\s*$/i; // .fa-github::before, icon fonts' thousands
 	const indexSelector = (ix, sel) => {
+		const simple = simpleClassRule.exec(sel);
+		if (simple) { ix.classes.add(simple[1]); return; }
 		const m = pseudoRuleSelector.exec(sel);
 		const base = sel.slice(0, m.index).trim();
 		if (!base || /[>+~]$/.test(base)) { ix.generic.push("*"); return; }
