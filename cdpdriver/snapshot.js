@@ -37,9 +37,9 @@
 // whose name comes from its content and whose children add nothing but
 // that text (and images) has no children; a non-interactive node whose
 // only child is a link (or control) of its name (a heading that is a
-// link) has no name, the link says it; rows have no name; table row groups (thead, tbody,
-// tfoot) are left out; images, sliders, progress bars, meters and
-// separators have no children.
+// link) has no name, the link says it; rows have no name; table row
+// groups (thead, tbody, tfoot) are left out; images, sliders, progress
+// bars, meters and separators have no children.
 //
 // Interactive (a ref): widget roles (button, link, checkbox, textbox,
 // option, tab, gridcell, ...), the root of a contenteditable region, an
@@ -315,11 +315,11 @@ function (selector, opts) {
 	// between two parts when either is a box of its own (a block, an
 	// inline-block, an image, a control: not on the same line of inline
 	// text; display:contents too, having no box) or is named by other than
-	// its content (aria-label, alt text,
-	// a title, a value, generated content's alt text), unless white space
-	// is already there. So <span>Split</span><span>words</span> is
-	// "Splitwords", <div>A</div><div>B</div> is "A B", and text right
-	// next to a link is joined to the link's text as it renders.
+	// its content (aria-label, alt text, a title, a value, generated
+	// content's alt text), unless white space is already there. So
+	// <span>Split</span><span>words</span> is "Splitwords",
+	// <div>A</div><div>B</div> is "A B", and text right next to a link is
+	// joined to the link's text as it renders.
 	const join = (j, part, boxed, named) => {
 		if (part) {
 			const t = j.text;
