@@ -531,18 +531,42 @@ function (selector, opts) {
 	// read either).
 	const nameProhibitedRoles = new Set(["caption", "code", "deletion", "emphasis", "generic", "insertion", "paragraph", "presentation", "strong", "subscript", "superscript"]);
 
+	// Chromium reads at most about a hundred objects of a subtree for a
+	// name (its kMaxDescendantsForTextAlternativeComputation): the named
+	// element, then every text and every element its tree keeps (not a
+	// plain inline span or b, nor white space that does not render), and
+	// stops at the first child after more than 100. A link around a whole
+	// card list is named by what comes first; here the count is kept the
+	// same way (nameRead: objects read by the name being computed).
+	const nameBudget = 100;
+	let nameRead = 0, nameCuts = 0;
+	const plainInline = new Set(["span", "b", "i", "u", "s", "small", "big", "font", "kbd", "samp", "var", "tt", "bdi", "bdo"]);
+
 	// contentName: the text of a subtree for a name from content, not yet
 	// normalized: its generated content, text and the names of what it
 	// embeds. force includes hidden content (a hidden element named by
 	// aria-labelledby, whose own references are then not followed); skip is
-	// an element to leave out (the control a label names). Cached: a cell's
-	// name reads its link's, which is named too.
-	const contentNames = new Map();
+	// an element to leave out (the control a label names).
 	const contentName = (node, force, skip) => {
-		const cache = !force && !skip;
+		if (nameRead) return contentParts(node, force, skip); // a part of the name being computed
+		nameRead = 1;
+		try {
+			return contentParts(node, force, skip);
+		} finally {
+			nameRead = 0;
+		}
+	};
+	// Cached (a cell's name reads its link's, which is named too), with
+	// the objects it read, where no cut fell inside it.
+	const contentNames = new Map();
+	const contentParts = (node, force, skip) => {
+		const cache = !force && !skip, start = nameRead, cuts = nameCuts;
 		if (cache) {
 			const known = contentNames.get(node);
-			if (known !== undefined) return known;
+			if (known !== undefined && start + known.read <= nameBudget) {
+				nameRead += known.read;
+				return known.text;
+			}
 		}
 		const j = {text: "", boxed: false, named: false}, q = {depth: 0};
 		const el = node.nodeType === 1 && mayGenerate(node) ? node : null;
@@ -551,16 +575,24 @@ function (selector, opts) {
 		const summary = node.nodeType === 1 && node.localName === "details" && !node.open ? summaryOf(node) || node : null;
 		for (let i = 0, child = list ? src[0] : src.firstChild; child; child = list ? src[++i] : child.nextSibling) {
 			if (summary && child !== summary) continue; // a closed <details>: only its summary renders
+			if (nameRead > nameBudget) { nameCuts++; break; }
 			const type = child.nodeType;
-			if (type === 3) { join(j, child.data, false, false); continue; }
+			if (type === 3) {
+				const data = child.data;
+				// White space renders between inline content only.
+				if (/[^ \t\n\r\f]/.test(data) || j.text && !j.boxed && child.nextSibling) nameRead++;
+				join(j, data, false, false);
+				continue;
+			}
 			if (type !== 1 || child === skip) continue;
 			const tag = child.localName;
 			if (tag === "script" || tag === "style" || tag === "template" || tag === "noscript") continue;
 			const attrs = child.hasAttributes();
 			const style = styleOf(child);
 			if (!force && (style.display === "none" || style.visibility !== "visible" || attrs && (child.getAttribute("aria-hidden") === "true" || child.inert))) continue;
-			if (tag === "br") { join(j, "\n", false, false); continue; }
 			const d = style.display;
+			if (d !== "inline" || !plainInline.has(tag) || attrs && child.hasAttribute("role")) nameRead++;
+			if (tag === "br") { join(j, "\n", false, false); continue; }
 			const boxed = d !== "inline" || replaced.has(tag);
 			if (attrs && !force && child.hasAttribute("aria-labelledby")) {
 				const by = textOfIds(child, "aria-labelledby");
@@ -572,14 +604,14 @@ function (selector, opts) {
 			const embedded = embeddedName(child, tag, attrs, role);
 			if (embedded !== undefined) { join(j, embedded, boxed, true); continue; }
 			if (role && skippedInNameRoles.has(role)) { join(j, "", boxed, false); continue; }
-			const part = contentName(child, force, skip);
+			const part = contentParts(child, force, skip);
 			// A title names an element with no content (an icon link)
 			// where its role takes a name.
 			if (!part.trim() && attrs && role && !nameProhibitedRoles.has(role) && child.hasAttribute("title")) join(j, child.getAttribute("title"), boxed, true);
 			else join(j, part, boxed, false);
 		}
-		if (el) generatedInto(j, el, "::after", q);
-		if (cache) contentNames.set(node, j.text);
+		if (el && nameRead <= nameBudget) generatedInto(j, el, "::after", q);
+		if (cache && nameCuts === cuts) contentNames.set(node, {text: j.text, read: nameRead - start});
 		return j.text;
 	};
 
