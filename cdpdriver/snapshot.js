@@ -451,12 +451,14 @@ function (selector, opts) {
 		return out;
 	};
 	// indexSelector files one selector of a rule that generates content
-	// under what its originating element's last compound requires.
-	const simpleClassRule = /^\s*\.([-\w]+)::?(?:before|after)\s*$/i; // .fa-github::before, icon fonts' thousands
-	const indexSelector = (ix, sel) => {
+	// under its pseudo-element and what its originating element's last
+	// compound requires.
+	const simpleClassRule = /^\s*\.([-\w]+)::?(before|after)\s*$/i; // .fa-github::before, icon fonts' thousands
+	const indexSelector = (index, sel) => {
 		const simple = simpleClassRule.exec(sel);
-		if (simple) { ix.classes.add(simple[1]); return; }
+		if (simple) { index[simple[2].toLowerCase()].classes.add(simple[1]); return; }
 		const m = pseudoRuleSelector.exec(sel);
+		const ix = index[/before/i.test(m[0]) ? "before" : "after"];
 		const base = sel.slice(0, m.index).trim();
 		if (!base || /[>+~]$/.test(base)) { ix.generic.push("*"); return; }
 		// The last compound: after the last top-level combinator.
@@ -488,10 +490,11 @@ function (selector, opts) {
 		else if (tag) ix.tags.add(tag.toLowerCase());
 		else ix.generic.push(base);
 	};
-	// indexPseudoRules reads a document's sheets: the index, or null when
-	// a sheet cannot be read.
+	// indexPseudoRules reads a document's sheets: the index of each
+	// pseudo-element's rules, or null when a sheet cannot be read.
 	const indexPseudoRules = (doc) => {
-		const ix = {ids: new Set(), classes: new Set(), tags: new Set(["q"]), generic: [], matches: ""};
+		const part = () => ({ids: new Set(), classes: new Set(), tags: new Set(["q"]), generic: [], matches: ""});
+		const ix = {before: part(), after: part()};
 		const visit = (rules) => {
 			for (const r of rules) {
 				if (r.styleSheet) visit(r.styleSheet.cssRules); // @import
@@ -507,24 +510,31 @@ function (selector, opts) {
 		try {
 			for (const sheet of doc.styleSheets) visit(sheet.cssRules);
 			for (const sheet of doc.adoptedStyleSheets || none) visit(sheet.cssRules);
-			ix.matches = ix.generic.join(",");
-			if (ix.matches) doc.documentElement.matches(ix.matches);
+			for (const p of [ix.before, ix.after]) {
+				p.matches = p.generic.join(",");
+				if (p.matches) doc.documentElement.matches(p.matches);
+			}
 		} catch (e) { return null; }
 		return ix;
 	};
+	const mayMatch = (p, el) => {
+		if (p.tags.has(el.localName) || el.id && p.ids.has(el.id)) return true;
+		const cl = el.classList;
+		for (let i = 0; i < cl.length; i++) if (p.classes.has(cl[i])) return true;
+		return p.matches !== "" && el.matches(p.matches);
+	};
+	// mayGenerate says which of el's pseudo-elements to look up: 1 for
+	// ::before, 2 for ::after, 3 both.
 	const pseudoIndexes = new Map();
 	const mayGenerate = (el) => {
 		const root = el.getRootNode();
-		if (root.nodeType !== 9) return true; // a shadow tree
+		if (root.nodeType !== 9) return 3; // a shadow tree
 		let ix = pseudoIndexes.get(root);
 		if (ix === undefined) {
 			ix = indexPseudoRules(root);
 			pseudoIndexes.set(root, ix);
 		}
-		if (!ix || ix.tags.has(el.localName) || el.id && ix.ids.has(el.id)) return true;
-		const cl = el.classList;
-		for (let i = 0; i < cl.length; i++) if (ix.classes.has(cl[i])) return true;
-		return ix.matches !== "" && el.matches(ix.matches);
+		return !ix ? 3 : (mayMatch(ix.before, el) ? 1 : 0) | (mayMatch(ix.after, el) ? 2 : 0);
 	};
 
 	// Roles that take no name from their author (a title on them is not
@@ -569,8 +579,8 @@ function (selector, opts) {
 			}
 		}
 		const j = {text: "", boxed: false, named: false}, q = {depth: 0};
-		const el = node.nodeType === 1 && mayGenerate(node) ? node : null;
-		if (el) generatedInto(j, el, "::before", q);
+		const gen = node.nodeType === 1 ? mayGenerate(node) : 0;
+		if (gen & 1) generatedInto(j, node, "::before", q);
 		const src = childSource(node), list = Array.isArray(src);
 		const summary = node.nodeType === 1 && node.localName === "details" && !node.open ? summaryOf(node) || node : null;
 		for (let i = 0, child = list ? src[0] : src.firstChild; child; child = list ? src[++i] : child.nextSibling) {
@@ -610,7 +620,7 @@ function (selector, opts) {
 			if (!part.trim() && attrs && role && !nameProhibitedRoles.has(role) && child.hasAttribute("title")) join(j, child.getAttribute("title"), boxed, true);
 			else join(j, part, boxed, false);
 		}
-		if (el && nameRead <= nameBudget) generatedInto(j, el, "::after", q);
+		if (gen & 2 && nameRead <= nameBudget) generatedInto(j, node, "::after", q);
 		if (cache && nameCuts === cuts) contentNames.set(node, {text: j.text, read: nameRead - start});
 		return j.text;
 	};
