@@ -398,14 +398,16 @@ func TestSnapshotFidelity(t *testing.T) {
 }
 
 // TestSnapshotNamesMatchChromium compares the name of every heading and
-// every link of every fixture, in the full snapshot and in the
-// interactive one, with Chromium's (names from content, permalinks, code
-// and links in headings, icon links, CSS generated content: docs.html is
-// shaped like real documentation sites). Links are matched to Chromium's
-// nodes by their refs; headings have none, so ours are paired with
-// Chromium's exposed headings in document order. Every difference fails.
-// A heading with no name whose only child is a link of Chromium's name for
-// the heading agrees: the snapshot says that name once, on the link.
+// every element with a ref (links, buttons, fields, ...) of every fixture,
+// in the full snapshot and in the interactive one, with Chromium's (names
+// from content, permalinks, code and links in headings, icon links, CSS
+// generated content, long content: docs.html, docs-nav.html and
+// long-names.html are shaped like real documentation sites). Elements
+// with refs are matched to Chromium's nodes by their refs; headings have
+// none, so ours are paired with Chromium's exposed headings in document
+// order. Every difference fails. A heading with no name whose only child
+// is a link of Chromium's name for the heading agrees: the snapshot says
+// that name once, on the link.
 func TestSnapshotNamesMatchChromium(t *testing.T) {
 	b := snapshotTestBrowser(t)
 	srv := snapshotTestServer(t)
@@ -426,7 +428,7 @@ func TestSnapshotNamesMatchChromium(t *testing.T) {
 				var headings []SnapshotNode
 				byRef := map[string]SnapshotNode{}
 				snapshotTestWalk(s.Nodes, func(n SnapshotNode) {
-					if n.Ref != "" && n.Role == "link" {
+					if n.Ref != "" {
 						refs = append(refs, n.Ref)
 						byRef[n.Ref] = n
 					}
@@ -476,8 +478,8 @@ func TestSnapshotNamesMatchChromium(t *testing.T) {
 			})
 		}
 	}
-	t.Logf("names of headings and links: %d compared, %d differ from Chromium's", compared, differ)
+	t.Logf("names of headings and elements with refs: %d compared, %d differ from Chromium's", compared, differ)
 	if compared == 0 {
-		t.Error("no heading or link compared")
+		t.Error("no name compared")
 	}
 }
