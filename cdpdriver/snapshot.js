@@ -8,8 +8,8 @@
 // wins), names follow the accessible name computation the way Chromium does
 // it (aria-labelledby, aria-label, native label, content, title; in a name
 // from content, inline parts are joined as they render, block parts and
-// embedded names with a space, and landmarks, groups, tables and other
-// containers are left out; CSS generated content is not read). The
+// embedded names with a space, CSS generated content is read, and
+// landmarks, groups, tables and other containers are left out). The
 // fixtures in testdata/snapshot check both against Chromium's own tree
 // (snapshot_fidelity_test.go).
 //
@@ -36,10 +36,10 @@
 // names a shown element is left out (it is that element's name); a node
 // whose name comes from its content and whose children add nothing but
 // that text (and images) has no children; a non-interactive node whose
-// children hold refs (a cell, a heading with a link) has no name, the
-// children say it; rows have no name; table row groups (thead, tbody,
-// tfoot) are left out; images, sliders, progress bars, meters and
-// separators have no children.
+// only child is a link (or control) of its name (a heading that is a
+// link) has no name, the link says it; rows have no name; table row
+// groups (thead, tbody, tfoot) are left out; images, sliders, progress
+// bars, meters and separators have no children.
 //
 // Interactive (a ref): widget roles (button, link, checkbox, textbox,
 // option, tab, gridcell, ...), the root of a contenteditable region, an
@@ -51,10 +51,9 @@
 //
 // Speed (a 1,000-row table in a few tens of milliseconds): children are
 // read with firstChild/nextSibling, attributes only of elements that have
-// any, one computed style per element, sizes only where they matter, names
-// from content of non-interactive nodes only when their children do not
-// already say them, and the answer is a compact line format instead of
-// JSON.
+// any, one computed style per element, sizes only where they matter, a
+// name from content computed once per element (a cell's name reads its
+// link's), and the answer is a compact line format instead of JSON.
 //
 // Refs: every interactive element gets a ref (e1, e2, ...) kept in a
 // per-document registry, so the same element keeps its ref across
@@ -287,7 +286,9 @@ function (selector, opts) {
 	// when it is a control or an image, or undefined when its content
 	// counts instead.
 	const embeddedName = (el, tag, attrs, role) => {
-		if (tag === "img") return el.getAttribute("alt") || "";
+		// An image without alt text is named by its title (alt="" says it
+		// is decoration).
+		if (tag === "img") return el.hasAttribute("alt") ? el.getAttribute("alt") : el.getAttribute("title") || "";
 		if (tag === "svg") {
 			// An icon names its button or link by its <title>.
 			const t = firstChild(el, "title");
@@ -310,36 +311,318 @@ function (selector, opts) {
 		return undefined;
 	};
 
+	// Names from content join their parts as Chromium does: a space goes
+	// between two parts when either is a box of its own (a block, an
+	// inline-block, an image, a control: not on the same line of inline
+	// text; display:contents too, having no box) or is named by other than
+	// its content (aria-label, alt text, a title, a value, generated
+	// content's alt text), unless white space is already there. So
+	// <span>Split</span><span>words</span> is "Splitwords",
+	// <div>A</div><div>B</div> is "A B", and text right next to a link is
+	// joined to the link's text as it renders.
+	const join = (j, part, boxed, named) => {
+		if (part) {
+			const t = j.text;
+			if (t && (boxed || named || j.boxed || j.named) && !isSpace(t.charCodeAt(t.length - 1)) && !isSpace(part.charCodeAt(0))) j.text += " ";
+			j.text += part;
+			j.named = named;
+		}
+		j.boxed = boxed;
+	};
+
+	// CSS generated content (::before, ::after) is part of a name, as
+	// Chromium reads it: its strings (attr() comes resolved) and quotes,
+	// or its alt text (content: "★" / "Starred") in their place; counters
+	// are not read, and an image (url()) is an image with no name. The
+	// computed value is parsed: a list of CSS strings, identifiers and
+	// functions.
+	const cssEscape = /\\(?:([0-9a-fA-F]{1,6})[ \t\n\r\f]?|\n|(.))/g;
+	const codePoint = (hex) => {
+		const n = parseInt(hex, 16);
+		return String.fromCodePoint(n > 0 && n <= 0x10ffff && (n < 0xd800 || n > 0xdfff) ? n : 0xfffd);
+	};
+	const unescapeCSS = (s) => s.replace(cssEscape, (m, hex, c) => hex ? codePoint(hex) : c || "");
+	const cssStrings = (v) => {
+		const out = [];
+		for (let i = 0; i < v.length;) {
+			const q = v[i];
+			if (q !== '"' && q !== "'") { i++; continue; }
+			let k = i + 1;
+			while (k < v.length && v[k] !== q) k += v[k] === "\\" ? 2 : 1;
+			out.push(unescapeCSS(v.slice(i + 1, k)));
+			i = k + 1;
+		}
+		return out;
+	};
+	// Quote marks where the page sets none: English's (Chromium picks
+	// them by the language; other languages' are not modelled).
+	const defaultQuotes = ["\u201c", "\u201d", "\u2018", "\u2019"];
+	// generatedInto joins the generated content of el's pseudo-element
+	// (which: "::before" or "::after") into j. depth is the quote depth
+	// (q.depth), carried from ::before to ::after.
+	const generatedInto = (j, el, which, q) => {
+		const s = getComputedStyle(el, which);
+		const c = s.content;
+		if (c === "none" || c === "normal" || s.display === "none" || s.visibility !== "visible") return;
+		const boxed = s.display !== "inline";
+		// Split at the top-level slash: the content, then its alt text.
+		let slash = -1;
+		for (let i = 0, quote = "", paren = 0; i < c.length; i++) {
+			const ch = c[i];
+			if (quote) { if (ch === "\\") i++; else if (ch === quote) quote = ""; }
+			else if (ch === '"' || ch === "'") quote = ch;
+			else if (ch === "(") paren++;
+			else if (ch === ")") paren--;
+			else if (ch === "/" && !paren) { slash = i; break; }
+		}
+		if (slash >= 0) {
+			join(j, cssStrings(c.slice(slash + 1)).join(""), boxed, true);
+			return;
+		}
+		// The content's parts, joined as inline text inside the pseudo-
+		// element; an image is a box of its own with no name.
+		const inner = {text: "", boxed: false, named: false};
+		let marks = null;
+		const mark = (open) => {
+			if (!marks) marks = s.quotes === "auto" ? defaultQuotes : s.quotes === "none" ? [] : cssStrings(s.quotes);
+			const d = open ? q.depth++ : --q.depth;
+			if (d < 0) { q.depth = 0; return ""; }
+			const pairs = marks.length >> 1;
+			if (!pairs) return "";
+			return marks[2 * Math.min(d, pairs - 1) + (open ? 0 : 1)] || "";
+		};
+		for (let i = 0; i < c.length;) {
+			const ch = c[i];
+			if (ch === '"' || ch === "'") {
+				let k = i + 1;
+				while (k < c.length && c[k] !== ch) k += c[k] === "\\" ? 2 : 1;
+				join(inner, unescapeCSS(c.slice(i + 1, k)), false, false);
+				i = k + 1;
+				continue;
+			}
+			if (isSpace(c.charCodeAt(i))) { i++; continue; }
+			let k = i;
+			while (k < c.length && /[-\w]/.test(c[k])) k++;
+			const word = c.slice(i, k);
+			if (c[k] === "(") {
+				// A function: skip to its closing parenthesis.
+				let depth = 0;
+				for (; k < c.length; k++) {
+					const x = c[k];
+					if (x === '"' || x === "'") { k++; while (k < c.length && c[k] !== x) k += c[k] === "\\" ? 2 : 1; }
+					else if (x === "(") depth++;
+					else if (x === ")" && --depth === 0) { k++; break; }
+				}
+				if (word !== "counter" && word !== "counters") join(inner, "", true, false); // an image
+			} else if (word === "open-quote" || word === "close-quote") {
+				join(inner, mark(word === "open-quote"), false, false);
+			} else if (word === "no-open-quote") q.depth++;
+			else if (word === "no-close-quote") q.depth = Math.max(0, q.depth - 1);
+			i = Math.max(k, i + 1);
+		}
+		join(j, inner.text, boxed, false);
+	};
+
+	// Reading generated content costs a style lookup per pseudo-element,
+	// a few microseconds each: most of the time a big table's snapshot
+	// takes. So the document's style sheets are read once for the rules
+	// that set content on ::before or ::after, indexed by the id, class or
+	// tag their originating element must have, and only an element such
+	// a rule may match is looked up (plus <q>, quoted by the browser's own
+	// sheet). Where that cannot be known (a sheet from another origin, an
+	// element in a shadow tree, with sheets of its own) every element is
+	// looked up.
+	const pseudoRuleSelector = /::?(?:before|after)(?![-\w])/i;
+	const cssIdent = /^(?:\\[0-9a-fA-F]{1,6}[ \t\n\r\f]?|\\.|[-\w\u0080-\uffff])+/;
+	// splitTop splits a selector list at its top-level commas.
+	const splitTop = (list) => {
+		const out = [];
+		let depth = 0, quote = "", from = 0;
+		for (let i = 0; i < list.length; i++) {
+			const ch = list[i];
+			if (ch === "\\") { i++; continue; }
+			if (quote) { if (ch === quote) quote = ""; continue; }
+			if (ch === '"' || ch === "'") quote = ch;
+			else if (ch === "(" || ch === "[") depth++;
+			else if (ch === ")" || ch === "]") depth--;
+			else if (ch === "," && !depth) { out.push(list.slice(from, i)); from = i + 1; }
+		}
+		out.push(list.slice(from));
+		return out;
+	};
+	// indexSelector files one selector of a rule that generates content
+	// under its pseudo-element and what its originating element's last
+	// compound requires.
+	const simpleClassRule = /^\s*\.([-\w]+)::?(before|after)\s*$/i; // .fa-github::before, icon fonts' thousands
+	const indexSelector = (index, sel) => {
+		const simple = simpleClassRule.exec(sel);
+		if (simple) { index[simple[2].toLowerCase()].classes.add(simple[1]); return; }
+		const m = pseudoRuleSelector.exec(sel);
+		const ix = index[/before/i.test(m[0]) ? "before" : "after"];
+		const base = sel.slice(0, m.index).trim();
+		if (!base || /[>+~]$/.test(base)) { ix.generic.push("*"); return; }
+		// The last compound: after the last top-level combinator.
+		let depth = 0, start = 0;
+		for (let i = 0; i < base.length; i++) {
+			const ch = base[i];
+			if (ch === "\\") { i++; continue; }
+			if (ch === "(" || ch === "[") depth++;
+			else if (ch === ")" || ch === "]") depth--;
+			else if (!depth && (ch === " " || ch === ">" || ch === "+" || ch === "~")) start = i + 1;
+		}
+		const compound = base.slice(start);
+		let id = "", cls = "";
+		const t = /^[a-zA-Z]/.test(compound) && cssIdent.exec(compound);
+		const tag = t && compound[t[0].length] !== "|" ? t[0] : ""; // not a namespace
+		for (let i = 0, d = 0; i < compound.length; i++) {
+			const ch = compound[i];
+			if (ch === "\\") { i++; continue; }
+			if (ch === "(" || ch === "[") d++;
+			else if (ch === ")" || ch === "]") d--;
+			else if (!d && (ch === "#" || ch === ".")) {
+				const n = cssIdent.exec(compound.slice(i + 1));
+				if (n && ch === "#" && !id) id = unescapeCSS(n[0]);
+				if (n && ch === "." && !cls) cls = unescapeCSS(n[0]);
+			}
+		}
+		if (id) ix.ids.add(id);
+		else if (cls) ix.classes.add(cls);
+		else if (tag) ix.tags.add(tag.toLowerCase());
+		else ix.generic.push(base);
+	};
+	// indexPseudoRules reads a document's sheets: the index of each
+	// pseudo-element's rules, or null when a sheet cannot be read.
+	const indexPseudoRules = (doc) => {
+		const part = () => ({ids: new Set(), classes: new Set(), tags: new Set(["q"]), generic: [], matches: ""});
+		const ix = {before: part(), after: part()};
+		const visit = (rules) => {
+			for (const r of rules) {
+				if (r.styleSheet) visit(r.styleSheet.cssRules); // @import
+				if (r.selectorText !== undefined && pseudoRuleSelector.test(r.selectorText) && r.style.getPropertyValue("content")) {
+					for (const sel of splitTop(r.selectorText)) if (pseudoRuleSelector.test(sel)) indexSelector(ix, sel);
+				}
+				// @media, @supports, @layer, @container, nested rules:
+				// their conditions are not judged (a rule too many is
+				// only a lookup too many).
+				if (r.cssRules) visit(r.cssRules);
+			}
+		};
+		try {
+			for (const sheet of doc.styleSheets) visit(sheet.cssRules);
+			for (const sheet of doc.adoptedStyleSheets || none) visit(sheet.cssRules);
+			for (const p of [ix.before, ix.after]) {
+				p.matches = p.generic.join(",");
+				if (p.matches) doc.documentElement.matches(p.matches);
+			}
+		} catch (e) { return null; }
+		return ix;
+	};
+	const mayMatch = (p, el) => {
+		if (p.tags.has(el.localName) || el.id && p.ids.has(el.id)) return true;
+		const cl = el.classList;
+		for (let i = 0; i < cl.length; i++) if (p.classes.has(cl[i])) return true;
+		return p.matches !== "" && el.matches(p.matches);
+	};
+	// mayGenerate says which of el's pseudo-elements to look up: 1 for
+	// ::before, 2 for ::after, 3 both.
+	const pseudoIndexes = new Map();
+	const mayGenerate = (el) => {
+		const root = el.getRootNode();
+		if (root.nodeType !== 9) return 3; // a shadow tree
+		let ix = pseudoIndexes.get(root);
+		if (ix === undefined) {
+			ix = indexPseudoRules(root);
+			pseudoIndexes.set(root, ix);
+		}
+		return !ix ? 3 : (mayMatch(ix.before, el) ? 1 : 0) | (mayMatch(ix.after, el) ? 2 : 0);
+	};
+
+	// Roles that take no name from their author (a title on them is not
+	// read either).
+	const nameProhibitedRoles = new Set(["caption", "code", "deletion", "emphasis", "generic", "insertion", "paragraph", "presentation", "strong", "subscript", "superscript"]);
+
+	// Chromium reads at most about a hundred objects of a subtree for a
+	// name (its kMaxDescendantsForTextAlternativeComputation): the named
+	// element, then every text and every element its tree keeps (not a
+	// plain inline span or b, nor white space that does not render), and
+	// stops at the first child after more than 100. A link around a whole
+	// card list is named by what comes first; here the count is kept the
+	// same way (nameRead: objects read by the name being computed).
+	const nameBudget = 100;
+	let nameRead = 0, nameCuts = 0;
+	const plainInline = new Set(["span", "b", "i", "u", "s", "small", "big", "font", "kbd", "samp", "var", "tt", "bdi", "bdo"]);
+
 	// contentName: the text of a subtree for a name from content, not yet
-	// normalized. force includes hidden content (a hidden element named by
-	// aria-labelledby); skip is an element to leave out (the control a
-	// label names).
+	// normalized: its generated content, text and the names of what it
+	// embeds. force includes hidden content (a hidden element named by
+	// aria-labelledby, whose own references are then not followed); skip is
+	// an element to leave out (the control a label names).
 	const contentName = (node, force, skip) => {
-		let out = "";
+		if (nameRead) return contentParts(node, force, skip); // a part of the name being computed
+		nameRead = 1;
+		try {
+			return contentParts(node, force, skip);
+		} finally {
+			nameRead = 0;
+		}
+	};
+	// Cached (a cell's name reads its link's, which is named too), with
+	// the objects it read, where no cut fell inside it.
+	const contentNames = new Map();
+	const contentParts = (node, force, skip) => {
+		const cache = !force && !skip, start = nameRead, cuts = nameCuts;
+		if (cache) {
+			const known = contentNames.get(node);
+			if (known !== undefined && start + known.read <= nameBudget) {
+				nameRead += known.read;
+				return known.text;
+			}
+		}
+		const j = {text: "", boxed: false, named: false}, q = {depth: 0};
+		const gen = node.nodeType === 1 ? mayGenerate(node) : 0;
+		if (gen & 1) generatedInto(j, node, "::before", q);
 		const src = childSource(node), list = Array.isArray(src);
 		const summary = node.nodeType === 1 && node.localName === "details" && !node.open ? summaryOf(node) || node : null;
 		for (let i = 0, child = list ? src[0] : src.firstChild; child; child = list ? src[++i] : child.nextSibling) {
 			if (summary && child !== summary) continue; // a closed <details>: only its summary renders
+			if (nameRead > nameBudget) { nameCuts++; break; }
 			const type = child.nodeType;
-			if (type === 3) { out += child.data; continue; }
+			if (type === 3) {
+				const data = child.data;
+				// White space renders between inline content only.
+				if (/[^ \t\n\r\f]/.test(data) || j.text && !j.boxed && child.nextSibling) nameRead++;
+				join(j, data, false, false);
+				continue;
+			}
 			if (type !== 1 || child === skip) continue;
 			const tag = child.localName;
 			if (tag === "script" || tag === "style" || tag === "template" || tag === "noscript") continue;
 			const attrs = child.hasAttributes();
 			const style = styleOf(child);
 			if (!force && (style.display === "none" || style.visibility !== "visible" || attrs && (child.getAttribute("aria-hidden") === "true" || child.inert))) continue;
-			if (tag === "br") { out += " "; continue; }
+			const d = style.display;
+			if (d !== "inline" || !plainInline.has(tag) || attrs && child.hasAttribute("role")) nameRead++;
+			if (tag === "br") { join(j, "\n", false, false); continue; }
+			const boxed = d !== "inline" || replaced.has(tag);
+			if (attrs && !force && child.hasAttribute("aria-labelledby")) {
+				const by = textOfIds(child, "aria-labelledby");
+				if (by) { join(j, by, boxed, true); continue; }
+			}
 			const label = attr(child, attrs, "aria-label");
-			if (label && label.trim()) { out += " " + label + " "; continue; }
+			if (label && label.trim()) { join(j, label, boxed, true); continue; }
 			const role = roleOf(child, tag, attrs, "", true);
 			const embedded = embeddedName(child, tag, attrs, role);
-			if (embedded !== undefined) { out += " " + embedded + " "; continue; }
-			if (role && skippedInNameRoles.has(role)) continue;
-			const part = contentName(child, force, skip);
-			const d = style.display;
-			out += d === "inline" || d === "contents" ? part : " " + part + " ";
+			if (embedded !== undefined) { join(j, embedded, boxed, true); continue; }
+			if (role && skippedInNameRoles.has(role)) { join(j, "", boxed, false); continue; }
+			const part = contentParts(child, force, skip);
+			// A title names an element with no content (an icon link)
+			// where its role takes a name.
+			if (!part.trim() && attrs && role && !nameProhibitedRoles.has(role) && child.hasAttribute("title")) join(j, child.getAttribute("title"), boxed, true);
+			else join(j, part, boxed, false);
 		}
-		return out;
+		if (gen & 2 && nameRead <= nameBudget) generatedInto(j, node, "::after", q);
+		if (cache && nameCuts === cuts) contentNames.set(node, {text: j.text, read: nameRead - start});
+		return j.text;
 	};
 
 	const textOfIds = (el, name) => {
@@ -601,10 +884,6 @@ function (selector, opts) {
 	// offPage (offPageJS, defined where this function is installed) tells
 	// an interactive element no scrolling reaches: a closed off-canvas menu.
 	const offPage = offPageChecker(styleOf);
-	const hasRef = (list) => {
-		for (const n of list) if (n.ref || (n.children && hasRef(n.children))) return true;
-		return false;
-	};
 
 	// Context of the walk, a new object only where it changes: the kind of
 	// table we are in, whether we are inside sectioning content, inside the
@@ -726,16 +1005,14 @@ function (selector, opts) {
 		}
 		brk();
 		const node = {role: role || "generic"};
-		// The name. A non-interactive element named by its content is named
-		// after its children are known: when they hold refs, they say it.
-		let name = nativeName(el, tag, attrs), fromContent = false, later = false;
+		// The name: the whole of it, also when the content holds links
+		// (a heading "Types — int, float" with two links).
+		let name = nativeName(el, tag, attrs), fromContent = false;
 		if (!name && role && nameFromContentRoles.has(role)) {
-			if (interactive) {
-				name = norm(contentName(el, false, null));
-				fromContent = !!name;
-			} else later = true;
+			name = norm(contentName(el, false, null));
+			fromContent = !!name;
 		}
-		if (!name && !later && attrs && el.hasAttribute("title")) name = norm(el.getAttribute("title"));
+		if (!name && attrs && el.hasAttribute("title")) name = norm(el.getAttribute("title"));
 		if (name) node.name = name;
 		if (interactive) {
 			node.ref = refOf(el);
@@ -754,13 +1031,11 @@ function (selector, opts) {
 			walkKids(el, depth + 1, kids, kctx, true);
 			brk();
 		}
-		if (later) {
-			if (!hasRef(kids)) {
-				name = norm(contentName(el, false, null));
-				fromContent = !!name;
-				if (!name && attrs && el.hasAttribute("title")) name = norm(el.getAttribute("title"));
-				if (name) node.name = name;
-			}
+		// A heading or cell that holds nothing but one link (or control)
+		// of the same name says it once, on the link: nothing is lost.
+		if (fromContent && !interactive && kids.length === 1 && kids[0].ref && kids[0].name === name) {
+			node.name = "";
+			fromContent = false;
 		}
 		if (!kids.length) {
 			// An empty container says nothing (an empty paragraph, a

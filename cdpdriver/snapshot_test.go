@@ -406,3 +406,37 @@ func TestClickRefsInFrames(t *testing.T) {
 		t.Fatalf("click on a ref in a removed frame: %v, want a stale ref", err)
 	}
 }
+
+// A heading whose content mixes text and links is named by all of it, as
+// Chromium names it (issue 19): in the full snapshot, with its text and
+// links below it, and with --interactive, where only the links remain
+// below it and the text lives on in the name.
+func TestSnapshotHeadingWithLinksIsNamed(t *testing.T) {
+	b := snapshotTestBrowser(t)
+	srv := snapshotTestServer(t)
+	ctx, p, full := snapshotTestFixture(t, b, srv, "docs")
+	inter, err := p.Snapshot(ctx, SnapshotOptions{InteractiveOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		name string
+		s    Snapshot
+		want string
+	}{
+		{"full", full, `- heading "Types — int, float" [level=2]:
+    - text: Types —
+    - link "int" [ref=e15] [href="#int"]
+    - text: ,
+    - link "float" [ref=e16] [href="#float"]
+`},
+		{"interactive", inter, `- heading "Types — int, float" [level=2]:
+  - link "int" [ref=e15] [href="#int"]
+  - link "float" [ref=e16] [href="#float"]
+`},
+	} {
+		if text := c.s.Text(); !strings.Contains(text, c.want) {
+			t.Errorf("%s snapshot lacks\n%s\nin:\n%s", c.name, c.want, text)
+		}
+	}
+}
