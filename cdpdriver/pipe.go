@@ -273,8 +273,8 @@ func (t *pipeTransport) tooLong(long *pipeMessageTooLong) {
 	c := t.sessions[sid]
 	t.mu.Unlock()
 	if c != nil {
-		reply, _ := json.Marshal(map[string]any{"id": id, "error": map[string]any{"code": -32000, "message": msg}})
-		c.deliver(reply)
+		text, _ := json.Marshal(msg)
+		c.deliver(fmt.Appendf(nil, `{"id":%d,"error":{"code":-32000,"message":%s}}`, id, text)) // as Chromium orders it
 	}
 }
 
@@ -593,7 +593,14 @@ func newPipeFramer(r io.Reader) *pipeFramer {
 func (f *pipeFramer) next() ([]byte, error) {
 	for {
 		if i := bytes.IndexByte(f.buf[f.scanned:f.end], 0); i >= 0 {
-			return f.take(f.scanned + i), nil
+			end := f.scanned + i
+			if f.max > 0 && end-f.start > f.max { // read whole, in one go
+				long := newPipeMessageTooLong(f.buf[f.start:end])
+				long.tail = bytes.Clone(f.buf[max(f.start, end-pipeTooLongKeep):end])
+				f.start, f.scanned = end+1, end+1
+				return nil, long
+			}
+			return f.take(end), nil
 		}
 		f.scanned = f.end
 		if f.max > 0 && f.end-f.start > f.max {
@@ -659,6 +666,15 @@ type pipeMessageTooLong struct {
 	head, tail []byte
 }
 
+// pipeTooLongKeep is how much of either end of a message too long to
+// read is kept.
+const pipeTooLongKeep = 256
+
+// newPipeMessageTooLong starts one with the message's first bytes.
+func newPipeMessageTooLong(data []byte) *pipeMessageTooLong {
+	return &pipeMessageTooLong{size: len(data), head: bytes.Clone(data[:min(pipeTooLongKeep, len(data))])}
+}
+
 func (e *pipeMessageTooLong) Error() string {
 	return fmt.Sprintf("cdp: a message of %d bytes from the browser", e.size)
 }
@@ -689,9 +705,9 @@ func (e *pipeMessageTooLong) replyTo() (id uint64, sid string) {
 // skip reads a message longer than max to its end, keeping only its
 // first and last bytes, and goes on with a small buffer.
 func (f *pipeFramer) skip() error {
-	const keep = 256
+	const keep = pipeTooLongKeep
 	data := f.buf[f.start:f.end]
-	long := &pipeMessageTooLong{size: len(data), head: bytes.Clone(data[:min(keep, len(data))])}
+	long := newPipeMessageTooLong(data)
 	tail := bytes.Clone(data[max(0, len(data)-keep):])
 	f.restart(nil)
 	for {
