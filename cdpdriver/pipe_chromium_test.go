@@ -69,15 +69,7 @@ func TestPipeDroppedSessionRepliesWithChromium(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	type attached struct {
-		c   *pipeConn
-		err error
-	}
-	done := make(chan attached, 1)
-	go func() {
-		c, err := tr.attachPage(ctx, target)
-		done <- attached{c, err}
-	}()
+	done := pipeTestAttachLater(ctx, tr, target)
 	launchTestWaitFor(t, 10*time.Second, "the attach waits for its reply", func() error {
 		tr.mu.Lock()
 		defer tr.mu.Unlock()

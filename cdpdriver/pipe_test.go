@@ -166,21 +166,29 @@ func pipeTestNext(t *testing.T, c *pipeConn) (string, error) {
 	}
 }
 
+type pipeTestAttached struct {
+	c   *pipeConn
+	err error
+}
+
+// pipeTestAttachLater starts an attach of a page session; its outcome
+// comes on the channel.
+func pipeTestAttachLater(ctx context.Context, tr *pipeTransport, target string) <-chan pipeTestAttached {
+	done := make(chan pipeTestAttached, 1)
+	go func() {
+		c, err := tr.attachPage(ctx, target)
+		done <- pipeTestAttached{c, err}
+	}()
+	return done
+}
+
 // pipeTestAttach attaches a page session, answered by the browser with
 // sid and, in the same write, first messages of that session.
 func pipeTestAttach(t *testing.T, tr *pipeTransport, b *pipeTestBrowser, target, sid string, first ...string) *pipeConn {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	type attached struct {
-		c   *pipeConn
-		err error
-	}
-	done := make(chan attached, 1)
-	go func() {
-		c, err := tr.attachPage(ctx, target)
-		done <- attached{c, err}
-	}()
+	done := pipeTestAttachLater(ctx, tr, target)
 	cmd := b.command()
 	params, _ := cmd["params"].(map[string]any)
 	if cmd["method"] != "Target.attachToTarget" || params["targetId"] != target || params["flatten"] != true || cmd["sessionId"] != nil {
@@ -308,24 +316,19 @@ func TestPipeTransportTabRepliesAreNotItsOwn(t *testing.T) {
 	tr, b := newPipeTestTransport(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	done := make(chan error, 1)
-	var conn *pipeConn
-	go func() {
-		var err error
-		conn, err = tr.attachPage(ctx, "T1")
-		done <- err
-	}()
+	done := pipeTestAttachLater(ctx, tr, "T1")
 	cmd := b.command()
 	var dropped []string
 	for _, id := range []uint64{1, 2, 3, 4, postedIDs + 1, postedIDs + 2} {
 		dropped = append(dropped, fmt.Sprintf(`{"id":%d,"error":{"code":-32001,"message":"Session with given id not found."}}`, id))
 	}
 	b.send(append(dropped, `{"id":`+pipeTestCallID(cmd)+`,"result":{"sessionId":"S1"}}`)...)
-	if err := <-done; err != nil {
-		t.Fatalf("attach, while replies to dropped sessions' commands came: %v", err)
+	a := <-done
+	if a.err != nil {
+		t.Fatalf("attach, while replies to dropped sessions' commands came: %v", a.err)
 	}
-	if conn == nil || conn.sid != "S1" {
-		t.Fatalf("attach gave %+v; want session S1", conn)
+	if a.c.sid != "S1" {
+		t.Fatalf("attach gave session %q; want S1", a.c.sid)
 	}
 }
 
@@ -460,14 +463,10 @@ func TestPipeTransportLongReply(t *testing.T) {
 
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	done := make(chan error, 1)
-	go func() {
-		_, err := tr.attachPage(ctx, "T2")
-		done <- err
-	}()
+	done := pipeTestAttachLater(ctx, tr, "T2")
 	cmd := b.command()
 	b.send(`{"id":` + pipeTestCallID(cmd) + `,"result":{"sessionId":"S2","x":"` + long + `"}}`)
-	if err := <-done; err == nil || !strings.Contains(err.Error(), "framebus reads at most 1000") {
+	if err := (<-done).err; err == nil || !strings.Contains(err.Error(), "framebus reads at most 1000") {
 		t.Fatalf("attach answered too long: %v", err)
 	}
 }
