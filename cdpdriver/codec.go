@@ -41,6 +41,7 @@ type eventCodec struct {
 // rpcc will reach, so their replies are recognised and kept from rpcc.
 // Chromium takes an id only if it fits a 32-bit int: a larger one is
 // refused with an error reply that has no id, and the command never runs.
+// Above them, from pipeCallIDs (3<<29), are the pipe transport's own.
 const postedIDs = 1 << 30
 
 // messageSource gives whole messages: a messageReader over a websocket's
@@ -57,10 +58,12 @@ func newEventCodec(conn io.ReadWriter, q *eventQueue, decode func(string, json.R
 	return c
 }
 
-// maxCommand is the longest command a page connection sends: the
-// websocket's write buffer, less room for a frame header. A longer one
+// maxCommand is the longest command a page connection sends: a
+// websocket's write buffer, less room for a frame header (a longer one
 // would make the websocket refuse it and, with it, every later write: the
-// tab would be lost. It is refused first, as a *CommandTooLargeError.
+// tab would be lost). The pipe has the same bound, so a page behaves the
+// same over either. A longer command is refused first, as a
+// *CommandTooLargeError.
 const maxCommand = writeBufferSize - 64
 
 // CommandTooLargeError: a command (a script, a selector, text to type)

@@ -6,8 +6,9 @@ import (
 	"time"
 )
 
-// ErrConnectionLost means a websocket to Chromium is gone (tab closed, browser
-// exited). It is decided from the connection's own state, never from the
+// ErrConnectionLost means a connection to Chromium is gone (tab closed,
+// browser exited or given up): a session on the browser's pipe, or a
+// websocket to an attached browser. It is decided from the connection's own state, never from the
 // text of an error.
 var ErrConnectionLost = errors.New("connection to Chromium lost")
 

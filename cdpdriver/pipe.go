@@ -7,7 +7,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
+	"strconv"
 	"sync"
+	"time"
 
 	"github.com/rs/zerolog"
 )
@@ -24,9 +27,35 @@ import (
 // transport's own: its commands (the readiness probe, attach, detach) and
 // the detach events of the sessions it attached.
 
-// pipeCallIDs is where the ids of the transport's own commands start;
-// they share the session-less channel with nothing else.
-const pipeCallIDs = 1
+// The ranges of ids on the pipe. A tab numbers its commands with rpcc
+// from 1 up and posts others from postedIDs (1<<30) up (codec.go); a
+// command sent to a session the browser already dropped is answered on
+// no session, with the tab's id. The transport's own commands take ids
+// from pipeCallIDs up, a range no tab reaches (2^29 posted commands on
+// one connection), so such an answer is never taken for theirs. Chromium
+// takes ids up to 2^31-1.
+const pipeCallIDs = 3 << 29
+
+// maxPipeMessage is the longest message read from the browser: 128 MiB,
+// far above any value a reply may carry (the result and content limits
+// refuse those in the page). A longer one is skipped, not kept: a reply
+// fails its command with an error, an event is dropped.
+const maxPipeMessage = 128 << 20
+
+// pipeWriteBacklog bounds the bytes waiting for the browser to read
+// them; a write beyond it fails at once (the browser is stopped or hung).
+const pipeWriteBacklog = 64 << 20
+
+// pipeSessionBacklog bounds the bytes read for one session and not yet
+// taken by its connection's reader (which reads continuously: rpcc's
+// receive loop). A session past it is ended and detached rather than
+// let the node grow.
+const pipeSessionBacklog = 2 * maxPipeMessage
+
+// pipeWriteStall is how long the browser may take to read one message
+// before the pipe is given up: Chromium reads its pipe on a thread of
+// its own, so only a stopped or hung browser takes that long.
+const pipeWriteStall = 30 * time.Second
 
 // errSessionDetached is what a reader of a session's connection gets once
 // the session is gone (its target closed, or the transport detached it).
@@ -37,29 +66,40 @@ var errSessionDetached = errors.New("cdp: the session was detached")
 var errPipeClosed = errors.New("cdp: the browser pipe is closed")
 
 // pipeTransport is our end of the pipe: w is the browser's fd 3, r its
-// fd 4. One goroutine reads r and routes every message.
+// fd 4. One goroutine reads r and routes every message; another writes
+// the queued messages on w, so no caller ever waits for the browser to
+// read (a stopped browser holds up nobody's Close), and a write that
+// makes no progress for writeStall ends the pipe.
 type pipeTransport struct {
-	w   io.WriteCloser
-	r   io.ReadCloser
-	log zerolog.Logger
-
-	wmu sync.Mutex // orders whole messages on w
+	w              io.WriteCloser
+	r              io.ReadCloser
+	log            zerolog.Logger
+	writeStall     time.Duration // pipeWriteStall but in tests
+	maxMessage     int           // maxPipeMessage but in tests
+	sessionBacklog int           // pipeSessionBacklog but in tests
 
 	mu       sync.Mutex
 	sessions map[string]*pipeConn
 	calls    map[uint64]*pipeCall
 	seq      uint64
-	err      error         // why the pipe is down; set once, with done
-	done     chan struct{} // closed when the reader stopped
+	out      [][]byte // whole messages waiting for the writer, in order
+	outBytes int
+	err      error // why the pipe is down; set once
+
+	wake      chan struct{} // the writer has messages to write
+	shutOnce  sync.Once
+	closeErr  error         // of closing w and r; set in shutOnce
+	shutDown  chan struct{} // closed when the pipe is shut (err set)
+	done      chan struct{} // closed when the reader stopped
+	writeDone chan struct{} // closed when the writer stopped
 }
 
 // pipeCall is a command of the transport waiting for its reply. attach
 // is set for Target.attachToTarget: the session is registered by the
 // reader the moment its reply is read, before any of its messages.
 type pipeCall struct {
-	reply     chan pipeReply // buffered: the reader never blocks
-	attach    bool
-	abandoned bool // its caller stopped waiting; under mu
+	reply  chan pipeReply // buffered: the reader never blocks
+	attach bool
 }
 
 type pipeReply struct {
@@ -69,27 +109,51 @@ type pipeReply struct {
 }
 
 func newPipeTransport(w io.WriteCloser, r io.ReadCloser, log zerolog.Logger) *pipeTransport {
-	t := &pipeTransport{w: w, r: r, log: log, sessions: map[string]*pipeConn{},
-		calls: map[uint64]*pipeCall{}, done: make(chan struct{})}
-	go t.run()
+	t := makePipeTransport(w, r, log)
+	t.start()
 	return t
+}
+
+// makePipeTransport makes a transport whose reader and writer are not
+// started yet (tests set its limits first).
+func makePipeTransport(w io.WriteCloser, r io.ReadCloser, log zerolog.Logger) *pipeTransport {
+	return &pipeTransport{w: w, r: r, log: log,
+		writeStall: pipeWriteStall, maxMessage: maxPipeMessage, sessionBacklog: pipeSessionBacklog,
+		sessions: map[string]*pipeConn{}, calls: map[uint64]*pipeCall{},
+		wake: make(chan struct{}, 1), shutDown: make(chan struct{}),
+		done: make(chan struct{}), writeDone: make(chan struct{})}
+}
+
+func (t *pipeTransport) start() {
+	go t.run()
+	go t.writeLoop()
 }
 
 // run reads and routes messages until the pipe ends, then closes every
 // connection: the browser is gone.
 func (t *pipeTransport) run() {
 	frames := newPipeFramer(t.r)
+	frames.max = t.maxMessage
 	for {
 		msg, err := frames.next()
-		if err != nil {
+		var long *pipeMessageTooLong
+		switch {
+		case errors.As(err, &long):
+			t.tooLong(long)
+		case err != nil:
 			t.fail(err)
 			return
+		default:
+			t.route(msg)
 		}
-		t.route(msg)
 	}
 }
 
 // route hands one message to its session, or to the transport itself.
+// A message with no sessionId is a reply to one of the transport's
+// commands (its id in their range), a reply to a tab's command whose
+// session the browser no longer has (dropped), or a browser-wide event
+// (Target.detachedFromTarget ends a session).
 func (t *pipeTransport) route(msg []byte) {
 	sid, body, err := cutSessionID(msg)
 	if err != nil {
@@ -141,39 +205,77 @@ func (t *pipeTransport) route(msg []byte) {
 			err = fmt.Errorf("cdp: %s (code %d)", m.Error.Message, m.Error.Code)
 		}
 		t.answer(m.ID, m.Result, err)
+	default:
+		// A tab's command to a session the browser had already
+		// dropped (its tab closing): its caller's connection ends with
+		// the session.
+		t.log.Debug().Uint64("id", m.ID).RawJSON("reply", body).Msg("reply on no session to a command of a session already gone")
 	}
 }
 
 // answer delivers the reply of one of the transport's commands. An
 // attach's session is registered here, in the reader, so that no message
-// of it can come first and be dropped as unknown.
+// of it can come first and be dropped as unknown. An attach nobody waits
+// for any more (its caller gave up) is detached again.
 func (t *pipeTransport) answer(id uint64, result json.RawMessage, err error) {
 	t.mu.Lock()
 	call := t.calls[id]
 	delete(t.calls, id)
 	if call == nil {
 		t.mu.Unlock()
-		return // a command nobody waits for (a detach)
+		if sid := attachedSessionID(result); err == nil && sid != "" {
+			t.log.Debug().Str("session", sid).Msg("an attach whose caller gave up: detached")
+			t.detach(sid)
+		}
+		return // a detach's, or a command whose caller gave up
 	}
 	r := pipeReply{result: result, err: err}
 	if call.attach && err == nil {
-		var a struct {
-			SessionID string `json:"sessionId"`
-		}
-		if jerr := json.Unmarshal(result, &a); jerr != nil || a.SessionID == "" {
-			r.err = fmt.Errorf("cdp: attach answered %s, with no sessionId", result)
+		if sid := attachedSessionID(result); sid == "" {
+			r.err = fmt.Errorf("cdp: attach answered %.200s, with no sessionId", result)
 		} else {
-			r.conn = newPipeConn(t, a.SessionID)
-			t.sessions[a.SessionID] = r.conn
+			r.conn = newPipeConn(t, sid)
+			t.sessions[sid] = r.conn
 		}
 	}
-	abandoned := call.abandoned
 	t.mu.Unlock()
-	if abandoned && r.conn != nil {
-		r.conn.Close() // its caller gave up: detach it again
+	call.reply <- r
+}
+
+// attachedSessionID is the session an attach's reply names, if result is
+// one.
+func attachedSessionID(result json.RawMessage) string {
+	var a struct {
+		SessionID string `json:"sessionId"`
+	}
+	if len(result) == 0 || json.Unmarshal(result, &a) != nil {
+		return ""
+	}
+	return a.SessionID
+}
+
+// tooLong answers a message the framer skipped for its length: a reply
+// fails its command, whoever sent it; an event is dropped.
+func (t *pipeTransport) tooLong(long *pipeMessageTooLong) {
+	id, sid := long.replyTo()
+	t.log.Warn().Int("bytes", long.size).Uint64("id", id).Str("session", sid).Msg("message from the browser too long: skipped")
+	if id == 0 {
 		return
 	}
-	call.reply <- r
+	msg := fmt.Sprintf("the browser's reply is %d bytes; framebus reads at most %d from the browser (ask for less)", long.size, t.maxMessage)
+	if sid == "" {
+		if id >= pipeCallIDs {
+			t.answer(id, nil, errors.New("cdp: "+msg))
+		}
+		return
+	}
+	t.mu.Lock()
+	c := t.sessions[sid]
+	t.mu.Unlock()
+	if c != nil {
+		text, _ := json.Marshal(msg)
+		c.deliver(fmt.Appendf(nil, `{"id":%d,"error":{"code":-32000,"message":%s}}`, id, text)) // as Chromium orders it
+	}
 }
 
 // detached closes a session the browser ended.
@@ -187,16 +289,34 @@ func (t *pipeTransport) detached(sid string, why error) {
 	}
 }
 
-// fail ends the transport: every session's readers get the error, every
-// command waiting for a reply too.
+// shut takes the pipe down with err (the first reason stays): queued
+// messages are dropped, writes fail from now on, and our ends are closed,
+// which stops the reader and the writer.
+func (t *pipeTransport) shut(err error) {
+	t.mu.Lock()
+	if t.err == nil {
+		t.err = err
+	}
+	t.out, t.outBytes = nil, 0
+	t.mu.Unlock()
+	t.shutOnce.Do(func() {
+		close(t.shutDown)
+		t.closeErr = errors.Join(t.w.Close(), t.r.Close())
+	})
+}
+
+// fail ends the transport when its reader stops: every session's readers
+// get the error, every command waiting for a reply too.
 func (t *pipeTransport) fail(err error) {
 	if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
 		err = fmt.Errorf("cdp: the browser closed its pipe: %w", err)
 	}
+	t.shut(err)
 	t.mu.Lock()
-	t.err = err
 	sessions := t.sessions
 	t.sessions = map[string]*pipeConn{}
+	t.calls = map[uint64]*pipeCall{} // their callers see done
+	err = t.err
 	t.mu.Unlock()
 	close(t.done)
 	for _, c := range sessions {
@@ -207,46 +327,96 @@ func (t *pipeTransport) fail(err error) {
 // Close closes our ends of the pipe; the reader then fails every
 // connection.
 func (t *pipeTransport) Close() error {
-	werr := t.w.Close()
-	rerr := t.r.Close()
+	t.shut(errPipeClosed)
 	<-t.done
-	return errors.Join(werr, rerr)
+	<-t.writeDone
+	return t.closeErr
 }
 
-// write sends one message with the session's id appended (sid "" for the
-// transport's own), and its terminating NUL. msg is one JSON object,
-// possibly followed by a newline (json.Encoder's).
+// write queues one message with the session's id appended (sid "" for
+// the transport's own), and its terminating NUL, for the writer; it never
+// waits for the browser. msg is one JSON object, possibly followed by a
+// newline (json.Encoder's); it is copied.
 func (t *pipeTransport) write(sid string, msg []byte) error {
 	msg = bytes.TrimRight(msg, " \t\r\n")
 	if len(msg) < 2 || msg[0] != '{' || msg[len(msg)-1] != '}' {
 		return fmt.Errorf("cdp: a message to the browser must be one JSON object, not %.40q", msg)
 	}
-	var tail []byte
+	out := make([]byte, 0, len(msg)+len(sid)+16)
 	if sid == "" {
-		tail = []byte{0}
+		out = append(out, msg...)
 	} else {
-		msg = msg[:len(msg)-1]
-		if len(msg) > 1 { // not {}
-			tail = append(tail, ',')
+		out = append(out, msg[:len(msg)-1]...)
+		if len(msg) > 2 { // not {}
+			out = append(out, ',')
 		}
-		tail = append(tail, `"sessionId":"`...)
-		tail = append(tail, sid...)
-		tail = append(tail, '"', '}', 0)
+		out = append(out, `"sessionId":"`...)
+		out = append(out, sid...)
+		out = append(out, '"', '}')
 	}
-	t.wmu.Lock()
-	defer t.wmu.Unlock()
+	out = append(out, 0)
+
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.err != nil {
+		return t.err
+	}
+	if t.outBytes > 0 && t.outBytes+len(out) > pipeWriteBacklog {
+		return fmt.Errorf("cdp: %d bytes of commands wait for the browser to read its pipe: it is stopped or hung", t.outBytes)
+	}
+	t.out = append(t.out, out)
+	t.outBytes += len(out)
 	select {
-	case <-t.done:
-		return t.downErr()
+	case t.wake <- struct{}{}:
 	default:
 	}
-	if _, err := t.w.Write(msg); err != nil {
-		return fmt.Errorf("cdp: write to the browser pipe: %w", err)
-	}
-	if _, err := t.w.Write(tail); err != nil {
-		return fmt.Errorf("cdp: write to the browser pipe: %w", err)
-	}
 	return nil
+}
+
+// writeLoop writes the queued messages in order, each within writeStall
+// (a deadline on the pipe's fd: os.Pipe's ends are non-blocking), until
+// the pipe is shut.
+func (t *pipeTransport) writeLoop() {
+	defer close(t.writeDone)
+	deadline, _ := t.w.(interface{ SetWriteDeadline(time.Time) error })
+	for {
+		t.mu.Lock()
+		var msg []byte
+		if len(t.out) > 0 {
+			msg = t.out[0]
+			t.out[0] = nil
+			t.out = t.out[1:]
+			if len(t.out) == 0 {
+				t.out = nil
+			}
+		}
+		stall := t.writeStall
+		t.mu.Unlock()
+		if msg == nil {
+			select {
+			case <-t.wake:
+				continue
+			case <-t.shutDown:
+				return
+			}
+		}
+		if deadline != nil {
+			_ = deadline.SetWriteDeadline(time.Now().Add(stall)) // fails only where none can be set
+		}
+		_, err := t.w.Write(msg)
+		t.mu.Lock()
+		t.outBytes -= len(msg)
+		t.mu.Unlock()
+		if err != nil {
+			if errors.Is(err, os.ErrDeadlineExceeded) {
+				err = fmt.Errorf("cdp: the browser read no message from its pipe in %s: it is stopped or hung", stall)
+			} else {
+				err = fmt.Errorf("cdp: write to the browser pipe: %w", err)
+			}
+			t.shut(err)
+			return
+		}
+	}
 }
 
 // downErr is why the transport is down.
@@ -272,25 +442,25 @@ func (t *pipeTransport) call(ctx context.Context, method string, params any, att
 	case <-t.done:
 		return pipeReply{}, t.downErr()
 	case <-ctx.Done():
-		// An attach stays pending, so that the session its reply makes
-		// is detached again (answer); any other command is forgotten.
+		// Forgotten: an attach answered later is detached by answer.
 		t.mu.Lock()
 		_, waiting := t.calls[id]
-		if waiting && !attach {
-			delete(t.calls, id)
-		}
-		call.abandoned = true
+		delete(t.calls, id)
 		t.mu.Unlock()
-		if !waiting { // answered meanwhile: the reply is in the channel
-			if r := <-call.reply; r.conn != nil {
-				r.conn.Close()
+		if !waiting { // answered meanwhile, or the pipe failed
+			select {
+			case r := <-call.reply:
+				if r.conn != nil {
+					r.conn.Close()
+				}
+			case <-t.done:
 			}
 		}
 		return pipeReply{}, ctx.Err()
 	}
 }
 
-// send writes a command of the transport's; call, when not nil, waits for
+// send queues a command of the transport's; call, when not nil, waits for
 // its reply.
 func (t *pipeTransport) send(method string, params any, call *pipeCall) (uint64, error) {
 	t.mu.Lock()
@@ -343,16 +513,12 @@ func (t *pipeTransport) attachBrowser(ctx context.Context) (*pipeConn, error) {
 	return r.conn, nil
 }
 
-// detach ends a session we close; its reply is not waited for.
+// detach ends a session on our side and queues its detach, whose reply
+// is not waited for: it never blocks, so the reader and Close may call it.
 func (t *pipeTransport) detach(sid string) {
 	t.mu.Lock()
 	delete(t.sessions, sid)
 	t.mu.Unlock()
-	select {
-	case <-t.done:
-		return
-	default:
-	}
 	if _, err := t.send("Target.detachFromTarget", map[string]string{"sessionId": sid}, nil); err != nil {
 		t.log.Debug().Err(err).Str("session", sid).Msg("detach session")
 	}
@@ -363,19 +529,9 @@ func (t *pipeTransport) detach(sid string) {
 // so it is cut in place without decoding the message; a message shaped
 // otherwise is decoded to find it.
 func cutSessionID(msg []byte) (sid string, body []byte, err error) {
-	const key = `,"sessionId":"`
-	if bytes.HasSuffix(msg, []byte(`"}`)) {
-		if i := bytes.LastIndex(msg, []byte(key)); i > 0 {
-			// The key's quotes follow a comma, so they are not inside
-			// a string; no quote after it but the last, so its value
-			// is the top-level object's last member.
-			v := msg[i+len(key) : len(msg)-2]
-			if bytes.IndexByte(v, '"') < 0 && bytes.IndexByte(v, '\\') < 0 {
-				sid = string(v)
-				msg[i] = '}'
-				return sid, msg[:i+1], nil
-			}
-		}
+	if sid, i := trailingSessionID(msg); i > 0 {
+		msg[i] = '}'
+		return sid, msg[:i+1], nil
 	}
 	if !bytes.Contains(msg, []byte(`"sessionId"`)) {
 		return "", msg, nil
@@ -389,36 +545,78 @@ func cutSessionID(msg []byte) (sid string, body []byte, err error) {
 	return m.SessionID, msg, nil
 }
 
-// pipeFramer splits the browser's stream at its NUL bytes.
+// trailingSessionID finds the sessionId Chromium appends as the last
+// member of a message (or of a message's tail): its value and where its
+// key starts, or -1.
+func trailingSessionID(msg []byte) (string, int) {
+	const key = `,"sessionId":"`
+	if !bytes.HasSuffix(msg, []byte(`"}`)) {
+		return "", -1
+	}
+	i := bytes.LastIndex(msg, []byte(key))
+	if i < 0 {
+		return "", -1
+	}
+	// The key's quotes follow a comma, so they are not inside a string;
+	// no quote after it but the last, so its value is the top-level
+	// object's last member.
+	v := msg[i+len(key) : len(msg)-2]
+	if bytes.IndexByte(v, '"') >= 0 || bytes.IndexByte(v, '\\') >= 0 {
+		return "", -1
+	}
+	return string(v), i
+}
+
+// pipeFramerBuf is the framer's buffer between large messages.
+const pipeFramerBuf = 64 << 10
+
+// pipeFramer splits the browser's stream at its NUL bytes. Its buffer
+// grows to hold the message being read, up to max; once a large message
+// is taken the buffer goes with it (or is let go) and a small one takes
+// over, so no large buffer outlives its message.
 type pipeFramer struct {
 	r          io.Reader
 	buf        []byte
 	start, end int // unread data is buf[start:end]
 	scanned    int // buf[start:scanned] holds no NUL
+	max        int // the longest message; 0: no limit
 }
 
 func newPipeFramer(r io.Reader) *pipeFramer {
-	return &pipeFramer{r: r, buf: make([]byte, 64<<10)}
+	return &pipeFramer{r: r, buf: make([]byte, pipeFramerBuf)}
 }
 
 // next returns the next message, in memory of its own: the session's
-// reader keeps it while the framer reads on.
+// reader keeps it while the framer reads on. A message longer than max
+// is read to its end and dropped: next returns a *pipeMessageTooLong
+// and the stream goes on.
 func (f *pipeFramer) next() ([]byte, error) {
 	for {
 		if i := bytes.IndexByte(f.buf[f.scanned:f.end], 0); i >= 0 {
-			msg := bytes.Clone(f.buf[f.start : f.scanned+i])
-			f.start = f.scanned + i + 1
-			f.scanned = f.start
-			return msg, nil
+			end := f.scanned + i
+			if f.max > 0 && end-f.start > f.max { // read whole, in one go
+				long := newPipeMessageTooLong(f.buf[f.start:end])
+				long.tail = bytes.Clone(f.buf[max(f.start, end-pipeTooLongKeep):end])
+				f.start, f.scanned = end+1, end+1
+				return nil, long
+			}
+			return f.take(end), nil
 		}
 		f.scanned = f.end
+		if f.max > 0 && f.end-f.start > f.max {
+			return nil, f.skip()
+		}
 		if f.start > 0 {
 			n := copy(f.buf, f.buf[f.start:f.end])
 			f.scanned -= f.start
 			f.start, f.end = 0, n
 		}
 		if f.end == len(f.buf) {
-			f.buf = append(f.buf, make([]byte, len(f.buf))...)
+			grow := len(f.buf)
+			if f.max > 0 {
+				grow = min(grow, f.max+1-len(f.buf)) // room for max bytes and one more
+			}
+			f.buf = append(f.buf, make([]byte, max(grow, 1))...)
 		}
 		n, err := f.r.Read(f.buf[f.end:])
 		f.end += n
@@ -435,19 +633,122 @@ func (f *pipeFramer) next() ([]byte, error) {
 	}
 }
 
+// take returns the message buf[start:end] and moves past its NUL. A
+// message that fills most of a grown buffer takes the buffer along
+// rather than a copy; what follows it moves to a new buffer.
+func (f *pipeFramer) take(end int) []byte {
+	grown := len(f.buf) > pipeFramerBuf
+	if grown && end-f.start >= len(f.buf)/2 {
+		msg := f.buf[f.start:end:end]
+		f.restart(f.buf[end+1 : f.end])
+		return msg
+	}
+	msg := bytes.Clone(f.buf[f.start:end])
+	f.start, f.scanned = end+1, end+1
+	if grown && f.end-f.start <= pipeFramerBuf {
+		f.restart(f.buf[f.start:f.end])
+	}
+	return msg
+}
+
+// restart moves the unread data rest to a new buffer, a small one unless
+// rest is larger.
+func (f *pipeFramer) restart(rest []byte) {
+	buf := make([]byte, max(pipeFramerBuf, len(rest)))
+	f.start, f.scanned, f.end = 0, 0, copy(buf, rest)
+	f.buf = buf
+}
+
+// pipeMessageTooLong is a message the framer skipped for its length:
+// its size, its first and last bytes, which say whose reply it was.
+type pipeMessageTooLong struct {
+	size       int
+	head, tail []byte
+}
+
+// pipeTooLongKeep is how much of either end of a message too long to
+// read is kept.
+const pipeTooLongKeep = 256
+
+// newPipeMessageTooLong starts one with the message's first bytes.
+func newPipeMessageTooLong(data []byte) *pipeMessageTooLong {
+	return &pipeMessageTooLong{size: len(data), head: bytes.Clone(data[:min(pipeTooLongKeep, len(data))])}
+}
+
+func (e *pipeMessageTooLong) Error() string {
+	return fmt.Sprintf("cdp: a message of %d bytes from the browser", e.size)
+}
+
+// replyTo is the id and session of the reply, or 0 for an event (or a
+// message shaped otherwise). Chromium writes a reply's id first and its
+// sessionId last.
+func (e *pipeMessageTooLong) replyTo() (id uint64, sid string) {
+	rest, ok := bytes.CutPrefix(e.head, []byte(`{"id":`))
+	if !ok {
+		return 0, ""
+	}
+	n := 0
+	for n < len(rest) && rest[n] >= '0' && rest[n] <= '9' {
+		n++
+	}
+	if n == len(rest) || rest[n] != ',' {
+		return 0, ""
+	}
+	id, err := strconv.ParseUint(string(rest[:n]), 10, 64)
+	if err != nil {
+		return 0, ""
+	}
+	sid, _ = trailingSessionID(e.tail)
+	return id, sid
+}
+
+// skip reads a message longer than max to its end, keeping only its
+// first and last bytes, and goes on with a small buffer.
+func (f *pipeFramer) skip() error {
+	const keep = pipeTooLongKeep
+	data := f.buf[f.start:f.end]
+	long := newPipeMessageTooLong(data)
+	tail := bytes.Clone(data[max(0, len(data)-keep):])
+	f.restart(nil)
+	for {
+		n, err := f.r.Read(f.buf)
+		read := f.buf[:n]
+		if i := bytes.IndexByte(read, 0); i >= 0 {
+			read = read[:i]
+			f.start, f.scanned, f.end = i+1, i+1, n
+		}
+		long.size += len(read)
+		tail = append(tail, read[max(0, len(read)-keep):]...)
+		tail = append(tail[:0:0], tail[max(0, len(tail)-keep):]...)
+		if f.end > 0 {
+			long.tail = tail
+			return long
+		}
+		if n > 0 {
+			continue
+		}
+		if err == nil || err == io.EOF {
+			err = io.ErrUnexpectedEOF
+		}
+		return err
+	}
+}
+
 // pipeConn is one session's virtual connection: an io.ReadWriteCloser
 // for rpcc, which writes one whole message per Write. Reads are served
 // from a queue the transport's reader fills without ever waiting, so a
-// session nobody reads cannot hold up the others.
+// session nobody reads cannot hold up the others; the queue is bounded
+// (the transport's sessionBacklog bytes), past which the session ends.
 type pipeConn struct {
 	t   *pipeTransport
 	sid string
 
-	mu    sync.Mutex
-	ready sync.Cond // signalled when queue grows or err is set
-	queue [][]byte
-	cur   []byte // the rest of the message Read is in
-	err   error  // set once the session ended
+	mu     sync.Mutex
+	ready  sync.Cond // signalled when queue grows or err is set
+	queue  [][]byte
+	queued int    // bytes in queue
+	cur    []byte // the rest of the message Read is in
+	err    error  // set once the session ended
 }
 
 func newPipeConn(t *pipeTransport, sid string) *pipeConn {
@@ -456,13 +757,27 @@ func newPipeConn(t *pipeTransport, sid string) *pipeConn {
 	return c
 }
 
+// deliver queues a message of the session. A session whose reader has
+// fallen sessionBacklog bytes behind is ended and detached: its
+// connection fails rather than the node holding what nobody reads.
 func (c *pipeConn) deliver(msg []byte) {
 	c.mu.Lock()
+	behind := false
 	if c.err == nil {
-		c.queue = append(c.queue, msg)
-		c.ready.Signal()
+		if c.queued+len(msg) > c.t.sessionBacklog {
+			c.err = fmt.Errorf("cdp: the session's reader fell %d bytes behind; the session is closed", c.queued+len(msg))
+			c.queue, c.queued, behind = nil, 0, true
+		} else {
+			c.queue = append(c.queue, msg)
+			c.queued += len(msg)
+		}
+		c.ready.Broadcast()
 	}
 	c.mu.Unlock()
+	if behind {
+		c.t.log.Warn().Str("session", c.sid).Msg("a session's reader fell behind: closed")
+		c.t.detach(c.sid)
+	}
 }
 
 // end makes the session's readers and writers fail with err, once the
@@ -490,6 +805,10 @@ func (c *pipeConn) next() ([]byte, error) {
 	msg := c.queue[0]
 	c.queue[0] = nil
 	c.queue = c.queue[1:]
+	if len(c.queue) == 0 {
+		c.queue = nil
+	}
+	c.queued -= len(msg)
 	return msg, nil
 }
 
@@ -505,10 +824,14 @@ func (c *pipeConn) Read(p []byte) (int, error) {
 	}
 	n := copy(p, c.cur)
 	c.cur = c.cur[n:]
+	if len(c.cur) == 0 {
+		c.cur = nil // not the empty end of a large message
+	}
 	return n, nil
 }
 
-// Write sends one message of the session.
+// Write queues one message of the session for the pipe; it does not wait
+// for the browser to read it.
 func (c *pipeConn) Write(p []byte) (int, error) {
 	c.mu.Lock()
 	err := c.err
@@ -522,14 +845,14 @@ func (c *pipeConn) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-// Close ends the session: the browser is asked to detach it, and its
-// readers get errSessionDetached.
+// Close ends the session: the browser is asked to detach it (without
+// waiting), and its readers get errSessionDetached.
 func (c *pipeConn) Close() error {
 	c.mu.Lock()
 	open := c.err == nil
 	if open {
 		c.err = errSessionDetached
-		c.queue = nil
+		c.queue, c.queued = nil, 0
 		c.ready.Broadcast()
 	}
 	c.mu.Unlock()

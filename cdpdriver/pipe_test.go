@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"strings"
@@ -95,7 +96,9 @@ type pipeTestBrowser struct {
 	out    *os.File    // what the transport reads
 }
 
-func newPipeTestTransport(t *testing.T) (*pipeTransport, *pipeTestBrowser) {
+// newPipeTestTransport makes a transport whose browser is the test;
+// limit, when given, sets the transport's limits before it starts.
+func newPipeTestTransport(t *testing.T, limit ...func(*pipeTransport)) (*pipeTransport, *pipeTestBrowser) {
 	toBrowserR, toBrowserW, err := os.Pipe()
 	if err != nil {
 		t.Fatal(err)
@@ -104,7 +107,11 @@ func newPipeTestTransport(t *testing.T) (*pipeTransport, *pipeTestBrowser) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tr := newPipeTransport(toBrowserW, fromBrowserR, zerolog.Nop())
+	tr := makePipeTransport(toBrowserW, fromBrowserR, zerolog.Nop())
+	for _, f := range limit {
+		f(tr)
+	}
+	tr.start()
 	t.Cleanup(func() {
 		fromBrowserW.Close()
 		tr.Close()
@@ -159,21 +166,29 @@ func pipeTestNext(t *testing.T, c *pipeConn) (string, error) {
 	}
 }
 
+type pipeTestAttached struct {
+	c   *pipeConn
+	err error
+}
+
+// pipeTestAttachLater starts an attach of a page session; its outcome
+// comes on the channel.
+func pipeTestAttachLater(ctx context.Context, tr *pipeTransport, target string) <-chan pipeTestAttached {
+	done := make(chan pipeTestAttached, 1)
+	go func() {
+		c, err := tr.attachPage(ctx, target)
+		done <- pipeTestAttached{c, err}
+	}()
+	return done
+}
+
 // pipeTestAttach attaches a page session, answered by the browser with
 // sid and, in the same write, first messages of that session.
 func pipeTestAttach(t *testing.T, tr *pipeTransport, b *pipeTestBrowser, target, sid string, first ...string) *pipeConn {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	type attached struct {
-		c   *pipeConn
-		err error
-	}
-	done := make(chan attached, 1)
-	go func() {
-		c, err := tr.attachPage(ctx, target)
-		done <- attached{c, err}
-	}()
+	done := pipeTestAttachLater(ctx, tr, target)
 	cmd := b.command()
 	params, _ := cmd["params"].(map[string]any)
 	if cmd["method"] != "Target.attachToTarget" || params["targetId"] != target || params["flatten"] != true || cmd["sessionId"] != nil {
@@ -279,9 +294,199 @@ func TestPipeTransportAbandonedAttach(t *testing.T) {
 		t.Fatalf("after an abandoned attach's reply the transport sent %v; want Target.detachFromTarget of S1", cmd)
 	}
 	tr.mu.Lock()
-	left := len(tr.sessions)
+	left, calls := len(tr.sessions), len(tr.calls)
 	tr.mu.Unlock()
-	if left != 0 {
-		t.Fatalf("%d sessions registered after an abandoned attach", left)
+	if left != 0 || calls != 0 {
+		t.Fatalf("%d sessions registered, %d calls waiting after an abandoned attach", left, calls)
+	}
+}
+
+// pipeTestCallID is the id of a transport's command, as the browser read it.
+func pipeTestCallID(cmd map[string]any) string {
+	id, _ := json.Marshal(cmd["id"])
+	return string(id)
+}
+
+// Replies on no session to ids tabs use (a command to a session the
+// browser already dropped) do not answer the transport's own command
+// waiting meanwhile: the attach gets its own reply, a working session.
+// (Before the transport's ids had a range of their own, its first attach
+// took the reply to id 1 and failed, and its session was never detached.)
+func TestPipeTransportTabRepliesAreNotItsOwn(t *testing.T) {
+	tr, b := newPipeTestTransport(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	done := pipeTestAttachLater(ctx, tr, "T1")
+	cmd := b.command()
+	var dropped []string
+	for _, id := range []uint64{1, 2, 3, 4, postedIDs + 1, postedIDs + 2} {
+		dropped = append(dropped, fmt.Sprintf(`{"id":%d,"error":{"code":-32001,"message":"Session with given id not found."}}`, id))
+	}
+	b.send(append(dropped, `{"id":`+pipeTestCallID(cmd)+`,"result":{"sessionId":"S1"}}`)...)
+	a := <-done
+	if a.err != nil {
+		t.Fatalf("attach, while replies to dropped sessions' commands came: %v", a.err)
+	}
+	if a.c.sid != "S1" {
+		t.Fatalf("attach gave session %q; want S1", a.c.sid)
+	}
+}
+
+// An attach reply no call waits for (its caller gave up and was
+// forgotten) is detached: no session stays attached that nobody reads.
+func TestPipeTransportUnclaimedAttachDetached(t *testing.T) {
+	tr, b := newPipeTestTransport(t)
+	b.send(fmt.Sprintf(`{"id":%d,"result":{"sessionId":"S9"}}`, pipeCallIDs+77))
+	cmd := b.command()
+	if params, _ := cmd["params"].(map[string]any); cmd["method"] != "Target.detachFromTarget" || params["sessionId"] != "S9" {
+		t.Fatalf("after an attach reply nobody waited for, the transport sent %v; want Target.detachFromTarget of S9", cmd)
+	}
+	tr.mu.Lock()
+	defer tr.mu.Unlock()
+	if len(tr.sessions) != 0 {
+		t.Fatalf("%d sessions registered", len(tr.sessions))
+	}
+}
+
+// A browser that reads nothing of its pipe holds up no caller: writes
+// and closes return at once, and once one message has waited writeStall
+// the pipe is given up: waiting commands and sessions end with an error
+// that says why.
+func TestPipeTransportStalledBrowser(t *testing.T) {
+	tr, b := newPipeTestTransport(t, func(tr *pipeTransport) { tr.writeStall = 200 * time.Millisecond })
+	one := pipeTestAttach(t, tr, b, "T1", "S1")
+	two := pipeTestAttach(t, tr, b, "T2", "S2")
+	// The test's browser reads no more: a message larger than the
+	// pipe's buffer stalls the writer.
+	big := `{"id":1,"method":"Runtime.evaluate","params":{"expression":"'` + strings.Repeat("a", 1<<20) + `'"}}`
+	returned := make(chan error, 2)
+	go func() {
+		_, err := one.Write([]byte(big))
+		returned <- err
+	}()
+	go func() { returned <- two.Close() }()
+	for range 2 {
+		select {
+		case err := <-returned:
+			if err != nil {
+				t.Fatalf("a write or close with the browser stalled: %v", err)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatal("a write or close waits for a browser that reads nothing")
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if _, err := tr.attachPage(ctx, "T3"); err == nil || !strings.Contains(err.Error(), "stopped or hung") {
+		t.Fatalf("attach to a stalled browser: %v; want the pipe given up as stopped or hung", err)
+	}
+	if _, err := pipeTestNext(t, one); err == nil || !strings.Contains(err.Error(), "stopped or hung") {
+		t.Fatalf("a session's reader after the pipe was given up: %v", err)
+	}
+}
+
+// The framer caps one message: a longer one is read to its end and
+// skipped, saying whose reply it was, and the stream goes on; after a
+// large message its buffer is small again.
+func TestPipeFramerLongMessage(t *testing.T) {
+	long := strings.Repeat("x", 5000)
+	messages := []string{
+		`{"id":5,"result":{"value":"` + long + `"},"sessionId":"S1"}`,
+		`{"id":1,"result":{}}`,
+		`{"method":"Page.x","params":{"v":"` + long + `"},"sessionId":"S1"}`,
+		`{"id":` + fmt.Sprint(pipeCallIDs) + `,"result":{"v":"` + long + `"}}`,
+		`{"id":2,"result":{}}`,
+	}
+	stream := strings.Join(messages, "\x00") + "\x00"
+	type want struct {
+		id   uint64
+		sid  string
+		size int
+	}
+	wants := []any{want{5, "S1", len(messages[0])}, messages[1], want{0, "", len(messages[2])}, want{pipeCallIDs, "", len(messages[3])}, messages[4]}
+	for name, r := range map[string]io.Reader{
+		"whole": strings.NewReader(stream),
+		"half":  iotest.HalfReader(strings.NewReader(stream)),
+		"bytes": iotest.OneByteReader(strings.NewReader(stream)),
+	} {
+		f := newPipeFramer(r)
+		f.buf, f.max = make([]byte, 16), 1000
+		for i, w := range wants {
+			msg, err := f.next()
+			var tooLong *pipeMessageTooLong
+			switch w := w.(type) {
+			case string:
+				if err != nil || string(msg) != w {
+					t.Fatalf("%s: message %d: %.80s, %v; want %s", name, i, msg, err, w)
+				}
+			case want:
+				if !errors.As(err, &tooLong) {
+					t.Fatalf("%s: message %d: %.80s, %v; want it skipped as too long", name, i, msg, err)
+				}
+				if id, sid := tooLong.replyTo(); id != w.id || sid != w.sid || tooLong.size != w.size {
+					t.Fatalf("%s: message %d skipped as a reply to %d of %q, %d bytes; want %d of %q, %d bytes", name, i, id, sid, tooLong.size, w.id, w.sid, w.size)
+				}
+			}
+		}
+		if _, err := f.next(); err != io.EOF {
+			t.Errorf("%s: after the last message: %v", name, err)
+		}
+	}
+
+	big := strings.Repeat("y", 1<<20)
+	f := newPipeFramer(strings.NewReader(`{"v":"` + big + `"}` + "\x00{}\x00"))
+	if msg, err := f.next(); err != nil || len(msg) != len(big)+8 {
+		t.Fatalf("a 1 MiB message: %d bytes, %v", len(msg), err)
+	}
+	if len(f.buf) > pipeFramerBuf {
+		t.Errorf("the framer keeps a buffer of %d bytes after a 1 MiB message; want %d", len(f.buf), pipeFramerBuf)
+	}
+	if msg, err := f.next(); err != nil || string(msg) != "{}" {
+		t.Fatalf("the message after the large one: %q, %v", msg, err)
+	}
+}
+
+// A reply too long to read fails its command (a session's, with an error
+// reply; the transport's own, with an error) and the pipe goes on.
+func TestPipeTransportLongReply(t *testing.T) {
+	tr, b := newPipeTestTransport(t, func(tr *pipeTransport) { tr.maxMessage = 1000 })
+	one := pipeTestAttach(t, tr, b, "T1", "S1")
+	long := strings.Repeat("x", 5000)
+	b.send(`{"id":7,"result":{"value":"`+long+`"},"sessionId":"S1"}`, `{"id":8,"result":{},"sessionId":"S1"}`)
+	msg, err := pipeTestNext(t, one)
+	if err != nil || !strings.HasPrefix(msg, `{"id":7,"error":`) || !strings.Contains(msg, "framebus reads at most 1000") {
+		t.Fatalf("S1's too long reply came as %.200s, %v; want an error reply to id 7", msg, err)
+	}
+	if msg, err := pipeTestNext(t, one); err != nil || msg != `{"id":8,"result":{}}` {
+		t.Fatalf("the reply after it: %s, %v", msg, err)
+	}
+
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	done := pipeTestAttachLater(ctx, tr, "T2")
+	cmd := b.command()
+	b.send(`{"id":` + pipeTestCallID(cmd) + `,"result":{"sessionId":"S2","x":"` + long + `"}}`)
+	if err := (<-done).err; err == nil || !strings.Contains(err.Error(), "framebus reads at most 1000") {
+		t.Fatalf("attach answered too long: %v", err)
+	}
+}
+
+// A session whose reader falls sessionBacklog bytes behind ends, with an
+// error saying so, and is detached; the others go on.
+func TestPipeTransportSessionBacklog(t *testing.T) {
+	tr, b := newPipeTestTransport(t, func(tr *pipeTransport) { tr.sessionBacklog = 1000 })
+	one := pipeTestAttach(t, tr, b, "T1", "S1")
+	two := pipeTestAttach(t, tr, b, "T2", "S2")
+	event := `{"method":"Page.x","params":{"v":"` + strings.Repeat("x", 300) + `"},"sessionId":"S1"}`
+	b.send(event, event, event, event, `{"id":1,"result":{},"sessionId":"S2"}`)
+	cmd := b.command()
+	if params, _ := cmd["params"].(map[string]any); cmd["method"] != "Target.detachFromTarget" || params["sessionId"] != "S1" {
+		t.Fatalf("a session fallen behind: the transport sent %v; want Target.detachFromTarget of S1", cmd)
+	}
+	if _, err := pipeTestNext(t, one); err == nil || !strings.Contains(err.Error(), "fell") {
+		t.Fatalf("S1's reader: %v; want the session ended as fallen behind", err)
+	}
+	if msg, err := pipeTestNext(t, two); err != nil || msg != `{"id":1,"result":{}}` {
+		t.Fatalf("S2 read %s, %v", msg, err)
 	}
 }

@@ -11,8 +11,9 @@ import (
 	"github.com/mafredri/cdp/rpcc"
 )
 
-// The page connection's reader side. rpcc hands the codec the websocket as
-// one stream of JSON messages; json.Decoder would scan each message three
+// The page connection's reader side over a websocket (an attached
+// browser; a pipe session hands over whole messages). rpcc hands the
+// codec the websocket as one stream of JSON messages; json.Decoder would scan each message three
 // times (to find its end, to validate it, to copy its result) with its
 // byte-by-byte state machine, which costs milliseconds on a snapshot or
 // screenshot reply of a few hundred kilobytes. messageReader finds a
