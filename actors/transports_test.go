@@ -295,7 +295,7 @@ func TestTransportsAttachRefused(t *testing.T) {
 	l := startListeners(t)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	outside, err := cdpdriver.Launch(ctx, cdpdriver.LaunchOptions{Headless: true, Logger: zerolog.Nop(),
+	outside, err := cdpdriver.Launch(ctx, cdpdriver.LaunchOptions{Headless: true, DebuggingPort: true, Logger: zerolog.Nop(), // a user's own Chrome
 		Args: []string{"--host-resolver-rules=MAP " + deniedName + " " + deniedHost}})
 	if err != nil {
 		t.Fatal(err)
