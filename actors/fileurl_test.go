@@ -137,6 +137,19 @@ func TestFileURLsAreABoundary(t *testing.T) {
 	page := "file://" + root + "/page.html"
 
 	through := 0
+	// count adds what got through: a request the browser did not refuse,
+	// a tab that left the page or shows the file.
+	count := func(what, url string) {
+		t.Helper()
+		if !refused(url) {
+			through++
+			t.Errorf("%s: the browser did not refuse %s", what, url)
+		}
+		if leaked() {
+			through++
+			t.Errorf("%s: the tab left the page or shows the file", what)
+		}
+	}
 	for _, u := range []string{"file:///etc/passwd", "file://" + root + "/../outside/secret.html", "file://" + root + "/link.html", "file://evil.test/share/x", "file://" + outside + "/secret.html"} {
 		if r := run(protocol.Action{Type: "navigate", URL: page, Wait: true}); !r.OK {
 			t.Fatalf("navigate to the page in the root: %+v", r)
@@ -160,14 +173,7 @@ func TestFileURLsAreABoundary(t *testing.T) {
 			t.Fatalf("navigate to the page in the root: %+v", r)
 		}
 		run(protocol.Action{Type: "click", Selector: c.sel})
-		if !refused(c.url) {
-			through++
-			t.Errorf("click %s: the browser did not refuse %s", c.sel, c.url)
-		}
-		if leaked() {
-			through++
-			t.Errorf("click %s: the tab left the page or shows the file", c.sel)
-		}
+		count("click "+c.sel, c.url)
 	}
 	// The page's own requests: fetch, a script's navigation (iframes:
 	// TestFileURLFramesAreRefused).
@@ -179,14 +185,7 @@ func TestFileURLsAreABoundary(t *testing.T) {
 		{`(location.href = 'file:///etc/passwd', 1)`, "file:///etc/passwd"},
 	} {
 		run(protocol.Action{Type: "eval", Expression: c.js})
-		if !refused(c.url) {
-			through++
-			t.Errorf("%s: the browser did not refuse %s", c.js, c.url)
-		}
-		if leaked() {
-			through++
-			t.Errorf("%s: the tab left the page or shows the file", c.js)
-		}
+		count(c.js, c.url)
 	}
 	if through != 0 {
 		t.Fatalf("%d ways to a file outside the roots got through", through)
