@@ -7,7 +7,9 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/framebus/framebus/protocol"
 )
@@ -73,6 +75,40 @@ func TestRootsRefuseEveryWayOut(t *testing.T) {
 	for _, bad := range [][]string{{"relative"}, {"/nonexistent-root-dir"}, {in}} {
 		if _, err := NewRoots(bad); err == nil || !strings.Contains(err.Error(), "files.roots") {
 			t.Errorf("NewRoots(%q): %v", bad, err)
+		}
+	}
+}
+
+// Only regular files are read: a FIFO, a socket or a device under a root
+// is refused at once, never waited on (opening a FIFO for reading blocks
+// until someone writes: a tab that uploads one would hang).
+func TestRootsRefuseWhatIsNoFile(t *testing.T) {
+	root := t.TempDir()
+	fifo := filepath.Join(root, "fifo")
+	if err := syscall.Mkfifo(fifo, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	roots, err := NewRoots([]string{root})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{fifo, root} {
+		opened := make(chan error, 1)
+		go func() {
+			f, err := roots.Open(p)
+			if err == nil {
+				f.Close()
+			}
+			opened <- err
+		}()
+		select {
+		case err := <-opened:
+			if err == nil || !strings.Contains(err.Error(), "not a regular file") {
+				t.Errorf("%s: %v, want a refusal: not a regular file", p, err)
+			}
+		case <-time.After(10 * time.Second):
+			os.OpenFile(fifo, os.O_WRONLY|syscall.O_NONBLOCK, 0) // lets the open end
+			t.Fatalf("opening %s still waits after 10s", p)
 		}
 	}
 }

@@ -104,7 +104,8 @@ func (r *Roots) Resolve(path string) (string, error) {
 	return resolved, nil
 }
 
-// Open opens the regular file path names, under a root, for reading. What
+// Open opens the regular file path names, under a root, for reading
+// (anything else, a FIFO or a device, is refused without waiting). What
 // was opened is checked again by its descriptor, so a symlink swapped in
 // after Resolve cannot redirect the read (O_NOFOLLOW refuses one as the
 // last component; /proc/self/fd says where a directory swap led).
@@ -113,7 +114,10 @@ func (r *Roots) Open(path string) (*os.File, error) {
 	if err != nil {
 		return nil, err
 	}
-	f, err := os.OpenFile(resolved, os.O_RDONLY|syscall.O_NOFOLLOW, 0)
+	// O_NONBLOCK: a FIFO opens at once (and is refused below as no
+	// regular file) instead of waiting for a writer; on a regular file it
+	// changes nothing.
+	f, err := os.OpenFile(resolved, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
 	if err != nil {
 		return nil, &NotFoundError{Path: path, Err: plain(err)}
 	}
