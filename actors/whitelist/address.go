@@ -1,8 +1,11 @@
 package whitelist
 
 import (
+	"net"
 	"net/netip"
 	"strings"
+	"sync"
+	"time"
 )
 
 // The address policy: where an allowed host may actually be reached.
@@ -71,12 +74,18 @@ func (w *Whitelist) CheckAddr(host string, addr netip.Addr) error {
 	return nil
 }
 
-// specialKind names the special range addr is in, "" for none.
+// specialKind names the special range addr is in, "" for none. An
+// address of this machine's own interfaces counts as one, public or not:
+// it reaches the machine's services bound to every interface (0.0.0.0)
+// from inside, past any firewall in front of it.
 func specialKind(addr netip.Addr) string {
 	for _, r := range specialRanges {
 		if r.prefix.Contains(addr) {
 			return r.kind
 		}
+	}
+	if ownAddrs.holds(addr) {
+		return "an address of this machine"
 	}
 	if v4, ok := embeddedIPv4(addr); ok {
 		if kind := specialKind(v4); kind != "" {
@@ -126,4 +135,50 @@ func hostAddr(host string) (netip.Addr, bool) {
 		return netip.Addr{}, false
 	}
 	return a.WithZone("").Unmap(), true
+}
+
+// ownAddrs are the addresses of this machine's interfaces, read again when
+// older than a few seconds (interfaces come and go; a check must not ask
+// the kernel for each request).
+var ownAddrs = &machineAddrs{read: interfaceAddrs}
+
+type machineAddrs struct {
+	read func() []netip.Addr // the interfaces' addresses now
+
+	mu    sync.Mutex
+	addrs []netip.Addr
+	at    time.Time
+}
+
+const machineAddrsFresh = 5 * time.Second
+
+func (m *machineAddrs) holds(addr netip.Addr) bool {
+	m.mu.Lock()
+	if time.Since(m.at) > machineAddrsFresh {
+		m.addrs, m.at = m.read(), time.Now()
+	}
+	addrs := m.addrs
+	m.mu.Unlock()
+	for _, a := range addrs {
+		if a == addr {
+			return true
+		}
+	}
+	return false
+}
+
+// interfaceAddrs lists the addresses of every interface, unmapped and
+// without zones; none when the kernel will not say.
+func interfaceAddrs() []netip.Addr {
+	ifaddrs, err := net.InterfaceAddrs()
+	if err != nil {
+		return nil
+	}
+	var out []netip.Addr
+	for _, ia := range ifaddrs {
+		if p, err := netip.ParsePrefix(ia.String()); err == nil {
+			out = append(out, p.Addr().WithZone("").Unmap())
+		}
+	}
+	return out
 }

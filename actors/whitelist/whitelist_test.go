@@ -178,6 +178,43 @@ func TestCheckAddr(t *testing.T) {
 	}
 }
 
+// An address of this machine is denied like loopback, public or not: it
+// reaches the machine's services bound to every interface. Checked with
+// the interfaces this machine has, and with a public address given as
+// one of them (this machine may have none).
+func TestCheckAddrOfThisMachine(t *testing.T) {
+	wl, err := New([]string{"*"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	own := interfaceAddrs()
+	if len(own) == 0 {
+		t.Fatal("no interface addresses read (loopback at least is expected)")
+	}
+	for _, a := range own {
+		if err := wl.CheckAddr("rebind.test", a); err == nil {
+			t.Errorf("%s, an address of this machine, allowed", a)
+		}
+	}
+	public := netip.MustParseAddr("203.0.113.7")
+	if err := wl.CheckAddr("rebind.test", public); err != nil {
+		t.Fatalf("%s before it is this machine's: %v", public, err)
+	}
+	saved := ownAddrs
+	defer func() { ownAddrs = saved }()
+	ownAddrs = &machineAddrs{read: func() []netip.Addr { return append(interfaceAddrs(), public) }}
+	for _, form := range []string{"203.0.113.7", "::ffff:203.0.113.7"} {
+		err := wl.CheckAddr("rebind.test", netip.MustParseAddr(form))
+		if err == nil || !strings.Contains(err.Error(), "an address of this machine") {
+			t.Errorf("%s as this machine's: %v, want denied as an address of this machine", form, err)
+		}
+	}
+	listed, _ := New([]string{"*", "203.0.113.7"}, nil)
+	if err := listed.CheckAddr("rebind.test", public); err != nil {
+		t.Errorf("listed: %v", err)
+	}
+}
+
 // IP-literal URLs follow the address policy, in every form a browser
 // reads them, even under "*".
 func TestCheckLiteralAddresses(t *testing.T) {
