@@ -61,7 +61,7 @@ func TestFileURLsAreABoundary(t *testing.T) {
 		t.Fatal(err)
 	}
 	bare := openTab(t, func(o *TabOptions) { o.Allow = noRoots.Check })
-	for _, u := range []string{"file:///etc/passwd", "file://" + root + "/page.html"} {
+	for _, u := range []string{"file:///etc/passwd", "file:/etc/passwd", "file:etc/passwd", "file://" + root + "/page.html"} {
 		if r := send(t, bare.ID(), one(protocol.Action{Type: "navigate", URL: u})); r.OK || r.Code != protocol.CodePermissionDenied || !strings.Contains(r.Error, "files.roots") {
 			t.Errorf("navigate %s without roots: %+v", u, r)
 		}
@@ -150,7 +150,7 @@ func TestFileURLsAreABoundary(t *testing.T) {
 			t.Errorf("%s: the tab left the page or shows the file", what)
 		}
 	}
-	for _, u := range []string{"file:///etc/passwd", "file://" + root + "/../outside/secret.html", "file://" + root + "/link.html", "file://evil.test/share/x", "file://" + outside + "/secret.html"} {
+	for _, u := range []string{"file:///etc/passwd", "file:/etc/passwd", "file:etc/passwd", "file://" + root + "/../outside/secret.html", "file://" + root + "/link.html", "file://evil.test/share/x", "file://" + outside + "/secret.html"} {
 		if r := run(protocol.Action{Type: "navigate", URL: page, Wait: true}); !r.OK {
 			t.Fatalf("navigate to the page in the root: %+v", r)
 		}

@@ -96,7 +96,9 @@ func ResolveURL(raw, base string) (string, error) {
 	}
 	if m := schemePattern.FindString(raw); m != "" {
 		scheme := strings.ToLower(strings.TrimSuffix(m, ":"))
-		if strings.HasPrefix(raw[len(m):], "//") || opaqueSchemes[scheme] {
+		// file:/etc/passwd and file:etc/passwd are file URLs, as the
+		// browser reads them, never a host named "file".
+		if strings.HasPrefix(raw[len(m):], "//") || opaqueSchemes[scheme] || scheme == "file" {
 			u, err := url.Parse(raw)
 			if err != nil {
 				return "", fmt.Errorf("URL %q: %v", raw, err)

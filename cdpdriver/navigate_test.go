@@ -17,6 +17,9 @@ func TestResolveURL(t *testing.T) {
 		{"HTTP://Example.com", "HTTP://Example.com"},
 		{"about:blank", "about:blank"},
 		{"data:text/html,hi", "data:text/html,hi"},
+		{"file:/etc/passwd", "file:/etc/passwd"}, // file URLs, not a host named "file"
+		{"file:etc/passwd", "file:etc/passwd"},
+		{"FILE:/tmp/x", "FILE:/tmp/x"},
 		{"//cdn.example.com/a", "https://cdn.example.com/a"},
 		{"/search?q=products", "http://127.0.0.1:8080/search?q=products"},
 		{"./item", "http://127.0.0.1:8080/shop/item"},
