@@ -43,6 +43,10 @@ func runTests(m *testing.M) int {
 	defer os.RemoveAll(dir)
 	// Chromium keeps its crash database under XDG_CONFIG_HOME, outside
 	// its profile.
+	if testConfigHome, err = os.MkdirTemp("", "framebus-config-"); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
 	defer os.RemoveAll(testConfigHome)
 	binary = filepath.Join(dir, "framebus")
 	args := []string{"build", "-o", binary}
@@ -84,13 +88,9 @@ func testEnv(extra ...string) []string {
 
 // testConfigHome is an empty configuration directory for the processes
 // the tests start, so a config.yaml of the machine's cannot change them.
-var testConfigHome = func() string {
-	dir, err := os.MkdirTemp("", "framebus-config-")
-	if err != nil {
-		panic(err)
-	}
-	return dir
-}()
+// runTests makes it (not package init: the test binary also runs as a
+// probe of another user, which must leave nothing behind).
+var testConfigHome string
 
 // result is what a finished framebus process left.
 type result struct {
