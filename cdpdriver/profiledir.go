@@ -180,3 +180,27 @@ func openProfileFile(dir *os.File, name string, flags int, perm uint32) (*os.Fil
 	}
 	return os.NewFile(uintptr(fd), path), nil
 }
+
+// MakeProfileDir makes dir, and the directories missing above it
+// (0700), as Launch resolves a profile for a browser that runs as u (nil:
+// this process's user): a link u could have put on the way is refused,
+// never followed. dir itself is then u's, for a caller that makes
+// profile directories ahead of their launch.
+func MakeProfileDir(dir string, u *BrowserUser) error {
+	f, err := openProfileDir(dir, u, true)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	if u != nil {
+		return f.Chown(u.UID, u.GID)
+	}
+	return nil
+}
+
+// LaunchUser is the account a browser launched with LaunchOptions.User
+// user runs as: nil for this process's own (not root, or root by
+// choice).
+func LaunchUser(user string) (*BrowserUser, error) {
+	return browserUserFor(user)
+}
