@@ -130,6 +130,31 @@ func profileTestLaunch(t *testing.T, dir string, noDNS bool) error {
 	return err
 }
 
+// profileTestTrap makes the profile directory dir, the account's, with
+// name in it a link to target: a symbolic link of the account's, or a
+// hard link, as the account could make where fs.protected_hardlinks is
+// 0 (root makes it here: the setting would stop the account). It returns
+// the trap's path.
+func profileTestTrap(t *testing.T, u *BrowserUser, dir, name, target string, hard bool) string {
+	t.Helper()
+	trap := filepath.Join(dir, name)
+	if err := os.Mkdir(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	profileTestGive(t, u, dir)
+	if hard {
+		if err := os.Link(target, trap); err != nil {
+			t.Fatal(err)
+		}
+		return trap
+	}
+	if err := os.Symlink(target, trap); err != nil {
+		t.Fatal(err)
+	}
+	profileTestGive(t, u, trap)
+	return trap
+}
+
 // profileTestRefused checks that err refuses the launch as unsafe,
 // naming want.
 func profileTestRefused(t *testing.T, err error, want string) {
@@ -148,29 +173,11 @@ func TestProfileLockIsNoLink(t *testing.T) {
 	canaries := profileTestNewCanaries(t, filepath.Join(t.TempDir(), "root"), 2)
 	base := testdir.Enterable(t)
 
-	symlinked := filepath.Join(base, "symlinked")
-	lock := filepath.Join(symlinked, profileLockName)
-	if err := os.Mkdir(symlinked, 0o700); err != nil {
-		t.Fatal(err)
+	for i, hard := range []bool{false, true} {
+		profile := filepath.Join(base, fmt.Sprint("profile", i))
+		lock := profileTestTrap(t, u, profile, profileLockName, filepath.Join(canaries.dir, fmt.Sprint("canary", i)), hard)
+		profileTestRefused(t, profileTestLaunch(t, profile, false), lock)
 	}
-	if err := os.Symlink(filepath.Join(canaries.dir, "canary0"), lock); err != nil {
-		t.Fatal(err)
-	}
-	profileTestGive(t, u, symlinked, lock)
-	profileTestRefused(t, profileTestLaunch(t, symlinked, false), lock)
-
-	// A hard link the account could make where fs.protected_hardlinks
-	// is 0 (root makes it here: the setting stops the account).
-	linked := filepath.Join(base, "linked")
-	lock = filepath.Join(linked, profileLockName)
-	if err := os.Mkdir(linked, 0o700); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Link(filepath.Join(canaries.dir, "canary1"), lock); err != nil {
-		t.Fatal(err)
-	}
-	profileTestGive(t, u, linked)
-	profileTestRefused(t, profileTestLaunch(t, linked, false), lock)
 
 	if n := canaries.changed(t); n != 0 {
 		t.Errorf("%d of root's files changed through framebus.lock", n)
@@ -178,23 +185,20 @@ func TestProfileLockIsNoLink(t *testing.T) {
 }
 
 // TestProfileLocalStateIsNoLink: Local State as a link to a file of
-// root's, or to a path that does not exist yet, is refused when framebus
+// root's, or to a path that does not exist yet, or as a second name of
+// a file of root's, is refused when framebus
 // would write it: the file is untouched, the path not made.
 func TestProfileLocalStateIsNoLink(t *testing.T) {
 	launchTestNeedChromium(t)
 	u := profileTestAccount(t)
 	canaries := profileTestNewCanaries(t, filepath.Join(t.TempDir(), "root"), 2)
 	base := testdir.Enterable(t)
-	for _, target := range []string{"canary0", "not-yet"} {
-		profile := filepath.Join(base, target)
-		state := filepath.Join(profile, localStateName)
-		if err := os.Mkdir(profile, 0o700); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.Symlink(filepath.Join(canaries.dir, target), state); err != nil {
-			t.Fatal(err)
-		}
-		profileTestGive(t, u, profile, state)
+	for i, trap := range []struct {
+		target string
+		hard   bool
+	}{{"canary0", false}, {"not-yet", false}, {"canary1", true}} {
+		profile := filepath.Join(base, fmt.Sprint("profile", i))
+		state := profileTestTrap(t, u, profile, localStateName, filepath.Join(canaries.dir, trap.target), trap.hard)
 		profileTestRefused(t, profileTestLaunch(t, profile, true), state)
 	}
 	if n := canaries.changed(t); n != 0 {
