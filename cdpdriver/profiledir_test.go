@@ -303,7 +303,8 @@ func TestProfilesDirIsNoLink(t *testing.T) {
 
 // TestProfileThroughRootsLinks: links that only root could have made on
 // the way to a profile are followed, as the kernel would (a /var that is
-// a link to /data/var), and the profile runs and is the account's.
+// a link to /data/var), and a profile run as root before runs as the
+// account and is the account's.
 func TestProfileThroughRootsLinks(t *testing.T) {
 	launchTestNeedChromium(t)
 	u := profileTestAccount(t)
@@ -319,11 +320,20 @@ func TestProfileThroughRootsLinks(t *testing.T) {
 		t.Fatal(err)
 	}
 	profile := filepath.Join(base, "data", "again", "profile") // again -> var -> data/var
+	// First run as root, as before there was an account: all root's.
+	p, err := Launch(context.Background(), LaunchOptions{Headless: true, UserDataDir: profile, User: RootUser})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.Close()
+	real := filepath.Join(data, "var", "profile")
+	if uid := launchTestOwner(t, filepath.Join(real, "Default")); uid != 0 {
+		t.Fatalf("run as root, the profile's Default is uid %d's", uid)
+	}
 	if err := profileTestLaunch(t, profile, true); err != nil {
 		t.Fatal(err)
 	}
-	real := filepath.Join(data, "var", "profile")
-	for _, path := range []string{real, filepath.Join(real, localStateName)} {
+	for _, path := range []string{real, filepath.Join(real, localStateName), filepath.Join(real, "Default"), filepath.Join(real, "Default", "Preferences")} {
 		if uid := launchTestOwner(t, path); uid != u.UID {
 			t.Errorf("%s is uid %d's; want the account's (%d)", path, uid, u.UID)
 		}
