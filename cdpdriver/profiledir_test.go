@@ -342,3 +342,41 @@ func TestProfileThroughRootsLinks(t *testing.T) {
 		t.Errorf("the lock is uid %d's; want root's", uid)
 	}
 }
+
+// TestOpenProfileDirResolves: for a browser of this process's own user
+// (u nil) links are followed as the kernel follows them, ".." in a
+// link's target too; a loop of links is an error, not a hang; and a file
+// on the way is no directory.
+func TestOpenProfileDirResolves(t *testing.T) {
+	base := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(base, "a", "b"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	for link, target := range map[string]string{
+		"up":    "a/b/../b", // base/up -> base/a/b
+		"loop1": "loop2",
+		"loop2": "loop1",
+		"file":  "a/f",
+	} {
+		if err := os.Symlink(target, filepath.Join(base, link)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(base, "a", "f"), nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	d, err := openProfileDir(filepath.Join(base, "up", "new"), nil, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d.Close()
+	if info, err := os.Stat(filepath.Join(base, "a", "b", "new")); err != nil || !info.IsDir() {
+		t.Errorf("up/new made no a/b/new: %v", err)
+	}
+	if _, err := openProfileDir(filepath.Join(base, "loop1", "p"), nil, true); err == nil || !strings.Contains(err.Error(), "too many symbolic links") {
+		t.Errorf("a loop of links: %v", err)
+	}
+	if _, err := openProfileDir(filepath.Join(base, "file", "p"), nil, true); err == nil || !strings.Contains(err.Error(), "is no directory") {
+		t.Errorf("a file on the way: %v", err)
+	}
+}
