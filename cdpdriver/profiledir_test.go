@@ -165,44 +165,33 @@ func profileTestRefused(t *testing.T, err error, want string) {
 	}
 }
 
-// TestProfileLockIsNoLink: framebus.lock as a link to a file of root's
-// (and as a second name of one) is refused; the file is untouched.
-func TestProfileLockIsNoLink(t *testing.T) {
+// TestProfileFilesAreNoLinks: framebus.lock and Local State, the files
+// root opens in a profile, as a link to a file of root's, to a path that
+// does not exist yet, or as a second name of a file of root's: the
+// launch is refused naming the file; root's files are untouched and the
+// path not made.
+func TestProfileFilesAreNoLinks(t *testing.T) {
 	launchTestNeedChromium(t)
 	u := profileTestAccount(t)
-	canaries := profileTestNewCanaries(t, filepath.Join(t.TempDir(), "root"), 2)
-	base := testdir.Enterable(t)
-
-	for i, hard := range []bool{false, true} {
-		profile := filepath.Join(base, fmt.Sprint("profile", i))
-		lock := profileTestTrap(t, u, profile, profileLockName, filepath.Join(canaries.dir, fmt.Sprint("canary", i)), hard)
-		profileTestRefused(t, profileTestLaunch(t, profile, false), lock)
-	}
-
-	if n := canaries.changed(t); n != 0 {
-		t.Errorf("%d of root's files changed through framebus.lock", n)
-	}
-}
-
-// TestProfileLocalStateIsNoLink: Local State as a link to a file of
-// root's, or to a path that does not exist yet, or as a second name of
-// a file of root's, is refused when framebus
-// would write it: the file is untouched, the path not made.
-func TestProfileLocalStateIsNoLink(t *testing.T) {
-	launchTestNeedChromium(t)
-	u := profileTestAccount(t)
-	canaries := profileTestNewCanaries(t, filepath.Join(t.TempDir(), "root"), 2)
+	canaries := profileTestNewCanaries(t, filepath.Join(t.TempDir(), "root"), 4)
 	base := testdir.Enterable(t)
 	for i, trap := range []struct {
-		target string
-		hard   bool
-	}{{"canary0", false}, {"not-yet", false}, {"canary1", true}} {
+		name, target string
+		hard         bool
+	}{
+		{profileLockName, "canary0", false},
+		{profileLockName, "canary1", true},
+		{localStateName, "canary2", false},
+		{localStateName, "not-yet", false},
+		{localStateName, "canary3", true},
+	} {
 		profile := filepath.Join(base, fmt.Sprint("profile", i))
-		state := profileTestTrap(t, u, profile, localStateName, filepath.Join(canaries.dir, trap.target), trap.hard)
-		profileTestRefused(t, profileTestLaunch(t, profile, true), state)
+		path := profileTestTrap(t, u, profile, trap.name, filepath.Join(canaries.dir, trap.target), trap.hard)
+		// NoSystemDNS: framebus writes Local State.
+		profileTestRefused(t, profileTestLaunch(t, profile, true), path)
 	}
 	if n := canaries.changed(t); n != 0 {
-		t.Errorf("%d of root's files changed or made through Local State", n)
+		t.Errorf("%d of root's files changed or made through the profile's files", n)
 	}
 }
 
