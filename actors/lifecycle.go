@@ -171,6 +171,8 @@ func startError(err error) error {
 		return err
 	case errors.Is(err, cdpdriver.ErrProfileInUse):
 		return protocol.Errorf(protocol.CodeProfileInUse, "launch: %v", err)
+	case errors.Is(err, cdpdriver.ErrUnsafeProfile):
+		return protocol.Errorf(protocol.CodePermissionDenied, "launch: %v", err)
 	}
 	return protocol.Errorf(protocol.CodeBrowserNotRunning, "start: %v", err)
 }

@@ -208,7 +208,13 @@ func (n *Node) addProfile(po ProfileOptions, launch cdpdriver.LaunchOptions) (*P
 		return nil, err
 	}
 	if launch.UserDataDir != "" && po.Attach == "" {
-		if err := os.MkdirAll(launch.UserDataDir, 0o700); err != nil {
+		// As Launch will: no link the browser's account put on the way
+		// is followed.
+		account, err := cdpdriver.LaunchUser(launch.User)
+		if err == nil {
+			err = cdpdriver.MakeProfileDir(launch.UserDataDir, account)
+		}
+		if err != nil {
 			return nil, fmt.Errorf("profile %s: %w", name, err)
 		}
 	}

@@ -155,8 +155,17 @@ func Launch(ctx context.Context, opts LaunchOptions) (*Process, error) {
 			return nil, fmt.Errorf("launch chromium: create profile dir: %w", err)
 		}
 		p.userDataDir, p.ownDir = dir, true
-	} else {
-		lock, err := lockProfile(p.userDataDir)
+	}
+	// Root works in the profile only through this descriptor: see
+	// profiledir.go for why.
+	dir, err := openProfileDir(p.userDataDir, p.user, !p.ownDir)
+	if err != nil {
+		p.removeDir()
+		return nil, fmt.Errorf("launch chromium: %w", err)
+	}
+	defer dir.Close()
+	if !p.ownDir {
+		lock, err := lockProfile(dir)
 		if err != nil {
 			return nil, err
 		}
@@ -168,12 +177,12 @@ func Launch(ctx context.Context, opts LaunchOptions) (*Process, error) {
 		}()
 	}
 
-	if err := systemDNS(p.userDataDir, opts.NoSystemDNS); err != nil {
+	if err := systemDNS(dir, p.user, opts.NoSystemDNS); err != nil {
 		p.removeDir()
 		return nil, fmt.Errorf("launch chromium: set its DNS: %w", err)
 	}
 	if p.user != nil {
-		if err := p.user.adopt(p.userDataDir); err != nil {
+		if err := p.user.adopt(dir); err != nil {
 			p.removeDir()
 			return nil, fmt.Errorf("launch chromium: %w", err)
 		}

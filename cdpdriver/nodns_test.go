@@ -12,6 +12,11 @@ import (
 // keeping the rest of the file and a secure-DNS choice of the user's own.
 func TestSystemDNS(t *testing.T) {
 	dir := t.TempDir()
+	d, err := openProfileDir(dir, nil, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
 	path := filepath.Join(dir, "Local State")
 	read := func() map[string]any {
 		t.Helper()
@@ -27,13 +32,13 @@ func TestSystemDNS(t *testing.T) {
 	}
 	ours := map[string]any{"mode": "secure", "templates": deadDNS}
 
-	if err := systemDNS(dir, false); err != nil { // nothing to undo
+	if err := systemDNS(d, nil, false); err != nil { // nothing to undo
 		t.Fatal(err)
 	}
 	if _, err := os.Stat(path); !os.IsNotExist(err) {
 		t.Fatalf("on, in a fresh profile: Local State written (%v)", err)
 	}
-	if err := systemDNS(dir, true); err != nil {
+	if err := systemDNS(d, nil, true); err != nil {
 		t.Fatal(err)
 	}
 	if got := read()["dns_over_https"]; !reflect.DeepEqual(got, ours) {
@@ -47,13 +52,13 @@ func TestSystemDNS(t *testing.T) {
 	if err := os.WriteFile(path, []byte(`{"browser":{"enabled_labs_experiments":[]},"dns_over_https":{"mode":"secure","templates":"`+deadDNS+`"}}`), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if err := systemDNS(dir, false); err != nil {
+	if err := systemDNS(d, nil, false); err != nil {
 		t.Fatal(err)
 	}
 	if m := read(); m["dns_over_https"] != nil || m["browser"] == nil {
 		t.Fatalf("on again: %v", m)
 	}
-	if err := systemDNS(dir, true); err != nil {
+	if err := systemDNS(d, nil, true); err != nil {
 		t.Fatal(err)
 	}
 	if m := read(); !reflect.DeepEqual(m["dns_over_https"], ours) || m["browser"] == nil {
@@ -66,7 +71,7 @@ func TestSystemDNS(t *testing.T) {
 	if err := os.WriteFile(path, data, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if err := systemDNS(dir, false); err != nil {
+	if err := systemDNS(d, nil, false); err != nil {
 		t.Fatal(err)
 	}
 	if got := read()["dns_over_https"]; !reflect.DeepEqual(got, own) {
@@ -76,10 +81,10 @@ func TestSystemDNS(t *testing.T) {
 	if err := os.WriteFile(path, []byte("{not json"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if err := systemDNS(dir, true); err == nil {
+	if err := systemDNS(d, nil, true); err == nil {
 		t.Fatal("off, with a Local State that is not JSON: no error")
 	}
-	if err := systemDNS(dir, false); err != nil {
+	if err := systemDNS(d, nil, false); err != nil {
 		t.Fatalf("on, with a Local State that is not JSON (Chromium resets it): %v", err)
 	}
 }

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
@@ -22,26 +21,24 @@ var ErrProfileInUse = errors.New("profile in use")
 // profileLockName is the lock file inside a profile directory.
 const profileLockName = "framebus.lock"
 
-// lockProfile takes the profile's lock; the returned file holds it.
-func lockProfile(dir string) (*os.File, error) {
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return nil, fmt.Errorf("profile %s: %w", dir, err)
-	}
-	path := filepath.Join(dir, profileLockName)
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
+// lockProfile takes the lock of the profile directory dir (opened by
+// openProfileDir); the returned file holds it.
+func lockProfile(dir *os.File) (*os.File, error) {
+	f, err := openProfileFile(dir, profileLockName, os.O_RDWR|os.O_CREATE, 0o600)
 	if err != nil {
-		return nil, fmt.Errorf("lock profile %s: %w", dir, err)
+		return nil, fmt.Errorf("lock profile %s: %w", dir.Name(), err)
 	}
 	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
-		holder, _ := os.ReadFile(path)
+		holder := make([]byte, 32)
+		n, _ := f.ReadAt(holder, 0)
 		f.Close()
-		who := strings.TrimSpace(string(holder))
+		who := strings.TrimSpace(string(holder[:n]))
 		if who == "" {
 			who = "another process"
 		} else {
 			who = "process " + who
 		}
-		return nil, fmt.Errorf("%w: %s is used by %s; give this node another profile (browser.profileDir) or stop that one", ErrProfileInUse, dir, who)
+		return nil, fmt.Errorf("%w: %s is used by %s; give this node another profile (browser.profileDir) or stop that one", ErrProfileInUse, dir.Name(), who)
 	}
 	_ = f.Truncate(0)
 	_, _ = f.WriteAt([]byte(strconv.Itoa(os.Getpid())+"\n"), 0)

@@ -12,6 +12,8 @@ import (
 	"strings"
 	"sync"
 	"syscall"
+
+	"golang.org/x/sys/unix"
 )
 
 // Chromium refuses to run as root with its sandbox on, and without the
@@ -137,22 +139,76 @@ func (u *BrowserUser) environ() []string {
 	return env
 }
 
-// adopt hands the profile directory to u: everything in it becomes u's
-// (a profile run as root before keeps working), and u must be able to
-// reach it through every directory above it.
-func (u *BrowserUser) adopt(dir string) error {
-	if err := u.reaches(dir); err != nil {
+// adopt hands the profile directory dir (opened by openProfileDir) to
+// u: everything in it becomes u's (a profile run as root before keeps
+// working), and u must be able to reach it through every directory above
+// it. It works through descriptors, never a path that u could redirect:
+// a link is changed itself, never followed, a directory is entered only
+// if it still is one, and a file with more than one name (a hard link to
+// a file of root's elsewhere, say) is left alone.
+func (u *BrowserUser) adopt(dir *os.File) error {
+	if err := u.reaches(dir.Name()); err != nil {
 		return err
 	}
-	return filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+	if err := dir.Chown(u.UID, u.GID); err != nil {
+		return err
+	}
+	return u.adoptEntries(dir, true)
+}
+
+// adoptEntries hands what the directory dir holds to u.
+func (u *BrowserUser) adoptEntries(dir *os.File, top bool) error {
+	names, err := dir.Readdirnames(-1)
+	if err != nil {
+		return err
+	}
+	dirfd := int(dir.Fd())
+	for _, name := range names {
+		if top && name == profileLockName {
+			continue // framebus's, not the browser's
+		}
+		fd, err := unix.Openat(dirfd, name, unix.O_PATH|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+		if errors.Is(err, unix.ENOENT) {
+			continue // gone meanwhile
+		}
+		if err != nil {
+			return &os.PathError{Op: "open", Path: filepath.Join(dir.Name(), name), Err: err}
+		}
+		err = u.adoptEntry(fd, filepath.Join(dir.Name(), name))
+		unix.Close(fd)
 		if err != nil {
 			return err
 		}
-		if d.Name() == profileLockName {
-			return nil // framebus's, not the browser's
+	}
+	return nil
+}
+
+// adoptEntry hands the file fd (an O_PATH descriptor) to u, and what it
+// holds when it is a directory.
+func (u *BrowserUser) adoptEntry(fd int, path string) error {
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		return &os.PathError{Op: "stat", Path: path, Err: err}
+	}
+	isDir := st.Mode&unix.S_IFMT == unix.S_IFDIR
+	if !isDir && st.Nlink != 1 {
+		return nil // another name elsewhere: not the profile's to give away
+	}
+	if int(st.Uid) != u.UID || int(st.Gid) != u.GID {
+		if err := unix.Fchownat(fd, "", u.UID, u.GID, unix.AT_EMPTY_PATH); err != nil {
+			return &os.PathError{Op: "chown", Path: path, Err: err}
 		}
-		return os.Lchown(path, u.UID, u.GID)
-	})
+	}
+	if !isDir {
+		return nil
+	}
+	sub, err := unix.Openat(fd, ".", unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return &os.PathError{Op: "open", Path: path, Err: err}
+	}
+	f := os.NewFile(uintptr(sub), path)
+	defer f.Close()
+	return u.adoptEntries(f, false)
 }
 
 // reaches checks that u may enter every directory above dir.

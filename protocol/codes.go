@@ -49,7 +49,7 @@ var Codes = []struct {
 	{CodeNoHistory, "back or forward at the end of the tab's history"},
 	{CodeTimeout, "the operation did not finish within its deadline; the tab stays usable"},
 	{CodeJSError, "the page's JavaScript threw; the message is the exception text"},
-	{CodePermissionDenied, "the whitelist forbids the domain; the message names it"},
+	{CodePermissionDenied, "the whitelist forbids the domain, a path lies outside the file roots, or a profile directory holds a link the browser's account could have put there; the message names it"},
 	{CodeBrowserNotRunning, "the profile's browser is not running; the message says how to launch it"},
 	{CodeProfileInUse, "the browser profile is in use by another node or browser; the message names the directory and who holds it"},
 	{CodeProfileNotFound, "no profile of that name on the node; the message lists the profiles it has"},

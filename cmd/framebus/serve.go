@@ -226,6 +226,8 @@ func startError(ctx context.Context, err error) error {
 		code = protocol.CodeBrowserNotRunning
 	case errors.Is(err, cdpdriver.ErrProfileInUse):
 		code = protocol.CodeProfileInUse
+	case errors.Is(err, cdpdriver.ErrUnsafeProfile):
+		code = protocol.CodePermissionDenied
 	case errors.Is(err, bus.ErrInvalidOptions):
 		return usagef("%v", err)
 	case errors.Is(err, bus.ErrServerStart), errors.Is(err, bus.ErrConnect):
@@ -326,11 +328,7 @@ func makeProfilesDir(dir string, account *cdpdriver.BrowserUser) error {
 	if dir == "" {
 		return nil
 	}
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return err
-	}
-	if account != nil {
-		return os.Chown(dir, account.UID, account.GID)
-	}
-	return nil
+	// Not by path: the account may have put a link on the way (its home
+	// is its own), and root would chown what it points to.
+	return cdpdriver.MakeProfileDir(dir, account)
 }
