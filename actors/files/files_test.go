@@ -5,12 +5,14 @@ import (
 	"encoding/hex"
 	"errors"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/framebus/framebus/internal/testdir"
 	"github.com/framebus/framebus/protocol"
 )
 
@@ -110,6 +112,58 @@ func TestRootsRefuseWhatIsNoFile(t *testing.T) {
 			os.OpenFile(fifo, os.O_WRONLY|syscall.O_NONBLOCK, 0) // lets the open end
 			t.Fatalf("opening %s still waits after 10s", p)
 		}
+	}
+}
+
+// Staged for another account (the browser's, when the node is root): the
+// file is that account's, every directory on its way stays the node's, so
+// the account can swap none of them for a link while the node writes.
+// Counted as that account (uid 65534): what it could rename.
+func TestStageDirectoriesStayTheNodes(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Fatal("this test stages files for another account, which needs root (CI runs as root)")
+	}
+	parent := testdir.Enterable(t)
+	s := NewStage(parent, Limits{MaxFile: 10, MaxTotal: 15})
+	s.OwnedBy(65534, 65534)
+	sum := sha256.Sum256([]byte("x"))
+	id, err := s.Begin("a.txt", 1, hex.EncodeToString(sum[:]))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Write(id, 0, []byte("x")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Commit(id); err != nil {
+		t.Fatal(err)
+	}
+	p, err := s.Path(id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	owner := func(path string) int { fi, _ := os.Lstat(path); return int(fi.Sys().(*syscall.Stat_t).Uid) }
+	if owner(p) != 65534 {
+		t.Errorf("the staged file is uid %d's; want the account's", owner(p))
+	}
+	swappable := 0
+	for _, dir := range []string{filepath.Dir(p), filepath.Dir(filepath.Dir(p))} {
+		if owner(dir) != 0 {
+			t.Errorf("%s is uid %d's; want the node's", dir, owner(dir))
+		}
+		// As the account: rename the directory away (the first step of
+		// swapping it for a link).
+		mv := exec.Command("setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "mv", dir, dir+".away")
+		if mv.Run() == nil {
+			swappable++
+			os.Rename(dir+".away", dir)
+		}
+	}
+	if swappable != 0 {
+		t.Fatalf("the account could move %d of the stage's directories", swappable)
+	}
+	read := exec.Command("setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "cat", p)
+	if out, err := read.Output(); err != nil || string(out) != "x" {
+		t.Fatalf("the account reads its staged file: %q %v", out, err)
 	}
 }
 

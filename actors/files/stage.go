@@ -76,9 +76,12 @@ func NewStage(parent string, limits Limits) *Stage {
 	return &Stage{parent: parent, limits: limits, files: map[string]*staged{}, uid: -1, gid: -1}
 }
 
-// OwnedBy makes the stage's directories and files uid's and gid's (a
-// browser running as another account reads them); call it before the
-// first file.
+// OwnedBy makes the stage's files uid's and gid's (a browser running as
+// another account reads them); call it before the first file. The
+// directories stay the node's (0711: that account can reach a file it is
+// given by path, but neither list nor change them), so the account cannot
+// swap a directory for a link between the node making it and writing in
+// it.
 func (s *Stage) OwnedBy(uid, gid int) { s.uid, s.gid = uid, gid }
 
 // Begin starts a file: its name (as the page sees it), its size and the
@@ -114,12 +117,22 @@ func (s *Stage) Begin(name string, size int64, sum string) (string, error) {
 	return id, nil
 }
 
-// create makes the file of a new id, 0600 in a 0700 directory of its own.
+// reachable lets the files' own account pass through dir (0711) when it
+// is not the node's.
+func (s *Stage) reachable(dir string) error {
+	if s.uid < 0 {
+		return nil
+	}
+	return os.Chmod(dir, 0o711)
+}
+
+// create makes the file of a new id, 0600 in a directory of its own (0700,
+// or 0711 when the file is another account's: see OwnedBy).
 func (s *Stage) create(name string) (*staged, string, error) {
 	if s.dir == "" {
 		dir, err := os.MkdirTemp(s.parent, "framebus-tab-")
 		if err == nil {
-			err = os.Lchown(dir, s.uid, s.gid)
+			err = s.reachable(dir)
 		}
 		if err != nil {
 			return nil, "", protocol.Errorf(protocol.CodeInternal, "stage: %v", err)
@@ -130,7 +143,7 @@ func (s *Stage) create(name string) (*staged, string, error) {
 	fdir := filepath.Join(s.dir, id)
 	err := os.Mkdir(fdir, 0o700)
 	if err == nil {
-		err = os.Lchown(fdir, s.uid, s.gid)
+		err = s.reachable(fdir)
 	}
 	if err != nil {
 		return nil, "", protocol.Errorf(protocol.CodeInternal, "stage: %v", err)
