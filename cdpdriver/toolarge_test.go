@@ -3,8 +3,6 @@ package cdpdriver
 import (
 	"errors"
 	"fmt"
-	"net/http"
-	"net/http/httptest"
 	"testing"
 	"time"
 )
@@ -15,11 +13,7 @@ import (
 // script of statements), and the tab goes on. Small values of the same
 // kinds come back exactly as they do without the check.
 func TestEvalSizeCheckHasNoWayAround(t *testing.T) {
-	br := snapshotTestBrowser(t)
-	srv := httptest.NewServer(http.FileServer(http.Dir("../testdata/site")))
-	defer srv.Close()
-	ctx := snapshotTestCtx(t, 2*time.Minute)
-	p := snapshotTestOpen(ctx, t, br, srv.URL+"/bench.html")
+	ctx, p, _ := siteTestOpen(t, "/bench.html", 2*time.Minute)
 
 	const limit = 1 << 20
 	// 10 MB: over the result limit, and as a reply (20 MB with its
