@@ -165,7 +165,7 @@ func (p *Page) wrap(ctx context.Context, op string, err error) error {
 	if err == nil {
 		return nil
 	}
-	if tooLarge, ok := replyTooLong(err, "the reply to "+op); ok {
+	if tooLarge, ok := replyTooLong(err, op); ok {
 		return tooLarge
 	}
 	// A call cut off while the connection closes (the tab was closed)

@@ -36,7 +36,7 @@ type ResultTooLargeError struct {
 
 func (e *ResultTooLargeError) Error() string {
 	if e.FromBrowser {
-		return fmt.Sprintf("%s came as a reply of %d bytes from the browser, more than the %d framebus reads: ask for less (a selector, a part of the value)", e.What, e.Size, e.Limit)
+		return fmt.Sprintf("%s: the browser's reply is %d bytes, more than the %d framebus reads: ask for less (a selector, a part of the value)", e.What, e.Size, e.Limit)
 	}
 	return fmt.Sprintf("%s is %d characters, more than the %d bytes a reply carries: ask for less (a selector, a part of the value)", e.What, e.Size, e.Limit)
 }
@@ -143,8 +143,8 @@ else if (v instanceof Set || Array.isArray(v)) { for (const x of v) if (a(x, 1))
 else if (!ArrayBuffer.isView(v)) for (const k of Object.keys(v)) if (a(v[k], k.length + 4)) break
 } } } catch (e) {}
 return n };
-const c = (v) => { const n = z(v); if (n > m) throw new RangeError("` + tooLargeMark + `" + n + ":" + m); return v };
-const e = (x) => { c(x); throw x };
+const c = (v, w = "") => { const n = z(v); if (n > m) throw new RangeError("` + tooLargeMark + `" + n + ":" + m + w); return v };
+const e = (x) => { c(x, ":thrown"); throw x };
 let v; try { v = f() } catch (x) { e(x) }
 return v instanceof Promise ? v.then(c, e) : c(v) })(`
 
@@ -177,11 +177,16 @@ func tooLargeException(d *runtime.ExceptionDetails) (*ResultTooLargeError, bool)
 		return nil, false
 	}
 	rest, _, _ = strings.Cut(rest, "\n")
-	size, limit, _ := strings.Cut(rest, ":")
+	size, rest, _ := strings.Cut(rest, ":")
+	limit, thrown := strings.CutSuffix(rest, ":thrown")
 	n, err1 := strconv.Atoi(size)
 	max, err2 := strconv.Atoi(limit)
 	if err1 != nil || err2 != nil {
 		return nil, false
 	}
-	return &ResultTooLargeError{What: "the eval value", Size: n, Limit: max}, true
+	what := "the eval value"
+	if thrown {
+		what = "the exception the eval threw (or its promise's reason)"
+	}
+	return &ResultTooLargeError{What: what, Size: n, Limit: max}, true
 }

@@ -3,6 +3,7 @@ package cdpdriver
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 )
@@ -80,6 +81,10 @@ func TestEvalSizeCheckHasNoWayAround(t *testing.T) {
 			continue
 		}
 		t.Logf("%s: %v", name, err)
+		thrown := strings.Contains(name, "thrown") || strings.Contains(name, "rejected")
+		if strings.HasPrefix(tooLarge.What, "the exception") != thrown || tooLarge.FromBrowser != (name == "statements") {
+			t.Errorf("%s: %+v; want it to say what was too large (the value, the exception) and where it was found (the page, the reply)", name, tooLarge)
+		}
 		if v, err := p.Eval(ctx, "6 * 7", 10*time.Second); err != nil || string(v) != "42" {
 			t.Fatalf("the tab after %s: %s, %v", name, v, err)
 		}
