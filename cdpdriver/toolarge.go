@@ -75,8 +75,11 @@ func replyTooLong(err error, what string) (*ResultTooLargeError, bool) {
 
 // boundMessages bounds the page's messages over the pipe (not over an
 // attach profile's websocket, which rpcc reads whole): three times the
-// larger limit, as a string's JSON may take up to three bytes a
-// character, and 1 MiB for the rest of the reply.
+// larger limit, and 1 MiB for the rest of the reply. Chromium sends a
+// string value twice (as value and as its deep serialization), each
+// non-ASCII character as a \uXXXX escape that the answer keeps; so a
+// value whose answer fits a reply takes at most twice that in
+// Chromium's, and the third is room for a deep serialization's types.
 func (p *Page) boundMessages() {
 	if p.codec == nil {
 		return
