@@ -24,9 +24,13 @@ import (
 // timeout the error is a *TimeoutError and the page stays usable.
 //
 // A value longer than the page's result limit (SetResultLimit) is a
-// *ResultTooLargeError at once: the page checks it before returning it.
-// Only an expression can be checked so; a script of statements (let x =
-// ...; x), which cannot be wrapped in the check, is evaluated unchecked.
+// *ResultTooLargeError at once: the page checks it before returning it,
+// and so a thrown value and a promise's reason. Only an expression can be
+// checked so; a script of statements (let x = ...; x), which cannot be
+// wrapped in the check, is evaluated unchecked, and what it gives is
+// bounded by the transport: a reply longer than the page's messages may
+// be (see boundMessages) is discarded as it streams, and is a
+// *ResultTooLargeError too.
 func (p *Page) Eval(ctx context.Context, expression string, timeout time.Duration) (json.RawMessage, error) {
 	ctx, cancel := WithTimeout(ctx, timeout)
 	defer cancel()
@@ -71,6 +75,9 @@ func (p *Page) evaluate(ctx context.Context, expression string, timeout time.Dur
 		return nil, ErrDocumentChanged
 	}
 	if err != nil {
+		if tooLarge, ok := replyTooLong(err, "the eval value"); ok {
+			return nil, tooLarge
+		}
 		var rerr *rpcc.ResponseError
 		if errors.As(err, &rerr) && isSerializationFailure(rerr.Message) {
 			return nil, &SerializationError{Reason: serializationReason(rerr.Message)}

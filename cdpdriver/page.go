@@ -165,6 +165,9 @@ func (p *Page) wrap(ctx context.Context, op string, err error) error {
 	if err == nil {
 		return nil
 	}
+	if tooLarge, ok := replyTooLong(err, op); ok {
+		return tooLarge
+	}
 	// A call cut off while the connection closes (the tab was closed)
 	// can end before the connection says it is lost.
 	if p.lost() || errors.Is(err, rpcc.ErrConnClosing) {

@@ -2,8 +2,6 @@ package cdpdriver
 
 import (
 	"errors"
-	"net/http"
-	"net/http/httptest"
 	"testing"
 	"time"
 )
@@ -15,11 +13,7 @@ import (
 // there, says so); the first lookup that runs in the pinned document
 // unpins it, so what the action itself causes is not refused.
 func TestPinnedDocument(t *testing.T) {
-	br := snapshotTestBrowser(t)
-	srv := httptest.NewServer(http.FileServer(http.Dir("../testdata/site")))
-	defer srv.Close()
-	ctx := snapshotTestCtx(t, time.Minute)
-	p := snapshotTestOpen(ctx, t, br, srv.URL+"/bench.html")
+	ctx, p, site := siteTestOpen(t, "/bench.html", time.Minute)
 	clicks := func() string {
 		t.Helper()
 		v, err := p.Eval(ctx, "document.querySelector('#count').dataset.n || 'none'", 5*time.Second)
@@ -39,7 +33,7 @@ func TestPinnedDocument(t *testing.T) {
 	}
 
 	p.TakeEvents()
-	snapshotTestLoad(ctx, t, p, srv.URL+"/bench.html?next") // its commit not taken
+	snapshotTestLoad(ctx, t, p, site+"/bench.html?next") // its commit not taken
 	p.PinDocument()
 	if p.mainCtx == 0 {
 		t.Fatal("the page's own context is not known: has V8's remote object id changed form?")

@@ -8,8 +8,10 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime/debug"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -39,8 +41,21 @@ const pipeCallIDs = 3 << 29
 // maxPipeMessage is the longest message read from the browser: 128 MiB,
 // far above any value a reply may carry (the result and content limits
 // refuse those in the page). A longer one is skipped, not kept: a reply
-// fails its command with an error, an event is dropped.
+// fails its command with an error, an event is dropped. A session may
+// bound its messages lower (pipeConn.setMessageLimit); the framer then
+// reads no more than the largest such bound.
 const maxPipeMessage = 128 << 20
+
+// freeMemoryAfter: once a message at least this large has been read
+// (delivered, or skipped), the node hands its freed memory back to the
+// system soon after (releaseMemorySoon); Go's own scavenger takes
+// minutes to do so.
+const freeMemoryAfter = 8 << 20
+
+// freeMemoryDelay is how long after such a message memory is handed
+// back: time for its reader to decode and drop it. It also spaces the
+// hand-backs, which cost a full collection each.
+const freeMemoryDelay = 2 * time.Second
 
 // pipeWriteBacklog bounds the bytes waiting for the browser to read
 // them; a write beyond it fails at once (the browser is stopped or hung).
@@ -133,20 +148,65 @@ func (t *pipeTransport) start() {
 // connection: the browser is gone.
 func (t *pipeTransport) run() {
 	frames := newPipeFramer(t.r)
-	frames.max = t.maxMessage
 	for {
+		frames.max = t.readLimit()
 		msg, err := frames.next()
 		var long *pipeMessageTooLong
 		switch {
 		case errors.As(err, &long):
-			t.tooLong(long)
+			id, sid := long.replyTo()
+			t.refuse(id, sid, long.size, frames.max)
 		case err != nil:
 			t.fail(err)
 			return
 		default:
 			t.route(msg)
 		}
+		if len(msg) >= freeMemoryAfter || long != nil && long.size >= freeMemoryAfter {
+			releaseMemorySoon()
+		}
 	}
+}
+
+// readLimit is the longest message the framer reads whole: the largest
+// bound a session set (the tabs of a node share theirs), or maxMessage
+// when none did. A session that set none (the browser-level one) gets
+// small messages only.
+func (t *pipeTransport) readLimit() int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	bound := 0
+	for _, c := range t.sessions {
+		bound = max(bound, int(c.limit.Load()))
+	}
+	if bound == 0 || bound > t.maxMessage {
+		return t.maxMessage
+	}
+	return bound
+}
+
+// memoryRelease spaces the hand-backs of releaseMemorySoon.
+var memoryRelease struct {
+	sync.Mutex
+	pending bool
+}
+
+// releaseMemorySoon hands the node's freed memory back to the system
+// freeMemoryDelay from now, off the reader goroutine; the messages read
+// meanwhile share that one hand-back.
+func releaseMemorySoon() {
+	memoryRelease.Lock()
+	defer memoryRelease.Unlock()
+	if memoryRelease.pending {
+		return
+	}
+	memoryRelease.pending = true
+	time.AfterFunc(freeMemoryDelay, func() {
+		memoryRelease.Lock()
+		memoryRelease.pending = false
+		memoryRelease.Unlock()
+		debug.FreeOSMemory()
+	})
 }
 
 // route hands one message to its session, or to the transport itself.
@@ -168,6 +228,12 @@ func (t *pipeTransport) route(msg []byte) {
 			// A session already closed on our side: its last events
 			// may still be on their way.
 			t.log.Debug().Str("session", sid).Msg("message for an unknown session dropped")
+			return
+		}
+		if limit := int(c.limit.Load()); limit > 0 && len(body) > limit {
+			// Read whole for another session's larger bound.
+			id, _ := newPipeMessageTooLong(body).replyTo()
+			t.refuse(id, sid, len(body), limit)
 			return
 		}
 		c.deliver(body)
@@ -254,15 +320,15 @@ func attachedSessionID(result json.RawMessage) string {
 	return a.SessionID
 }
 
-// tooLong answers a message the framer skipped for its length: a reply
-// fails its command, whoever sent it; an event is dropped.
-func (t *pipeTransport) tooLong(long *pipeMessageTooLong) {
-	id, sid := long.replyTo()
-	t.log.Warn().Int("bytes", long.size).Uint64("id", id).Str("session", sid).Msg("message from the browser too long: skipped")
+// refuse answers a message skipped for its length (size bytes, over
+// limit): a reply (id not 0) fails its command, whoever sent it; an event
+// is dropped.
+func (t *pipeTransport) refuse(id uint64, sid string, size, limit int) {
+	t.log.Warn().Int("bytes", size).Int("limit", limit).Uint64("id", id).Str("session", sid).Msg("message from the browser too long: skipped")
 	if id == 0 {
 		return
 	}
-	msg := fmt.Sprintf("the browser's reply is %d bytes; framebus reads at most %d from the browser (ask for less)", long.size, t.maxMessage)
+	msg := replyTooLongMessage(size, limit)
 	if sid == "" {
 		if id >= pipeCallIDs {
 			t.answer(id, nil, errors.New("cdp: "+msg))
@@ -743,6 +809,10 @@ type pipeConn struct {
 	t   *pipeTransport
 	sid string
 
+	// limit bounds the session's messages in bytes (0: only the
+	// transport's maxMessage); see setMessageLimit.
+	limit atomic.Int64
+
 	mu     sync.Mutex
 	ready  sync.Cond // signalled when queue grows or err is set
 	queue  [][]byte
@@ -756,6 +826,12 @@ func newPipeConn(t *pipeTransport, sid string) *pipeConn {
 	c.ready.L = &c.mu
 	return c
 }
+
+// setMessageLimit bounds the session's messages to n bytes (0: no bound
+// of its own): a longer reply fails its command, a longer event is
+// dropped, and the framer reads none longer than the largest bound, so
+// such a message is discarded as it streams, never held whole.
+func (c *pipeConn) setMessageLimit(n int) { c.limit.Store(int64(max(n, 0))) }
 
 // deliver queues a message of the session. A session whose reader has
 // fallen sessionBacklog bytes behind is ended and detached: its

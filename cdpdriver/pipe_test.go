@@ -490,3 +490,52 @@ func TestPipeTransportSessionBacklog(t *testing.T) {
 		t.Fatalf("S2 read %s, %v", msg, err)
 	}
 }
+
+// A session's own bound: its replies longer than that fail their command
+// with the error a *ResultTooLargeError is made of, its long events are
+// dropped, and another session with a larger bound still gets messages
+// of that size. The framer reads no message longer than the largest
+// bound (maxMessage while no session set one).
+func TestPipeTransportSessionLimit(t *testing.T) {
+	tr, b := newPipeTestTransport(t)
+	small := pipeTestAttach(t, tr, b, "T1", "S1")
+	large := pipeTestAttach(t, tr, b, "T2", "S2")
+	if got := tr.readLimit(); got != maxPipeMessage {
+		t.Fatalf("the framer reads %d bytes with no session bound; want %d", got, maxPipeMessage)
+	}
+	small.setMessageLimit(1000)
+	large.setMessageLimit(3000)
+	if got := tr.readLimit(); got != 3000 {
+		t.Fatalf("the framer reads %d bytes; want the largest session bound, 3000", got)
+	}
+	value := strings.Repeat("x", 2000)
+	reply := `{"id":7,"result":{"value":"` + value + `"},"sessionId":"`
+	b.send(reply+`S1"}`, `{"method":"Runtime.x","params":{"v":"`+value+`"},"sessionId":"S1"}`, `{"id":8,"result":{},"sessionId":"S1"}`, reply+`S2"}`)
+	msg, err := pipeTestNext(t, small)
+	if err != nil || !strings.HasPrefix(msg, `{"id":7,"error":`) {
+		t.Fatalf("S1's reply over its bound came as %.200s, %v; want an error reply to id 7", msg, err)
+	}
+	var m struct{ Error struct{ Message string } }
+	if err := json.Unmarshal([]byte(msg), &m); err != nil {
+		t.Fatal(err)
+	}
+	tooLarge, ok := replyTooLong(errors.New(m.Error.Message), "the eval value")
+	if !ok || tooLarge.Size != len(reply+`S1"}`)-len(`,"sessionId":"S1"`) || tooLarge.Limit != 1000 {
+		t.Fatalf("the error %q reads as %+v, %v; want the reply's size and the bound 1000", m.Error.Message, tooLarge, ok)
+	}
+	if msg, err := pipeTestNext(t, small); err != nil || msg != `{"id":8,"result":{}}` {
+		t.Fatalf("after the long reply and event, S1 got %.200s, %v; want the reply to id 8", msg, err)
+	}
+	if msg, err := pipeTestNext(t, large); err != nil || !strings.Contains(msg, value) {
+		t.Fatalf("S2, bound at 3000, got %.200s, %v; want its 2 KB reply", msg, err)
+	}
+
+	// Over every bound: skipped as it streams.
+	b.send(`{"id":9,"result":{"value":"`+strings.Repeat(value, 2)+`"},"sessionId":"S2"}`, `{"id":10,"result":{},"sessionId":"S2"}`)
+	if msg, err := pipeTestNext(t, large); err != nil || !strings.HasPrefix(msg, `{"id":9,"error":`) || !strings.Contains(msg, "at most 3000") {
+		t.Fatalf("S2's reply over every bound came as %.200s, %v; want an error reply to id 9", msg, err)
+	}
+	if msg, err := pipeTestNext(t, large); err != nil || msg != `{"id":10,"result":{}}` {
+		t.Fatalf("the reply after it: %s, %v", msg, err)
+	}
+}

@@ -138,6 +138,18 @@ func snapshotTestLoad(ctx context.Context, t testing.TB, p *Page, url string) {
 	})
 }
 
+// siteTestOpen serves testdata/site on loopback and opens its page in a
+// new tab of the shared browser, under a context of d: the context, the
+// page and the site's URL.
+func siteTestOpen(t testing.TB, page string, d time.Duration) (context.Context, *Page, string) {
+	t.Helper()
+	b := snapshotTestBrowser(t)
+	site := httptest.NewServer(http.FileServer(http.Dir("../testdata/site")))
+	t.Cleanup(site.Close)
+	ctx := snapshotTestCtx(t, d)
+	return ctx, snapshotTestOpen(ctx, t, b, site.URL+page), site.URL
+}
+
 func snapshotTestCtx(t testing.TB, d time.Duration) context.Context {
 	ctx, cancel := context.WithTimeout(context.Background(), d)
 	t.Cleanup(cancel)
@@ -293,11 +305,7 @@ func snapshotTestFixture(t *testing.T, b *Browser, srv *httptest.Server, page st
 // first still gets its own snapshot taken, and a ref or a selector clicks
 // the element it names, never the decoy the page offers.
 func TestSnapshotHostilePageCannotRebindRefs(t *testing.T) {
-	b := snapshotTestBrowser(t)
-	site := httptest.NewServer(http.FileServer(http.Dir("../testdata/site")))
-	defer site.Close()
-	ctx := snapshotTestCtx(t, 60*time.Second)
-	p := snapshotTestOpen(ctx, t, b, site.URL+"/hostile.html")
+	ctx, p, _ := siteTestOpen(t, "/hostile.html", 60*time.Second)
 	clicked := func() string {
 		t.Helper()
 		var who string
