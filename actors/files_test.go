@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -187,14 +188,16 @@ func TestStagingLimitsAndCleanup(t *testing.T) {
 			t.Errorf("%q: %+v", body, r)
 		}
 	}
-	// The files are in a private directory, gone when the tab stops.
+	// The files are in a private directory, the node's (others may at
+	// most pass through it, to the file the browser's account is given),
+	// gone when the tab stops.
 	p, err := tab.stage.Path(id)
 	if err != nil {
 		t.Fatal(err)
 	}
 	dir := filepath.Dir(filepath.Dir(p))
-	if fi, err := os.Stat(dir); err != nil || fi.Mode().Perm() != 0o700 {
-		t.Fatalf("stage directory %s: %v %v", dir, fi, err)
+	if fi, err := os.Stat(dir); err != nil || fi.Mode().Perm()&0o066 != 0 || int(fi.Sys().(*syscall.Stat_t).Uid) != os.Geteuid() {
+		t.Fatalf("stage directory %s: %v %v; want the node's, no one else reading or writing it", dir, fi, err)
 	}
 	tab.Stop()
 	if _, err := os.Stat(dir); !os.IsNotExist(err) {

@@ -48,14 +48,9 @@ func runTests(m *testing.M) int {
 		return 1
 	}
 	defer os.RemoveAll(testConfigHome)
+	binDir = dir
 	binary = filepath.Join(dir, "framebus")
-	args := []string{"build", "-o", binary}
-	if raceEnabled {
-		args = append(args, "-race")
-	}
-	build := exec.Command("go", append(args, ".")...)
-	build.Stdout, build.Stderr = os.Stderr, os.Stderr
-	if err := build.Run(); err != nil {
+	if err := buildFramebus(binary, raceEnabled); err != nil {
 		fmt.Fprintln(os.Stderr, "build framebus:", err)
 		return 1
 	}
@@ -63,6 +58,33 @@ func runTests(m *testing.M) int {
 	defer testSite.Close()
 	return m.Run()
 }
+
+// binDir holds the binaries the tests build.
+var binDir string
+
+// buildFramebus builds the framebus command into path, with the race
+// detector or without.
+func buildFramebus(path string, race bool) error {
+	args := []string{"build", "-o", path}
+	if race {
+		args = append(args, "-race")
+	}
+	build := exec.Command("go", append(args, ".")...)
+	build.Stdout, build.Stderr = os.Stderr, os.Stderr
+	return build.Run()
+}
+
+// plainBinary is framebus built without the race detector, for the tests
+// that measure a node's memory: the detector's own bookkeeping is many
+// times a node's heap and is not handed back as the heap is. Built once,
+// when first asked for.
+var plainBinary = sync.OnceValues(func() (string, error) {
+	if !raceEnabled {
+		return binary, nil
+	}
+	path := filepath.Join(binDir, "framebus-plain")
+	return path, buildFramebus(path, false)
+})
 
 // site returns the URL of a page of testdata/site.
 func site(path string) string { return testSite.URL + path }
@@ -183,8 +205,14 @@ type process struct {
 
 func startProcess(t *testing.T, env []string, args ...string) *process {
 	t.Helper()
+	return startProcessOf(t, binary, env, args...)
+}
+
+// startProcessOf is startProcess running the framebus binary at bin.
+func startProcessOf(t *testing.T, bin string, env []string, args ...string) *process {
+	t.Helper()
 	p := &process{t: t, stdout: &lockedBuffer{}, stderr: &lockedBuffer{}, done: make(chan struct{})}
-	p.cmd = exec.Command(binary, args...)
+	p.cmd = exec.Command(bin, args...)
 	p.cmd.Env = env
 	p.cmd.Stdout, p.cmd.Stderr = p.stdout, p.stderr
 	if err := p.cmd.Start(); err != nil {
@@ -252,9 +280,15 @@ type node struct {
 // startNode runs framebus serve with extra environment variables.
 func startNode(t *testing.T, extra ...string) *node {
 	t.Helper()
+	return startNodeOf(t, binary, extra...)
+}
+
+// startNodeOf is startNode running the framebus binary at bin.
+func startNodeOf(t *testing.T, bin string, extra ...string) *node {
+	t.Helper()
 	stateFile := filepath.Join(t.TempDir(), "node.json")
 	env := testEnv(append([]string{envState + "=" + stateFile}, extra...)...)
-	p := startProcess(t, env, "serve")
+	p := startProcessOf(t, bin, env, "serve")
 	var line string
 	waitFor(t, "serve prints its first line", 60*time.Second, func() bool {
 		if p.exited() {

@@ -42,7 +42,13 @@ func readRSS(pid int) (int, error) {
 // referenced. The figures are logged for the note: idle, the peak seen,
 // and where it settles.
 func TestLargeValuesDoNotStayInMemory(t *testing.T) {
-	n := startNode(t)
+	// The node measured is built without the race detector (when the
+	// tests have it), whose shadow memory would be measured instead.
+	bin, err := plainBinary()
+	if err != nil {
+		t.Fatalf("build framebus without the race detector: %v", err)
+	}
+	n := startNodeOf(t, bin)
 	pid := n.cmd.Process.Pid
 	tabs := []string{n.tab()}
 	for range 3 {
