@@ -110,7 +110,7 @@ func (p *Page) evaluate(ctx context.Context, expression string, timeout time.Dur
 		}
 		return nil, exceptionError(reply.ExceptionDetails)
 	}
-	return resultValue(reply.Result)
+	return resultValue(reply.Result, p.resultLimit)
 }
 
 // probeDocument posts, ahead of an evaluation that cannot be pinned to
@@ -173,8 +173,9 @@ func EvalArgs(expression string, timeout time.Duration) *runtime.EvaluateArgs {
 		SetTimeout(runtime.TimeDelta(timeout.Milliseconds()))
 }
 
-// resultValue turns the evaluation's result into JSON.
-func resultValue(r runtime.RemoteObject) (json.RawMessage, error) {
+// resultValue turns the evaluation's result into JSON of at most max
+// bytes (0: no limit).
+func resultValue(r runtime.RemoteObject, max int) (json.RawMessage, error) {
 	d := r.DeepSerializedValue
 	if d == nil {
 		return nil, nil
@@ -193,7 +194,7 @@ func resultValue(r runtime.RemoteObject) (json.RawMessage, error) {
 	if err != nil {
 		return nil, err
 	}
-	return jsonFromDeep(raw)
+	return jsonFromDeep(raw, max)
 }
 
 // exceptionError is a thrown exception as DR-014 shows it:

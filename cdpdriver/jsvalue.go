@@ -31,8 +31,11 @@ type jsValue struct {
 // keeps information: BigInts are their digits, as a string. At the top
 // level, values JSON cannot carry (undefined, functions, symbols, DOM
 // nodes, windows) give nil: "no value". A circular reference is a
-// *SerializationError.
-func jsonFromDeep(raw json.RawMessage) (json.RawMessage, error) {
+// *SerializationError. JSON longer than max (0: no limit) is a
+// *ResultTooLargeError: an object met many times travels once, as
+// references, but JSON writes it out each time (a value of 14 nested
+// pairs of one object is 16 MB of JSON from a reply of kilobytes).
+func jsonFromDeep(raw json.RawMessage, max int) (json.RawMessage, error) {
 	var v jsValue
 	if err := json.Unmarshal(raw, &v); err != nil {
 		return nil, err
@@ -41,7 +44,7 @@ func jsonFromDeep(raw json.RawMessage) (json.RawMessage, error) {
 	case "undefined", "function", "symbol", "node", "window":
 		return nil, nil
 	}
-	c := converter{refs: map[int]json.RawMessage{}, active: map[int]bool{}}
+	c := converter{refs: map[int]json.RawMessage{}, active: map[int]bool{}, max: max}
 	var buf bytes.Buffer
 	if _, err := c.write(&buf, v); err != nil {
 		return nil, err
@@ -52,6 +55,7 @@ func jsonFromDeep(raw json.RawMessage) (json.RawMessage, error) {
 type converter struct {
 	refs   map[int]json.RawMessage // serialized values by reference, for repeats; nil: no JSON form
 	active map[int]bool            // references being serialized: met again means a cycle
+	max    int                     // the most JSON written; 0: no limit
 }
 
 // write appends v's JSON to buf. It reports false when v has no JSON
@@ -68,6 +72,9 @@ func (c *converter) write(buf *bytes.Buffer, v jsValue) (bool, error) {
 			return false, &SerializationError{Reason: "circular reference"}
 		}
 		if prior, seen := c.refs[ref]; seen {
+			if c.max > 0 && buf.Len()+len(prior) > c.max {
+				return false, &ResultTooLargeError{What: "the eval value (an object it repeats, written out each time)", Size: buf.Len() + len(prior), Limit: c.max}
+			}
 			buf.Write(prior)
 			return prior != nil, nil
 		}

@@ -57,13 +57,13 @@ func TestJSONFromDeep(t *testing.T) {
 		{`{"type":"array","value":[{"type":"object","value":[["k",{"type":"number","value":1}]],"weakLocalObjectReference":1},{"type":"object","weakLocalObjectReference":1}]}`, `[{"k":1},{"k":1}]`},
 	}
 	for _, tc := range cases {
-		got, err := jsonFromDeep([]byte(tc.deep))
+		got, err := jsonFromDeep([]byte(tc.deep), 0)
 		if err != nil || string(got) != tc.want {
 			t.Errorf("jsonFromDeep(%s) = %s, %v; want %s", tc.deep, got, err, tc.want)
 		}
 	}
 	cycle := `{"type":"object","value":[["self",{"type":"object","weakLocalObjectReference":1}]],"weakLocalObjectReference":1}`
-	if _, err := jsonFromDeep([]byte(cycle)); err == nil {
+	if _, err := jsonFromDeep([]byte(cycle), 0); err == nil {
 		t.Fatal("a circular value converted without error")
 	}
 }

@@ -145,10 +145,10 @@ func (u *BrowserUser) mayPlant(dir, entry *unix.Stat_t) string {
 	return ""
 }
 
-// openProfileFile opens name in the profile directory dir for root,
-// never through a link: it must be a regular file with no other name
+// openProfileFile opens name in the profile directory dir, never through
+// a link: it must be a regular file, and for root one with no other name
 // (a hard link to a file of root's elsewhere would have root work on
-// that file). flags add to O_NOFOLLOW|O_NONBLOCK (no hang on a FIFO).
+// that file; a user's own hard links, a backup's, are harmless). flags add to O_NOFOLLOW|O_NONBLOCK (no hang on a FIFO).
 func openProfileFile(dir *os.File, name string, flags int, perm uint32) (*os.File, error) {
 	path := filepath.Join(dir.Name(), name)
 	fd, err := unix.Openat(int(dir.Fd()), name, flags|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, perm)
@@ -166,7 +166,7 @@ func openProfileFile(dir *os.File, name string, flags int, perm uint32) (*os.Fil
 	switch {
 	case st.Mode&unix.S_IFMT != unix.S_IFREG:
 		err = fmt.Errorf("%w: %s is no regular file (mode %o); remove it", ErrUnsafeProfile, path, st.Mode)
-	case st.Nlink != 1:
+	case st.Nlink != 1 && os.Geteuid() == 0: // a user's own links are theirs
 		err = fmt.Errorf("%w: %s has %d names (hard links); framebus does not work on it as root (remove it)", ErrUnsafeProfile, path, st.Nlink)
 	}
 	if err != nil {

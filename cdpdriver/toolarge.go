@@ -120,26 +120,30 @@ const tooLargeJS = `
 // send, walked with a visited set and stopped as soon as it is over the
 // limit: strings' lengths, BigInts' digits, own enumerable properties
 // (toJSON is not called: deep serialization ignores it), array items,
-// Map and Set entries, a node's attributes, a function's source and an
-// error's stack (their descriptions cross too). A thrown value is
+// Map and Set entries, a node's attributes, and, for the value itself
+// only, a function's source and an error's stack (its description crosses
+// too; nested ones travel as their type alone, so a webpack chunk list of
+// functions is small). Windows (frames') are left out, as the JSON does;
+// an array's hole is a null. A thrown value is
 // measured as well (its description crosses), and a promise's value or
 // reason when it settles, as awaitPromise then returns it. A walk that
 // throws (a getter, a proxy) stops where it is. It is kept short: every
 // eval carries it, and V8 parses it each time.
 const evalGuardPrefix = `((m, f) => {
 const z = (v) => {
-let n = 0, q = [v], s = new Set;
+let n = 0, q = [v], s = new Set, r = v;
 const a = (x, d) => (q.push(x), (n += d) > m);
 try { while (q.length && n <= m) {
 v = q.pop();
 const t = typeof v;
 if (t == "string") n += v.length + 2;
-else if (t == "function") n += Function.prototype.toString.call(v).length;
+else if (t == "function") n += v === r ? Function.prototype.toString.call(v).length : 10;
 else if (t == "symbol") n += 8;
+else if (v === undefined) n += 4;
 else if (t != "object" || !v) n += String(v).length;
-else if (v !== globalThis && !s.has(v)) {
+else if (v !== globalThis && !s.has(v) && Object.prototype.toString.call(v) != "[object Window]") {
 s.add(v); n += 2;
-if (typeof v.stack == "string") n += v.stack.length;
+if (v === r && typeof v.stack == "string") n += v.stack.length;
 if (v instanceof Node) { n += (v.nodeValue || "").length; for (const x of v.attributes || []) n += x.name.length + x.value.length + 4 }
 else if (v instanceof Map) { for (const [k, x] of v) if (a(k, 1) || a(x, 1)) break }
 else if (v instanceof Set || Array.isArray(v)) { for (const x of v) if (a(x, 1)) break }

@@ -50,6 +50,12 @@ func TestEvalSizeCheckHasNoWayAround(t *testing.T) {
 		"JSON.parse('{')",
 		"document.body.tagName",
 		"[1, 'two', null, undefined, {three: 3}]",
+		// Small answers the walk once took for large: nested functions
+		// and errors travel as their type, frames' windows not at all,
+		// holes as null.
+		"({f: new Function('/*' + 'x'.repeat(2e6) + '*/')})",
+		"({e: Object.assign(new Error('e'), {stack: 'x'.repeat(2e6)})})",
+		"new Array(150000).length && new Array(150000)",
 		"var a = 1, b = 2; a + b",
 		"undefinedName",
 	}
@@ -76,6 +82,12 @@ func TestEvalSizeCheckHasNoWayAround(t *testing.T) {
 	// Chromium sends a string twice, 'é' as a six-byte escape each time.
 	if v, err := p.Eval(ctx, "'é'.repeat(174000)", 30*time.Second); err != nil || len(v) != 6*174000+2 {
 		t.Errorf("174,000 'é' under a limit of 1 MiB: %d bytes, %v; want them whole", len(v), err)
+	}
+	// An object repeated: one in the reply, written out each time in JSON
+	// (2^14 copies of a kilobyte): refused, not built in the node.
+	repeated := "(() => { let o = {s: 'x'.repeat(1000)}; for (let i = 0; i < 14; i++) o = [o, o]; return o })()"
+	if v, err := p.Eval(ctx, repeated, 30*time.Second); !errors.As(err, new(*ResultTooLargeError)) {
+		t.Errorf("an object repeated 16,384 times: %d bytes, %v; want a *ResultTooLargeError", len(v), err)
 	}
 	for name, expr := range ways {
 		v, err := p.Eval(ctx, expr, 30*time.Second)
