@@ -310,7 +310,7 @@ func TestEmulationEndsWithConnection(t *testing.T) {
 		if time.Now().After(deadline) {
 			t.Fatal("the emulated width outlived the connection that set it by 5s")
 		}
-		time.Sleep(20 * time.Millisecond)
+		time.Sleep(20 * time.Millisecond) // polling the page, with a deadline
 	}
 }
 

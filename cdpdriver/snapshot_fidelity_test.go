@@ -301,6 +301,19 @@ func snapshotTestWalk(nodes []SnapshotNode, f func(n SnapshotNode)) {
 	}
 }
 
+// snapshotTestRefs lists the refs of a snapshot in order, and their nodes.
+func snapshotTestRefs(nodes []SnapshotNode) ([]string, map[string]SnapshotNode) {
+	var refs []string
+	byRef := map[string]SnapshotNode{}
+	snapshotTestWalk(nodes, func(n SnapshotNode) {
+		if n.Ref != "" {
+			refs = append(refs, n.Ref)
+			byRef[n.Ref] = n
+		}
+	})
+	return refs, byRef
+}
+
 // TestSnapshotFidelity checks every fixture against Chromium's own tree:
 // the role and name of our interactive elements agree for at least 99% of
 // them (every disagreement is logged); no element the fixture marks
@@ -319,14 +332,7 @@ func TestSnapshotFidelity(t *testing.T) {
 			if strings.Contains(text, "HIDDEN") {
 				t.Errorf("hidden content in the snapshot:\n%s", text)
 			}
-			var refs []string
-			byRef := map[string]SnapshotNode{}
-			snapshotTestWalk(s.Nodes, func(n SnapshotNode) {
-				if n.Ref != "" {
-					refs = append(refs, n.Ref)
-					byRef[n.Ref] = n
-				}
-			})
+			refs, byRef := snapshotTestRefs(s.Nodes)
 			if len(refs) != s.Interactive {
 				t.Errorf("snapshot has %d refs but says %d interactive", len(refs), s.Interactive)
 			}
@@ -424,14 +430,9 @@ func TestSnapshotNamesMatchChromium(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				var refs []string
+				refs, byRef := snapshotTestRefs(s.Nodes)
 				var headings []SnapshotNode
-				byRef := map[string]SnapshotNode{}
 				snapshotTestWalk(s.Nodes, func(n SnapshotNode) {
-					if n.Ref != "" {
-						refs = append(refs, n.Ref)
-						byRef[n.Ref] = n
-					}
 					if n.Role == "heading" {
 						headings = append(headings, n)
 					}
