@@ -10,8 +10,10 @@ import (
 	"net/netip"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/framebus/framebus/actors/whitelist"
 	"github.com/framebus/framebus/protocol"
@@ -26,6 +28,13 @@ type rebindResolver struct {
 	lookups atomic.Int64
 }
 
+// rebindInternalAddr is the internal server's address: loopback, denied
+// like all of 127.0.0.0/8, and one no other test listens on or dials. On
+// 127.0.0.1 the count below also caught strangers: a page of another
+// test's browser (another package's, running beside this one) still
+// polling a server that had closed, whose port this test then took.
+const rebindInternalAddr = "127.0.0.3"
+
 const (
 	rebindAllowed = iota
 	rebindInternal
@@ -39,7 +48,7 @@ func (r *rebindResolver) LookupNetIP(ctx context.Context, network, host string) 
 	}
 	mode := r.mode.Load()
 	if mode == rebindInternal || mode == rebindAlternate && n%2 == 0 {
-		return []netip.Addr{netip.MustParseAddr("127.0.0.1")}, nil
+		return []netip.Addr{netip.MustParseAddr(rebindInternalAddr)}, nil
 	}
 	return []netip.Addr{netip.MustParseAddr("127.0.0.2")}, nil
 }
@@ -48,7 +57,7 @@ func (r *rebindResolver) LookupNetIP(ctx context.Context, network, host string) 
 // whitelist allows rebind.test and the address 127.0.0.2, where the
 // allowed site is. The "internal" server, standing for loopback and every
 // internal service (framebus's own bus and proxy listen on 127.0.0.1), is
-// on 127.0.0.1, on the same port: one URL, http://rebind.test:PORT/,
+// on another loopback address (rebindInternalAddr), on the same port: one URL, http://rebind.test:PORT/,
 // reaches either, depending only on what the name resolves to. The proxy
 // pins no answer here (EgressNoPin), so every check and every connection
 // looks the name up again: the worst case. The page loads from the allowed
@@ -60,7 +69,7 @@ func (r *rebindResolver) LookupNetIP(ctx context.Context, network, host string) 
 // counts every TCP connection it accepts: 0.
 func TestRebindingBoundary(t *testing.T) {
 	var allowedSockets atomic.Int64
-	allowedLn, internalLn, port := twinListeners(t, "127.0.0.2", "127.0.0.1")
+	allowedLn, internalLn, port := twinListeners(t, "127.0.0.2", rebindInternalAddr)
 	allowed := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path == "/ws" {
 			allowedSockets.Add(1) // no WebSocket server here: reaching it is enough
@@ -76,6 +85,8 @@ func TestRebindingBoundary(t *testing.T) {
 	allowed.Start()
 	defer allowed.Close()
 	var internal atomic.Int64
+	var heard sync.Mutex
+	var requests []string // what reached the internal server, for the failure
 	go func() {
 		for {
 			c, err := internalLn.Accept()
@@ -83,6 +94,12 @@ func TestRebindingBoundary(t *testing.T) {
 				return
 			}
 			internal.Add(1)
+			c.SetReadDeadline(time.Now().Add(time.Second))
+			head := make([]byte, 512)
+			n, _ := c.Read(head)
+			heard.Lock()
+			requests = append(requests, fmt.Sprintf("from %s: %q", c.RemoteAddr(), head[:n]))
+			heard.Unlock()
 			io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nContent-Length: 34\r\nConnection: close\r\n\r\n<title>internal</title>secret-data")
 			c.Close()
 		}
@@ -150,11 +167,11 @@ func TestRebindingBoundary(t *testing.T) {
 		}
 	}
 	res := run(protocol.Action{Type: "navigate", URL: site + "/other", Wait: true})
-	if res.OK || res.Code != protocol.CodePermissionDenied || !strings.Contains(res.Error, "rebind.test") || !strings.Contains(res.Error, "127.0.0.1") {
-		t.Errorf("navigate after rebinding: %+v, want permission_denied naming rebind.test and 127.0.0.1", res)
+	if res.OK || res.Code != protocol.CodePermissionDenied || !strings.Contains(res.Error, "rebind.test") || !strings.Contains(res.Error, rebindInternalAddr) {
+		t.Errorf("navigate after rebinding: %+v, want permission_denied naming rebind.test and %s", res, rebindInternalAddr)
 	}
 	// The same address written as a URL, in the forms Chromium reads.
-	for _, u := range []string{"http://127.0.0.1:" + port + "/", "http://2130706433:" + port + "/", "http://0x7f.1:" + port + "/", "http://[::ffff:127.0.0.1]:" + port + "/"} {
+	for _, u := range []string{"http://" + rebindInternalAddr + ":" + port + "/", "http://2130706435:" + port + "/", "http://0x7f.3:" + port + "/", "http://[::ffff:" + rebindInternalAddr + "]:" + port + "/"} {
 		if res := run(protocol.Action{Type: "navigate", URL: u}); res.OK || res.Code != protocol.CodePermissionDenied {
 			t.Errorf("navigate %s: %+v, want permission_denied", u, res)
 		}
@@ -180,7 +197,9 @@ func TestRebindingBoundary(t *testing.T) {
 	}
 	t.Logf("the internal server accepted %d connections; the proxy refused %d; %d lookups", internal.Load(), node.egress.Denied(), dns.lookups.Load())
 	if n := internal.Load(); n != 0 {
-		t.Fatalf("the internal server accepted %d connections", n)
+		heard.Lock()
+		defer heard.Unlock()
+		t.Fatalf("the internal server accepted %d connections:\n%s", n, strings.Join(requests, "\n"))
 	}
 }
 
