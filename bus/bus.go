@@ -2,6 +2,7 @@ package bus
 
 import (
 	"fmt"
+	"os"
 	"sync"
 
 	"github.com/nats-io/nats-server/v2/server"
@@ -19,6 +20,7 @@ type Bus struct {
 	log  zerolog.Logger
 
 	srv        *server.Server // nil for an external bus
+	tmpStore   string         // the JetStream store dir Start made, removed by Close
 	clientURL  string
 	maxPayload int64
 
@@ -42,6 +44,9 @@ func Start(opts Options) (*Bus, error) {
 		err = b.startEmbedded()
 	}
 	if err != nil {
+		if b.tmpStore != "" {
+			os.RemoveAll(b.tmpStore)
+		}
 		return nil, err
 	}
 	return b, nil
@@ -95,6 +100,10 @@ func (b *Bus) Connect(name string, opts ...nats.Option) (*nats.Conn, error) {
 // is Options.URL.
 func (b *Bus) ClientURL() string { return b.clientURL }
 
+// JetStream reports whether the embedded server runs JetStream (always
+// false for an external bus: ask that server).
+func (b *Bus) JetStream() bool { return b.srv != nil && b.srv.JetStreamEnabled() }
+
 // Embedded reports whether this Bus runs its own nats-server.
 func (b *Bus) Embedded() bool { return b.srv != nil }
 
@@ -118,6 +127,9 @@ func (b *Bus) Close() error {
 		if b.srv != nil {
 			b.srv.Shutdown()
 			b.srv.WaitForShutdown()
+		}
+		if b.tmpStore != "" {
+			os.RemoveAll(b.tmpStore)
 		}
 		b.closeErr = err
 		b.log.Debug().Err(err).Msg("bus closed")

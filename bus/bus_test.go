@@ -2,8 +2,10 @@ package bus_test
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"net"
+	"os"
 	"net/url"
 	"strconv"
 	"strings"
@@ -13,6 +15,7 @@ import (
 
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 	"github.com/rs/zerolog"
 
 	"github.com/framebus/framebus/bus"
@@ -504,5 +507,59 @@ func TestIsLoopback(t *testing.T) {
 		if got := bus.IsLoopback(host); got != want {
 			t.Errorf("IsLoopback(%q) = %v", host, got)
 		}
+	}
+}
+
+// JetStream runs in memory with no store dir given (the server's
+// temporary one is removed by Close), and on disk in the one given, where
+// a stream survives a restart.
+func TestJetStream(t *testing.T) {
+	b := startBus(t, bus.Options{NoListen: true, JetStream: &bus.JetStreamOptions{}})
+	if !b.JetStream() {
+		t.Fatal("JetStream not enabled")
+	}
+	tmp := b.Server().StoreDir()
+	if _, err := os.Stat(tmp); err != nil {
+		t.Fatalf("store dir: %v", err)
+	}
+	nc := connect(t, b, "js")
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), wait)
+	defer cancel()
+	if _, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: "MEM", Subjects: []string{"mem.>"}, Storage: jetstream.MemoryStorage}); err != nil {
+		t.Fatalf("memory stream: %v", err)
+	}
+	b.Close()
+	if _, err := os.Stat(tmp); !os.IsNotExist(err) {
+		t.Errorf("the temporary store dir %s is still there after Close: %v", tmp, err)
+	}
+
+	dir := t.TempDir()
+	for run := range 2 {
+		b := startBus(t, bus.Options{NoListen: true, JetStream: &bus.JetStreamOptions{StoreDir: dir}})
+		js, err := jetstream.New(connect(t, b, "js"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if run == 0 {
+			if _, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: "DISK", Subjects: []string{"disk.>"}, Storage: jetstream.FileStorage}); err != nil {
+				t.Fatalf("file stream: %v", err)
+			}
+			if _, err := js.Publish(ctx, "disk.a", []byte("kept")); err != nil {
+				t.Fatal(err)
+			}
+		} else {
+			s, err := js.Stream(ctx, "DISK")
+			if err != nil {
+				t.Fatalf("the file stream after a restart: %v", err)
+			}
+			if m, err := s.GetLastMsgForSubject(ctx, "disk.a"); err != nil || string(m.Data) != "kept" {
+				t.Fatalf("the message after a restart: %v %v", m, err)
+			}
+		}
+		b.Close()
 	}
 }

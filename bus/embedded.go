@@ -1,9 +1,11 @@
 package bus
 
 import (
+	"cmp"
 	"fmt"
 	"net"
 	"net/url"
+	"os"
 	"strconv"
 	"time"
 
@@ -25,6 +27,22 @@ func (b *Bus) startEmbedded() error {
 		// The embedding program owns signals; a library must not trap them.
 		NoSigs:          true,
 		MaxTracedMsgLen: maxTracedMsgLen,
+	}
+	if js := o.JetStream; js != nil {
+		dir := js.StoreDir
+		if dir == "" {
+			tmp, err := os.MkdirTemp("", "framebus-jetstream-")
+			if err != nil {
+				return fmt.Errorf("%w: JetStream store: %w", ErrServerStart, err)
+			}
+			b.tmpStore, dir = tmp, tmp
+		}
+		sopts.JetStream, sopts.StoreDir = true, dir
+		sopts.JetStreamMaxMemory = cmp.Or(js.MaxMemory, sopts.JetStreamMaxMemory)
+		if js.MaxStore != 0 {
+			sopts.JetStreamMaxStore = js.MaxStore
+		}
+		sopts.DisableJetStreamBanner = true
 	}
 	where := net.JoinHostPort(o.Host, strconv.Itoa(o.Port))
 	if o.Port == -1 {

@@ -68,6 +68,22 @@ type Options struct {
 	// DrainTimeout bounds how long Close lets each connection drain before
 	// closing it outright. Default 5s.
 	DrainTimeout time.Duration
+	// JetStream, when set, enables JetStream in the embedded server (an
+	// external server has it or not as it is configured). It carries the
+	// node's frame history.
+	JetStream *JetStreamOptions
+}
+
+// JetStreamOptions configure the embedded server's JetStream.
+type JetStreamOptions struct {
+	// StoreDir is where file-backed streams live. "" keeps every stream
+	// in memory: the server gets a private temporary directory (it wants
+	// one even then), removed by Close, and no file storage.
+	StoreDir string
+	// MaxMemory and MaxStore bound the memory and file storage of all
+	// streams, in bytes; 0 lets the server choose (a share of the
+	// machine's memory and disk).
+	MaxMemory, MaxStore int64
 }
 
 // withDefaults returns a copy of o with defaults filled in, or an error that

@@ -61,9 +61,14 @@ func DecodeFrame(data []byte) (Frame, error) {
 }
 
 // ContentRef says where a frame's content too large for one message is:
-// request its chunks 0..Chunks-1 on Subject with ContentRequest.
+// in the JetStream object store Bucket under Object (kept as long as the
+// frame is in the history), or, on a bus without JetStream, in chunks
+// 0..Chunks-1 that Subject answers ContentRequests for (kept by the tab,
+// for its latest large contents only).
 type ContentRef struct {
-	Subject  string `json:"subject"`
+	Bucket   string `json:"bucket,omitempty"`
+	Object   string `json:"object,omitempty"`
+	Subject  string `json:"subject,omitempty"`
 	Sequence int64  `json:"sequence"`
 	Bytes    int    `json:"bytes"`
 	Chunks   int    `json:"chunks"`

@@ -18,6 +18,9 @@ type PlanResult struct {
 	Sequence int64          `json:"sequence"` // the tab's current sequence when the plan finished
 	Results  []ActionResult `json:"results"`
 	Stopped  *Stop          `json:"stopped,omitempty"`
+	// Duplicate: a plan with this id ran before (or is running); this is
+	// its result, and it did not run again.
+	Duplicate bool `json:"duplicate,omitempty"`
 }
 
 // Stop describes the action a plan stopped at.

@@ -3,6 +3,7 @@ package protocol
 import (
 	"fmt"
 	"regexp"
+	"strings"
 )
 
 // DefaultPrefix is the first token of every framebus subject.
@@ -102,6 +103,26 @@ func (s Subjects) SessionList() string { return s.p() + ".session.list" }
 
 // SessionStop is where the node running a session stops it.
 func (s Subjects) SessionStop(id string) string { return fmt.Sprintf("%s.session.%s.stop", s.p(), id) }
+
+// FrameStream is the JetStream stream that keeps the frames of every tab
+// (subjects AllFrames): FRAMEBUS_FRAMES for the default prefix.
+func (s Subjects) FrameStream() string { return streamToken(s.p()) + "_FRAMES" }
+
+// ContentBucket is the JetStream object store bucket that keeps frame
+// content too large for one message (see ContentRef).
+func (s Subjects) ContentBucket() string { return streamToken(s.p()) + "_CONTENT" }
+
+// FrameMsgID is a frame's Nats-Msg-Id: the stream stores a frame once
+// however often it is published.
+func FrameMsgID(tab string, seq int64) string { return fmt.Sprintf("%s.%d", tab, seq) }
+
+// ContentObject is the object store name of a frame's large content.
+func ContentObject(tab string, seq int64) string { return fmt.Sprintf("%s/%d", tab, seq) }
+
+// streamToken makes a prefix a stream name: upper case, '.' and '-' as '_'.
+func streamToken(prefix string) string {
+	return strings.ToUpper(strings.NewReplacer(".", "_", "-", "_").Replace(prefix))
+}
 
 // AllTabPlans matches the plan subject of every tab.
 func (s Subjects) AllTabPlans() string { return s.p() + ".tab.*.plan" }
