@@ -5,6 +5,7 @@ import (
 	"errors"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
@@ -25,6 +26,10 @@ type Frame struct {
 	// fetched (FullPageRef then stays as it came).
 	ContentErr error
 }
+
+// FromNext, as Watch's from, starts after the tab's current frame: the
+// frames it makes from now on.
+const FromNext int64 = -1
 
 // Watcher delivers a watch's frames.
 type Watcher struct {
@@ -48,7 +53,7 @@ func (w *Watcher) Err() error {
 func (w *Watcher) Stop() { w.cancel() }
 
 // Watch delivers tab's frames from sequence from (0: from its current
-// frame), the stored ones first, then the live ones as they come: a
+// frame; FromNext: after it), the stored ones first, then the live ones as they come: a
 // JetStream ordered consumer on the frame stream, filtered to the tab.
 // It rides out disconnects and server restarts and resumes where it
 // was: no frame is delivered twice (a frame sequence already delivered
@@ -56,14 +61,14 @@ func (w *Watcher) Stop() { w.cancel() }
 // were read, or lost with a server's memory) are reported as EventGap.
 // Content too large for one message is inlined from the content bucket.
 //
-// On a bus that keeps no frame history, Watch from 0 follows live frames
-// only, and a later from is an unavailable error.
+// On a bus that keeps no frame history, Watch from 0 or FromNext follows
+// live frames only, and a from of 1 or more is an unavailable error.
 func (c *Client) Watch(ctx context.Context, tab string, from int64) (*Watcher, error) {
 	if !protocol.ValidTabID(tab) {
 		return nil, protocol.Errorf(protocol.CodeBadRequest, "tab: %q is not a tab id (letters, digits, '-' and '_')", tab)
 	}
-	if from < 0 {
-		return nil, protocol.Errorf(protocol.CodeBadRequest, "from: %d is not a frame sequence (1 or more, or 0 for the current frame)", from)
+	if from < FromNext {
+		return nil, protocol.Errorf(protocol.CodeBadRequest, "from: %d is not a frame sequence (1 or more; 0 for the current frame, -1 for the next)", from)
 	}
 	return c.startWatch(ctx, watchSpec{tab: tab, from: from})
 }
@@ -207,6 +212,9 @@ func (c *Client) frameStream(ctx context.Context) (jetstream.Stream, error) {
 	return s, nil
 }
 
+// jsCallWait bounds a JetStream API call whose context has no deadline.
+const jsCallWait = 10 * time.Second
+
 // jsCall runs a JetStream API call and fails it at once, with
 // permission_denied, when the server refuses it.
 func (c *Client) jsCall(ctx context.Context, call func(context.Context) error) error {
@@ -215,6 +223,8 @@ func (c *Client) jsCall(ctx context.Context, call func(context.Context) error) e
 	}
 	refusals, stop := c.perms.watch(c.jetStreamCalls)
 	defer stop()
+	ctx, cancelWait := withDefaultTimeout(ctx, jsCallWait) // the JetStream API wants a deadline
+	defer cancelWait()
 	rctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	go func() {
@@ -268,10 +278,13 @@ func (c *Client) startOf(ctx context.Context, s jetstream.Stream, spec watchSpec
 	}
 	end := info.State.LastSeq + 1
 	subject := spec.filter(c.subj)
-	if spec.from == 0 {
+	if spec.from <= 0 {
 		m, err := c.lastStored(ctx, s, subject)
-		if err != nil || m == nil {
+		switch {
+		case err != nil || m == nil:
 			return end, err
+		case spec.from == FromNext:
+			return m.Sequence + 1, nil
 		}
 		return m.Sequence, nil
 	}
@@ -416,6 +429,7 @@ func (s *seenFrames) next(c *Client, tab string, seq int64) bool {
 	last, ok := s.last[tab]
 	switch {
 	case seq < s.from || (ok && seq <= last):
+		// before what was asked for, or delivered already
 		return false
 	case ok && seq > last+1:
 		c.emit(Event{Kind: EventGap, Tab: tab, From: last + 1, To: seq - 1})
@@ -454,7 +468,7 @@ func (c *Client) followLive(ctx context.Context, spec watchSpec, deliver func(Fr
 	subject := spec.filter(c.subj)
 	msgs := make(chan *nats.Msg, 64)
 	var sub *nats.Subscription
-	err := c.jsCall(ctx, func(context.Context) (err error) {
+	err := c.jsCall(ctx, func(ctx context.Context) (err error) {
 		if sub, err = c.nc.ChanSubscribe(subject, msgs); err != nil {
 			return err
 		}
