@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -101,6 +102,9 @@ type Client struct {
 	done bool          // the connection is closed for good
 	// gone is closed when the connection is closed for good.
 	gone chan struct{}
+
+	// closing is set by Close: the end the caller asked for is no event.
+	closing atomic.Bool
 
 	storesMu sync.Mutex
 	stores   map[string]jetstream.ObjectStore
@@ -237,10 +241,13 @@ func (c *Client) Role() string { return c.creds.Role }
 func (c *Client) Closed() bool { return c.nc.IsClosed() }
 
 // Close closes the connection; calls waiting on it fail.
-func (c *Client) Close() { c.nc.Close() }
+func (c *Client) Close() {
+	c.closing.Store(true)
+	c.nc.Close()
+}
 
 func (c *Client) emit(e Event) {
-	if c.opts.OnEvent == nil {
+	if c.opts.OnEvent == nil || (c.closing.Load() && e.Kind != EventGap) {
 		return
 	}
 	c.eventMu.Lock()
