@@ -28,9 +28,16 @@ var subj = protocol.DefaultSubjects
 // given, their permissions.
 func testServer(t testing.TB, users ...*server.User) *server.Server {
 	t.Helper()
+	return startServer(t, -1, t.TempDir(), users...)
+}
+
+// startServer starts a nats-server on port (-1: any) with its JetStream
+// store in dir.
+func startServer(t testing.TB, port int, dir string, users ...*server.User) *server.Server {
+	t.Helper()
 	opts := &server.Options{
-		Host: "127.0.0.1", Port: -1, NoSigs: true, NoLog: true,
-		JetStream: true, StoreDir: t.TempDir(), MaxPayload: 16 << 20,
+		Host: "127.0.0.1", Port: port, NoSigs: true, NoLog: true,
+		JetStream: true, StoreDir: dir, MaxPayload: 16 << 20,
 		Users: users,
 	}
 	s, err := server.NewServer(opts)
@@ -66,6 +73,12 @@ func nodeUser() *server.User { return &server.User{Username: "node", Password: "
 // window, direct gets; the content bucket).
 func frameHistory(t testing.TB, nc *nats.Conn, perTab int64) jetstream.JetStream {
 	t.Helper()
+	return frameHistoryIn(t, nc, perTab, jetstream.MemoryStorage)
+}
+
+// frameHistoryIn is frameHistory in memory or in files.
+func frameHistoryIn(t testing.TB, nc *nats.Conn, perTab int64, storage jetstream.StorageType) jetstream.JetStream {
+	t.Helper()
 	js, err := jetstream.New(nc)
 	if err != nil {
 		t.Fatal(err)
@@ -74,7 +87,7 @@ func frameHistory(t testing.TB, nc *nats.Conn, perTab int64) jetstream.JetStream
 	defer cancel()
 	if _, err := js.CreateStream(ctx, jetstream.StreamConfig{
 		Name: subj.FrameStream(), Subjects: []string{subj.AllFrames()},
-		Storage: jetstream.MemoryStorage, MaxMsgsPerSubject: perTab, MaxAge: time.Hour,
+		Storage: storage, MaxMsgsPerSubject: perTab, MaxAge: time.Hour,
 		Duplicates: 2 * time.Minute, AllowDirect: true,
 	}); err != nil {
 		t.Fatal(err)

@@ -40,7 +40,7 @@ func TestPermissionDenied(t *testing.T) {
 	s := testServer(t, nodeUser(), observerUser("obs"))
 	node := nodeConn(t, s)
 	frameHistory(t, node, 100)
-	answerPlans(t, node, "t1")
+	answerPlans(t, node, "t1", 0)
 	publish(t, node, frame("t1", 1))
 	obs := connect(t, s.ClientURL(), observerCreds(s, "obs"), nil)
 

@@ -3,12 +3,14 @@ package client_test
 import (
 	"context"
 	"encoding/json"
+	"net"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/framebus/framebus/bus/client"
 	"github.com/framebus/framebus/protocol"
@@ -28,9 +30,10 @@ type planTab struct {
 	hold chan struct{}
 }
 
-func answerPlans(t testing.TB, nc *nats.Conn, tab string) *planTab {
+// Its frames follow frame after.
+func answerPlans(t testing.TB, nc *nats.Conn, tab string, after int64) *planTab {
 	t.Helper()
-	p := &planTab{runs: map[string]int{}, results: map[string]protocol.PlanResult{}}
+	p := &planTab{runs: map[string]int{}, results: map[string]protocol.PlanResult{}, seq: after}
 	_, err := nc.Subscribe(subj.TabPlan(tab), func(m *nats.Msg) {
 		p.requests.Add(1)
 		var plan protocol.Plan
@@ -81,7 +84,7 @@ func TestCutsLoseNothing(t *testing.T) {
 	s := testServer(t)
 	node := nodeConn(t, s)
 	frameHistory(t, node, 10_000)
-	tab := answerPlans(t, node, "t1")
+	tab := answerPlans(t, node, "t1", 0)
 	px := newProxy(t, s.ClientURL())
 	var disconnects, reconnects atomic.Int64
 	events := func(e client.Event) {
@@ -159,7 +162,7 @@ func TestPlanResentAfterLostAnswer(t *testing.T) {
 	s := testServer(t)
 	node := nodeConn(t, s)
 	frameHistory(t, node, 100)
-	tab := answerPlans(t, node, "t1")
+	tab := answerPlans(t, node, "t1", 0)
 	tab.hold = make(chan struct{})
 	px := newProxy(t, s.ClientURL())
 	agent := connect(t, px.url(), nil, nil)
@@ -193,7 +196,7 @@ func TestPlanResentAfterLostAnswer(t *testing.T) {
 func TestPlanWaitsForTheConnection(t *testing.T) {
 	s := testServer(t)
 	node := nodeConn(t, s)
-	tab := answerPlans(t, node, "t1")
+	tab := answerPlans(t, node, "t1", 0)
 	px := newProxy(t, s.ClientURL())
 	down := make(chan struct{}, 8)
 	agent := connect(t, px.url(), nil, func(e client.Event) {
@@ -245,5 +248,77 @@ func awaitCount(t *testing.T, n *atomic.Int64, want int64) {
 			t.Fatalf("count %d, want %d", n.Load(), want)
 		}
 		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// The server restarts (file storage, same port) while an observer
+// watches and an agent sends plans: the observer resumes after its last
+// frame, with no gap and no duplicate (frames published again after the
+// restart are stored once), and the plan sent meanwhile runs once.
+func TestServerRestart(t *testing.T) {
+	dir := t.TempDir()
+	s := startServer(t, -1, dir)
+	port := s.Addr().(*net.TCPAddr).Port
+	node := nodeConn(t, s)
+	frameHistoryIn(t, node, 1000, jetstream.FileStorage)
+	for seq := int64(1); seq <= 20; seq++ {
+		publish(t, node, frame("t1", seq))
+	}
+	reconnected := make(chan struct{}, 8)
+	events := func(e client.Event) {
+		switch e.Kind {
+		case client.EventReconnected:
+			reconnected <- struct{}{}
+		case client.EventGap:
+			t.Errorf("gap: %+v", e)
+		}
+	}
+	observer := connect(t, s.ClientURL(), nil, events)
+	agent := connect(t, s.ClientURL(), nil, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*wait)
+	defer cancel()
+	w, err := observer.Watch(ctx, "t1", 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+	for seq := int64(1); seq <= 20; seq++ {
+		if f := next(t, w); f.Sequence != seq {
+			t.Fatalf("frame %d, want %d", f.Sequence, seq)
+		}
+	}
+
+	s.Shutdown()
+	s.WaitForShutdown()
+	planned := make(chan error, 1)
+	go func() { // sent while the server is away
+		_, err := agent.Plan(ctx, "t1", evalPlan("p-restart"))
+		planned <- err
+	}()
+	s = startServer(t, port, dir)
+	node = nodeConn(t, s)
+	tab := answerPlans(t, node, "t1", 20)
+	select {
+	case <-reconnected:
+	case <-time.After(wait):
+		t.Fatal("the observer did not reconnect")
+	}
+	if err := <-planned; err != nil {
+		t.Fatal(err)
+	}
+	for seq := int64(15); seq <= 30; seq++ { // 15..20 again: stored once
+		if seq != 21 { // 21 is the plan's frame
+			publish(t, node, frame("t1", seq))
+		}
+	}
+	for seq := int64(21); seq <= 30; seq++ {
+		if f := next(t, w); f.Sequence != seq {
+			t.Fatalf("after the restart: frame %d, want %d", f.Sequence, seq)
+		}
+	}
+	tab.mu.Lock()
+	defer tab.mu.Unlock()
+	if tab.runs["p-restart"] != 1 {
+		t.Fatalf("the plan ran %d times", tab.runs["p-restart"])
 	}
 }
