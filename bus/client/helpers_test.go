@@ -4,10 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
-	"net"
-	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -181,82 +177,6 @@ func next(t testing.TB, w *client.Watcher) client.Frame {
 		t.Fatal("no frame within", wait)
 	}
 	panic("unreachable")
-}
-
-// proxy is a TCP proxy between clients and a server that the test cuts.
-type proxy struct {
-	ln     net.Listener
-	target string
-
-	mu    sync.Mutex
-	conns []net.Conn
-	down  bool
-}
-
-func newProxy(t testing.TB, target string) *proxy {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := &proxy{ln: ln, target: strings.TrimPrefix(target, "nats://")}
-	t.Cleanup(func() { ln.Close(); p.cut() })
-	go p.serve()
-	return p
-}
-
-func (p *proxy) url() string { return "nats://" + p.ln.Addr().String() }
-
-func (p *proxy) serve() {
-	for {
-		in, err := p.ln.Accept()
-		if err != nil {
-			return
-		}
-		p.mu.Lock()
-		down := p.down
-		p.mu.Unlock()
-		if down {
-			in.Close()
-			continue
-		}
-		out, err := net.Dial("tcp", p.target)
-		if err != nil {
-			in.Close()
-			continue
-		}
-		p.mu.Lock()
-		p.conns = append(p.conns, in, out)
-		p.mu.Unlock()
-		go pipe(in, out)
-		go pipe(out, in)
-	}
-}
-
-func pipe(dst, src net.Conn) {
-	_, _ = io.Copy(dst, src)
-	dst.Close()
-	src.Close()
-}
-
-// cut closes every connection through the proxy.
-func (p *proxy) cut() {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	for _, c := range p.conns {
-		c.Close()
-	}
-	p.conns = nil
-}
-
-// setDown makes the proxy refuse (down) or pass new connections.
-func (p *proxy) setDown(down bool) {
-	p.mu.Lock()
-	p.down = down
-	p.mu.Unlock()
-	if down {
-		p.cut()
-	}
 }
 
 func codeOf(err error) protocol.Code {

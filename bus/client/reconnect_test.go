@@ -13,6 +13,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/framebus/framebus/bus/client"
+	"github.com/framebus/framebus/internal/cutproxy"
 	"github.com/framebus/framebus/protocol"
 )
 
@@ -85,7 +86,7 @@ func TestCutsLoseNothing(t *testing.T) {
 	node := nodeConn(t, s)
 	frameHistory(t, node, 10_000)
 	tab := answerPlans(t, node, "t1", 0)
-	px := newProxy(t, s.ClientURL())
+	px := cutproxy.New(t, s.ClientURL())
 	var disconnects, reconnects atomic.Int64
 	events := func(e client.Event) {
 		switch e.Kind {
@@ -97,8 +98,8 @@ func TestCutsLoseNothing(t *testing.T) {
 			t.Errorf("gap: %+v", e)
 		}
 	}
-	observer := connect(t, px.url(), nil, events)
-	agent := connect(t, px.url(), nil, nil)
+	observer := connect(t, px.URL(), nil, events)
+	agent := connect(t, px.URL(), nil, nil)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*wait)
 	defer cancel()
 	w, err := observer.Watch(ctx, "t1", 1)
@@ -122,7 +123,7 @@ func TestCutsLoseNothing(t *testing.T) {
 	for i := range plans {
 		if i%(plans/cuts) == plans/cuts/2 {
 			awaitCount(t, &reconnects, int64(i/(plans/cuts))) // the observer is back from the cut before
-			px.cut()
+			px.Cut()
 		}
 		res, err := agent.Plan(ctx, "t1", evalPlan(""))
 		if err != nil || !res.OK {
@@ -164,8 +165,8 @@ func TestPlanResentAfterLostAnswer(t *testing.T) {
 	frameHistory(t, node, 100)
 	tab := answerPlans(t, node, "t1", 0)
 	tab.hold = make(chan struct{})
-	px := newProxy(t, s.ClientURL())
-	agent := connect(t, px.url(), nil, nil)
+	px := cutproxy.New(t, s.ClientURL())
+	agent := connect(t, px.URL(), nil, nil)
 	ctx, cancel := context.WithTimeout(context.Background(), wait)
 	defer cancel()
 
@@ -177,7 +178,7 @@ func TestPlanResentAfterLostAnswer(t *testing.T) {
 		done <- err
 	}()
 	awaitCount(t, &tab.requests, 1)
-	px.cut()
+	px.Cut()
 	awaitCount(t, &tab.requests, 2) // sent again after the reconnect: answered as a duplicate
 	close(tab.hold)
 	if err := <-done; err != nil {
@@ -197,14 +198,14 @@ func TestPlanWaitsForTheConnection(t *testing.T) {
 	s := testServer(t)
 	node := nodeConn(t, s)
 	tab := answerPlans(t, node, "t1", 0)
-	px := newProxy(t, s.ClientURL())
+	px := cutproxy.New(t, s.ClientURL())
 	down := make(chan struct{}, 8)
-	agent := connect(t, px.url(), nil, func(e client.Event) {
+	agent := connect(t, px.URL(), nil, func(e client.Event) {
 		if e.Kind == client.EventDisconnected {
 			down <- struct{}{}
 		}
 	})
-	px.setDown(true)
+	px.SetDown(true)
 	select {
 	case <-down:
 	case <-time.After(wait):
@@ -229,7 +230,7 @@ func TestPlanWaitsForTheConnection(t *testing.T) {
 		t.Fatalf("the plan returned while the bus was away: %v", err)
 	case <-time.After(100 * time.Millisecond):
 	}
-	px.setDown(false)
+	px.SetDown(false)
 	if err := <-done; err != nil {
 		t.Fatal(err)
 	}
