@@ -130,3 +130,30 @@ func TestWatchFromAndFrames(t *testing.T) {
 		t.Fatalf("watch of a tab with no history: exit %d, %s", r.status, r.stdout)
 	}
 }
+
+// A command the user's role may not send prints permission_denied and
+// exits 1 (not a timeout after the plan's wait): an observer's plan,
+// through a bus that refuses it.
+func TestPermissionDeniedPrinted(t *testing.T) {
+	subj := protocol.DefaultSubjects
+	s, err := server.NewServer(&server.Options{Host: "127.0.0.1", Port: -1, NoSigs: true, NoLog: true,
+		Users: []*server.User{{Username: "obs", Password: "obs-secret", Permissions: &server.Permissions{
+			Publish:   &server.SubjectPermission{Allow: []string{subj.Tabs()}},
+			Subscribe: &server.SubjectPermission{Allow: []string{"_INBOX.>", subj.AllFrames()}},
+		}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	go s.Start()
+	if !s.ReadyForConnections(10 * time.Second) {
+		t.Fatal("nats-server did not start")
+	}
+	t.Cleanup(s.Shutdown)
+	url := strings.Replace(s.ClientURL(), "nats://", "nats://obs:obs-secret@", 1)
+	r := framebus(t, testEnv(), "", "eval", "1+1", "--bus", url, "--tab", "T1")
+	var reply errorReply
+	if err := json.Unmarshal([]byte(r.stdout), &reply); err != nil || r.status != 1 || reply.Code != protocol.CodePermissionDenied ||
+		!strings.Contains(reply.Error, "may not publish to framebus.tab.T1.plan") {
+		t.Fatalf("an observer's eval: exit %d, %s", r.status, r.stdout)
+	}
+}
