@@ -218,10 +218,16 @@ const jsCallWait = 10 * time.Second
 // jsCall runs a JetStream API call and fails it at once, with
 // permission_denied, when the server refuses it.
 func (c *Client) jsCall(ctx context.Context, call func(context.Context) error) error {
+	return c.guarded(ctx, c.jetStreamCalls, call)
+}
+
+// guarded runs call and fails it at once with the permission error of a
+// refusal match takes for its own.
+func (c *Client) guarded(ctx context.Context, match func(subscribe bool, subject string) bool, call func(context.Context) error) error {
 	if _, err := c.awaitConnected(ctx, "the frame history"); err != nil {
 		return err
 	}
-	refusals, stop := c.perms.watch(c.jetStreamCalls)
+	refusals, stop := c.perms.watch(match)
 	defer stop()
 	ctx, cancelWait := withDefaultTimeout(ctx, jsCallWait) // the JetStream API wants a deadline
 	defer cancelWait()
@@ -468,7 +474,8 @@ func (c *Client) followLive(ctx context.Context, spec watchSpec, deliver func(Fr
 	subject := spec.filter(c.subj)
 	msgs := make(chan *nats.Msg, 64)
 	var sub *nats.Subscription
-	err := c.jsCall(ctx, func(ctx context.Context) (err error) {
+	refusedSubject := func(subscribe bool, refused string) bool { return subscribe && refused == subject }
+	err := c.guarded(ctx, refusedSubject, func(ctx context.Context) (err error) {
 		if sub, err = c.nc.ChanSubscribe(subject, msgs); err != nil {
 			return err
 		}
