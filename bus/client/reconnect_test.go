@@ -87,26 +87,15 @@ func TestCutsLoseNothing(t *testing.T) {
 	frameHistory(t, node, 10_000)
 	tab := answerPlans(t, node, "t1", 0)
 	px := cutproxy.New(t, s.ClientURL())
-	var disconnects, reconnects atomic.Int64
-	events := func(e client.Event) {
-		switch e.Kind {
-		case client.EventDisconnected:
-			disconnects.Add(1)
-		case client.EventReconnected:
-			reconnects.Add(1)
-		case client.EventGap:
-			t.Errorf("gap: %+v", e)
-		}
-	}
-	observer := connect(t, px.URL(), nil, events)
+	var disconnects atomic.Int64
 	agent := connect(t, px.URL(), nil, nil)
+	w, reconnects := watchFromOne(t, px.URL(), func(e client.Event) {
+		if e.Kind == client.EventDisconnected {
+			disconnects.Add(1)
+		}
+	})
 	ctx, cancel := context.WithTimeout(context.Background(), 2*wait)
 	defer cancel()
-	w, err := observer.Watch(ctx, "t1", 1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer w.Stop()
 
 	const plans, cuts = 60, 6
 	got := make(chan []int64, 1)
@@ -122,7 +111,7 @@ func TestCutsLoseNothing(t *testing.T) {
 	}()
 	for i := range plans {
 		if i%(plans/cuts) == plans/cuts/2 {
-			awaitCount(t, &reconnects, int64(i/(plans/cuts))) // the observer is back from the cut before
+			awaitCount(t, reconnects, int64(i/(plans/cuts))) // the observer is back from the cut before
 			px.Cut()
 		}
 		res, err := agent.Plan(ctx, "t1", evalPlan(""))
@@ -265,24 +254,10 @@ func TestServerRestart(t *testing.T) {
 	for seq := int64(1); seq <= 20; seq++ {
 		publish(t, node, frame("t1", seq))
 	}
-	reconnected := make(chan struct{}, 8)
-	events := func(e client.Event) {
-		switch e.Kind {
-		case client.EventReconnected:
-			reconnected <- struct{}{}
-		case client.EventGap:
-			t.Errorf("gap: %+v", e)
-		}
-	}
-	observer := connect(t, s.ClientURL(), nil, events)
 	agent := connect(t, s.ClientURL(), nil, nil)
+	w, reconnects := watchFromOne(t, s.ClientURL(), nil)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*wait)
 	defer cancel()
-	w, err := observer.Watch(ctx, "t1", 1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer w.Stop()
 	for seq := int64(1); seq <= 20; seq++ {
 		if f := next(t, w); f.Sequence != seq {
 			t.Fatalf("frame %d, want %d", f.Sequence, seq)
@@ -299,11 +274,7 @@ func TestServerRestart(t *testing.T) {
 	s = startServer(t, port, dir)
 	node = nodeConn(t, s)
 	tab := answerPlans(t, node, "t1", 20)
-	select {
-	case <-reconnected:
-	case <-time.After(wait):
-		t.Fatal("the observer did not reconnect")
-	}
+	awaitCount(t, reconnects, 1)
 	if err := <-planned; err != nil {
 		t.Fatal(err)
 	}
@@ -322,4 +293,29 @@ func TestServerRestart(t *testing.T) {
 	if tab.runs["p-restart"] != 1 {
 		t.Fatalf("the plan ran %d times", tab.runs["p-restart"])
 	}
+}
+
+// watchFromOne connects an observer to url and watches t1 from frame 1:
+// its reconnects are counted, a gap fails the test, and other events go
+// to events too (when not nil).
+func watchFromOne(t *testing.T, url string, events func(client.Event)) (*client.Watcher, *atomic.Int64) {
+	t.Helper()
+	reconnects := new(atomic.Int64)
+	observer := connect(t, url, nil, func(e client.Event) {
+		switch e.Kind {
+		case client.EventReconnected:
+			reconnects.Add(1)
+		case client.EventGap:
+			t.Errorf("gap: %+v", e)
+		}
+		if events != nil {
+			events(e)
+		}
+	})
+	w, err := observer.Watch(context.Background(), "t1", 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(w.Stop)
+	return w, reconnects
 }

@@ -17,11 +17,11 @@ import (
 	"github.com/framebus/framebus/protocol"
 )
 
-// historyBus is a nats-server with the frame stream as a node makes it,
-// holding frames 1..n of tab, and a connection publishing as the node.
-func historyBus(t *testing.T, tab string, n int64) (*server.Server, func(seq int64)) {
+// natsServer starts a nats-server with opts on a random loopback port.
+func natsServer(t *testing.T, opts *server.Options) *server.Server {
 	t.Helper()
-	s, err := server.NewServer(&server.Options{Host: "127.0.0.1", Port: -1, NoSigs: true, NoLog: true, JetStream: true, StoreDir: t.TempDir()})
+	opts.Host, opts.Port, opts.NoSigs, opts.NoLog = "127.0.0.1", -1, true, true
+	s, err := server.NewServer(opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -30,6 +30,14 @@ func historyBus(t *testing.T, tab string, n int64) (*server.Server, func(seq int
 		t.Fatal("nats-server did not start")
 	}
 	t.Cleanup(s.Shutdown)
+	return s
+}
+
+// historyBus is a nats-server with the frame stream as a node makes it,
+// holding frames 1..n of tab, and a connection publishing as the node.
+func historyBus(t *testing.T, tab string, n int64) (*server.Server, func(seq int64)) {
+	t.Helper()
+	s := natsServer(t, &server.Options{JetStream: true, StoreDir: t.TempDir()})
 	nc, err := nats.Connect("", nats.InProcessServer(s))
 	if err != nil {
 		t.Fatal(err)
@@ -136,19 +144,10 @@ func TestWatchFromAndFrames(t *testing.T) {
 // through a bus that refuses it.
 func TestPermissionDeniedPrinted(t *testing.T) {
 	subj := protocol.DefaultSubjects
-	s, err := server.NewServer(&server.Options{Host: "127.0.0.1", Port: -1, NoSigs: true, NoLog: true,
-		Users: []*server.User{{Username: "obs", Password: "obs-secret", Permissions: &server.Permissions{
-			Publish:   &server.SubjectPermission{Allow: []string{subj.Tabs()}},
-			Subscribe: &server.SubjectPermission{Allow: []string{"_INBOX.>", subj.AllFrames()}},
-		}}}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	go s.Start()
-	if !s.ReadyForConnections(10 * time.Second) {
-		t.Fatal("nats-server did not start")
-	}
-	t.Cleanup(s.Shutdown)
+	s := natsServer(t, &server.Options{Users: []*server.User{{Username: "obs", Password: "obs-secret", Permissions: &server.Permissions{
+		Publish:   &server.SubjectPermission{Allow: []string{subj.Tabs()}},
+		Subscribe: &server.SubjectPermission{Allow: []string{"_INBOX.>", subj.AllFrames()}},
+	}}}})
 	url := strings.Replace(s.ClientURL(), "nats://", "nats://obs:obs-secret@", 1)
 	r := framebus(t, testEnv(), "", "eval", "1+1", "--bus", url, "--tab", "T1")
 	var reply errorReply
