@@ -1,5 +1,10 @@
 package protocol
 
+import (
+	"regexp"
+	"strings"
+)
+
 // Roles: what a user of the bus may do. Each is a set of NATS subject
 // permissions (see Subjects.RolePermissions).
 const (
@@ -166,4 +171,24 @@ type UserInfo struct {
 type UsersReply struct {
 	OK    bool       `json:"ok"`
 	Users []UserInfo `json:"users"`
+}
+
+// permissionViolation matches the NATS server's error for a refused
+// message: Permissions Violation for Publish to "X" (using Reply "Y"), or
+// for Subscription to "X".
+var permissionViolation = regexp.MustCompile(`(?i)permissions violation for (publish|subscription) to "([^"]+)"`)
+
+// ParsePermissionViolation reads a NATS permissions violation error (the
+// server's -ERR, as a client library reports it): what was refused,
+// "publish" or "subscribe", and the subject.
+func ParsePermissionViolation(msg string) (verb, subject string, ok bool) {
+	m := permissionViolation.FindStringSubmatch(msg)
+	if m == nil {
+		return "", "", false
+	}
+	verb = "publish"
+	if strings.EqualFold(m[1], "subscription") {
+		verb = "subscribe"
+	}
+	return verb, m[2], true
 }
