@@ -7,7 +7,6 @@ import (
 	"testing"
 	"time"
 
-
 	"github.com/framebus/framebus/cdpdriver"
 	"github.com/framebus/framebus/internal/bustest"
 	"github.com/framebus/framebus/protocol"
