@@ -27,6 +27,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/framebus/framebus/cdpdriver"
+	"github.com/framebus/framebus/internal/bustest"
 	"github.com/framebus/framebus/protocol"
 )
 
@@ -57,11 +58,8 @@ func BenchmarkEvalRoundTrip(b *testing.B) {
 	ctx := context.Background()
 	tab, raw, inproc := benchSetup(b, "/")
 	rawWS := benchRawWebSocket(b, tab)
-	tcp, err := nats.Connect(testBus.ClientURL())
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer tcp.Close()
+	tcp := bustest.Connect(b, testBus, protocol.RoleAgent)
+	var err error
 
 	bare := startBareResponder(b, tab.page)
 	seq := tab.Info().Sequence
@@ -222,9 +220,10 @@ func evalRaw(ctx context.Context, raw *cdp.Client) error {
 const benchClientEnv = "FRAMEBUS_BENCH_CLIENT"
 
 type benchClientJob struct {
-	Bus, Tab, Page string // the bus URL, the tab id, its DevTools websocket
-	Sequence       int64
-	N              int
+	Creds     protocol.Credentials // the bus: URL and login
+	Tab, Page string               // the tab id, its DevTools websocket
+	Sequence  int64
+	N         int
 }
 
 type benchClientResult struct {
@@ -241,7 +240,7 @@ const benchEchoSubject = "bench.echo"
 // runBenchClientProcess runs n interleaved raw and bus round trips from a
 // client process of their own.
 func runBenchClientProcess(b *testing.B, tab *Tab, n int) benchClientResult {
-	job, _ := json.Marshal(benchClientJob{Bus: testBus.ClientURL(), Tab: tab.ID(),
+	job, _ := json.Marshal(benchClientJob{Creds: bustest.AddUser(b, testBus, protocol.RoleAgent), Tab: tab.ID(),
 		Page: benchPageWebSocket(b, tab.ID()), Sequence: tab.Info().Sequence, N: n})
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
 	cmd.Env = append(os.Environ(), benchClientEnv+"="+string(job))
@@ -265,7 +264,7 @@ func runBenchClient(jobJSON string) int {
 		return 1
 	}
 	ctx := context.Background()
-	nc, err := nats.Connect(job.Bus)
+	nc, err := nats.Connect(job.Creds.URL, bustest.Options(job.Creds)...)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "bench client:", err)
 		return 1

@@ -115,6 +115,7 @@ func StartNode(ctx context.Context, opts NodeOptions) (n *Node, err error) {
 		}
 	}()
 	opts.Bus.Logger = opts.Logger.With().Str("component", "bus").Logger()
+	opts.Bus.Prefix = subj.Prefix // the users' permissions are for the node's subjects
 	if n.bus, err = bus.Start(opts.Bus); err != nil {
 		return nil, err
 	}
