@@ -169,7 +169,7 @@ func startBareResponder(b *testing.B, page *cdpdriver.Page) string {
 					r.Error = err.Error()
 				}
 				res.Results = []protocol.ActionResult{r}
-				respond(m, res, zerolog.Nop())
+				respondMsg(m, res, zerolog.Nop())
 			case <-quit:
 				return
 			}

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/micro"
 	"github.com/rs/zerolog"
 
 	"github.com/framebus/framebus/actors/egress"
@@ -91,10 +92,10 @@ type Node struct {
 	order    []string // profile names, the default first
 	sessions sessions
 
-	egress    *egress.Proxy        // nil without a whitelist
-	dialer    *egress.Dialer       // the proxy's, checked addresses only
-	stageDir  string               // the tabs' staged files, removed on Close
-	subs      []*nats.Subscription // tabs, browser status, sessions
+	egress    *egress.Proxy  // nil without a whitelist
+	dialer    *egress.Dialer // the proxy's, checked addresses only
+	stageDir  string         // the tabs' staged files, removed on Close
+	svc       micro.Service  // tabs, browser status, sessions; nil until started
 	closeOnce sync.Once
 	closeErr  error
 }
@@ -159,34 +160,20 @@ func StartNode(ctx context.Context, opts NodeOptions) (n *Node, err error) {
 			n.log.Warn().Err(err).Str("profile", po.Name).Msg("attach profile not connected; connect it once its browser runs")
 		}
 	}
-	for subject, h := range map[string]nats.MsgHandler{
-		subj.Tabs():          n.answerTabs,
-		subj.BrowserStatus(): n.answerStatus,
-		subj.SessionList():   n.answerSessions,
-	} {
-		if err = n.subscribe(subject, "", h); err != nil {
-			return nil, err
-		}
-	}
-	// One node of those sharing the bus takes each session start.
-	if err = n.subscribe(subj.SessionStart(), "framebus-sessions", n.answerSessionStart); err != nil {
+	n.svc, err = addService(n.nc, "framebus node", map[string]string{"prefix": subj.Prefix}, []endpoint{
+		{name: "tabs", subject: subj.Tabs(), handle: n.answerTabs},
+		{name: "status", subject: subj.BrowserStatus(), handle: n.answerStatus},
+		{name: "sessions", subject: subj.SessionList(), handle: n.answerSessions},
+		// One node of those sharing the bus takes each session start.
+		{name: "session-start", subject: subj.SessionStart(), handle: n.answerSessionStart, queue: "framebus-sessions"},
+	})
+	if err != nil {
 		return nil, err
 	}
 	if err = n.nc.FlushTimeout(startFlushTimeout); err != nil {
 		return nil, err
 	}
 	return n, nil
-}
-
-func (n *Node) subscribe(subject, queue string, h nats.MsgHandler) error {
-	sub, err := n.nc.QueueSubscribe(subject, queue, h)
-	if err != nil {
-		return err
-	}
-	n.mu.Lock()
-	n.subs = append(n.subs, sub)
-	n.mu.Unlock()
-	return nil
 }
 
 // profileLaunch is how a named managed profile launches: the node's
@@ -312,11 +299,11 @@ func (n *Node) Bus() *bus.Bus { return n.bus }
 // Subjects is the node's subject scheme.
 func (n *Node) Subjects() protocol.Subjects { return n.subj }
 
-func (n *Node) answerTabs(m *nats.Msg) {
+func (n *Node) answerTabs(m micro.Request) {
 	respond(m, protocol.TabList{OK: true, Tabs: n.Tabs()}, n.log)
 }
 
-func (n *Node) answerStatus(m *nats.Msg) { respond(m, n.Status(), n.log) }
+func (n *Node) answerStatus(m micro.Request) { respond(m, n.Status(), n.log) }
 
 // Close stops the tab actors, every profile's browser (saving persistent
 // profiles, removing temporary ones, disconnecting from attached ones) and
@@ -324,12 +311,8 @@ func (n *Node) answerStatus(m *nats.Msg) { respond(m, n.Status(), n.log) }
 func (n *Node) Close() error {
 	n.closeOnce.Do(func() {
 		var errs []error
-		n.mu.Lock()
-		subs := n.subs
-		n.subs = nil
-		n.mu.Unlock()
-		for _, s := range subs {
-			_ = s.Unsubscribe()
+		if n.svc != nil {
+			_ = n.svc.Stop()
 		}
 		profiles := n.Profiles()
 		var wg sync.WaitGroup
