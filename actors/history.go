@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -105,8 +106,13 @@ type History struct {
 	stream  jetstream.Stream
 	content jetstream.ObjectStore
 	bucket  string
-	log     zerolog.Logger
+	// maxPayload is the bus's largest message, which bounds a chunk.
+	maxPayload int64
+	log        zerolog.Logger
 }
+
+// objectChunk is the object store's usual chunk size.
+const objectChunk = 128 << 10
 
 // ErrNoJetStream: the bus has no JetStream, so there is no history.
 var ErrNoJetStream = errors.New("the bus has no JetStream")
@@ -158,7 +164,7 @@ func StartHistory(ctx context.Context, nc *nats.Conn, subj protocol.Subjects, op
 	if err != nil {
 		return nil, fmt.Errorf("history: content bucket %s: %w", subj.ContentBucket(), err)
 	}
-	return &History{opts: opts, js: js, stream: stream, content: content, bucket: subj.ContentBucket(), log: log}, nil
+	return &History{opts: opts, js: js, stream: stream, content: content, bucket: subj.ContentBucket(), maxPayload: nc.MaxPayload(), log: log}, nil
 }
 
 // Options are the history's settings, defaults filled in.
@@ -173,7 +179,10 @@ func (h *History) putContent(tab string, seq int64, content string) (*protocol.C
 	ctx, cancel := context.WithTimeout(context.Background(), historyTimeout)
 	defer cancel()
 	name := protocol.ContentObject(tab, seq)
-	if _, err := h.content.PutBytes(ctx, name, []byte(content)); err != nil {
+	// Chunks of the library's default size, or smaller on a bus whose
+	// messages are (the chunk's headers need room too).
+	meta := jetstream.ObjectMeta{Name: name, Opts: &jetstream.ObjectMetaOptions{ChunkSize: uint32(min(objectChunk, h.maxPayload-chunkOverhead))}}
+	if _, err := h.content.Put(ctx, meta, strings.NewReader(content)); err != nil {
 		return nil, err
 	}
 	return &protocol.ContentRef{Bucket: h.bucket, Object: name, Sequence: seq, Bytes: len(content)}, nil

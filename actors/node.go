@@ -75,7 +75,12 @@ type NodeOptions struct {
 	FileRoots *files.Roots
 	// FileLimits bound the files a tab holds for upload.
 	FileLimits files.Limits
-	Logger     zerolog.Logger
+	// History keeps every tab's frames in JetStream (see History): in
+	// memory unless it says file storage. The embedded bus gets
+	// JetStream for it; on an external bus without JetStream the node
+	// warns and runs without history.
+	History HistoryOptions
+	Logger  zerolog.Logger
 }
 
 // Node wires a bus, its browser profiles and their tab actors together,
@@ -95,6 +100,7 @@ type Node struct {
 	egress    *egress.Proxy  // nil without a whitelist
 	dialer    *egress.Dialer // the proxy's, checked addresses only
 	stageDir  string         // the tabs' staged files, removed on Close
+	history   *History       // nil: none
 	svc       micro.Service  // tabs, browser status, sessions; nil until started
 	closeOnce sync.Once
 	closeErr  error
@@ -116,11 +122,27 @@ func StartNode(ctx context.Context, opts NodeOptions) (n *Node, err error) {
 		}
 	}()
 	opts.Bus.Logger = opts.Logger.With().Str("component", "bus").Logger()
+	if h := opts.History; !h.Disabled && opts.Bus.URL == "" && opts.Bus.JetStream == nil {
+		if h.Storage == HistoryFile && h.Dir == "" {
+			return nil, protocol.Errorf(protocol.CodeBadRequest, "history: file storage needs a directory")
+		}
+		opts.Bus.JetStream = &bus.JetStreamOptions{StoreDir: h.Dir}
+	}
 	if n.bus, err = bus.Start(opts.Bus); err != nil {
 		return nil, err
 	}
 	if n.nc, err = n.bus.Connect("framebus-node"); err != nil {
 		return nil, err
+	}
+	if !opts.History.Disabled {
+		n.history, err = StartHistory(ctx, n.nc, subj, opts.History, opts.Logger.With().Str("component", "history").Logger())
+		if errors.Is(err, ErrNoJetStream) {
+			n.log.Warn().Err(err).Msg("no frame history: frames are live only, and large contents are kept by their tabs for their latest frames")
+			err = nil
+		}
+		if err != nil {
+			return nil, err
+		}
 	}
 	if n.stageDir, err = nodeStageDir(); err != nil {
 		return nil, err
@@ -292,6 +314,9 @@ func (n *Node) Status() protocol.StatusReply {
 	}
 	return st
 }
+
+// History is the node's frame history, nil when it runs without.
+func (n *Node) History() *History { return n.history }
 
 // Bus is the node's bus, to connect more clients to it.
 func (n *Node) Bus() *bus.Bus { return n.bus }
