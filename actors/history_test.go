@@ -260,3 +260,61 @@ func TestHistoryOutlivesTabAndDropsOldContent(t *testing.T) {
 		t.Fatalf("the first tab's content went too: %v", err)
 	}
 }
+
+// File storage: a node stopped and started again on the same directory
+// still has the history of the tabs it closed, content included.
+func TestHistoryFileStorageSurvivesRestart(t *testing.T) {
+	dir := t.TempDir()
+	opts := NodeOptions{History: HistoryOptions{Storage: HistoryFile, Dir: dir}}
+	node := startTestNode(t, opts)
+	if node.History() == nil || node.History().Options().Storage != HistoryFile {
+		t.Fatal("the node runs without file history")
+	}
+	nc, err := node.Bus().Connect("history-test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tab := node.Tabs()[0].Tab
+	res, err := request(nc, tab, protocol.Plan{Actions: append([]protocol.Action{{Type: "navigate", URL: site("/index.html"), Wait: true}}, evals(3).Actions...)})
+	if err != nil || !res.OK {
+		t.Fatalf("plan: %+v %v", res, err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	subject := node.Subjects().TabFrames(tab)
+	waitUntil(t, func() bool {
+		m, err := node.History().Stream().GetLastMsgForSubject(ctx, subject)
+		return err == nil && strings.Contains(string(m.Data), fmt.Sprintf(`"sequence":%d`, res.Sequence))
+	})
+	if _, err := node.CloseTab(ctx, tab); err != nil {
+		t.Fatal(err)
+	}
+	nc.Close()
+	if err := node.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	node = startTestNode(t, opts)
+	nc, err = node.Bus().Connect("history-test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cons, err := js.OrderedConsumer(ctx, node.Subjects().FrameStream(), jetstream.OrderedConsumerConfig{FilterSubjects: []string{subject}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, m := range replay(t, cons, int(res.Sequence)) {
+		f, err := protocol.DecodeFrame(m.Data())
+		if err != nil || f.Sequence != int64(i+1) || f.Tab != tab {
+			t.Fatalf("frame %d of the closed tab after a restart: %+v %v", i+1, f, err)
+		}
+		if f.Sequence == 2 && (f.FullPage == nil || !strings.Contains(*f.FullPage, "heading")) {
+			t.Fatalf("frame 2 lost its content: %+v", f)
+		}
+	}
+}
