@@ -944,7 +944,8 @@ func (hb *historyBench) client(b *testing.B) *nats.Conn {
 // on the same bus and node connection whose frames it does not (another
 // prefix, which the stream does not cover). It also reports when the
 // same frame reached an observer that follows the history (an ordered
-// consumer) instead of the live subject.
+// consumer) instead of the live subject, and the plans' own round trips
+// (reply-*).
 //
 //	go test -run '^$' -bench FrameHistory -benchtime 300x -cpu 1 ./actors
 func BenchmarkFrameHistory(b *testing.B) {
@@ -1017,19 +1018,23 @@ func BenchmarkFrameHistory(b *testing.B) {
 		}
 		return res.Sequence
 	}
-	var withT, withoutT, streamT []time.Duration
+	var withT, withoutT, streamT, replyWithT, replyWithoutT []time.Duration
 	b.ResetTimer()
 	for i := range b.N {
 		start := time.Now()
 		seq := send(noHistory, live, i)
+		replyWithoutT = append(replyWithoutT, time.Since(start))
 		withoutT = append(withoutT, until(liveFrames, seq).Sub(start))
 
 		start = time.Now()
 		seq = send(protocol.DefaultSubjects, kept, i)
+		replyWithT = append(replyWithT, time.Since(start))
 		withT = append(withT, until(keptFrames, seq).Sub(start))
 		streamT = append(streamT, until(streamed, seq).Sub(start))
 	}
 	b.StopTimer()
+	b.ReportMetric(float64(p50(replyWithoutT).Microseconds()), "reply-no-history-p50-µs")
+	b.ReportMetric(float64(p50(replyWithT).Microseconds()), "reply-history-p50-µs")
 	with, without := p50(withT), p50(withoutT)
 	b.ReportMetric(float64(without.Microseconds()), "no-history-p50-µs")
 	b.ReportMetric(float64(with.Microseconds()), "history-p50-µs")
