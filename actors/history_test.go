@@ -45,6 +45,23 @@ func historyBus(t *testing.T, opts HistoryOptions) (*nats.Conn, *History) {
 	return nc, h
 }
 
+// follow is an ordered consumer of a tab's frames in the history, from
+// its first kept frame on: what an observer that joins late reads.
+func follow(t *testing.T, nc *nats.Conn, subj protocol.Subjects, subject string) jetstream.Consumer {
+	t.Helper()
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	cons, err := js.OrderedConsumer(ctx, subj.FrameStream(), jetstream.OrderedConsumerConfig{FilterSubjects: []string{subject}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cons
+}
+
 // replay reads n messages from an ordered consumer, in order.
 func replay(t *testing.T, cons jetstream.Consumer, n int) []jetstream.Msg {
 	t.Helper()
@@ -105,16 +122,7 @@ func TestHistoryReplaysThenFollows(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer observer.Close()
-	js, err := jetstream.New(observer)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	cons, err := js.OrderedConsumer(ctx, protocol.DefaultSubjects.FrameStream(), jetstream.OrderedConsumerConfig{FilterSubjects: []string{subject}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	cons := follow(t, observer, protocol.DefaultSubjects, subject)
 	// The tab goes on while the observer replays.
 	more := make(chan error, 1)
 	go func() {
@@ -300,14 +308,7 @@ func TestHistoryFileStorageSurvivesRestart(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer nc.Close()
-	js, err := jetstream.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cons, err := js.OrderedConsumer(ctx, node.Subjects().FrameStream(), jetstream.OrderedConsumerConfig{FilterSubjects: []string{subject}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	cons := follow(t, nc, node.Subjects(), subject)
 	for i, m := range replay(t, cons, int(res.Sequence)) {
 		f, err := protocol.DecodeFrame(m.Data())
 		if err != nil || f.Sequence != int64(i+1) || f.Tab != tab {
