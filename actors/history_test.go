@@ -13,6 +13,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/rs/zerolog"
 
+	"github.com/framebus/framebus/bus"
 	"github.com/framebus/framebus/protocol"
 )
 
@@ -318,4 +319,34 @@ func TestHistoryFileStorageSurvivesRestart(t *testing.T) {
 			t.Fatalf("frame 2 lost its content: %+v", f)
 		}
 	}
+}
+
+// A node on an external bus without JetStream runs without history (it
+// warns): plans run and frames flow live as ever.
+func TestHistoryNeedsJetStream(t *testing.T) {
+	srv, err := server.NewServer(&server.Options{Host: "127.0.0.1", Port: -1, NoSigs: true, NoLog: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv.Start()
+	t.Cleanup(func() { srv.Shutdown(); srv.WaitForShutdown() })
+	if !srv.ReadyForConnections(10 * time.Second) {
+		t.Fatal("server not ready")
+	}
+	node := startTestNode(t, NodeOptions{Bus: bus.Options{URL: srv.ClientURL()}})
+	if node.History() != nil {
+		t.Fatal("a history on a bus without JetStream")
+	}
+	nc, err := node.Bus().Connect("history-test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	tab := node.Tabs()[0].Tab
+	frames := watchFrames(t, nc, node.Subjects().TabFrames(tab))
+	res, err := request(nc, tab, evals(1))
+	if err != nil || !res.OK {
+		t.Fatalf("plan: %+v %v", res, err)
+	}
+	frames.until(res.Sequence)
 }
