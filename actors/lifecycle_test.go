@@ -12,6 +12,7 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/framebus/framebus/cdpdriver"
+	"github.com/framebus/framebus/internal/bustest"
 	"github.com/framebus/framebus/internal/testdir"
 	"github.com/framebus/framebus/protocol"
 )
@@ -22,10 +23,7 @@ import (
 func TestLifecycleOnTheBus(t *testing.T) {
 	node := startTestNode(t, NodeOptions{Prefix: "fblife"})
 	subj := node.Subjects()
-	nc, err := nats.Connect(node.Bus().ClientURL())
-	if err != nil {
-		t.Fatal(err)
-	}
+	nc := bustest.Connect(t, node.Bus(), protocol.RoleAgent)
 	defer nc.Close()
 	ask := func(op string, req any, out any) {
 		t.Helper()

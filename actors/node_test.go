@@ -7,9 +7,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats.go"
-
 	"github.com/framebus/framebus/cdpdriver"
+	"github.com/framebus/framebus/internal/bustest"
 	"github.com/framebus/framebus/protocol"
 )
 
@@ -24,10 +23,7 @@ func TestNodeLifecycle(t *testing.T) {
 	}
 	defer node.Close()
 	subj := node.Subjects()
-	nc, err := nats.Connect(node.Bus().ClientURL())
-	if err != nil {
-		t.Fatal(err)
-	}
+	nc := bustest.Connect(t, node.Bus(), protocol.RoleAgent)
 	defer nc.Close()
 	msg, err := nc.Request(subj.Tabs(), nil, 10*time.Second)
 	if err != nil {

@@ -16,6 +16,7 @@ import (
 
 	"github.com/framebus/framebus/actors/whitelist"
 	"github.com/framebus/framebus/cdpdriver"
+	"github.com/framebus/framebus/internal/bustest"
 	"github.com/framebus/framebus/internal/testdir"
 	"github.com/framebus/framebus/protocol"
 )
@@ -47,10 +48,7 @@ type busClient struct {
 
 func newBusClient(t *testing.T, node *Node) *busClient {
 	t.Helper()
-	nc, err := nats.Connect(node.Bus().ClientURL())
-	if err != nil {
-		t.Fatal(err)
-	}
+	nc := bustest.Connect(t, node.Bus(), protocol.RoleAgent)
 	t.Cleanup(nc.Close)
 	return &busClient{t: t, nc: nc}
 }

@@ -12,9 +12,9 @@ import (
 
 	"github.com/mafredri/cdp/protocol/browser"
 	"github.com/mafredri/cdp/protocol/target"
-	"github.com/nats-io/nats.go"
 
 	"github.com/framebus/framebus/cdpdriver"
+	"github.com/framebus/framebus/internal/bustest"
 	"github.com/framebus/framebus/protocol"
 )
 
@@ -63,10 +63,7 @@ func pngSize(t *testing.T, r protocol.ActionResult) (int, int) {
 // screenshot is that size too; a popup a page opens gets it as well.
 func TestNodeDefaultViewport(t *testing.T) {
 	node := startTestNode(t, NodeOptions{Prefix: "fbviewport"})
-	nc, err := nats.Connect(node.Bus().ClientURL())
-	if err != nil {
-		t.Fatal(err)
-	}
+	nc := bustest.Connect(t, node.Bus(), protocol.RoleAgent)
 	defer nc.Close()
 	subj := node.Subjects()
 	tabs := node.Tabs()
@@ -135,10 +132,7 @@ func TestNodeViewportOption(t *testing.T) {
 		{protocol.Viewport{}, 780, 493}, // headless Chromium's own window
 	} {
 		node := startTestNode(t, NodeOptions{Prefix: "fbviewport", Viewport: &tc.vp})
-		nc, err := nats.Connect(node.Bus().ClientURL())
-		if err != nil {
-			t.Fatal(err)
-		}
+		nc := bustest.Connect(t, node.Bus(), protocol.RoleAgent)
 		data, _ := json.Marshal(one(protocol.Action{Type: "eval", Expression: pageViewportJS}))
 		msg, err := nc.Request(node.Subjects().TabPlan(node.Tabs()[0].Tab), data, 30*time.Second)
 		nc.Close()

@@ -32,7 +32,7 @@ func BenchmarkRequestReply(b *testing.B) {
 		conn func() *nats.Conn
 	}{
 		{"inproc", func() *nats.Conn { return connect(b, bb, "requester") }},
-		{"tcp", func() *nats.Conn { return dial(b, bb.ClientURL()) }},
+		{"tcp", func() *nats.Conn { return dial(b, bb) }},
 	} {
 		b.Run(bc.name, func(b *testing.B) {
 			nc := bc.conn()

@@ -3,11 +3,14 @@ package bus
 import (
 	"fmt"
 	"os"
+	"slices"
 	"sync"
 
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 	"github.com/rs/zerolog"
+
+	"github.com/framebus/framebus/protocol"
 )
 
 // Bus is one NATS server as seen by this process: either a nats-server
@@ -26,6 +29,14 @@ type Bus struct {
 
 	conns conns
 
+	internal *internalUser // the identity of in-process connections; nil external
+	subjects protocol.Subjects
+	wsURL    string
+
+	usersMu sync.Mutex // serializes user changes (server reloads)
+	users   []User
+	sopts   *server.Options // what the embedded server runs with
+
 	closeOnce sync.Once
 	closeErr  error
 }
@@ -37,7 +48,8 @@ func Start(opts Options) (*Bus, error) {
 	if err != nil {
 		return nil, err
 	}
-	b := &Bus{opts: o, log: o.Logger.With().Str("component", "bus").Logger()}
+	b := &Bus{opts: o, log: o.Logger.With().Str("component", "bus").Logger(), users: slices.Clone(o.Users)}
+	b.subjects, _ = protocol.NewSubjects(o.Prefix) // checked by withDefaults
 	if o.URL != "" {
 		err = b.startExternal()
 	} else {
@@ -73,7 +85,7 @@ func (b *Bus) Connect(name string, opts ...nats.Option) (*nats.Conn, error) {
 	all = append(all, nats.Name(clientName))
 	url := b.opts.URL
 	if b.srv != nil {
-		all = append(all, nats.InProcessServer(b.srv))
+		all = append(all, nats.InProcessServer(b.srv), b.internal.option())
 		url = "" // unused: the in-process provider replaces dialing
 	}
 	all = append(all, opts...)
@@ -99,6 +111,9 @@ func (b *Bus) Connect(name string, opts ...nats.Option) (*nats.Conn, error) {
 // such as 0.0.0.0 is given as 127.0.0.1), or "" with NoListen. External, it
 // is Options.URL.
 func (b *Bus) ClientURL() string { return b.clientURL }
+
+// WebSocketURL is ws://HOST:PORT of the WebSocket listener, "" without one.
+func (b *Bus) WebSocketURL() string { return b.wsURL }
 
 // JetStream reports whether the embedded server runs JetStream (always
 // false for an external bus: ask that server).

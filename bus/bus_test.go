@@ -5,8 +5,8 @@ import (
 	"context"
 	"errors"
 	"net"
-	"os"
 	"net/url"
+	"os"
 	"strconv"
 	"strings"
 	"sync"
@@ -19,6 +19,8 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/framebus/framebus/bus"
+	"github.com/framebus/framebus/internal/bustest"
+	"github.com/framebus/framebus/protocol"
 )
 
 // wait bounds every receive and request in these tests; none of them sleeps.
@@ -44,15 +46,11 @@ func connect(t testing.TB, b *bus.Bus, name string, opts ...nats.Option) *nats.C
 	return nc
 }
 
-// dial connects over TCP the way another process would.
-func dial(t testing.TB, url string) *nats.Conn {
+// dial connects over TCP the way another process would, as a new admin
+// user (the tests' subjects are none of the roles').
+func dial(t testing.TB, b *bus.Bus) *nats.Conn {
 	t.Helper()
-	nc, err := nats.Connect(url, nats.Name("test-tcp"))
-	if err != nil {
-		t.Fatalf("nats.Connect(%q): %v", url, err)
-	}
-	t.Cleanup(nc.Close)
-	return nc
+	return bustest.Connect(t, b, protocol.RoleAdmin, nats.Name("test-tcp"))
 }
 
 // echo answers every request on subject with "echo:" + the request, and
@@ -150,7 +148,7 @@ func TestInProcessRequestReply(t *testing.T) {
 func TestTCPClientTalksToInProcessClient(t *testing.T) {
 	b := startBus(t, bus.Options{})
 	inproc := connect(t, b, "inproc")
-	tcp := dial(t, b.ClientURL())
+	tcp := dial(t, b)
 
 	echo(t, inproc, "test.inproc.echo")
 	request(t, tcp, "test.inproc.echo", "from tcp")
@@ -167,7 +165,7 @@ func TestLargeMessageDeliveredWhole(t *testing.T) {
 	}
 	conns := map[string]func(t *testing.T, name string) *nats.Conn{
 		"inproc": func(t *testing.T, name string) *nats.Conn { return connect(t, b, name) },
-		"tcp":    func(t *testing.T, _ string) *nats.Conn { return dial(t, b.ClientURL()) },
+		"tcp":    func(t *testing.T, _ string) *nats.Conn { return dial(t, b) },
 	}
 	for _, tc := range []struct{ from, to string }{
 		{"inproc", "inproc"},
@@ -238,7 +236,7 @@ func TestPortInUseIsAnError(t *testing.T) {
 
 	// The first bus is unharmed.
 	echo(t, connect(t, first, "responder"), "test.still.up")
-	request(t, dial(t, first.ClientURL()), "test.still.up", "ok")
+	request(t, dial(t, first), "test.still.up", "ok")
 }
 
 func TestNoListen(t *testing.T) {
@@ -272,7 +270,7 @@ func TestCloseClosesConnectionsAndIsIdempotent(t *testing.T) {
 		t.Fatal(err)
 	}
 	early.Close() // closing one yourself before Close is fine
-	tcp := dial(t, b.ClientURL())
+	tcp := dial(t, b)
 
 	if err := b.Close(); err != nil {
 		t.Fatalf("Close: %v", err)
@@ -349,9 +347,16 @@ func TestStartRejectsBadOptions(t *testing.T) {
 		{"name with space", bus.Options{Name: "frame bus"}, "Name"},
 		{"negative ready timeout", bus.Options{ReadyTimeout: -time.Second}, "ReadyTimeout"},
 		{"negative drain timeout", bus.Options{DrainTimeout: -time.Second}, "DrainTimeout"},
-		// No authentication yet: loopback only.
-		{"every interface", bus.Options{Host: "0.0.0.0"}, "no authentication"},
-		{"every IPv6 interface", bus.Options{Host: "::"}, "no authentication"},
+		// No TLS: loopback only unless AllowRemote.
+		{"every interface", bus.Options{Host: "0.0.0.0"}, "no TLS"},
+		{"every IPv6 interface", bus.Options{Host: "::"}, "no TLS"},
+		{"websocket on every interface", bus.Options{WebSocket: "0.0.0.0:0"}, "WebSocket"},
+		{"websocket without a port", bus.Options{WebSocket: "127.0.0.1"}, "WebSocket"},
+		{"users of an external server", bus.Options{URL: "nats://127.0.0.1:1", Users: []bus.User{{Name: "a", PasswordHash: "$2a$04$x", Role: "agent"}}}, "embedded server only"},
+		{"a plaintext password", bus.Options{Users: []bus.User{{Name: "a", PasswordHash: "secret", Role: "agent"}}}, "bcrypt"},
+		{"an unknown role", bus.Options{Users: []bus.User{{Name: "a", PasswordHash: testHash, Role: "root"}}}, "role"},
+		{"a user name with a dot", bus.Options{Users: []bus.User{{Name: "a.b", PasswordHash: testHash, Role: "agent"}}}, "user name"},
+		{"a user twice", bus.Options{Users: []bus.User{{Name: "a", PasswordHash: testHash, Role: "agent"}, {Name: "a", PasswordHash: testHash, Role: "observer"}}}, "twice"},
 		{"a LAN address", bus.Options{Host: "192.168.1.10"}, "not a loopback address"},
 		{"a name", bus.Options{Host: "example.com"}, "not a loopback address"},
 	} {
@@ -411,12 +416,15 @@ func TestServerLogsGoThroughLogger(t *testing.T) {
 
 func TestExternal(t *testing.T) {
 	embedded := startBus(t, bus.Options{})
-	ext := startBus(t, bus.Options{URL: embedded.ClientURL()})
+	// Another process's bus: it logs in as a user of the embedded one.
+	admin := bustest.AddUser(t, embedded, protocol.RoleAdmin)
+	extURL := strings.Replace(embedded.ClientURL(), "nats://", "nats://"+admin.User+":"+admin.Password+"@", 1)
+	ext := startBus(t, bus.Options{URL: extURL})
 	if ext.Embedded() {
 		t.Fatal("Embedded() = true with URL set")
 	}
-	if ext.ClientURL() != embedded.ClientURL() {
-		t.Fatalf("ClientURL() = %q, want %q", ext.ClientURL(), embedded.ClientURL())
+	if ext.ClientURL() != extURL {
+		t.Fatalf("ClientURL() = %q, want %q", ext.ClientURL(), extURL)
 	}
 	if ext.MaxPayload() != embedded.MaxPayload() {
 		t.Fatalf("MaxPayload() = %d, want the server's %d", ext.MaxPayload(), embedded.MaxPayload())
@@ -437,7 +445,7 @@ func TestExternal(t *testing.T) {
 		t.Fatal("external bus connection open after Close")
 	}
 	echo(t, connect(t, embedded, "after"), "test.after")
-	request(t, dial(t, embedded.ClientURL()), "test.after", "still up")
+	request(t, dial(t, embedded), "test.after", "still up")
 }
 
 // freeURL returns a nats:// URL on which nothing listens.

@@ -28,6 +28,22 @@ func (b *Bus) startEmbedded() error {
 		NoSigs:          true,
 		MaxTracedMsgLen: maxTracedMsgLen,
 	}
+	// Authentication, always: the users, and the node's internal identity
+	// for in-process connections only.
+	internal, err := newInternalUser()
+	if err != nil {
+		return fmt.Errorf("%w: internal user: %w", ErrServerStart, err)
+	}
+	b.internal = internal
+	sopts.Nkeys = []*server.NkeyUser{internal.serverUser()}
+	if sopts.Users, err = serverUsers(b.subjects, o.Users); err != nil {
+		return err
+	}
+	if o.WebSocket != "" {
+		host, port, _ := splitHostPort("WebSocket", o.WebSocket, o.AllowRemote) // checked by withDefaults
+		// No TLS: loopback, or a remote listener the options opted in to.
+		sopts.Websocket = server.WebsocketOpts{Host: host, Port: port, NoTLS: true}
+	}
 	if js := o.JetStream; js != nil {
 		dir := js.StoreDir
 		if dir == "" {
@@ -71,8 +87,11 @@ func (b *Bus) startEmbedded() error {
 		return err
 	}
 
-	b.srv = srv
+	b.srv, b.sopts = srv, sopts
 	b.maxPayload = int64(o.MaxPayload)
+	if o.WebSocket != "" {
+		b.wsURL = srv.WebsocketURL()
+	}
 	if !o.NoListen {
 		addr, ok := srv.Addr().(*net.TCPAddr)
 		if !ok {
@@ -82,7 +101,7 @@ func (b *Bus) startEmbedded() error {
 		}
 		b.clientURL = clientURL(o.Host, addr.Port)
 	}
-	b.log.Info().Str("url", b.clientURL).Bool("listen", !o.NoListen).
+	b.log.Info().Str("url", b.clientURL).Str("websocket", b.wsURL).Bool("listen", !o.NoListen).Int("users", len(o.Users)).
 		Int32("max_payload", o.MaxPayload).Msg("embedded NATS server ready")
 	return nil
 }

@@ -2,11 +2,15 @@ package bus
 
 import (
 	"fmt"
+	"net"
 	"net/netip"
+	"strconv"
 	"strings"
 	"time"
 
 	"github.com/rs/zerolog"
+
+	"github.com/framebus/framebus/protocol"
 )
 
 // Size limits for message payloads.
@@ -45,9 +49,25 @@ type Options struct {
 	// in-process connections from Connect reach the server.
 	NoListen bool
 	// Host is the TCP listen host, default "127.0.0.1". It must be a
-	// loopback address (or localhost): the bus has no authentication yet,
-	// and whoever reaches it drives the browser (see IsLoopback).
+	// loopback address (or localhost) unless AllowRemote is set: every
+	// connection logs in, but without TLS (see LoopbackOnly, IsLoopback).
 	Host string
+	// AllowRemote lets Host and WebSocket be addresses other machines
+	// reach. Passwords and frames then cross the network in clear text.
+	AllowRemote bool
+	// WebSocket (embedded only), "host:port", also listens for NATS over
+	// WebSocket (browser-based clients), with the same users; port 0 picks
+	// a free one (WebSocketURL says which). Loopback unless AllowRemote,
+	// as Host; no TLS. "" listens for none.
+	WebSocket string
+	// Users (embedded only) may log in over TCP and WebSocket, each with
+	// its role's permissions under Prefix. Authentication is always on:
+	// with no users, nobody logs in over the network. The node's own
+	// in-process connections (Connect) use an internal identity.
+	Users []User
+	// Prefix is the subject prefix the roles' permissions are for
+	// (protocol.DefaultPrefix when "").
+	Prefix string
 	// Port is the TCP port. 0 (or -1, as in nats-server) means a random free
 	// port; read it back with ClientURL. There is no silent 4222.
 	Port int
@@ -95,8 +115,24 @@ func (o Options) withDefaults() (Options, error) {
 	if o.Host == "" {
 		o.Host = DefaultHost
 	}
-	if o.URL == "" && !o.NoListen && !IsLoopback(o.Host) {
-		return o, fmt.Errorf("%w: Host %q is not a loopback address: %s", ErrInvalidOptions, o.Host, LoopbackOnly)
+	if o.URL == "" && !o.NoListen {
+		if err := listenHostOK("Host", o.Host, o.AllowRemote); err != nil {
+			return o, err
+		}
+	}
+	if o.URL != "" && (len(o.Users) > 0 || o.WebSocket != "") {
+		return o, fmt.Errorf("%w: Users and WebSocket apply to an embedded server only, but URL %q is set", ErrInvalidOptions, redactURL(o.URL))
+	}
+	if o.WebSocket != "" {
+		if _, _, err := splitHostPort("WebSocket", o.WebSocket, o.AllowRemote); err != nil {
+			return o, err
+		}
+	}
+	if err := checkUsers(o.Users); err != nil {
+		return o, err
+	}
+	if _, err := protocol.NewSubjects(o.Prefix); err != nil {
+		return o, fmt.Errorf("%w: Prefix: %v", ErrInvalidOptions, err)
 	}
 	switch {
 	case o.Port == 0, o.Port == -1:
@@ -142,9 +178,28 @@ func maxPending(maxPayload int32) int64 {
 	return max(defaultMaxPending, 4*int64(maxPayload))
 }
 
-// LoopbackOnly says why the embedded server listens on loopback only.
-const LoopbackOnly = "the bus has no authentication yet, so anyone who can reach its port could drive the browser; " +
-	"listen on loopback (127.0.0.1, ::1 or localhost) and reach it from elsewhere through an SSH tunnel"
+// splitHostPort reads a "host:port" listen address; port 0 (or -1) is
+// nats-server's random port, -1.
+func splitHostPort(what, addr string, allowRemote bool) (string, int, error) {
+	host, portText, err := net.SplitHostPort(addr)
+	if err != nil {
+		return "", 0, fmt.Errorf("%w: %s %q: want host:port, e.g. 127.0.0.1:8080 (port 0 picks a free one)", ErrInvalidOptions, what, addr)
+	}
+	port, err := strconv.Atoi(portText)
+	if err != nil || port < -1 || port > 65535 {
+		return "", 0, fmt.Errorf("%w: %s %q: the port must be 0-65535 (0 picks a free one)", ErrInvalidOptions, what, addr)
+	}
+	if host == "" {
+		host = DefaultHost
+	}
+	if err := listenHostOK(what, host, allowRemote); err != nil {
+		return "", 0, err
+	}
+	if port == 0 {
+		port = -1
+	}
+	return host, port, nil
+}
 
 // IsLoopback reports whether host, a listen host, is loopback only:
 // localhost, an address in 127.0.0.0/8 or ::1 (IPv4-mapped too). "" and

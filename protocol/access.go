@@ -1,5 +1,10 @@
 package protocol
 
+import (
+	"regexp"
+	"strings"
+)
+
 // Roles: what a user of the bus may do. Each is a set of NATS subject
 // permissions (see Subjects.RolePermissions).
 const (
@@ -31,3 +36,159 @@ type Credentials struct {
 
 // InboxPrefix is a user's inbox prefix: _INBOX_<user>.
 func InboxPrefix(user string) string { return "_INBOX_" + user }
+
+// Permissions are the NATS subjects a user may publish and subscribe to:
+// allow lists (wildcards as NATS has them), and deny lists that carve
+// exceptions out of them.
+type Permissions struct {
+	Publish   SubjectPermission `json:"publish"`
+	Subscribe SubjectPermission `json:"subscribe"`
+}
+
+// SubjectPermission is one direction's allow and deny lists. An empty
+// Allow list with a non-empty Deny list allows everything else.
+type SubjectPermission struct {
+	Allow []string `json:"allow,omitempty"`
+	Deny  []string `json:"deny,omitempty"`
+}
+
+// Roles lists the roles, for help and validation.
+var Roles = []string{RoleAgent, RoleObserver, RoleAdmin}
+
+// ValidUserName reports whether name can be a user: one subject token
+// (it names the user's inboxes, _INBOX_<name>).
+func ValidUserName(name string) bool { return tokenPattern.MatchString(name) }
+
+// CheckUser is ValidUserName and a known role, as a bad_request error.
+func CheckUser(name, role string) error {
+	if !ValidUserName(name) {
+		return badRequest("user: %q is not a user name (letters, digits, '-' and '_')", name)
+	}
+	return checkRole(role)
+}
+
+func checkRole(role string) error {
+	switch role {
+	case RoleAgent, RoleObserver, RoleAdmin:
+		return nil
+	}
+	return badRequest("role: %q is not a role (agent, observer or admin)", role)
+}
+
+// RolePermissions are the subjects a user of role may use under this
+// prefix. Think of a user as an attacker: only the node publishes frames
+// and events and subscribes to request subjects (a subscriber there could
+// answer plans in a tab's name), a user reads its own inboxes only, and
+// JetStream is read-only on the frame history (no stream may be deleted or
+// purged) except for admin. An observer sends only requests that change
+// nothing in a browser. The lists are short, with wildcards, so the
+// server's check on each message stays cheap.
+func (s Subjects) RolePermissions(role, user string) (Permissions, error) {
+	if err := CheckUser(user, role); err != nil {
+		return Permissions{}, err
+	}
+	if role == RoleAdmin {
+		// Everything: admin manages users, JetStream and the node.
+		return Permissions{Publish: SubjectPermission{Allow: []string{">"}}, Subscribe: SubjectPermission{Allow: []string{">"}}}, nil
+	}
+	p := s.p()
+	read := []string{
+		p + ".tabs",                  // the tab list
+		p + ".browser.status",        // every profile's status
+		p + ".browser.*." + OpStatus, // one profile's status
+		p + ".browser.*." + OpPages,  // a profile's tabs
+		p + ".tab.*.content",         // frame content too large for one message
+		s.SessionList(),
+		"$SRV.>", // micro discovery: ping, info, stats
+	}
+	for _, stream := range []string{s.FrameStream(), "OBJ_" + s.ContentBucket()} {
+		read = append(read,
+			"$JS.API.STREAM.INFO."+stream,
+			"$JS.API.STREAM.MSG.GET."+stream,
+			"$JS.API.DIRECT.GET."+stream, "$JS.API.DIRECT.GET."+stream+".>",
+			"$JS.API.CONSUMER.CREATE."+stream, "$JS.API.CONSUMER.CREATE."+stream+".>",
+			"$JS.API.CONSUMER.INFO."+stream+".>",
+			"$JS.API.CONSUMER.DELETE."+stream+".>",
+			"$JS.API.CONSUMER.MSG.NEXT."+stream+".>",
+			"$JS.FC."+stream+".>",
+		)
+	}
+	read = append(read, "$JS.API.INFO")
+	publish := read
+	if role == RoleAgent {
+		publish = append(publish,
+			p+".tab.*.plan", p+".tab.*.cancel", p+".tab.*.stage",
+			p+".browser.>", // launch, close, newtab, closetab, connect
+			p+".session.>", // start, stop
+		)
+	}
+	return Permissions{
+		Publish: SubjectPermission{Allow: publish},
+		Subscribe: SubjectPermission{Allow: []string{
+			s.AllFrames(),
+			p + ".tab.*.event.>",
+			InboxPrefix(user) + ".>",
+		}},
+	}, nil
+}
+
+// PermissionDenied is the error of a message the server refused: "publish"
+// or "subscribe", the subject, and the role of the user who tried.
+func PermissionDenied(role, verb, subject string) *Error {
+	who := role
+	if who == "" {
+		who = "this user"
+	}
+	return Errorf(CodePermissionDenied, "permission denied: %s may not %s to %s", who, verb, subject)
+}
+
+// User management operations (admin only), the last token of AdminUsers.
+const (
+	UsersAdd    = "add"    // UserRequest in (Name, Role, PasswordHash); UsersReply out
+	UsersRemove = "remove" // UserRequest in (Name); UsersReply out
+	UsersList   = "list"   // nothing in; UsersReply out
+)
+
+// AdminUsers is where a node takes user management requests: only admin
+// may publish there.
+func (s Subjects) AdminUsers(op string) string { return s.p() + ".admin.users." + op }
+
+// UserRequest adds or removes a user of the bus. The password travels
+// only as its bcrypt hash: the node never sees it.
+type UserRequest struct {
+	Name         string `json:"name"`
+	Role         string `json:"role,omitempty"`
+	PasswordHash string `json:"passwordHash,omitempty"`
+}
+
+// UserInfo is a user as listed: never its password or hash.
+type UserInfo struct {
+	Name string `json:"name"`
+	Role string `json:"role"`
+}
+
+// UsersReply answers a user management request with the users after it.
+type UsersReply struct {
+	OK    bool       `json:"ok"`
+	Users []UserInfo `json:"users"`
+}
+
+// permissionViolation matches the NATS server's error for a refused
+// message: Permissions Violation for Publish to "X" (using Reply "Y"), or
+// for Subscription to "X".
+var permissionViolation = regexp.MustCompile(`(?i)permissions violation for (publish|subscription) to "([^"]+)"`)
+
+// ParsePermissionViolation reads a NATS permissions violation error (the
+// server's -ERR, as a client library reports it): what was refused,
+// "publish" or "subscribe", and the subject.
+func ParsePermissionViolation(msg string) (verb, subject string, ok bool) {
+	m := permissionViolation.FindStringSubmatch(msg)
+	if m == nil {
+		return "", "", false
+	}
+	verb = "publish"
+	if strings.EqualFold(m[1], "subscription") {
+		verb = "subscribe"
+	}
+	return verb, m[2], true
+}

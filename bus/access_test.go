@@ -1,0 +1,417 @@
+package bus_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"golang.org/x/crypto/bcrypt"
+
+	"github.com/framebus/framebus/bus"
+	"github.com/framebus/framebus/protocol"
+)
+
+const testPassword = "correct horse"
+
+// testHash is testPassword's bcrypt hash, at bcrypt's cheapest cost.
+var testHash = func() string {
+	h, err := bcrypt.GenerateFromPassword([]byte(testPassword), bcrypt.MinCost)
+	if err != nil {
+		panic(err)
+	}
+	return string(h)
+}()
+
+// userConn is a user's TCP (or WebSocket) connection that collects the
+// subjects the server refused it.
+type userConn struct {
+	nc     *nats.Conn
+	denied chan string // "publish X" or "subscribe X"
+}
+
+func dialAs(t *testing.T, url, user, password string) (*userConn, error) {
+	t.Helper()
+	uc := &userConn{denied: make(chan string, 100)}
+	nc, err := nats.Connect(url, nats.UserInfo(user, password), nats.CustomInboxPrefix(protocol.InboxPrefix(user)),
+		nats.NoReconnect(), nats.PermissionErrOnSubscribe(true),
+		nats.ErrorHandler(func(_ *nats.Conn, _ *nats.Subscription, err error) {
+			if verb, subject, ok := protocol.ParsePermissionViolation(err.Error()); ok {
+				uc.denied <- verb + " " + subject
+			}
+		}))
+	if err != nil {
+		return nil, err
+	}
+	t.Cleanup(nc.Close)
+	uc.nc = nc
+	return uc, nil
+}
+
+func mustDialAs(t *testing.T, url, user string) *userConn {
+	t.Helper()
+	uc, err := dialAs(t, url, user, testPassword)
+	if err != nil {
+		t.Fatalf("connect as %s: %v", user, err)
+	}
+	return uc
+}
+
+// expectDenied waits for the server's refusal of verb on subject.
+func (uc *userConn) expectDenied(t *testing.T, verb, subject string) {
+	t.Helper()
+	want := verb + " " + subject
+	deadline := time.After(5 * time.Second)
+	for {
+		select {
+		case got := <-uc.denied:
+			if got == want {
+				return
+			}
+		case <-deadline:
+			t.Errorf("no permissions violation for %s", want)
+			return
+		}
+	}
+}
+
+// The TCP and WebSocket listeners let no one in without a user's
+// password; the node's in-process connections need none.
+func TestAuthenticationRequired(t *testing.T) {
+	b := startBus(t, bus.Options{WebSocket: "127.0.0.1:0", Users: []bus.User{{Name: "agent", PasswordHash: testHash, Role: protocol.RoleAgent}}})
+	if !strings.HasPrefix(b.WebSocketURL(), "ws://127.0.0.1:") || strings.HasSuffix(b.WebSocketURL(), ":0") || strings.HasSuffix(b.WebSocketURL(), ":-1") {
+		t.Fatalf("WebSocketURL() = %q, want ws://127.0.0.1:PORT", b.WebSocketURL())
+	}
+	for _, url := range []string{b.ClientURL(), b.WebSocketURL()} {
+		for _, tc := range []struct{ name, user, password string }{
+			{"no user", "", ""},
+			{"wrong password", "agent", "wrong"},
+			{"unknown user", "mallory", testPassword},
+			{"the hash as password", "agent", testHash},
+		} {
+			t.Run(url+"/"+tc.name, func(t *testing.T) {
+				opts := []nats.Option{nats.NoReconnect(), nats.Timeout(5 * time.Second)}
+				if tc.user != "" {
+					opts = append(opts, nats.UserInfo(tc.user, tc.password))
+				}
+				nc, err := nats.Connect(url, opts...)
+				if err == nil {
+					nc.Close()
+					t.Fatal("connected")
+				}
+				if !errors.Is(err, nats.ErrAuthorization) {
+					t.Fatalf("err = %v, want an authorization violation", err)
+				}
+			})
+		}
+		uc := mustDialAs(t, url, "agent")
+		if err := uc.nc.FlushTimeout(wait); err != nil {
+			t.Fatalf("%s as agent: %v", url, err)
+		}
+	}
+	echo(t, connect(t, b, "node"), "test.inproc")
+	request(t, connect(t, b, "client"), "test.inproc", "in-process needs no password")
+}
+
+// The request subjects of a node, and who may send to each.
+var roleRequests = []struct {
+	subject string
+	agent   bool // the agent may send it
+	observe bool // the observer may send it
+}{
+	{"fb.tabs", true, true},
+	{"fb.browser.status", true, true},
+	{"fb.browser.default.status", true, true},
+	{"fb.browser.default.pages", true, true},
+	{"fb.tab.T1.content", true, true},
+	{"fb.session.list", true, true},
+	{"fb.tab.T1.plan", true, false},
+	{"fb.tab.T1.cancel", true, false},
+	{"fb.tab.T1.stage", true, false},
+	{"fb.browser.default.launch", true, false},
+	{"fb.browser.default.close", true, false},
+	{"fb.browser.default.newtab", true, false},
+	{"fb.browser.default.closetab", true, false},
+	{"fb.browser.work.connect", true, false},
+	{"fb.session.start", true, false},
+	{"fb.session.s1.stop", true, false},
+	{"fb.admin.users.add", false, false},
+	{"fb.admin.users.list", false, false},
+}
+
+// Each role sends what it may and nothing else: a refused request fails
+// at once with the server's permissions violation, and the node never
+// sees it. Nobody but the node publishes frames or events, answers a
+// request subject, or reads another's inbox.
+func TestRolePermissions(t *testing.T) {
+	b := startBus(t, bus.Options{Prefix: "fb", Users: []bus.User{
+		{Name: "agent", PasswordHash: testHash, Role: protocol.RoleAgent},
+		{Name: "watcher", PasswordHash: testHash, Role: protocol.RoleObserver},
+	}})
+	node := connect(t, b, "node")
+	var mu sync.Mutex
+	got := map[string]int{} // "user subject" -> messages the node received
+	record := func(m *nats.Msg) {
+		from := "?"
+		if user, ok := strings.CutPrefix(m.Reply, "_INBOX_"); ok {
+			from, _, _ = strings.Cut(user, ".")
+		} else if s, ok := strings.CutPrefix(string(m.Data), "from "); ok {
+			from = s
+		}
+		if string(m.Data) != "last" {
+			mu.Lock()
+			got[from+" "+m.Subject]++
+			mu.Unlock()
+		}
+		if m.Reply != "" {
+			m.Respond([]byte("ok"))
+		}
+	}
+	for _, s := range []string{"fb.>", "$SYS.>"} {
+		if _, err := node.Subscribe(s, record); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := node.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	count := func(user, subject string) int {
+		mu.Lock()
+		defer mu.Unlock()
+		return got[user+" "+subject]
+	}
+
+	agent := mustDialAs(t, b.ClientURL(), "agent")
+	observer := mustDialAs(t, b.ClientURL(), "watcher")
+	for _, user := range []struct {
+		name  string
+		uc    *userConn
+		agent bool
+	}{{"agent", agent, true}, {"watcher", observer, false}} {
+		for _, rq := range roleRequests {
+			if rq.observe || (user.agent && rq.agent) {
+				msg, err := user.uc.nc.Request(rq.subject, []byte("from "+user.name), wait)
+				if err != nil || string(msg.Data) != "ok" {
+					t.Errorf("%s may send %s, but: %v", user.name, rq.subject, err)
+				}
+				continue
+			}
+			// A refused request would wait for its timeout in nats.go;
+			// the server's error is what tells.
+			inbox := user.uc.nc.NewRespInbox()
+			if err := user.uc.nc.PublishRequest(rq.subject, inbox, []byte("from "+user.name)); err != nil {
+				t.Fatal(err)
+			}
+			user.uc.expectDenied(t, "publish", rq.subject)
+		}
+		// Forged frames and events, a server request, and a reply in a
+		// tab's name to someone else's inbox.
+		for _, s := range []string{"fb.tab.T1.frame", "fb.tab.T1.event.dialog", "$SYS.REQ.SERVER.PING", "_INBOX_agent.x"} {
+			if err := user.uc.nc.Publish(s, []byte("from "+user.name)); err != nil {
+				t.Fatal(err)
+			}
+			if s != "_INBOX_agent.x" || user.name != "agent" {
+				user.uc.expectDenied(t, "publish", s)
+			}
+		}
+	}
+	// What got through: exactly what was allowed. The node's handler
+	// takes each user's messages in order, so after a last answer it has
+	// seen all.
+	for _, uc := range []*userConn{agent, observer} {
+		if _, err := uc.nc.Request("fb.tabs", []byte("last"), wait); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, rq := range roleRequests {
+		if n := count("watcher", rq.subject); n != map[bool]int{true: 1}[rq.observe] {
+			t.Errorf("the node got %d observer requests on %s", n, rq.subject)
+		}
+		if n := count("agent", rq.subject); n != map[bool]int{true: 1}[rq.agent] {
+			t.Errorf("the node got %d agent requests on %s", n, rq.subject)
+		}
+	}
+	for _, user := range []string{"agent", "watcher"} {
+		for _, s := range []string{"fb.tab.T1.frame", "fb.tab.T1.event.dialog", "$SYS.REQ.SERVER.PING"} {
+			if n := count(user, s); n != 0 {
+				t.Errorf("%s published %d messages on %s", user, n, s)
+			}
+		}
+	}
+
+	// Subscriptions: frames and events yes; request subjects, other
+	// inboxes and everything no.
+	for _, uc := range []*userConn{agent, observer} {
+		for _, s := range []string{"fb.tab.*.frame", "fb.tab.T1.event.>"} {
+			if _, err := uc.nc.SubscribeSync(s); err != nil {
+				t.Errorf("subscribe %s: %v", s, err)
+			}
+		}
+	}
+	var spies []*nats.Subscription
+	for _, s := range []string{"fb.tab.T1.plan", "fb.tab.*.plan", "fb.>", ">", "_INBOX.>", "_INBOX_agent.>", "fb.session.start"} {
+		sub, err := observer.nc.SubscribeSync(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		observer.expectDenied(t, "subscribe", s)
+		spies = append(spies, sub)
+	}
+	if _, err := agent.nc.Request("fb.tab.T1.plan", []byte("from agent"), wait); err != nil {
+		t.Fatalf("agent plan: %v", err)
+	}
+	for _, sub := range spies {
+		if msg, err := sub.NextMsg(10 * time.Millisecond); err == nil {
+			t.Errorf("the observer's subscription %s received %s", sub.Subject, msg.Subject)
+		}
+	}
+}
+
+// JetStream: users read the frame history and the content bucket; only
+// admin (and the node) change streams.
+func TestRoleJetStream(t *testing.T) {
+	b := startBus(t, bus.Options{Prefix: "fb", JetStream: &bus.JetStreamOptions{}, Users: []bus.User{
+		{Name: "agent", PasswordHash: testHash, Role: protocol.RoleAgent},
+		{Name: "watcher", PasswordHash: testHash, Role: protocol.RoleObserver},
+	}})
+	subj := protocol.Subjects{Prefix: "fb"}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	node, err := jetstream.New(connect(t, b, "node"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	stream, err := node.CreateStream(ctx, jetstream.StreamConfig{Name: subj.FrameStream(), Subjects: []string{subj.AllFrames()}, AllowDirect: true, Storage: jetstream.MemoryStorage})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for seq := 1; seq <= 3; seq++ {
+		if _, err := node.Publish(ctx, subj.TabFrames("T1"), fmt.Appendf(nil, `{"sequence":%d}`, seq)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	bucket, err := node.CreateObjectStore(ctx, jetstream.ObjectStoreConfig{Bucket: subj.ContentBucket(), Storage: jetstream.MemoryStorage})
+	if err != nil {
+		t.Fatal(err)
+	}
+	content := strings.Repeat("page ", 100_000) // several chunks
+	if _, err := bucket.PutString(ctx, protocol.ContentObject("T1", 2), content); err != nil {
+		t.Fatal(err)
+	}
+
+	for _, user := range []string{"agent", "watcher"} {
+		uc := mustDialAs(t, b.ClientURL(), user)
+		js, err := jetstream.New(uc.nc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// Reading: the current frame, the history in order, big content.
+		s, err := js.Stream(ctx, subj.FrameStream())
+		if err != nil {
+			t.Fatalf("%s: stream info: %v", user, err)
+		}
+		last, err := s.GetLastMsgForSubject(ctx, subj.TabFrames("T1"))
+		if err != nil || string(last.Data) != `{"sequence":3}` {
+			t.Fatalf("%s: current frame: %v %v", user, last, err)
+		}
+		cons, err := s.OrderedConsumer(ctx, jetstream.OrderedConsumerConfig{FilterSubjects: []string{subj.TabFrames("T1")}})
+		if err != nil {
+			t.Fatalf("%s: ordered consumer: %v", user, err)
+		}
+		batch, err := cons.Fetch(3, jetstream.FetchMaxWait(wait))
+		if err != nil {
+			t.Fatalf("%s: fetch: %v", user, err)
+		}
+		n := 0
+		for range batch.Messages() {
+			n++
+		}
+		if n != 3 {
+			t.Errorf("%s: replayed %d frames, want 3 (%v)", user, n, batch.Error())
+		}
+		os, err := js.ObjectStore(ctx, subj.ContentBucket())
+		if err != nil {
+			t.Fatalf("%s: content bucket: %v", user, err)
+		}
+		if got, err := os.GetString(ctx, protocol.ContentObject("T1", 2)); err != nil || got != content {
+			t.Errorf("%s: content: %d bytes, %v", user, len(got), err)
+		}
+
+		// Changing: refused, and nothing changed. (The jetstream package
+		// waits for its context on a refused request; bus/client fails it
+		// at once on the server's error.)
+		for _, try := range []struct {
+			subject string
+			do      func(short context.Context) error
+		}{
+			{"$JS.API.STREAM.DELETE." + subj.FrameStream(), func(short context.Context) error { return js.DeleteStream(short, subj.FrameStream()) }},
+			{"$JS.API.STREAM.PURGE." + subj.FrameStream(), func(short context.Context) error { return s.Purge(short) }},
+			{"$JS.API.STREAM.CREATE.EVIL", func(short context.Context) error {
+				_, err := js.CreateStream(short, jetstream.StreamConfig{Name: "EVIL", Subjects: []string{"fb.tab.*.plan"}})
+				return err
+			}},
+			{"$JS.API.STREAM.MSG.DELETE." + subj.FrameStream(), func(short context.Context) error { return s.DeleteMsg(short, 1) }},
+			{"$O." + subj.ContentBucket() + ".M.VDEvMg==", func(short context.Context) error { return os.Delete(short, protocol.ContentObject("T1", 2)) }},
+		} {
+			short, cancelShort := context.WithTimeout(ctx, time.Second)
+			if err := try.do(short); err == nil {
+				t.Errorf("%s: %s succeeded", user, try.subject)
+			}
+			cancelShort()
+			uc.expectDenied(t, "publish", try.subject)
+		}
+	}
+	info, err := stream.Info(ctx)
+	if err != nil || info.State.Msgs != 3 {
+		t.Fatalf("frame stream after the attempts: %+v, %v", info, err)
+	}
+	if got, err := bucket.GetString(ctx, protocol.ContentObject("T1", 2)); err != nil || got != content {
+		t.Fatalf("content after the attempts: %d bytes, %v", len(got), err)
+	}
+}
+
+// Users added to a running bus log in at once; a removed one is cut off.
+func TestAddRemoveUser(t *testing.T) {
+	b := startBus(t, bus.Options{Prefix: "fb", WebSocket: "127.0.0.1:0"})
+	if _, err := dialAs(t, b.ClientURL(), "late", testPassword); !errors.Is(err, nats.ErrAuthorization) {
+		t.Fatalf("before AddUser: %v, want an authorization violation", err)
+	}
+	if err := b.AddUser(bus.User{Name: "late", PasswordHash: testHash, Role: protocol.RoleObserver}); err != nil {
+		t.Fatal(err)
+	}
+	tcp := mustDialAs(t, b.ClientURL(), "late")
+	ws := mustDialAs(t, b.WebSocketURL(), "late")
+	if err := b.AddUser(bus.User{Name: "late", PasswordHash: testHash, Role: protocol.RoleAdmin}); err == nil {
+		t.Fatal("adding a user twice succeeded")
+	}
+	if got := b.Users(); len(got) != 1 || got[0].Role != protocol.RoleObserver {
+		t.Fatalf("Users() = %+v", got)
+	}
+	// Its permissions are the observer's.
+	if err := tcp.nc.Publish("fb.tab.T1.plan", nil); err != nil {
+		t.Fatal(err)
+	}
+	tcp.expectDenied(t, "publish", "fb.tab.T1.plan")
+
+	if err := b.RemoveUser("late"); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for !tcp.nc.IsClosed() || !ws.nc.IsClosed() {
+		if time.Now().After(deadline) {
+			t.Fatal("the removed user's connections are still open")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if _, err := dialAs(t, b.ClientURL(), "late", testPassword); !errors.Is(err, nats.ErrAuthorization) {
+		t.Fatalf("after RemoveUser: %v, want an authorization violation", err)
+	}
+	if err := b.RemoveUser("late"); err == nil {
+		t.Fatal("removing a missing user succeeded")
+	}
+}

@@ -1,0 +1,54 @@
+// Package bustest connects tests to an embedded bus over TCP the way
+// another process does: as a user with a role, logged in.
+package bustest
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"testing"
+
+	"github.com/nats-io/nats.go"
+	"golang.org/x/crypto/bcrypt"
+
+	"github.com/framebus/framebus/bus"
+	"github.com/framebus/framebus/protocol"
+)
+
+// AddUser adds a fresh user of role to b and returns its credentials.
+// The hash is bcrypt's cheapest, which the server accepts as well.
+func AddUser(t testing.TB, b *bus.Bus, role string) protocol.Credentials {
+	t.Helper()
+	var r [8]byte
+	_, _ = rand.Read(r[:])
+	name := role + "-" + hex.EncodeToString(r[:4])
+	password := hex.EncodeToString(r[:])
+	hash, err := bcrypt.GenerateFromPassword([]byte(password), bcrypt.MinCost)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := b.AddUser(bus.User{Name: name, PasswordHash: string(hash), Role: role}); err != nil {
+		t.Fatalf("add %s user: %v", role, err)
+	}
+	return protocol.Credentials{
+		URL: b.ClientURL(), WebSocket: b.WebSocketURL(), User: name, Password: password,
+		Role: role, InboxPrefix: protocol.InboxPrefix(name),
+	}
+}
+
+// Options are the nats options that log in with creds.
+func Options(creds protocol.Credentials) []nats.Option {
+	return []nats.Option{nats.UserInfo(creds.User, creds.Password), nats.CustomInboxPrefix(creds.InboxPrefix)}
+}
+
+// Connect adds a user of role to b and connects to b's TCP listener as
+// that user; the connection closes when the test ends.
+func Connect(t testing.TB, b *bus.Bus, role string, opts ...nats.Option) *nats.Conn {
+	t.Helper()
+	creds := AddUser(t, b, role)
+	nc, err := nats.Connect(creds.URL, append(Options(creds), opts...)...)
+	if err != nil {
+		t.Fatalf("connect as %s: %v", creds.User, err)
+	}
+	t.Cleanup(nc.Close)
+	return nc
+}
