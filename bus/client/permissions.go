@@ -87,37 +87,23 @@ func (c *Client) asyncError(_ *nats.Conn, _ *nats.Subscription, err error) {
 		return
 	}
 	if m := publishViolation.FindStringSubmatch(err.Error()); m != nil {
-		c.perms.refused(false, m[1], c.denied("publish to", m[1], err))
+		c.perms.refused(false, m[1], c.denied("publish", m[1], err))
 	}
 	if m := subscribeViolation.FindStringSubmatch(err.Error()); m != nil {
-		c.perms.refused(true, m[1], c.denied("subscribe to", m[1], err))
+		c.perms.refused(true, m[1], c.denied("subscribe", m[1], err))
 	}
 }
 
-// denied is the permission_denied error for what the server refused:
-// "permission denied: user obs is an observer; an observer may not
-// publish to framebus.tab.t1.plan".
-func (c *Client) denied(what, subject string, cause error) *protocol.Error {
-	who := "this connection"
-	switch {
-	case c.creds.User != "" && c.creds.Role != "":
-		who = fmt.Sprintf("user %s is %s %s; %s %s", c.creds.User, article(c.creds.Role), c.creds.Role, article(c.creds.Role), c.creds.Role)
-	case c.creds.User != "":
-		who = "user " + c.creds.User
+// denied is the permission_denied error for what the server refused,
+// as protocol words it: "permission denied: observer may not publish to
+// framebus.tab.t1.plan".
+func (c *Client) denied(verb, subject string, cause error) *protocol.Error {
+	err := protocol.PermissionDenied(c.creds.Role, verb, subject)
+	if verb == "subscribe" && c.isInbox(subject) {
+		err.Message += fmt.Sprintf(" (replies must come to the user's own inbox prefix, %s)", inboxFor(c.creds.User))
 	}
-	msg := fmt.Sprintf("permission denied: %s may not %s %s", who, what, subject)
-	if what == "subscribe to" && strings.HasPrefix(subject, "_INBOX") {
-		msg += fmt.Sprintf(" (replies must come to the user's own inbox prefix, %s)", inboxFor(c.creds.User))
-	}
-	return &protocol.Error{Code: protocol.CodePermissionDenied, Message: msg, Err: cause}
-}
-
-// article is "an" before a vowel, else "a".
-func article(word string) string {
-	if word != "" && strings.ContainsRune("aeiou", rune(word[0])) {
-		return "an"
-	}
-	return "a"
+	err.Err = cause
+	return err
 }
 
 // subjectIs matches a refused publish to subject, and a refused

@@ -50,7 +50,7 @@ func TestPermissionDenied(t *testing.T) {
 	if codeOf(err) != protocol.CodePermissionDenied || ctx.Err() != nil {
 		t.Fatalf("an observer's plan: %v (context: %v), want permission_denied before the deadline", err, ctx.Err())
 	}
-	if want := "an observer may not publish to framebus.tab.t1.plan"; !strings.Contains(err.Error(), want) {
+	if want := "permission denied: observer may not publish to framebus.tab.t1.plan"; !strings.Contains(err.Error(), want) {
 		t.Errorf("message %q does not say %q", err, want)
 	}
 	for name, call := range map[string]func() error{
