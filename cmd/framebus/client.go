@@ -34,6 +34,9 @@ const (
 const noNodeMessage = "no framebus node running. Start one with: framebus serve"
 
 func errNoNode(cause error) error {
+	if protocol.CodeOf(cause) == protocol.CodePermissionDenied {
+		return cause // refused, not missing
+	}
 	return &protocol.Error{Code: protocol.CodeUnavailable, Message: noNodeMessage, Err: cause}
 }
 
@@ -57,6 +60,7 @@ type clientFlags struct {
 	bus    string
 	prefix string
 	tab    string
+	creds  string
 }
 
 func (f *clientFlags) declare(fs *pflag.FlagSet, withTab bool) {
@@ -65,12 +69,16 @@ func (f *clientFlags) declare(fs *pflag.FlagSet, withTab bool) {
 	}
 	fs.StringVar(&f.bus, "bus", "", "NATS `URL` of the bus (default: $"+envURL+", else the state file of framebus serve)")
 	fs.StringVar(&f.prefix, "prefix", "", "subject `prefix` (default: the one in the state file, else "+protocol.DefaultPrefix+")")
+	fs.StringVar(&f.creds, "creds", "", "credentials `file` to log in with (default: $"+envCreds+", else "+agentCredsFile+" beside the state file)")
 }
 
 // client is a connection to the bus of a running node.
 type client struct {
 	nc   *nats.Conn
 	subj protocol.Subjects
+	// creds are what it logged in with (zero for none).
+	creds  protocol.Credentials
+	denied *denials
 	// active is the tab chosen with tab select (from the state file).
 	active string
 }
@@ -81,14 +89,26 @@ func (c *cli) connect(f clientFlags) (*client, error) {
 	return c.dial(f, nats.NoReconnect())
 }
 
-// dial finds the bus and connects to it with extra nats options.
+// dial finds the bus and its credentials and connects with extra nats
+// options. The bus is --bus, else $FRAMEBUS_URL, else the credentials'
+// URL when a credentials file was named, else the state file's.
 func (c *cli) dial(f clientFlags, opts ...nats.Option) (*client, error) {
 	if f.tab != "" && !protocol.ValidTabID(f.tab) {
 		return nil, usagef("--tab: %q is not a tab id (letters, digits, '-' and '_')", f.tab)
 	}
+	creds, haveCreds, err := c.credentials(f.creds)
+	if err != nil {
+		return nil, err
+	}
 	url, prefix, active := f.bus, f.prefix, ""
 	if url == "" {
 		url = c.getenv(envURL)
+	}
+	if url == "" && haveCreds && (f.creds != "" || c.getenv(envCreds) != "") {
+		url = creds.URL
+		if prefix == "" {
+			prefix = creds.Prefix
+		}
 	}
 	if url == "" {
 		path, err := c.statePath()
@@ -108,15 +128,31 @@ func (c *cli) dial(f clientFlags, opts ...nats.Option) (*client, error) {
 	if err != nil {
 		return nil, usagef("--prefix: %v", err)
 	}
-	all := append([]nats.Option{
+	denied := &denials{role: creds.Role}
+	all := []nats.Option{
 		nats.Name("framebus-cli"),
 		nats.Timeout(connectTimeout),
-	}, opts...)
-	nc, err := nats.Connect(url, all...)
+		nats.ErrorHandler(func(_ *nats.Conn, _ *nats.Subscription, err error) { denied.refused(err) }),
+	}
+	if haveCreds {
+		all = append(all, credsOptions(creds, url)...)
+	}
+	nc, err := nats.Connect(url, append(all, opts...)...)
+	if errors.Is(err, nats.ErrAuthorization) {
+		return nil, protocol.Errorf(protocol.CodePermissionDenied, "the bus at %s refused to log in %s: %v (give a credentials file with --creds or $%s)", url, describeUser(creds, haveCreds), err, envCreds)
+	}
 	if err != nil {
 		return nil, errNoNode(err)
 	}
-	return &client{nc: nc, subj: subj, active: active}, nil
+	return &client{nc: nc, subj: subj, active: active, creds: creds, denied: denied}, nil
+}
+
+// describeUser names who tried to log in, for errors.
+func describeUser(creds protocol.Credentials, have bool) string {
+	if !have {
+		return "without credentials"
+	}
+	return fmt.Sprintf("user %q (role %s)", creds.User, creds.Role)
 }
 
 func (cl *client) close() { cl.nc.Close() }
@@ -125,7 +161,7 @@ func (cl *client) close() { cl.nc.Close() }
 func (cl *client) tabs(ctx context.Context) (protocol.TabList, error) {
 	ctx, cancel := context.WithTimeout(ctx, tabsTimeout)
 	defer cancel()
-	msg, err := cl.nc.RequestWithContext(ctx, cl.subj.Tabs(), nil)
+	msg, err := cl.request(ctx, cl.subj.Tabs(), nil)
 	switch {
 	case err != nil && interrupted(ctx):
 		return protocol.TabList{}, errInterrupted("the node to list its tabs", "nothing was sent to a tab")
@@ -185,7 +221,7 @@ func (cl *client) selectedTab(ctx context.Context, listed []protocol.TabInfo) (s
 func (cl *client) tabGone(ctx context.Context, tab string) (protocol.Code, string) {
 	ctx, cancel := context.WithTimeout(ctx, time.Second)
 	defer cancel()
-	msg, err := cl.nc.RequestWithContext(ctx, cl.subj.TabPlan(tab), nil)
+	msg, err := cl.request(ctx, cl.subj.TabPlan(tab), nil)
 	switch {
 	case errors.Is(err, nats.ErrNoResponders):
 		return protocol.CodeTabNotFound, "it was closed, or its browser or session was"
@@ -220,7 +256,7 @@ func (cl *client) tabNotFound(ctx context.Context, tab string) error {
 func (cl *client) checkTab(ctx context.Context, tab string) error {
 	ctx, cancel := context.WithTimeout(ctx, time.Second)
 	defer cancel()
-	_, err := cl.nc.RequestWithContext(ctx, cl.subj.TabPlan(tab), nil)
+	_, err := cl.request(ctx, cl.subj.TabPlan(tab), nil)
 	if errors.Is(err, nats.ErrNoResponders) {
 		return cl.tabNotFound(ctx, tab)
 	}
@@ -253,7 +289,7 @@ func (cl *client) sendPlan(ctx context.Context, tab string, data []byte, plan pr
 	wait := planWait(plan)
 	rctx, cancel := context.WithTimeout(ctx, wait)
 	defer cancel()
-	msg, err := cl.nc.RequestWithContext(rctx, cl.subj.TabPlan(tab), data)
+	msg, err := cl.request(rctx, cl.subj.TabPlan(tab), data)
 	switch {
 	case errors.Is(err, nats.ErrNoResponders):
 		return protocol.PlanResult{}, nil, cl.tabNotFound(ctx, tab)
@@ -295,7 +331,7 @@ func (cl *client) cancelPlan(tab, id string) error {
 	ctx, cancel := context.WithTimeout(context.Background(), cancelTimeout)
 	defer cancel()
 	data, _ := json.Marshal(protocol.CancelRequest{PlanID: id})
-	msg, err := cl.nc.RequestWithContext(ctx, cl.subj.TabCancel(tab), data)
+	msg, err := cl.request(ctx, cl.subj.TabCancel(tab), data)
 	var reply protocol.CancelReply
 	if err == nil {
 		err = json.Unmarshal(msg.Data, &reply)

@@ -144,7 +144,7 @@ func noNode(_ *client, err error) error { return errNoNode(err) }
 func (c *cli) request(cl *client, subject string, data []byte, noReply func(error) error, into ...any) error {
 	ctx, cancel := context.WithTimeout(c.ctx, lifecycleWait)
 	defer cancel()
-	msg, err := cl.nc.RequestWithContext(ctx, subject, data)
+	msg, err := cl.request(ctx, subject, data)
 	switch {
 	case err != nil && interrupted(ctx):
 		return errInterrupted("the node to answer "+subject, "the node may still carry the request out")
@@ -258,7 +258,7 @@ func (c *cli) findTab(target clientFlags, id string) (*protocol.TabInfo, []proto
 func (cl *client) noProfile(ctx context.Context, profile string, cause error) error {
 	ctx, cancel := context.WithTimeout(ctx, tabsTimeout)
 	defer cancel()
-	msg, err := cl.nc.RequestWithContext(ctx, cl.subj.BrowserStatus(), nil)
+	msg, err := cl.request(ctx, cl.subj.BrowserStatus(), nil)
 	if err != nil {
 		return errNoNode(cause)
 	}

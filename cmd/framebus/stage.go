@@ -115,7 +115,7 @@ func (cl *client) stage(ctx context.Context, tab, path string, req protocol.Stag
 	}
 	rctx, cancel := context.WithTimeout(ctx, stageRequestTimeout)
 	defer cancel()
-	msg, err := cl.nc.RequestWithContext(rctx, cl.subj.TabStage(tab), data)
+	msg, err := cl.request(rctx, cl.subj.TabStage(tab), data)
 	switch {
 	case errors.Is(err, nats.ErrNoResponders):
 		return protocol.StageReply{}, cl.tabNotFound(ctx, tab)
