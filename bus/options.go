@@ -106,6 +106,13 @@ type JetStreamOptions struct {
 	MaxMemory, MaxStore int64
 }
 
+// Validate reports what Start would refuse in o, without starting
+// anything: an error wrapping ErrInvalidOptions that names the field.
+func (o Options) Validate() error {
+	_, err := o.withDefaults()
+	return err
+}
+
 // withDefaults returns a copy of o with defaults filled in, or an error that
 // names the offending field.
 func (o Options) withDefaults() (Options, error) {

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	neturl "net/url"
 	"strings"
 	"time"
 
@@ -33,6 +34,9 @@ const (
 const noNodeMessage = "no framebus node running. Start one with: framebus serve"
 
 func errNoNode(cause error) error {
+	if protocol.CodeOf(cause) == protocol.CodePermissionDenied {
+		return cause // refused, not missing
+	}
 	return &protocol.Error{Code: protocol.CodeUnavailable, Message: noNodeMessage, Err: cause}
 }
 
@@ -56,6 +60,7 @@ type clientFlags struct {
 	bus    string
 	prefix string
 	tab    string
+	creds  string
 }
 
 func (f *clientFlags) declare(fs *pflag.FlagSet, withTab bool) {
@@ -64,6 +69,7 @@ func (f *clientFlags) declare(fs *pflag.FlagSet, withTab bool) {
 	}
 	fs.StringVar(&f.bus, "bus", "", "NATS `URL` of the bus (default: $"+envURL+", else the state file of framebus serve)")
 	fs.StringVar(&f.prefix, "prefix", "", "subject `prefix` (default: the one in the state file, else "+protocol.DefaultPrefix+")")
+	fs.StringVar(&f.creds, "creds", "", "credentials `file` to log in with (default: $"+envCreds+", else "+agentCredsFile+" beside the state file)")
 }
 
 // client is a connection to the bus of a running node, through
@@ -71,6 +77,8 @@ func (f *clientFlags) declare(fs *pflag.FlagSet, withTab bool) {
 type client struct {
 	bc   *busclient.Client
 	subj protocol.Subjects
+	// creds are what it logged in with (zero for none).
+	creds protocol.Credentials
 	// active is the tab chosen with tab select (from the state file).
 	active string
 }
@@ -87,9 +95,19 @@ func (c *cli) dial(f clientFlags, opts busclient.Options) (*client, error) {
 	if f.tab != "" && !protocol.ValidTabID(f.tab) {
 		return nil, usagef("--tab: %q is not a tab id (letters, digits, '-' and '_')", f.tab)
 	}
+	creds, haveCreds, err := c.credentials(f.creds)
+	if err != nil {
+		return nil, err
+	}
 	url, prefix, active := f.bus, f.prefix, ""
 	if url == "" {
 		url = c.getenv(envURL)
+	}
+	if url == "" && haveCreds && (f.creds != "" || c.getenv(envCreds) != "") {
+		url = creds.URL
+		if prefix == "" {
+			prefix = creds.Prefix
+		}
 	}
 	if url == "" {
 		path, err := c.statePath()
@@ -110,18 +128,28 @@ func (c *cli) dial(f clientFlags, opts busclient.Options) (*client, error) {
 		return nil, usagef("--prefix: %v", err)
 	}
 	opts.URL, opts.Prefix, opts.Name = url, subj.Prefix, "framebus-cli"
+	if haveCreds && !urlHasUser(url) {
+		opts.Credentials = &creds // a URL with its own user keeps it
+	}
 	if opts.ConnectTimeout == 0 {
 		opts.ConnectTimeout = connectTimeout
 	}
 	bc, err := busclient.Connect(c.ctx, opts)
 	switch {
 	case protocol.CodeOf(err) == protocol.CodePermissionDenied:
-		return nil, err
+		return nil, err // the bus refused the login: say so, not "no node"
 	case err != nil:
 		return nil, errNoNode(err)
 	}
-	return &client{bc: bc, subj: subj, active: active}, nil
+	return &client{bc: bc, subj: subj, creds: creds, active: active}, nil
 }
+
+// urlHasUser reports whether a bus URL carries its own user.
+func urlHasUser(raw string) bool {
+	u, err := neturl.Parse(raw)
+	return err == nil && u.User != nil
+}
+
 
 func (cl *client) close() { cl.bc.Close() }
 

@@ -21,6 +21,7 @@ import (
 
 	"github.com/framebus/framebus/actors"
 	"github.com/framebus/framebus/actors/files"
+	"github.com/framebus/framebus/bus"
 	"github.com/framebus/framebus/cdpdriver"
 	"github.com/framebus/framebus/frames"
 	"github.com/framebus/framebus/protocol"
@@ -104,6 +105,15 @@ type busConfig struct {
 	Listen string `yaml:"listen" json:"listen"` // the embedded server's listener
 	URL    string `yaml:"url" json:"url"`       // an existing server instead
 	Prefix string `yaml:"prefix" json:"prefix"`
+	// WebSocket is host:port of a NATS-over-WebSocket listener for
+	// browser-based clients, with the same users; "" for none.
+	WebSocket string `yaml:"websocket" json:"websocket,omitempty"`
+	// AllowRemote lets Listen and WebSocket be non-loopback addresses:
+	// every connection logs in, but there is no TLS.
+	AllowRemote bool `yaml:"allowRemote" json:"allowRemote,omitempty"`
+	// Users may log in besides the node's own agent and admin (and those
+	// creds add made, kept in users.json beside the state file).
+	Users []userConfig `yaml:"users" json:"users,omitempty"`
 }
 
 // historyConfig: the frame history, kept in JetStream (see
@@ -348,6 +358,10 @@ func (cfg *config) applyFlags(fs *pflag.FlagSet) {
 	str("listen", &cfg.Bus.Listen)
 	str("bus-url", &cfg.Bus.URL)
 	str("prefix", &cfg.Bus.Prefix)
+	str("websocket", &cfg.Bus.WebSocket)
+	if fs.Changed("allow-remote") {
+		cfg.Bus.AllowRemote, _ = fs.GetBool("allow-remote")
+	}
 	str("log-level", &cfg.LogLevel)
 	str("history", &cfg.History.Storage)
 	str("viewport", &cfg.Viewport)
@@ -381,8 +395,20 @@ func (cfg config) validate() error {
 		return usagef("bus.prefix (--prefix): %v", err)
 	}
 	if cfg.Bus.URL == "" {
-		if _, _, err := splitListen(cfg.Bus.Listen); err != nil {
+		if _, _, err := splitListen(cfg.Bus.Listen, cfg.Bus.AllowRemote); err != nil {
 			return err
+		}
+	}
+	if cfg.Bus.URL != "" && (cfg.Bus.WebSocket != "" || len(cfg.Bus.Users) > 0) {
+		return usagef("bus.websocket (--websocket) and bus.users are the embedded server's; an external bus (bus.url) has its own")
+	}
+	var users []bus.User
+	for _, u := range cfg.Bus.Users {
+		users = append(users, bus.User{Name: u.Name, PasswordHash: u.Password, Role: u.Role})
+	}
+	if cfg.Bus.URL == "" {
+		if err := (bus.Options{NoListen: true, Users: users, WebSocket: cfg.Bus.WebSocket, AllowRemote: cfg.Bus.AllowRemote, Prefix: cfg.Bus.Prefix}).Validate(); err != nil {
+			return usagef("bus (websocket, users, allowRemote): %v", err)
 		}
 	}
 	for _, server := range strings.Split(cfg.Bus.URL, ",") {

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -72,16 +73,36 @@ func (c *cli) serve(o serveOptions) error {
 		return err
 	}
 	busOpts := bus.Options{URL: cfg.Bus.URL}
-	if cfg.Bus.URL == "" {
-		host, port, err := splitListen(cfg.Bus.Listen)
-		if err != nil {
-			return err
-		}
-		busOpts.Host, busOpts.Port = host, port
-	}
 	path, err := c.statePath()
 	if err != nil {
 		return protocol.Errorf(protocol.CodeInternal, "%v", err)
+	}
+	// The embedded bus lets users in with a password only: the node's own
+	// agent and admin, written beside the state file, and the configured.
+	var local *localUsers
+	if cfg.Bus.URL == "" {
+		host, port, err := splitListen(cfg.Bus.Listen, cfg.Bus.AllowRemote)
+		if err != nil {
+			return err
+		}
+		busOpts.Host, busOpts.Port, busOpts.AllowRemote = host, port, cfg.Bus.AllowRemote
+		busOpts.WebSocket = cfg.Bus.WebSocket
+		dir := filepath.Dir(path)
+		if err := os.MkdirAll(dir, 0o700); err != nil {
+			return protocol.Errorf(protocol.CodeInternal, "state directory: %v", err)
+		}
+		if err := checkCredsDir(dir); err != nil {
+			log.Warn().Err(err).Msg("credentials directory")
+		}
+		configured, err := configuredUsers(cfg, dir)
+		if err != nil {
+			return err
+		}
+		var own []bus.User
+		if local, own, err = makeLocalUsers(dir); err != nil {
+			return protocol.Errorf(protocol.CodeInternal, "credentials: %v", err)
+		}
+		busOpts.Users = append(own, configured...)
 	}
 	if st, err := readState(path); err == nil && st.PID != os.Getpid() && processAlive(st.PID) {
 		log.Warn().Int("pid", st.PID).Str("state", path).
@@ -164,9 +185,16 @@ func (c *cli) serve(o serveOptions) error {
 		node.Close()
 		return startError(c.ctx, err)
 	}
-	st := nodeState{OK: true, Bus: node.Bus().ClientURL(), Prefix: node.Subjects().Prefix, PID: os.Getpid(), Tabs: node.Tabs()}
+	if local != nil {
+		if err := c.serveUsers(node, local, log); err != nil {
+			node.Close()
+			return err
+		}
+	}
+	st := nodeState{OK: true, Bus: node.Bus().ClientURL(), WebSocket: node.Bus().WebSocketURL(), Prefix: node.Subjects().Prefix, PID: os.Getpid(), Tabs: node.Tabs()}
 	if err := writeState(path, st); err != nil {
 		node.Close()
+		local.remove()
 		return protocol.Errorf(protocol.CodeInternal, "write state file %s: %v", path, err)
 	}
 	c.printJSON(st)
@@ -199,6 +227,7 @@ func (c *cli) serve(o serveOptions) error {
 	if err := removeState(path, os.Getpid()); err != nil {
 		log.Warn().Err(err).Msg("remove state file")
 	}
+	local.remove()
 	if closeErr != nil {
 		log.Error().Err(closeErr).Msg("shutdown")
 		return errors.Join(stopErr, protocol.Errorf(protocol.CodeInternal, "shutdown: %v", closeErr))
@@ -207,8 +236,35 @@ func (c *cli) serve(o serveOptions) error {
 	return stopErr
 }
 
-// splitListen parses --listen host:port; port 0 means a free port.
-func splitListen(listen string) (string, int, error) {
+// serveUsers writes the node's credentials files and answers the admin's
+// user requests (creds add, remove, list).
+func (c *cli) serveUsers(node *actors.Node, local *localUsers, log zerolog.Logger) error {
+	if err := local.write(node.Bus(), node.Subjects().Prefix); err != nil {
+		return protocol.Errorf(protocol.CodeInternal, "write credentials in %s: %v", local.dir, err)
+	}
+	keep := []string{}
+	for _, u := range node.Bus().Users() {
+		keep = append(keep, u.Name)
+	}
+	added, _ := readUsersFile(filepath.Join(local.dir, usersFile)) // read by configuredUsers already
+	keep = slices.DeleteFunc(keep, func(name string) bool {
+		return slices.ContainsFunc(added, func(u bus.User) bool { return u.Name == name })
+	})
+	nc, err := node.Bus().Connect("users")
+	if err == nil {
+		ua := &userAdmin{bus: node.Bus(), path: filepath.Join(local.dir, usersFile), keep: keep, log: log}
+		err = ua.serve(nc, node.Subjects())
+	}
+	if err != nil {
+		local.remove()
+		return protocol.Errorf(protocol.CodeInternal, "serve user requests: %v", err)
+	}
+	return nil
+}
+
+// splitListen parses --listen host:port; port 0 means a free port. The
+// host is loopback unless allowRemote (see bus.LoopbackOnly).
+func splitListen(listen string, allowRemote bool) (string, int, error) {
 	host, portText, err := net.SplitHostPort(listen)
 	if err != nil {
 		return "", 0, usagef("--listen %q: want host:port, e.g. 127.0.0.1:4222 or 127.0.0.1:0", listen)
@@ -217,7 +273,7 @@ func splitListen(listen string) (string, int, error) {
 	if err != nil || port < 0 || port > 65535 {
 		return "", 0, usagef("--listen %q: port must be 0-65535 (0 picks a free port)", listen)
 	}
-	if !bus.IsLoopback(host) {
+	if !allowRemote && !bus.IsLoopback(host) {
 		where := host
 		if where == "" || where == "0.0.0.0" || where == "::" || where == "[::]" {
 			where = "every interface"
@@ -315,7 +371,9 @@ func declareServeFlags(fs *pflag.FlagSet) *string {
 	fs.Var(&timeout, "timeout", "default deadline of an action that sets none, a duration or milliseconds (browser.timeout)")
 	fs.String("profile-dir", "", "`dir`ectory of persistent profiles; the browser uses <dir>/default (default: a temporary profile)")
 	fs.String("browser-user", "", "the `account` Chromium runs as when framebus runs as root, sandbox on (default "+cdpdriver.DefaultBrowserUser+", created when missing); root keeps it root without its sandbox")
-	fs.String("listen", d.Bus.Listen, "`host:port` of the embedded NATS server's listener, on loopback only (the bus has no authentication yet); port 0 picks a free port")
+	fs.String("listen", d.Bus.Listen, "`host:port` of the embedded NATS server's listener, loopback unless --allow-remote; port 0 picks a free port")
+	fs.String("websocket", "", "`host:port` of a NATS-over-WebSocket listener too (browser-based clients; same users), loopback unless --allow-remote; port 0 picks a free port")
+	boolVarP(fs, new(bool), "allow-remote", "", "let --listen and --websocket be addresses other machines reach: every client logs in, but without TLS")
 	fs.String("bus-url", "", "use the NATS server at this `URL` (nats://host:port) instead of embedding one")
 	fs.String("prefix", d.Bus.Prefix, "subject `prefix`")
 	fs.String("start-url", d.Browser.StartURL, "`URL` the first tab opens")

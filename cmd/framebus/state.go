@@ -13,11 +13,13 @@ import (
 // nodeState is what serve prints on its first line and keeps in the state
 // file while it runs, so client commands find the node.
 type nodeState struct {
-	OK     bool               `json:"ok"`
-	Bus    string             `json:"bus"`
-	Prefix string             `json:"prefix"`
-	PID    int                `json:"pid"`
-	Tabs   []protocol.TabInfo `json:"tabs"`
+	OK  bool   `json:"ok"`
+	Bus string `json:"bus"`
+	// WebSocket is the bus's WebSocket listener (ws://HOST:PORT), if any.
+	WebSocket string             `json:"websocket,omitempty"`
+	Prefix    string             `json:"prefix"`
+	PID       int                `json:"pid"`
+	Tabs      []protocol.TabInfo `json:"tabs"`
 	// Active is the tab client commands use without --tab (tab select).
 	Active string `json:"active,omitempty"`
 }

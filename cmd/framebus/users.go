@@ -1,0 +1,218 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"sync"
+
+	"github.com/nats-io/nats.go"
+	"github.com/rs/zerolog"
+
+	"github.com/framebus/framebus/bus"
+	"github.com/framebus/framebus/protocol"
+)
+
+// userConfig is a user of the bus in the configuration: its password only
+// as a bcrypt hash (make one with: framebus creds add, or htpasswd -bnBC 10
+// "" PASSWORD | tr -d ':\n').
+type userConfig struct {
+	Name     string `yaml:"name" json:"name"`
+	Password string `yaml:"password" json:"password"` // bcrypt hash
+	Role     string `yaml:"role" json:"role"`
+}
+
+// localUsers are the node's own credentials: an agent for client
+// commands and an admin for creds, fresh passwords every start.
+type localUsers struct {
+	dir          string
+	agent, admin protocol.Credentials
+}
+
+// makeLocalUsers makes the agent and admin users and their passwords.
+func makeLocalUsers(dir string) (*localUsers, []bus.User, error) {
+	lu := &localUsers{dir: dir}
+	var users []bus.User
+	for _, u := range []struct {
+		creds *protocol.Credentials
+		name  string
+		role  string
+	}{{&lu.agent, localAgentUser, protocol.RoleAgent}, {&lu.admin, localAdminUser, protocol.RoleAdmin}} {
+		password := newPassword()
+		hash, err := bus.HashPassword(password)
+		if err != nil {
+			return nil, nil, err
+		}
+		*u.creds = protocol.Credentials{User: u.name, Password: password, Role: u.role, InboxPrefix: protocol.InboxPrefix(u.name)}
+		users = append(users, bus.User{Name: u.name, PasswordHash: hash, Role: u.role})
+	}
+	return lu, users, nil
+}
+
+// write puts both credentials files beside the state file, 0600, once
+// the bus's URLs are known.
+func (lu *localUsers) write(b *bus.Bus, prefix string) error {
+	for _, f := range []struct {
+		creds *protocol.Credentials
+		name  string
+	}{{&lu.agent, agentCredsFile}, {&lu.admin, adminCredsFile}} {
+		f.creds.URL, f.creds.WebSocket, f.creds.Prefix = b.ClientURL(), b.WebSocketURL(), prefix
+		if err := writeCredentials(filepath.Join(lu.dir, f.name), *f.creds); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// remove removes the credentials files that are still this node's (a
+// node started since may have replaced them).
+func (lu *localUsers) remove() {
+	if lu == nil {
+		return // an external bus: none written
+	}
+	for _, f := range []struct {
+		creds protocol.Credentials
+		name  string
+	}{{lu.agent, agentCredsFile}, {lu.admin, adminCredsFile}} {
+		path := filepath.Join(lu.dir, f.name)
+		if have, err := readCredentials(path); err == nil && have.Password == f.creds.Password {
+			os.Remove(path)
+		}
+	}
+}
+
+// configuredUsers are the users of the configuration and of users.json,
+// checked: none may take a local user's name.
+func configuredUsers(cfg config, dir string) ([]bus.User, error) {
+	var users []bus.User
+	for _, u := range cfg.Bus.Users {
+		users = append(users, bus.User{Name: u.Name, PasswordHash: u.Password, Role: u.Role})
+	}
+	added, err := readUsersFile(filepath.Join(dir, usersFile))
+	if err != nil {
+		return nil, err
+	}
+	for _, u := range append(users, added...) {
+		if u.Name == localAgentUser || u.Name == localAdminUser {
+			return nil, usagef("bus.users: %q is the name of the node's own %s user; choose another", u.Name, u.Name)
+		}
+	}
+	return append(users, added...), nil
+}
+
+func readUsersFile(path string) ([]bus.User, error) {
+	data, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var users []bus.User
+	if err := json.Unmarshal(data, &users); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return users, nil
+}
+
+// userAdmin answers the admin's user requests on the bus: only admin may
+// publish to their subjects. Users it adds are kept in users.json.
+type userAdmin struct {
+	bus  *bus.Bus
+	path string   // users.json
+	keep []string // the users not in users.json (configured, local)
+	log  zerolog.Logger
+	mu   sync.Mutex
+}
+
+func (ua *userAdmin) serve(nc *nats.Conn, subj protocol.Subjects) error {
+	for op, h := range map[string]func(protocol.UserRequest) error{
+		protocol.UsersAdd:    ua.add,
+		protocol.UsersRemove: ua.remove,
+		protocol.UsersList:   func(protocol.UserRequest) error { return nil },
+	} {
+		if _, err := nc.Subscribe(subj.AdminUsers(op), func(m *nats.Msg) {
+			var req protocol.UserRequest
+			var err error
+			if op != protocol.UsersList {
+				err = json.Unmarshal(m.Data, &req)
+			}
+			if err != nil {
+				err = protocol.Errorf(protocol.CodeBadRequest, "users %s: %v", op, err)
+			} else {
+				err = h(req)
+			}
+			var reply any = ua.list()
+			if err != nil {
+				reply = errorReply{Error: err.Error(), Code: protocol.CodeOf(err)}
+			}
+			data, _ := json.Marshal(reply)
+			_ = m.Respond(data)
+		}); err != nil {
+			return err
+		}
+	}
+	return nc.Flush()
+}
+
+func (ua *userAdmin) add(req protocol.UserRequest) error {
+	if err := protocol.CheckUser(req.Name, req.Role); err != nil {
+		return err
+	}
+	ua.mu.Lock()
+	defer ua.mu.Unlock()
+	if slices.Contains(ua.keep, req.Name) || slices.ContainsFunc(ua.bus.Users(), func(u bus.User) bool { return u.Name == req.Name }) {
+		return protocol.Errorf(protocol.CodeBadRequest, "user %q exists; remove it first (creds remove %s) or choose another name", req.Name, req.Name)
+	}
+	if err := ua.bus.AddUser(bus.User{Name: req.Name, PasswordHash: req.PasswordHash, Role: req.Role}); err != nil {
+		return protocol.Errorf(protocol.CodeBadRequest, "%v", err)
+	}
+	if err := ua.save(); err != nil {
+		_ = ua.bus.RemoveUser(req.Name)
+		return protocol.Errorf(protocol.CodeInternal, "keep user %s: %v", req.Name, err)
+	}
+	ua.log.Info().Str("user", req.Name).Str("role", req.Role).Msg("user added")
+	return nil
+}
+
+func (ua *userAdmin) remove(req protocol.UserRequest) error {
+	ua.mu.Lock()
+	defer ua.mu.Unlock()
+	if slices.Contains(ua.keep, req.Name) {
+		return protocol.Errorf(protocol.CodeBadRequest, "user %q is the node's own or configured (bus.users), not one creds add made", req.Name)
+	}
+	if err := ua.bus.RemoveUser(req.Name); err != nil {
+		return protocol.Errorf(protocol.CodeBadRequest, "%v", err)
+	}
+	ua.log.Info().Str("user", req.Name).Msg("user removed")
+	if err := ua.save(); err != nil {
+		return protocol.Errorf(protocol.CodeInternal, "user %s is removed until the node stops, but %s still names it: %v", req.Name, ua.path, err)
+	}
+	return nil
+}
+
+// save writes users.json: the users creds add made, hashes only.
+func (ua *userAdmin) save() error {
+	added := []bus.User{}
+	for _, u := range ua.bus.Users() {
+		if !slices.Contains(ua.keep, u.Name) {
+			added = append(added, u)
+		}
+	}
+	data, _ := json.MarshalIndent(added, "", "  ")
+	return writePrivate(ua.path, append(data, '\n'))
+}
+
+// list is the reply to every request that succeeded: every user the bus
+// accepts now.
+func (ua *userAdmin) list() protocol.UsersReply {
+	reply := protocol.UsersReply{OK: true, Users: []protocol.UserInfo{}}
+	for _, u := range ua.bus.Users() {
+		reply.Users = append(reply.Users, protocol.UserInfo{Name: u.Name, Role: u.Role})
+	}
+	return reply
+}
