@@ -22,16 +22,7 @@ import (
 // store), connects to it and starts a history there.
 func historyBus(t *testing.T, opts HistoryOptions) (*nats.Conn, *History) {
 	t.Helper()
-	srv, err := server.NewServer(&server.Options{Host: "127.0.0.1", Port: -1, NoSigs: true, NoLog: true, MaxPayload: 64 << 10,
-		JetStream: true, StoreDir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv.Start()
-	t.Cleanup(func() { srv.Shutdown(); srv.WaitForShutdown() })
-	if !srv.ReadyForConnections(10 * time.Second) {
-		t.Fatal("server not ready")
-	}
+	srv := stockServer(t, &server.Options{MaxPayload: 64 << 10, JetStream: true, StoreDir: t.TempDir()})
 	nc, err := nats.Connect(srv.ClientURL())
 	if err != nil {
 		t.Fatal(err)
@@ -61,6 +52,23 @@ func follow(t *testing.T, nc *nats.Conn, subj protocol.Subjects, subject string)
 		t.Fatal(err)
 	}
 	return cons
+}
+
+// stockServer runs a nats-server of its own with opts on a loopback
+// port, as an external bus, until the test ends.
+func stockServer(t *testing.T, opts *server.Options) *server.Server {
+	t.Helper()
+	opts.Host, opts.Port, opts.NoSigs, opts.NoLog = "127.0.0.1", -1, true, true
+	srv, err := server.NewServer(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv.Start()
+	t.Cleanup(func() { srv.Shutdown(); srv.WaitForShutdown() })
+	if !srv.ReadyForConnections(10 * time.Second) {
+		t.Fatal("server not ready")
+	}
+	return srv
 }
 
 // replay reads n messages from an ordered consumer, in order.
@@ -324,15 +332,7 @@ func TestHistoryFileStorageSurvivesRestart(t *testing.T) {
 // A node on an external bus without JetStream runs without history (it
 // warns): plans run and frames flow live as ever.
 func TestHistoryNeedsJetStream(t *testing.T) {
-	srv, err := server.NewServer(&server.Options{Host: "127.0.0.1", Port: -1, NoSigs: true, NoLog: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv.Start()
-	t.Cleanup(func() { srv.Shutdown(); srv.WaitForShutdown() })
-	if !srv.ReadyForConnections(10 * time.Second) {
-		t.Fatal("server not ready")
-	}
+	srv := stockServer(t, &server.Options{})
 	node := startTestNode(t, NodeOptions{Bus: bus.Options{URL: srv.ClientURL()}})
 	if node.History() != nil {
 		t.Fatal("a history on a bus without JetStream")
