@@ -217,7 +217,7 @@ func TestServeSecondSignalStillCleansUp(t *testing.T) {
 }
 
 // checkLeftNothing checks a stopped node left no Chromium running with
-// profile, and removed the profile and its state file.
+// profile, and removed the profile, its state file and its credentials.
 func (n *node) checkLeftNothing(profile string) {
 	n.t.Helper()
 	waitFor(n.t, "every chromium process with the profile has exited", 10*time.Second, func() bool {
@@ -226,8 +226,10 @@ func (n *node) checkLeftNothing(profile string) {
 	if _, err := os.Stat(profile); !os.IsNotExist(err) {
 		n.t.Errorf("profile %s still exists: %v", profile, err)
 	}
-	if _, err := os.Stat(n.stateFile); !os.IsNotExist(err) {
-		n.t.Errorf("state file %s still exists: %v", n.stateFile, err)
+	for _, file := range []string{n.stateFile, n.credsFile(agentCredsFile), n.credsFile(adminCredsFile)} {
+		if _, err := os.Stat(file); !os.IsNotExist(err) {
+			n.t.Errorf("%s still exists: %v", file, err)
+		}
 	}
 }
 
