@@ -165,6 +165,7 @@ const (
 	envDevice      = "FRAMEBUS_DEVICE"
 	envBrowserUser = "FRAMEBUS_BROWSER_USER"
 	envFileRoots   = "FRAMEBUS_FILE_ROOTS"
+	envWebSocket   = "FRAMEBUS_WEBSOCKET"
 )
 
 // defaultConfigPath is read when it exists and no file is named.
@@ -232,7 +233,7 @@ func (cfg *config) applyEnv(getenv func(string) string) error {
 	for name, dst := range map[string]*string{
 		envProfileDir: &cfg.Browser.ProfileDir, envListen: &cfg.Bus.Listen, envBusURL: &cfg.Bus.URL,
 		envPrefix: &cfg.Bus.Prefix, envLogLevel: &cfg.LogLevel, envViewport: &cfg.Viewport, envDevice: &cfg.Device,
-		envBrowserUser: &cfg.Browser.User,
+		envBrowserUser: &cfg.Browser.User, envWebSocket: &cfg.Bus.WebSocket,
 	} {
 		if v := getenv(name); v != "" {
 			*dst = v
@@ -642,7 +643,8 @@ before: defaults; the YAML file (--config, $` + envConfig + `, else ` + defaultC
 when it exists); the environment ($` + envHeadless + `, $` + envTimeout + ` (ms or a duration),
 $` + envProfileDir + `, $` + envWhitelist + ` (comma-separated; set empty to deny all),
 $` + envSchemes + `, $` + envListen + `, $` + envBusURL + `, $` + envPrefix + `, $` + envLogLevel + `,
-$` + envViewport + `, $` + envDevice + `, $` + envBrowserUser + `, $` + envFileRoots + ` (comma-separated));
+$` + envViewport + `, $` + envDevice + `, $` + envBrowserUser + `, $` + envFileRoots + ` (comma-separated),
+$` + envWebSocket + `);
 then the flags serve was given. It takes serve's flags.`,
 		setup: func(fs *pflag.FlagSet) func(c *cli, args []string) error {
 			configFile := declareServeFlags(fs) // the same flags as serve

@@ -10,6 +10,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"syscall"
 
 	"github.com/spf13/pflag"
 
@@ -73,10 +74,10 @@ func readCredentials(path string) (protocol.Credentials, error) {
 	var creds protocol.Credentials
 	data, err := os.ReadFile(path)
 	if errors.Is(err, fs.ErrPermission) {
-		return creds, protocol.Errorf(protocol.CodePermissionDenied, "credentials %s: %v (it is readable by the user that runs the node only)", path, err)
+		return creds, protocol.Errorf(protocol.CodePermissionDenied, "credentials %s: %w (it is readable by the user that runs the node only)", path, err)
 	}
 	if err != nil {
-		return creds, protocol.Errorf(protocol.CodeUnavailable, "credentials %s: %v", path, err)
+		return creds, protocol.Errorf(protocol.CodeUnavailable, "credentials %s: %w", path, err)
 	}
 	if err := json.Unmarshal(data, &creds); err != nil {
 		return creds, protocol.Errorf(protocol.CodeBadRequest, "credentials %s: not a credentials file: %v", path, err)
@@ -224,16 +225,24 @@ func (c *cli) addUser(target clientFlags, name, role, out string) error {
 	return nil
 }
 
-// checkCredsDir warns when others may write to the directory the
-// credentials live in (a shared one such as /tmp): files stay 0600, but
-// the directory is not the node's alone.
-func checkCredsDir(dir string) error {
+// privateDir makes dir, the credentials' directory, the user's alone
+// (0700), as it is when serve creates it. A shared directory (sticky, as
+// /tmp) or one of another user is left as it is, with an error to warn
+// of: the files in it stay 0600 either way.
+func privateDir(dir string) error {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return err
+	}
 	fi, err := os.Stat(dir)
 	if err != nil {
 		return err
 	}
-	if fi.Mode().Perm()&0o022 != 0 {
-		return fmt.Errorf("others may write to %s (%s); keep the state file in a directory of your own (0700)", dir, fi.Mode().Perm())
+	if fi.Mode().Perm()&0o077 == 0 {
+		return nil
 	}
-	return nil
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	if fi.Mode()&os.ModeSticky != 0 || !ok || int(st.Uid) != os.Geteuid() {
+		return fmt.Errorf("%s (%s) is shared with others; keep the state file in a directory of your own", dir, fi.Mode().Perm())
+	}
+	return os.Chmod(dir, 0o700)
 }

@@ -8,10 +8,11 @@ import (
 	"testing"
 )
 
-// The bus has no authentication yet, so serve refuses to listen anywhere
-// but loopback, whichever way the address comes (flag, config file,
-// environment): a usage error (exit 2, bad_request) that says why, before
-// anything starts. Loopback addresses and localhost are accepted.
+// The bus has no TLS, so serve refuses to listen anywhere but loopback
+// unless told to (--allow-remote, bus.allowRemote), whichever way the
+// address comes (flag, config file, environment): a usage error (exit 2,
+// bad_request) that says why, before anything starts. Loopback addresses
+// and localhost are accepted; so is --websocket on loopback.
 func TestListenLoopbackOnly(t *testing.T) {
 	dir := t.TempDir()
 	bad := []string{"0.0.0.0:4999", ":4999", "[::]:4999", "192.168.1.10:4999", "10.0.0.1:0", "[fe80::1]:4999", "example.com:4999", "localhost.example.com:0", "[::ffff:0.0.0.0]:4999"}
@@ -28,7 +29,7 @@ func TestListenLoopbackOnly(t *testing.T) {
 			r := run()
 			m := r.reply(t)
 			msg, _ := m["error"].(string)
-			if r.status != exitUsage || m["code"] != "bad_request" || !strings.Contains(msg, "no authentication") || !strings.Contains(msg, listen) || !strings.Contains(msg, "loopback") {
+			if r.status != exitUsage || m["code"] != "bad_request" || !strings.Contains(msg, "no TLS") || !strings.Contains(msg, listen) || !strings.Contains(msg, "loopback") {
 				t.Errorf("serve with %s from the %s: exit %d, %s; want exit 2, bad_request saying why", listen, source, r.status, r.stdout)
 			}
 		}
@@ -36,6 +37,17 @@ func TestListenLoopbackOnly(t *testing.T) {
 	for _, listen := range []string{"127.0.0.1:0", "127.0.0.2:4999", "[::1]:0", "localhost:0", "LOCALHOST.:4999"} {
 		if r := framebus(t, testEnv(), "", "config", "--listen", listen); r.status != 0 {
 			t.Errorf("config --listen %s: exit %d, %s", listen, r.status, r.stdout)
+		}
+	}
+	for _, args := range [][]string{{"--websocket", "0.0.0.0:0"}, {"--websocket", "localhost"}, {"--websocket", "10.0.0.1:80"}} {
+		r := framebus(t, testEnv(), "", append([]string{"serve"}, args...)...)
+		if m := r.reply(t); r.status != exitUsage || m["code"] != "bad_request" || !strings.Contains(m["error"].(string), "WebSocket") {
+			t.Errorf("serve %s: exit %d, %s; want exit 2, bad_request", args, r.status, r.stdout)
+		}
+	}
+	for _, args := range [][]string{{"--listen", "0.0.0.0:0", "--allow-remote"}, {"--websocket", "127.0.0.1:0"}, {"--websocket", "0.0.0.0:0", "--allow-remote"}} {
+		if r := framebus(t, testEnv(), "", append([]string{"config"}, args...)...); r.status != 0 {
+			t.Errorf("config %s: exit %d, %s", args, r.status, r.stdout)
 		}
 	}
 	// A flag on loopback overrides a file that is not.

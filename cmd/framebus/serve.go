@@ -88,11 +88,8 @@ func (c *cli) serve(o serveOptions) error {
 		busOpts.Host, busOpts.Port, busOpts.AllowRemote = host, port, cfg.Bus.AllowRemote
 		busOpts.WebSocket = cfg.Bus.WebSocket
 		dir := filepath.Dir(path)
-		if err := os.MkdirAll(dir, 0o700); err != nil {
-			return protocol.Errorf(protocol.CodeInternal, "state directory: %v", err)
-		}
-		if err := checkCredsDir(dir); err != nil {
-			log.Warn().Err(err).Msg("credentials directory")
+		if err := privateDir(dir); err != nil {
+			log.Warn().Err(err).Msg("the credentials' directory")
 		}
 		configured, err := configuredUsers(cfg, dir)
 		if err != nil {

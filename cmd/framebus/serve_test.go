@@ -65,7 +65,7 @@ func TestServeAndClientCommands(t *testing.T) {
 	}
 
 	// The bus from --bus and from $FRAMEBUS_URL, with no state file.
-	bare := testEnv(envState + "=" + t.TempDir() + "/none.json")
+	bare := testEnv(envState+"="+t.TempDir()+"/none.json", envCreds+"="+n.credsFile(agentCredsFile))
 	mustOK(t, bare, "eval", "1", "--bus", n.state.Bus, "--tab", n.tab())
 	cur := mustOK(t, append(bare, envURL+"="+n.state.Bus), "eval", "2")
 
@@ -97,7 +97,7 @@ func TestWatchSeesEveryFrame(t *testing.T) {
 	if m := r.reply(t); r.status != 1 || m["code"] != "tab_not_found" || !strings.Contains(m["error"].(string), n.state.Tabs[0].Tab) {
 		t.Fatalf("watch --tab NOSUCHTAB: exit %d, %s", r.status, r.stdout)
 	}
-	watch := startProcess(t, testEnv(), "watch", "--all", "--bus", n.state.Bus)
+	watch := startProcess(t, testEnv(), "watch", "--all", "--bus", n.state.Bus, "--creds", n.credsFile(agentCredsFile))
 	waitFor(t, "watch subscribes", 30*time.Second, func() bool {
 		if watch.exited() {
 			t.Fatalf("watch exited: %v", watch.err)
@@ -217,7 +217,7 @@ func TestServeSecondSignalStillCleansUp(t *testing.T) {
 }
 
 // checkLeftNothing checks a stopped node left no Chromium running with
-// profile, and removed the profile and its state file.
+// profile, and removed the profile, its state file and its credentials.
 func (n *node) checkLeftNothing(profile string) {
 	n.t.Helper()
 	waitFor(n.t, "every chromium process with the profile has exited", 10*time.Second, func() bool {
@@ -226,8 +226,10 @@ func (n *node) checkLeftNothing(profile string) {
 	if _, err := os.Stat(profile); !os.IsNotExist(err) {
 		n.t.Errorf("profile %s still exists: %v", profile, err)
 	}
-	if _, err := os.Stat(n.stateFile); !os.IsNotExist(err) {
-		n.t.Errorf("state file %s still exists: %v", n.stateFile, err)
+	for _, file := range []string{n.stateFile, n.credsFile(agentCredsFile), n.credsFile(adminCredsFile)} {
+		if _, err := os.Stat(file); !os.IsNotExist(err) {
+			n.t.Errorf("%s still exists: %v", file, err)
+		}
 	}
 }
 

@@ -83,7 +83,13 @@ func TestUnprivilegedUserUpload(t *testing.T) {
 	if err := os.WriteFile(own, content, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	env := []string{"PATH=/usr/bin:/bin", "HOME=" + home, "XDG_CONFIG_HOME=" + home, envURL + "=" + n.state.Bus, envState + "=" + filepath.Join(home, "state.json")}
+	// The user's own agent credentials, from the node's admin.
+	creds := filepath.Join(home, "creds.json")
+	mustOK(t, n.env, "creds", "add", "nobody", "--role", "agent", "--out", creds)
+	if err := os.Chown(creds, 65534, 65534); err != nil {
+		t.Fatal(err)
+	}
+	env := []string{"PATH=/usr/bin:/bin", "HOME=" + home, "XDG_CONFIG_HOME=" + home, envCreds + "=" + creds, envState + "=" + filepath.Join(home, "state.json")}
 	if raceEnabled {
 		env = append(env, "GORACE=atexit_sleep_ms=0")
 	}
