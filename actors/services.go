@@ -58,10 +58,21 @@ func addService(nc *nats.Conn, description string, metadata map[string]string, e
 		// As a plain subscription would, a busy endpoint holds what
 		// comes (its clients' deadlines bound the wait) up to the
 		// library's pending limits.
-		if err := svc.AddEndpoint(e.name, e.handle, opts...); err != nil {
+		if err := svc.AddEndpoint(e.name, answerableOnly(e.handle), opts...); err != nil {
 			_ = svc.Stop()
 			return nil, fmt.Errorf("service endpoint %s (%s): %w", e.name, e.subject, err)
 		}
 	}
 	return svc, nil
+}
+
+// answerableOnly drops what is no request a client waits for (see
+// protocol.Answerable): a message with no reply subject, or a JetStream
+// delivery, which an observer can aim at any subject.
+func answerableOnly(h micro.HandlerFunc) micro.HandlerFunc {
+	return func(r micro.Request) {
+		if protocol.Answerable(r.Reply()) {
+			h(r)
+		}
+	}
 }
