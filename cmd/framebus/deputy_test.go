@@ -236,4 +236,3 @@ func loadStoredContent(t *testing.T, n *node, js jetstream.JetStream, url, tab s
 	}
 	return string(data)
 }
-
