@@ -3,7 +3,6 @@ package client
 import (
 	"context"
 	"errors"
-	"strconv"
 	"strings"
 	"time"
 
@@ -101,14 +100,12 @@ func (c *Client) Frames(ctx context.Context, tab string, from, to int64, fn func
 	case last == nil:
 		return nil // nothing stored
 	}
-	end := frameSeqOf(last)
-	if to > 0 {
-		end = min(end, to)
-	}
-	if from > end {
+	// The watch ends at the last message stored now, which may be no
+	// frame (see protocol.NodeFrameSeq), or at frame to.
+	if end, ok := c.frameSeqOf(last); ok && end < from {
 		return nil
 	}
-	return c.follow(ctx, s, watchSpec{tab: tab, from: from, to: end}, fn)
+	return c.follow(ctx, s, watchSpec{tab: tab, from: from, to: to, toStream: last.Sequence}, fn)
 }
 
 // Current is tab's current frame, read from the history without
@@ -128,14 +125,22 @@ func (c *Client) Current(ctx context.Context, tab string) (Frame, error) {
 	case m == nil:
 		return Frame{}, protocol.Errorf(protocol.CodeTabNotFound, "no frame of tab %s in the history (%s)", tab, c.subj.FrameStream())
 	}
-	return c.frame(ctx, m.Data, m.Sequence)
+	seq, ok := c.frameSeqOf(m)
+	f, err := c.frame(ctx, m.Data, m.Sequence)
+	if !ok || err != nil || f.Tab != tab || f.Sequence != seq {
+		return Frame{}, protocol.Errorf(protocol.CodeUnavailable, "the last message stored for tab %s (stream sequence %d of %s) is no frame the node published: someone had it sent there", tab, m.Sequence, c.subj.FrameStream())
+	}
+	return f, nil
 }
 
 // watchSpec says what a watch follows: one tab from a frame (to a frame,
 // for Frames), or every tab.
 type watchSpec struct {
-	tab        string // "" for every tab
-	from, to   int64
+	tab      string // "" for every tab
+	from, to int64
+	// toStream, when not 0, ends the watch after this stream sequence
+	// (for Frames: the last message stored when it was called).
+	toStream   uint64
 	lastOfEach bool // every tab: from each one's current frame
 }
 
@@ -307,7 +312,7 @@ func (c *Client) startOf(ctx context.Context, s jetstream.Stream, spec watchSpec
 			hi = mid
 		case err != nil:
 			return 0, err
-		case frameSeqOf(m) >= spec.from:
+		case seqOnly(c.frameSeqOf(m)) >= spec.from:
 			hi = mid
 		default:
 			lo = m.Sequence + 1
@@ -317,25 +322,13 @@ func (c *Client) startOf(ctx context.Context, s jetstream.Stream, spec watchSpec
 }
 
 // frameSeqOf is a stored frame's sequence, from its Nats-Msg-Id
-// (<tab>.<seq>) without decoding the frame, else from its JSON.
-func frameSeqOf(m *jetstream.RawStreamMsg) int64 {
-	return frameSeq(m.Header, m.Data)
+// (<tab>.<seq>) without decoding the frame; not ok for a message that is
+// no frame the node published (see protocol.NodeFrameSeq).
+func (c *Client) frameSeqOf(m *jetstream.RawStreamMsg) (int64, bool) {
+	return protocol.NodeFrameSeq(tabOf(c.subj, m.Subject), m.Header.Get(jetstream.MsgIDHeader))
 }
 
-func frameSeq(h nats.Header, data []byte) int64 {
-	if id := h.Get(jetstream.MsgIDHeader); id != "" {
-		if i := strings.LastIndexByte(id, '.'); i >= 0 {
-			if n, err := strconv.ParseInt(id[i+1:], 10, 64); err == nil {
-				return n
-			}
-		}
-	}
-	f, err := protocol.DecodeFrame(data)
-	if err != nil {
-		return 0
-	}
-	return f.Sequence
-}
+func seqOnly(seq int64, _ bool) int64 { return seq }
 
 // follow runs a follow to its end (see prepareFollow).
 func (c *Client) follow(ctx context.Context, s jetstream.Stream, spec watchSpec, deliver func(Frame) error) error {
@@ -359,6 +352,9 @@ func (c *Client) prepareFollow(ctx context.Context, s jetstream.Stream, spec wat
 		start, err := c.startOf(ctx, s, spec)
 		if err != nil {
 			return nil, err
+		}
+		if spec.toStream > 0 && start > spec.toStream {
+			return func() error { return nil }, nil // nothing stored from spec.from on
 		}
 		cfg.DeliverPolicy, cfg.OptStartSeq = jetstream.DeliverByStartSequencePolicy, start
 	}
@@ -400,18 +396,16 @@ func (c *Client) prepareFollow(ctx context.Context, s jetstream.Stream, spec wat
 			if err != nil {
 				continue
 			}
-			tab, seq := tabOf(c.subj, m.Subject()), frameSeq(m.Headers(), m.Data())
-			if !seen.next(c, tab, seq) {
-				continue
+			tab := tabOf(c.subj, m.Subject())
+			seq, ok := protocol.NodeFrameSeq(tab, m.Headers().Get(jetstream.MsgIDHeader))
+			if ok && seen.next(c, tab, seq) {
+				if f, ok := c.nodeFrame(ctx, m.Data(), md.Sequence.Stream, tab, seq); ok {
+					if err := deliver(f); err != nil {
+						return err
+					}
+				}
 			}
-			f, err := c.frame(ctx, m.Data(), md.Sequence.Stream)
-			if err != nil {
-				continue // not a frame: nothing to deliver
-			}
-			if err := deliver(f); err != nil {
-				return err
-			}
-			if spec.to > 0 && seq >= spec.to {
+			if spec.to > 0 && ok && seq >= spec.to || spec.toStream > 0 && md.Sequence.Stream >= spec.toStream {
 				return nil
 			}
 		}
@@ -453,6 +447,13 @@ func tabOf(subj protocol.Subjects, subject string) string {
 		rest = strings.TrimPrefix(subject, protocol.DefaultPrefix+".tab.")
 	}
 	return strings.TrimSuffix(rest, ".frame")
+}
+
+// nodeFrame decodes the message of frame seq of tab, which its message
+// id says the node published; not ok when its body is no such frame.
+func (c *Client) nodeFrame(ctx context.Context, data []byte, streamSeq uint64, tab string, seq int64) (Frame, bool) {
+	f, err := c.frame(ctx, data, streamSeq)
+	return f, err == nil && f.Tab == tab && f.Sequence == seq
 }
 
 // frame decodes a frame message and inlines its content by reference.
@@ -498,16 +499,15 @@ func (c *Client) followLive(ctx context.Context, spec watchSpec, deliver func(Fr
 			case <-c.gone:
 				return errClosed
 			case m := <-msgs:
-				tab, seq := tabOf(c.subj, m.Subject), frameSeq(m.Header, m.Data)
-				if !seen.next(c, tab, seq) {
+				tab := tabOf(c.subj, m.Subject)
+				seq, ok := protocol.NodeFrameSeq(tab, m.Header.Get(jetstream.MsgIDHeader))
+				if !ok || !seen.next(c, tab, seq) {
 					continue
 				}
-				f, err := c.frame(ctx, m.Data, 0)
-				if err != nil {
-					continue
-				}
-				if err := deliver(f); err != nil {
-					return err
+				if f, ok := c.nodeFrame(ctx, m.Data, 0, tab, seq); ok {
+					if err := deliver(f); err != nil {
+						return err
+					}
 				}
 			}
 		}

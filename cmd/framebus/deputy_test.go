@@ -108,8 +108,7 @@ func TestObserverCannotAimStoredContent(t *testing.T) {
 		}
 		return s
 	}
-	planSeq, userSeq := chunk(2, plan), chunk(3, user)
-	_ = chunk(4, frame)
+	planSeq, userSeq, frameSeq := chunk(2, plan), chunk(3, user), chunk(4, frame)
 
 	planSubject := protocol.DefaultSubjects.TabPlan(tab)
 	usersAdd := protocol.DefaultSubjects.AdminUsers(protocol.UsersAdd)
@@ -122,6 +121,16 @@ func TestObserverCannotAimStoredContent(t *testing.T) {
 	directGet := "$JS.API.DIRECT.GET." + contentStream
 	aim(directGet, usersAdd, fmt.Sprintf(`{"seq":%d}`, userSeq))
 	aim(directGet, planSubject, fmt.Sprintf(`{"seq":%d}`, planSeq))
+	// A forged frame, for live observers and the history.
+	frameSubject := protocol.DefaultSubjects.TabFrames(tab)
+	live, err := observer.SubscribeSync(frameSubject)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := observer.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	aim(directGet, frameSubject, fmt.Sprintf(`{"seq":%d}`, frameSeq))
 	// A pull consumer's delivery, aimed by the reply of its next request.
 	cons, err := stream.CreateConsumer(context.Background(), jetstream.ConsumerConfig{
 		DeliverPolicy: jetstream.DeliverByStartSequencePolicy, OptStartSeq: planSeq, AckPolicy: jetstream.AckNonePolicy,
@@ -146,10 +155,12 @@ func TestObserverCannotAimStoredContent(t *testing.T) {
 	// subscription take messages in order, so an agent's eval and an
 	// admin's user request sent now come after the aimed ones.
 	through := 0
-	if ran := mustOK(t, n.env, "eval", "window.__deputy||0", "--tab", tab)["value"]; ran != float64(0) {
+	check := mustOK(t, n.env, "eval", "window.__deputy||0", "--tab", tab)
+	if ran := check["value"]; ran != float64(0) {
 		through++
 		t.Errorf("the page's plan ran %v times in the agent's tab", ran)
 	}
+	last := int64(check["sequence"].(float64))
 	mustOK(t, n.env, "creds", "add", "sentinel", "--role", "observer", "--out", filepath.Join(t.TempDir(), "sentinel.json"))
 	users := mustOK(t, n.env, "creds", "list")
 	if strings.Contains(fmt.Sprint(users), "mallory") {
@@ -160,6 +171,49 @@ func TestObserverCannotAimStoredContent(t *testing.T) {
 		through++
 		nc.Close()
 		t.Error("mallory logged in")
+	}
+	// The forged frame reaches live subscribers and the history (the
+	// server sends it; see the report of issue 20), but it is no frame
+	// by protocol.NodeFrameSeq's rule, which framebus's readers apply:
+	// they skip it, and the frames after it still come.
+	forged := 0
+	for {
+		m, err := live.NextMsg(30 * time.Second)
+		if err != nil {
+			t.Fatalf("the live observer got no frame %d: %v", last, err)
+		}
+		seq, ok := protocol.NodeFrameSeq(tab, m.Header.Get(jetstream.MsgIDHeader))
+		if strings.Contains(string(m.Data), "forged.example") {
+			forged++
+			if ok {
+				through++
+				t.Errorf("the forged frame has a frame's message id: %v", m.Header)
+			}
+		}
+		if ok && seq == last {
+			break
+		}
+	}
+	if forged != 1 {
+		t.Errorf("the live observer got %d forged frames; the server sends the one aimed at it", forged)
+	}
+	waitFor(t, "the history to keep frame "+fmt.Sprint(last), 30*time.Second, func() bool { return lastFrame(t, js, tab).Sequence == last })
+	r := framebus(t, n.env, "", "frames", "--tab", tab)
+	if r.status != 0 {
+		t.Fatalf("framebus frames: exit %d, %s", r.status, r.stderr)
+	}
+	want := int64(1)
+	for _, line := range readLines(r.stdout) {
+		var f protocol.Frame
+		if err := json.Unmarshal([]byte(line), &f); err != nil || f.Sequence != want || f.URL == "https://forged.example/" {
+			through++
+			t.Errorf("framebus frames: frame %d is %.200s (%v)", want, line, err)
+		}
+		want++
+	}
+	if want != last+1 {
+		through++
+		t.Errorf("framebus frames listed frames 1 to %d; want 1 to %d", want-1, last)
 	}
 	if through != 0 {
 		t.Errorf("%d of the page's requests got through", through)
