@@ -45,7 +45,7 @@ func defaultStateHint() string {
 }
 
 func readState(path string) (nodeState, error) {
-	data, err := os.ReadFile(path)
+	data, err := readSmallFile(path)
 	if err != nil {
 		return nodeState{}, err
 	}
