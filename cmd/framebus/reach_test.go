@@ -2,8 +2,12 @@ package main
 
 import (
 	"context"
+	"fmt"
+	"io/fs"
+	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -107,4 +111,58 @@ func TestRolesReachNothingElse(t *testing.T) {
 	if err != nil || info.State.Msgs < 2 || info.State.FirstSeq != 1 {
 		t.Errorf("the frame stream after the attempts: %+v, %v", info.State, err)
 	}
+}
+
+// A node's history on disk is its user's alone: with file storage in a
+// directory others may enter (history.dir), another local user (uid
+// 65534) finds a page's address in none of its files, and no file or
+// directory under it grants the group or others anything.
+func TestOtherUserCannotReadStoredHistory(t *testing.T) {
+	setpriv := needSetpriv(t)
+	shared, err := os.MkdirTemp("", "framebus-history-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(shared) })
+	history := filepath.Join(shared, "history")
+	for _, dir := range []string{shared, history} {
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chmod(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	config := filepath.Join(t.TempDir(), "config.yaml")
+	if err := os.WriteFile(config, []byte("history:\n  storage: file\n  dir: "+history+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	n := startNode(t, envConfig+"="+config)
+	secret := fmt.Sprintf("secret-%d", time.Now().UnixNano())
+	mustOK(t, n.env, "navigate", site("/index.html?"+secret), "--tab", n.tab())
+	// The frame is on disk (so the test could fail), readable by root.
+	waitFor(t, "the frame's URL in the file store", 30*time.Second, func() bool {
+		found := false
+		_ = filepath.WalkDir(history, func(path string, d fs.DirEntry, err error) error {
+			if err == nil && d.Type().IsRegular() {
+				data, _ := os.ReadFile(path)
+				found = found || strings.Contains(string(data), secret)
+			}
+			return nil
+		})
+		return found
+	})
+	if r := framebusAs(t, setpriv, "/bin/grep", nil, "", "-r", "-l", secret, history); r.stdout != "" || r.status == 0 {
+		t.Errorf("uid 65534 found the URL in %q (grep exit %d)", r.stdout, r.status)
+	}
+	_ = filepath.WalkDir(filepath.Join(history, "jetstream"), func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			t.Error(err)
+			return nil
+		}
+		if fi, err := d.Info(); err == nil && fi.Mode().Perm()&0o077 != 0 {
+			t.Errorf("%s: mode %s", path, fi.Mode().Perm())
+		}
+		return nil
+	})
 }
