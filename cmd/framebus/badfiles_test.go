@@ -11,7 +11,8 @@ import (
 )
 
 // A credentials, state or config file that is a FIFO, a directory or a
-// device is refused at once with bad_request: reading a FIFO nobody
+// device, or not JSON, is refused at once with bad_request (a state file
+// was "no framebus node running"): reading a FIFO nobody
 // writes blocked the command for good (SIGTERM did not end it), and
 // /dev/zero read without end.
 func TestFilesThatAreNoFiles(t *testing.T) {
@@ -36,6 +37,8 @@ func TestFilesThatAreNoFiles(t *testing.T) {
 		{testEnv(state, envCreds+"="+fifo), []string{"status"}, "is not a regular file (a FIFO)"},
 		{testEnv(state), []string{"status", "--creds", notJSON}, "not a credentials file"},
 		{testEnv(state, envConfig+"="+fifo), []string{"serve"}, "is not a regular file (a FIFO)"},
+		{testEnv(envState + "=" + fifo), []string{"eval", "1"}, "is not a regular file (a FIFO)"},
+		{testEnv(envState + "=" + notJSON), []string{"eval", "1"}, "state file " + notJSON},
 	} {
 		r := framebus(t, c.env, "", c.args...)
 		if m := r.reply(t); r.status == 0 || m["code"] != string(protocol.CodeBadRequest) || !strings.Contains(m["error"].(string), c.want) {
