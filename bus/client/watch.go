@@ -302,17 +302,13 @@ func (c *Client) startOf(ctx context.Context, s jetstream.Stream, spec watchSpec
 	lo, hi := max(info.State.FirstSeq, 1), end
 	for lo < hi {
 		mid := lo + (hi-lo)/2
-		var m *jetstream.RawStreamMsg
-		err := c.jsCall(ctx, func(ctx context.Context) (err error) {
-			m, err = s.GetMsg(ctx, mid, jetstream.WithGetMsgSubject(subject))
-			return err
-		})
+		m, seq, err := c.nextStoredFrame(ctx, s, mid, subject)
 		switch {
 		case errors.Is(err, jetstream.ErrMsgNotFound):
 			hi = mid
 		case err != nil:
 			return 0, err
-		case seqOnly(c.frameSeqOf(m)) >= spec.from:
+		case seq >= spec.from:
 			hi = mid
 		default:
 			lo = m.Sequence + 1
@@ -328,7 +324,26 @@ func (c *Client) frameSeqOf(m *jetstream.RawStreamMsg) (int64, bool) {
 	return protocol.NodeFrameSeq(tabOf(c.subj, m.Subject), m.Header.Get(jetstream.MsgIDHeader))
 }
 
-func seqOnly(seq int64, _ bool) int64 { return seq }
+// nextStoredFrame is the first message on subject at or after stream
+// sequence from that is a frame the node published, and its frame
+// sequence: what else was sent there is passed over, or a search would
+// take it for a frame and start past real ones.
+func (c *Client) nextStoredFrame(ctx context.Context, s jetstream.Stream, from uint64, subject string) (*jetstream.RawStreamMsg, int64, error) {
+	for {
+		var m *jetstream.RawStreamMsg
+		err := c.jsCall(ctx, func(ctx context.Context) (err error) {
+			m, err = s.GetMsg(ctx, from, jetstream.WithGetMsgSubject(subject))
+			return err
+		})
+		if err != nil {
+			return nil, 0, err
+		}
+		if seq, ok := c.frameSeqOf(m); ok {
+			return m, seq, nil
+		}
+		from = m.Sequence + 1
+	}
+}
 
 // follow runs a follow to its end (see prepareFollow).
 func (c *Client) follow(ctx context.Context, s jetstream.Stream, spec watchSpec, deliver func(Frame) error) error {
@@ -398,8 +413,8 @@ func (c *Client) prepareFollow(ctx context.Context, s jetstream.Stream, spec wat
 			}
 			tab := tabOf(c.subj, m.Subject())
 			seq, ok := protocol.NodeFrameSeq(tab, m.Headers().Get(jetstream.MsgIDHeader))
-			if ok && seen.next(c, tab, seq) {
-				if f, ok := c.nodeFrame(ctx, m.Data(), md.Sequence.Stream, tab, seq); ok {
+			if ok {
+				if f, ok := c.nodeFrame(ctx, m.Data(), md.Sequence.Stream, tab, seq, func() bool { return seen.next(c, tab, seq) }); ok {
 					if err := deliver(f); err != nil {
 						return err
 					}
@@ -450,10 +465,19 @@ func tabOf(subj protocol.Subjects, subject string) string {
 }
 
 // nodeFrame decodes the message of frame seq of tab, which its message
-// id says the node published; not ok when its body is no such frame.
-func (c *Client) nodeFrame(ctx context.Context, data []byte, streamSeq uint64, tab string, seq int64) (Frame, bool) {
-	f, err := c.frame(ctx, data, streamSeq)
-	return f, err == nil && f.Tab == tab && f.Sequence == seq
+// id says the node published; not ok when its body is no such frame, or
+// when take (a watch's check for what it delivered) does not want it.
+// Content is inlined only for a frame taken.
+func (c *Client) nodeFrame(ctx context.Context, data []byte, streamSeq uint64, tab string, seq int64, take func() bool) (Frame, bool) {
+	pf, err := protocol.DecodeFrame(data)
+	if err != nil || pf.Tab != tab || pf.Sequence != seq || !take() {
+		return Frame{}, false
+	}
+	f := Frame{Frame: pf, Data: data, StreamSequence: streamSeq}
+	if pf.FullPageRef != nil {
+		f.ContentErr = c.inline(ctx, &f)
+	}
+	return f, true
 }
 
 // frame decodes a frame message and inlines its content by reference.
@@ -501,10 +525,10 @@ func (c *Client) followLive(ctx context.Context, spec watchSpec, deliver func(Fr
 			case m := <-msgs:
 				tab := tabOf(c.subj, m.Subject)
 				seq, ok := protocol.NodeFrameSeq(tab, m.Header.Get(jetstream.MsgIDHeader))
-				if !ok || !seen.next(c, tab, seq) {
+				if !ok {
 					continue
 				}
-				if f, ok := c.nodeFrame(ctx, m.Data, 0, tab, seq); ok {
+				if f, ok := c.nodeFrame(ctx, m.Data, 0, tab, seq, func() bool { return seen.next(c, tab, seq) }); ok {
 					if err := deliver(f); err != nil {
 						return err
 					}
