@@ -415,3 +415,46 @@ func TestAddRemoveUser(t *testing.T) {
 		t.Fatal("removing a missing user succeeded")
 	}
 }
+
+// A user who may create consumers may make the server deliver stored
+// messages to any subject, a plan subject included: no permission guards
+// a push consumer's deliver subject. The node can tell such a message
+// (protocol.FromJetStream) from a client's request, and must drop it.
+func TestJetStreamDeliveryIsRecognisable(t *testing.T) {
+	b := startBus(t, bus.Options{Prefix: "fb", JetStream: &bus.JetStreamOptions{}, Users: []bus.User{
+		{Name: "agent", PasswordHash: testHash, Role: protocol.RoleAgent},
+		{Name: "watcher", PasswordHash: testHash, Role: protocol.RoleObserver},
+	}})
+	node := connect(t, b, "node")
+	if _, err := node.Request("$JS.API.STREAM.CREATE.FB_FRAMES", []byte(`{"name":"FB_FRAMES","subjects":["fb.tab.*.frame"],"storage":"memory"}`), wait); err != nil {
+		t.Fatal(err)
+	}
+	stored := `{"action":{"type":"navigate","url":"https://attacker.example/"}}`
+	if err := node.Publish("fb.tab.T1.frame", []byte(stored)); err != nil {
+		t.Fatal(err)
+	}
+	plans := subscribeSync(t, node, "fb.tab.T1.plan")
+	observer := mustDialAs(t, b.ClientURL(), "watcher")
+	if _, err := observer.nc.Request("$JS.API.CONSUMER.CREATE.FB_FRAMES",
+		[]byte(`{"stream_name":"FB_FRAMES","config":{"deliver_subject":"fb.tab.T1.plan","ack_policy":"none"}}`), wait); err != nil {
+		t.Fatal(err)
+	}
+	delivered, err := plans.NextMsg(wait)
+	if err != nil {
+		t.Fatalf("no delivery: %v", err)
+	}
+	if string(delivered.Data) != stored || !protocol.FromJetStream(delivered.Reply) {
+		t.Fatalf("delivered %s with reply %q: not recognised as JetStream's", delivered.Data, delivered.Reply)
+	}
+	agent := mustDialAs(t, b.ClientURL(), "agent")
+	if err := agent.nc.PublishRequest("fb.tab.T1.plan", agent.nc.NewRespInbox(), []byte(stored)); err != nil {
+		t.Fatal(err)
+	}
+	request, err := plans.NextMsg(wait)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if protocol.FromJetStream(request.Reply) {
+		t.Fatalf("the agent's request (reply %q) taken for a JetStream delivery", request.Reply)
+	}
+}

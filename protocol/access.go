@@ -192,3 +192,12 @@ func ParsePermissionViolation(msg string) (verb, subject string, ok bool) {
 	}
 	return verb, m[2], true
 }
+
+// FromJetStream reports whether a message with this reply subject was
+// delivered by JetStream (a push consumer's $JS.ACK reply) rather than
+// sent by a client. Any user who may create a consumer may point its
+// deliver subject anywhere, request subjects included, and the server
+// checks no permission on it; so a node's request handlers must drop such
+// a message instead of acting on it (stored content, e.g. a page's text in
+// the content bucket, would otherwise reach a plan subject as a plan).
+func FromJetStream(reply string) bool { return strings.HasPrefix(reply, "$JS.ACK.") }
