@@ -24,8 +24,10 @@ import (
 	"github.com/mafredri/cdp/protocol/runtime"
 	"github.com/mafredri/cdp/rpcc"
 	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 	"github.com/rs/zerolog"
 
+	"github.com/framebus/framebus/bus"
 	"github.com/framebus/framebus/cdpdriver"
 	"github.com/framebus/framebus/internal/bustest"
 	"github.com/framebus/framebus/protocol"
@@ -167,7 +169,7 @@ func startBareResponder(b *testing.B, page *cdpdriver.Page) string {
 					r.Error = err.Error()
 				}
 				res.Results = []protocol.ActionResult{r}
-				respond(m, res, zerolog.Nop())
+				respondMsg(m, res, zerolog.Nop())
 			case <-quit:
 				return
 			}
@@ -872,4 +874,234 @@ func rawNavigator(b *testing.B, targetID string) (func(url string), *cdp.Client)
 			}
 		}
 	}, c
+}
+
+// historyBench is a bus with JetStream and a history, for the history
+// benchmarks: its own, so the stream keeps only their frames.
+type historyBench struct {
+	bus     *bus.Bus
+	node    *nats.Conn // the tabs' connection, as a node's
+	history *History
+}
+
+func newHistoryBench(b *testing.B, opts HistoryOptions) *historyBench {
+	bs, err := bus.Start(bus.Options{JetStream: &bus.JetStreamOptions{}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { bs.Close() })
+	nc, err := bs.Connect("bench-node")
+	if err != nil {
+		b.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	h, err := StartHistory(ctx, nc, protocol.DefaultSubjects, opts, zerolog.Nop())
+	if err != nil {
+		b.Fatal(err)
+	}
+	return &historyBench{bus: bs, node: nc, history: h}
+}
+
+// tab opens a tab on the bench's bus under subj, kept in the history or
+// not, at path.
+func (hb *historyBench) tab(b *testing.B, subj protocol.Subjects, h *History, path string) *Tab {
+	ctx := context.Background()
+	page, err := testBrowser.OpenPage(ctx, "about:blank")
+	if err != nil {
+		b.Fatal(err)
+	}
+	tab, err := StartTab(ctx, TabOptions{ID: page.TargetID(), Page: page, Conn: hb.node, Subjects: subj, Viewport: protocol.DefaultViewport, History: h})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { tab.Stop(); _ = testBrowser.ClosePage(ctx, page) })
+	data, _ := json.Marshal(protocol.Plan{Action: &protocol.Action{Type: "navigate", URL: site(path), Wait: true}})
+	if msg, err := hb.node.Request(subj.TabPlan(tab.ID()), data, 30*time.Second); err != nil {
+		b.Fatal(err)
+	} else if res, err := protocol.DecodePlanResult(msg.Data); err != nil || !res.OK {
+		b.Fatalf("navigate %s: %s", path, msg.Data)
+	}
+	return tab
+}
+
+// client is a TCP connection to the bench's bus, closed when b ends.
+func (hb *historyBench) client(b *testing.B) *nats.Conn {
+	nc, err := nats.Connect(hb.bus.ClientURL())
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(nc.Close)
+	return nc
+}
+
+// BenchmarkFrameHistory measures what the frame history costs, in one
+// run and interleaved so machine noise hits both alike: the time from an
+// agent sending a plan that changes the URL (a pushState: the frame
+// carries the page's content) to an observer, over TCP, receiving its
+// frame, for a tab whose frames the JetStream history keeps and for one
+// on the same bus and node connection whose frames it does not (another
+// prefix, which the stream does not cover). It also reports when the
+// same frame reached an observer that follows the history (an ordered
+// consumer) instead of the live subject, and the plans' own round trips
+// (reply-*).
+//
+//	go test -run '^$' -bench FrameHistory -benchtime 300x -cpu 1 ./actors
+func BenchmarkFrameHistory(b *testing.B) {
+	ctx := context.Background()
+	hb := newHistoryBench(b, HistoryOptions{})
+	noHistory := protocol.Subjects{Prefix: "nohistory"}
+	kept := hb.tab(b, protocol.DefaultSubjects, hb.history, "/bench.html")
+	live := hb.tab(b, noHistory, nil, "/bench.html")
+	agent, observer := hb.client(b), hb.client(b)
+	frames := func(subject string) chan protocol.Frame {
+		ch := make(chan protocol.Frame, 1024)
+		if _, err := observer.Subscribe(subject, func(m *nats.Msg) {
+			if f, err := protocol.DecodeFrame(m.Data); err == nil {
+				ch <- f
+			}
+		}); err != nil {
+			b.Fatal(err)
+		}
+		return ch
+	}
+	keptFrames, liveFrames := frames(protocol.DefaultSubjects.TabFrames(kept.ID())), frames(noHistory.TabFrames(live.ID()))
+	if err := observer.Flush(); err != nil {
+		b.Fatal(err)
+	}
+	js, err := jetstream.New(hb.client(b))
+	if err != nil {
+		b.Fatal(err)
+	}
+	cons, err := js.OrderedConsumer(ctx, protocol.DefaultSubjects.FrameStream(), jetstream.OrderedConsumerConfig{
+		FilterSubjects: []string{protocol.DefaultSubjects.TabFrames(kept.ID())}, DeliverPolicy: jetstream.DeliverNewPolicy})
+	if err != nil {
+		b.Fatal(err)
+	}
+	streamed := make(chan protocol.Frame, 1024)
+	cc, err := cons.Consume(func(m jetstream.Msg) {
+		if f, err := protocol.DecodeFrame(m.Data()); err == nil {
+			streamed <- f
+		}
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(cc.Stop)
+	// until waits for frame seq on ch and says when it came.
+	until := func(ch chan protocol.Frame, seq int64) time.Time {
+		deadline := time.After(30 * time.Second)
+		for {
+			select {
+			case f := <-ch:
+				if f.Sequence == seq {
+					if f.FullPage == nil {
+						b.Fatalf("frame %d has no content", seq)
+					}
+					return time.Now()
+				}
+			case <-deadline:
+				b.Fatalf("no frame %d within 30s", seq)
+			}
+		}
+	}
+	send := func(subj protocol.Subjects, tab *Tab, i int) int64 {
+		data, _ := json.Marshal(protocol.Plan{Action: &protocol.Action{Type: "eval", Expression: fmt.Sprintf("history.pushState(null, '', '?visit=%d')", i)}})
+		msg, err := agent.Request(subj.TabPlan(tab.ID()), data, 30*time.Second)
+		if err != nil {
+			b.Fatal(err)
+		}
+		res, err := protocol.DecodePlanResult(msg.Data)
+		if err != nil || !res.OK {
+			b.Fatalf("pushState: %s", msg.Data)
+		}
+		return res.Sequence
+	}
+	var withT, withoutT, streamT, replyWithT, replyWithoutT []time.Duration
+	b.ResetTimer()
+	for i := range b.N {
+		start := time.Now()
+		seq := send(noHistory, live, i)
+		replyWithoutT = append(replyWithoutT, time.Since(start))
+		withoutT = append(withoutT, until(liveFrames, seq).Sub(start))
+
+		start = time.Now()
+		seq = send(protocol.DefaultSubjects, kept, i)
+		replyWithT = append(replyWithT, time.Since(start))
+		withT = append(withT, until(keptFrames, seq).Sub(start))
+		streamT = append(streamT, until(streamed, seq).Sub(start))
+	}
+	b.StopTimer()
+	b.ReportMetric(float64(p50(replyWithoutT).Microseconds()), "reply-no-history-p50-µs")
+	b.ReportMetric(float64(p50(replyWithT).Microseconds()), "reply-history-p50-µs")
+	with, without := p50(withT), p50(withoutT)
+	b.ReportMetric(float64(without.Microseconds()), "no-history-p50-µs")
+	b.ReportMetric(float64(with.Microseconds()), "history-p50-µs")
+	b.ReportMetric(float64(with)/float64(without), "history/no-history")
+	b.ReportMetric(float64(p50(streamT).Microseconds()), "history-consumer-p50-µs")
+}
+
+// BenchmarkHistoryReplay measures a new observer replaying 10,000 stored
+// frames of one tab over TCP with an ordered consumer, as `framebus watch
+// --from 1` does, and reports frames per second. The frames are made
+// once, before the timer starts.
+//
+//	go test -run '^$' -bench HistoryReplay -benchtime 3x ./actors
+func BenchmarkHistoryReplay(b *testing.B) {
+	const stored = 10000
+	ctx := context.Background()
+	hb := newHistoryBench(b, HistoryOptions{MaxPerTab: 2 * stored})
+	tab := hb.tab(b, protocol.DefaultSubjects, hb.history, "/bench.html")
+	agent := hb.client(b)
+	for tab.Info().Sequence < stored {
+		n := min(protocol.MaxPlanActions, stored-int(tab.Info().Sequence))
+		data, _ := json.Marshal(evals(n))
+		if _, err := agent.Request(protocol.DefaultSubjects.TabPlan(tab.ID()), data, 5*time.Minute); err != nil {
+			b.Fatal(err)
+		}
+	}
+	subject := protocol.DefaultSubjects.TabFrames(tab.ID())
+	for deadline := time.Now().Add(time.Minute); ; {
+		m, err := hb.history.Stream().GetLastMsgForSubject(ctx, subject)
+		if err == nil {
+			if f, _ := protocol.DecodeFrame(m.Data); f.Sequence >= stored {
+				break
+			}
+		}
+		if time.Now().After(deadline) {
+			b.Fatalf("frame %d not stored within a minute: %v", stored, err)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	js, err := jetstream.New(hb.client(b))
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ResetTimer()
+	var took time.Duration
+	for range b.N {
+		start := time.Now()
+		cons, err := js.OrderedConsumer(ctx, protocol.DefaultSubjects.FrameStream(), jetstream.OrderedConsumerConfig{FilterSubjects: []string{subject}})
+		if err != nil {
+			b.Fatal(err)
+		}
+		msgs, err := cons.Messages()
+		if err != nil {
+			b.Fatal(err)
+		}
+		for want := int64(1); want <= stored; want++ {
+			m, err := msgs.Next()
+			if err != nil {
+				b.Fatal(err)
+			}
+			f, err := protocol.DecodeFrame(m.Data())
+			if err != nil || f.Sequence != want {
+				b.Fatalf("replayed frame %d, want %d: %v", f.Sequence, want, err)
+			}
+		}
+		msgs.Stop()
+		took += time.Since(start)
+	}
+	b.StopTimer()
+	b.ReportMetric(float64(stored*b.N)/took.Seconds(), "frames/s")
 }

@@ -5,7 +5,7 @@ import (
 	"errors"
 	"sync"
 
-	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/micro"
 
 	"github.com/framebus/framebus/protocol"
 )
@@ -76,9 +76,9 @@ func (c *cancelState) request(id string) bool {
 }
 
 // answerCancel serves the tab's cancel subject.
-func (t *Tab) answerCancel(m *nats.Msg) {
+func (t *Tab) answerCancel(m micro.Request) {
 	var req protocol.CancelRequest
-	if err := protocol.DecodeRequest(m.Data, "cancel", &req); err != nil {
+	if err := protocol.DecodeRequest(m.Data(), "cancel", &req); err != nil {
 		respond(m, protocol.CancelReply{Code: protocol.CodeBadRequest, Error: err.Error()}, t.log)
 		return
 	}

@@ -8,15 +8,17 @@ import (
 	"unicode/utf8"
 
 	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/micro"
 
 	"github.com/framebus/framebus/protocol"
 )
 
 // Frame content larger than the bus carries in one message is never
 // dropped or cut: the frame goes out with a reference (FullPageRef) and
-// the content stays in the tab's content store, which answers chunk
-// requests on <prefix>.tab.<tab>.content from the subscription's own
-// goroutine, so a busy tab actor never delays them.
+// the content goes to the history's object store (history.go), or, on a
+// bus without JetStream, stays in the tab's content store, which answers
+// chunk requests on <prefix>.tab.<tab>.content from the subscription's
+// own goroutine, so a busy tab actor never delays them.
 
 // contentKept is how many large contents a tab keeps for fetching, and
 // contentKeptBytes how many bytes of them at most (the latest is kept
@@ -80,10 +82,10 @@ func (c *contentStore) bytes() int {
 }
 
 // serve answers one ContentRequest.
-func (c *contentStore) serve(m *nats.Msg) {
+func (c *contentStore) serve(m micro.Request) {
 	var req protocol.ContentRequest
 	reply := protocol.ContentReply{}
-	if err := protocol.DecodeRequest(m.Data, "content request", &req); err != nil {
+	if err := protocol.DecodeRequest(m.Data(), "content request", &req); err != nil {
 		reply.Code, reply.Error = protocol.CodeBadRequest, err.Error()
 	} else {
 		reply.Sequence, reply.Chunk = req.Sequence, req.Chunk
@@ -103,13 +105,17 @@ func (c *contentStore) serve(m *nats.Msg) {
 	_ = m.Respond(data)
 }
 
-// FetchContent reassembles the content a frame carries by reference
-// (Frame.FullPageRef) over nc. A frame with its content inline, or none,
-// returns FullPage as it is.
+// FetchContent reads the content a frame carries by reference
+// (Frame.FullPageRef) over nc: from the history's object store, or in
+// chunks from its tab. A frame with its content inline, or none, returns
+// FullPage as it is.
 func FetchContent(nc *nats.Conn, f protocol.Frame, timeout time.Duration) (*string, error) {
 	ref := f.FullPageRef
 	if ref == nil {
 		return f.FullPage, nil
+	}
+	if ref.Bucket != "" {
+		return fetchObject(nc, ref, timeout)
 	}
 	buf := make([]byte, 0, ref.Bytes)
 	for i := 0; i < ref.Chunks; i++ {

@@ -7,6 +7,9 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
 	"github.com/framebus/framebus/cdpdriver"
 	"github.com/framebus/framebus/frames"
 	"github.com/framebus/framebus/protocol"
@@ -257,23 +260,48 @@ func joinNote(a, b string) string {
 	return a + "; " + b
 }
 
-// publish sends a frame to the tab's frame subject. A frame too large for
-// the bus goes out with its content by reference (see content.go), never
-// dropped or cut.
+// frameHeaderRoom is what a frame's message needs beside its JSON: the
+// Nats-Msg-Id header, which counts against the bus's message size.
+const frameHeaderRoom = 256
+
+// publish sends a frame to the tab's frame subject, with its message id
+// (so the history stores it once). A frame too large for the bus goes
+// out with its content by reference (see content.go and history.go),
+// never dropped or cut.
 func (t *Tab) publish(f protocol.Frame) {
 	data, err := protocol.Marshal(f)
-	if max := t.nc.MaxPayload(); err == nil && int64(len(data)) > max && f.FullPage != nil {
+	if max := t.nc.MaxPayload(); err == nil && int64(len(data)+frameHeaderRoom) > max && f.FullPage != nil {
 		content := *f.FullPage
-		chunks := t.content.keep(f.Sequence, content, max)
 		f.FullPage = nil
-		f.FullPageRef = &protocol.ContentRef{Subject: t.subj.TabContent(t.id), Sequence: f.Sequence, Bytes: len(content), Chunks: chunks}
-		f.Note = joinNote(f.Note, fmt.Sprintf("content of %d bytes is more than one bus message carries: fetch it in %d chunks (fullPageRef)", len(content), chunks))
+		f.FullPageRef, f.Note = t.keepContent(f.Sequence, content, max, f.Note)
 		data, err = protocol.Marshal(f)
 	}
 	if err == nil {
-		err = t.nc.Publish(t.frameSubject, data)
+		msg := &nats.Msg{Subject: t.frameSubject, Data: data, Header: nats.Header{}}
+		msg.Header.Set(jetstream.MsgIDHeader, protocol.FrameMsgID(t.id, f.Sequence))
+		err = t.nc.PublishMsg(msg)
 	}
 	if err != nil {
 		t.log.Error().Err(err).Int64("sequence", f.Sequence).Msg("publish frame")
 	}
+	if t.frameHistory != nil && len(t.objects) > 0 {
+		t.objects = t.frameHistory.dropContent(t.id, t.objects, f.Sequence)
+	}
+}
+
+// keepContent stores a frame's content too large for one message: in the
+// history's object store, or (without history, or when that fails) in
+// the tab's own chunk store. It returns the frame's reference and note.
+func (t *Tab) keepContent(seq int64, content string, max int64, note string) (*protocol.ContentRef, string) {
+	if t.frameHistory != nil {
+		ref, err := t.frameHistory.putContent(t.id, seq, content)
+		if err == nil {
+			t.objects = append(t.objects, seq)
+			return ref, joinNote(note, fmt.Sprintf("content of %d bytes is more than one bus message carries: it is object %s in the bucket %s (fullPageRef)", len(content), ref.Object, ref.Bucket))
+		}
+		t.log.Warn().Err(err).Int64("sequence", seq).Msg("store frame content in the history; the tab keeps it instead")
+	}
+	chunks := t.content.keep(seq, content, max)
+	ref := &protocol.ContentRef{Subject: t.subj.TabContent(t.id), Sequence: seq, Bytes: len(content), Chunks: chunks}
+	return ref, joinNote(note, fmt.Sprintf("content of %d bytes is more than one bus message carries: fetch it in %d chunks (fullPageRef)", len(content), chunks))
 }

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/micro"
 
 	"github.com/framebus/framebus/cdpdriver"
 	"github.com/framebus/framebus/protocol"
@@ -26,8 +27,8 @@ import (
 const lifecycleTimeout = time.Minute
 
 type lifecycle struct {
-	mu   sync.Mutex // serialises launch and close
-	subs []*nats.Subscription
+	mu  sync.Mutex    // serialises launch and close
+	svc micro.Service // the profile's lifecycle endpoints; nil once stopped
 	// notRunning answers the plans sent to the profile's tabs while its
 	// browser is closed: one subscription per tab, so plans to other tabs
 	// never pass through them.
@@ -37,33 +38,38 @@ type lifecycle struct {
 // serveLifecycle subscribes to the profile's lifecycle requests.
 func (p *Profile) serveLifecycle() error {
 	nc := p.node.nc
-	for op, h := range map[string]nats.MsgHandler{
-		protocol.OpStatus:   p.answerStatus,
-		protocol.OpLaunch:   p.answerLaunch,
-		protocol.OpConnect:  p.answerConnect,
-		protocol.OpClose:    p.answerClose,
-		protocol.OpPages:    p.answerPages,
-		protocol.OpNewTab:   p.answerNewTab,
-		protocol.OpCloseTab: p.answerCloseTab,
+	var endpoints []endpoint
+	for _, op := range []struct {
+		name string
+		h    micro.HandlerFunc
+	}{
+		{protocol.OpStatus, p.answerStatus},
+		{protocol.OpLaunch, p.answerLaunch},
+		{protocol.OpConnect, p.answerConnect},
+		{protocol.OpClose, p.answerClose},
+		{protocol.OpPages, p.answerPages},
+		{protocol.OpNewTab, p.answerNewTab},
+		{protocol.OpCloseTab, p.answerCloseTab},
 	} {
-		sub, err := nc.Subscribe(p.node.subj.Profile(p.name, op), h)
-		if err != nil {
-			return err
-		}
-		p.life.mu.Lock()
-		p.life.subs = append(p.life.subs, sub)
-		p.life.mu.Unlock()
+		endpoints = append(endpoints, endpoint{name: op.name, subject: p.node.subj.Profile(p.name, op.name), handle: op.h})
 	}
+	svc, err := addService(nc, "framebus profile", map[string]string{"profile": p.name}, endpoints)
+	if err != nil {
+		return err
+	}
+	p.life.mu.Lock()
+	p.life.svc = svc
+	p.life.mu.Unlock()
 	return nc.FlushTimeout(startFlushTimeout)
 }
 
 func (p *Profile) stopLifecycle() {
 	p.life.mu.Lock()
 	defer p.life.mu.Unlock()
-	for _, s := range p.life.subs {
-		_ = s.Unsubscribe()
+	if p.life.svc != nil {
+		_ = p.life.svc.Stop()
 	}
-	p.life.subs = nil
+	p.life.svc = nil
 	p.answerPlansAgain()
 }
 
@@ -130,11 +136,11 @@ func (p *Profile) ensureRunning(ctx context.Context) error {
 func (p *Profile) Close() error {
 	p.life.mu.Lock()
 	defer p.life.mu.Unlock()
-	if p.life.notRunning == nil && p.life.subs != nil {
+	if p.life.notRunning == nil && p.life.svc != nil {
 		p.mu.Lock()
 		closed := slices.Collect(maps.Keys(p.known))
 		p.mu.Unlock()
-		answer := func(m *nats.Msg) { respond(m, protocol.NewErrorReply(p.notRunning()), p.log) }
+		answer := func(m *nats.Msg) { respondMsg(m, protocol.NewErrorReply(p.notRunning()), p.log) }
 		for _, id := range closed {
 			if sub, err := p.node.nc.Subscribe(p.node.subj.TabPlan(id), answer); err == nil {
 				p.life.notRunning = append(p.life.notRunning, sub)
@@ -145,15 +151,15 @@ func (p *Profile) Close() error {
 	return p.closeBrowser()
 }
 
-func (p *Profile) answerStatus(m *nats.Msg) {
+func (p *Profile) answerStatus(m micro.Request) {
 	respond(m, protocol.StatusReply{OK: true, Profiles: []protocol.ProfileStatus{p.Status()}}, p.log)
 }
 
-func (p *Profile) answerLaunch(m *nats.Msg) { p.answerStart(m, p.Launch) }
+func (p *Profile) answerLaunch(m micro.Request) { p.answerStart(m, p.Launch) }
 
-func (p *Profile) answerConnect(m *nats.Msg) { p.answerStart(m, p.Connect) }
+func (p *Profile) answerConnect(m micro.Request) { p.answerStart(m, p.Connect) }
 
-func (p *Profile) answerStart(m *nats.Msg, start func(context.Context) error) {
+func (p *Profile) answerStart(m micro.Request, start func(context.Context) error) {
 	ctx, cancel := context.WithTimeout(context.Background(), lifecycleTimeout)
 	defer cancel()
 	if err := start(ctx); err != nil {
@@ -177,7 +183,7 @@ func startError(err error) error {
 	return protocol.Errorf(protocol.CodeBrowserNotRunning, "start: %v", err)
 }
 
-func (p *Profile) answerClose(m *nats.Msg) {
+func (p *Profile) answerClose(m micro.Request) {
 	if err := p.Close(); err != nil {
 		respond(m, protocol.NewErrorReply(protocol.Errorf(protocol.CodeInternal, "%v", err)), p.log)
 		return
@@ -185,14 +191,14 @@ func (p *Profile) answerClose(m *nats.Msg) {
 	p.answerStatus(m)
 }
 
-func (p *Profile) answerPages(m *nats.Msg) {
+func (p *Profile) answerPages(m micro.Request) {
 	respond(m, protocol.TabList{OK: true, Tabs: p.Tabs()}, p.log)
 }
 
-func (p *Profile) answerNewTab(m *nats.Msg) {
+func (p *Profile) answerNewTab(m micro.Request) {
 	var req protocol.NewTabRequest
-	if len(m.Data) > 0 {
-		if err := protocol.DecodeRequest(m.Data, "newtab", &req); err != nil {
+	if len(m.Data()) > 0 {
+		if err := protocol.DecodeRequest(m.Data(), "newtab", &req); err != nil {
 			respond(m, protocol.NewErrorReply(err), p.log)
 			return
 		}
@@ -225,9 +231,9 @@ func (p *Profile) answerNewTab(m *nats.Msg) {
 	}
 }
 
-func (p *Profile) answerCloseTab(m *nats.Msg) {
+func (p *Profile) answerCloseTab(m micro.Request) {
 	var req protocol.CloseTabRequest
-	if err := protocol.DecodeRequest(m.Data, "closetab", &req); err != nil {
+	if err := protocol.DecodeRequest(m.Data(), "closetab", &req); err != nil {
 		respond(m, protocol.NewErrorReply(err), p.log)
 		return
 	}

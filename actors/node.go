@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/micro"
 	"github.com/rs/zerolog"
 
 	"github.com/framebus/framebus/actors/egress"
@@ -74,7 +75,12 @@ type NodeOptions struct {
 	FileRoots *files.Roots
 	// FileLimits bound the files a tab holds for upload.
 	FileLimits files.Limits
-	Logger     zerolog.Logger
+	// History keeps every tab's frames in JetStream (see History): in
+	// memory unless it says file storage. The embedded bus gets
+	// JetStream for it; on an external bus without JetStream the node
+	// warns and runs without history.
+	History HistoryOptions
+	Logger  zerolog.Logger
 }
 
 // Node wires a bus, its browser profiles and their tab actors together,
@@ -91,10 +97,11 @@ type Node struct {
 	order    []string // profile names, the default first
 	sessions sessions
 
-	egress    *egress.Proxy        // nil without a whitelist
-	dialer    *egress.Dialer       // the proxy's, checked addresses only
-	stageDir  string               // the tabs' staged files, removed on Close
-	subs      []*nats.Subscription // tabs, browser status, sessions
+	egress    *egress.Proxy  // nil without a whitelist
+	dialer    *egress.Dialer // the proxy's, checked addresses only
+	stageDir  string         // the tabs' staged files, removed on Close
+	history   *History       // nil: none
+	svc       micro.Service  // tabs, browser status, sessions; nil until started
 	closeOnce sync.Once
 	closeErr  error
 }
@@ -116,11 +123,27 @@ func StartNode(ctx context.Context, opts NodeOptions) (n *Node, err error) {
 	}()
 	opts.Bus.Logger = opts.Logger.With().Str("component", "bus").Logger()
 	opts.Bus.Prefix = subj.Prefix // the users' permissions are for the node's subjects
+	if h := opts.History; !h.Disabled && opts.Bus.URL == "" && opts.Bus.JetStream == nil {
+		if h.Storage == HistoryFile && h.Dir == "" {
+			return nil, protocol.Errorf(protocol.CodeBadRequest, "history: file storage needs a directory")
+		}
+		opts.Bus.JetStream = &bus.JetStreamOptions{StoreDir: h.Dir}
+	}
 	if n.bus, err = bus.Start(opts.Bus); err != nil {
 		return nil, err
 	}
 	if n.nc, err = n.bus.Connect("framebus-node"); err != nil {
 		return nil, err
+	}
+	if !opts.History.Disabled {
+		n.history, err = StartHistory(ctx, n.nc, subj, opts.History, opts.Logger.With().Str("component", "history").Logger())
+		if errors.Is(err, ErrNoJetStream) {
+			n.log.Warn().Err(err).Msg("no frame history: frames are live only, and large contents are kept by their tabs for their latest frames")
+			err = nil
+		}
+		if err != nil {
+			return nil, err
+		}
 	}
 	if n.stageDir, err = nodeStageDir(); err != nil {
 		return nil, err
@@ -160,34 +183,20 @@ func StartNode(ctx context.Context, opts NodeOptions) (n *Node, err error) {
 			n.log.Warn().Err(err).Str("profile", po.Name).Msg("attach profile not connected; connect it once its browser runs")
 		}
 	}
-	for subject, h := range map[string]nats.MsgHandler{
-		subj.Tabs():          n.answerTabs,
-		subj.BrowserStatus(): n.answerStatus,
-		subj.SessionList():   n.answerSessions,
-	} {
-		if err = n.subscribe(subject, "", h); err != nil {
-			return nil, err
-		}
-	}
-	// One node of those sharing the bus takes each session start.
-	if err = n.subscribe(subj.SessionStart(), "framebus-sessions", n.answerSessionStart); err != nil {
+	n.svc, err = addService(n.nc, "framebus node", map[string]string{"prefix": subj.Prefix}, []endpoint{
+		{name: "tabs", subject: subj.Tabs(), handle: n.answerTabs},
+		{name: "status", subject: subj.BrowserStatus(), handle: n.answerStatus},
+		{name: "sessions", subject: subj.SessionList(), handle: n.answerSessions},
+		// One node of those sharing the bus takes each session start.
+		{name: "session-start", subject: subj.SessionStart(), handle: n.answerSessionStart, queue: "framebus-sessions"},
+	})
+	if err != nil {
 		return nil, err
 	}
 	if err = n.nc.FlushTimeout(startFlushTimeout); err != nil {
 		return nil, err
 	}
 	return n, nil
-}
-
-func (n *Node) subscribe(subject, queue string, h nats.MsgHandler) error {
-	sub, err := n.nc.QueueSubscribe(subject, queue, h)
-	if err != nil {
-		return err
-	}
-	n.mu.Lock()
-	n.subs = append(n.subs, sub)
-	n.mu.Unlock()
-	return nil
 }
 
 // profileLaunch is how a named managed profile launches: the node's
@@ -307,17 +316,20 @@ func (n *Node) Status() protocol.StatusReply {
 	return st
 }
 
+// History is the node's frame history, nil when it runs without.
+func (n *Node) History() *History { return n.history }
+
 // Bus is the node's bus, to connect more clients to it.
 func (n *Node) Bus() *bus.Bus { return n.bus }
 
 // Subjects is the node's subject scheme.
 func (n *Node) Subjects() protocol.Subjects { return n.subj }
 
-func (n *Node) answerTabs(m *nats.Msg) {
+func (n *Node) answerTabs(m micro.Request) {
 	respond(m, protocol.TabList{OK: true, Tabs: n.Tabs()}, n.log)
 }
 
-func (n *Node) answerStatus(m *nats.Msg) { respond(m, n.Status(), n.log) }
+func (n *Node) answerStatus(m micro.Request) { respond(m, n.Status(), n.log) }
 
 // Close stops the tab actors, every profile's browser (saving persistent
 // profiles, removing temporary ones, disconnecting from attached ones) and
@@ -325,12 +337,8 @@ func (n *Node) answerStatus(m *nats.Msg) { respond(m, n.Status(), n.log) }
 func (n *Node) Close() error {
 	n.closeOnce.Do(func() {
 		var errs []error
-		n.mu.Lock()
-		subs := n.subs
-		n.subs = nil
-		n.mu.Unlock()
-		for _, s := range subs {
-			_ = s.Unsubscribe()
+		if n.svc != nil {
+			_ = n.svc.Stop()
 		}
 		profiles := n.Profiles()
 		var wg sync.WaitGroup

@@ -405,6 +405,7 @@ func (p *Profile) startTab(ctx context.Context, page *cdpdriver.Page) (*Tab, err
 		StageDir:      n.stageDir,
 		StageReader:   reader,
 		FileLimits:    n.opts.FileLimits,
+		History:       n.history,
 		Logger:        p.log,
 	})
 	if err != nil {

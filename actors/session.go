@@ -10,7 +10,7 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/micro"
 
 	"github.com/framebus/framebus/actors/whitelist"
 	"github.com/framebus/framebus/protocol"
@@ -33,7 +33,7 @@ type session struct {
 	id      string
 	domain  string
 	profile *Profile
-	stopSub *nats.Subscription
+	stopSvc micro.Service // its stop endpoint
 }
 
 // StartSession starts (or returns, when it runs) the session of a domain.
@@ -102,15 +102,16 @@ func (n *Node) newSession(domain string, p *Profile) (*session, error) {
 	var b [6]byte
 	_, _ = rand.Read(b[:])
 	s := &session{id: "s" + hex.EncodeToString(b[:]), domain: domain, profile: p}
-	sub, err := n.nc.Subscribe(n.subj.SessionStop(s.id), n.answerSessionStop)
+	svc, err := addService(n.nc, "framebus session", map[string]string{"session": s.id, "domain": domain},
+		[]endpoint{{name: "stop", subject: n.subj.SessionStop(s.id), handle: n.answerSessionStop}})
 	if err != nil {
 		return nil, err
 	}
 	if err := n.nc.FlushTimeout(startFlushTimeout); err != nil {
-		_ = sub.Unsubscribe()
+		_ = svc.Stop()
 		return nil, err
 	}
-	s.stopSub = sub
+	s.stopSvc = svc
 	if n.sessions.byID == nil {
 		n.sessions.byID = map[string]*session{}
 	}
@@ -141,7 +142,7 @@ func (n *Node) StopSession(id string) (protocol.SessionReply, error) {
 	if s == nil {
 		return protocol.SessionReply{}, protocol.Errorf(protocol.CodeSessionNotFound, "no session %s on this node", id)
 	}
-	_ = s.stopSub.Unsubscribe()
+	_ = s.stopSvc.Stop()
 	s.profile.mu.Lock()
 	s.profile.session = ""
 	s.profile.mu.Unlock()
@@ -184,9 +185,9 @@ func sessionDomain(raw string) (string, error) {
 	return u.Host, nil
 }
 
-func (n *Node) answerSessionStart(m *nats.Msg) {
+func (n *Node) answerSessionStart(m micro.Request) {
 	var req protocol.SessionStartRequest
-	if err := protocol.DecodeRequest(m.Data, "session start", &req); err != nil {
+	if err := protocol.DecodeRequest(m.Data(), "session start", &req); err != nil {
 		respond(m, protocol.NewErrorReply(err), n.log)
 		return
 	}
@@ -200,8 +201,8 @@ func (n *Node) answerSessionStart(m *nats.Msg) {
 	respond(m, reply, n.log)
 }
 
-func (n *Node) answerSessionStop(m *nats.Msg) {
-	reply, err := n.StopSession(sessionOfStopSubject(m.Subject))
+func (n *Node) answerSessionStop(m micro.Request) {
+	reply, err := n.StopSession(sessionOfStopSubject(m.Subject()))
 	if err != nil {
 		respond(m, protocol.NewErrorReply(err), n.log)
 		return
@@ -209,7 +210,7 @@ func (n *Node) answerSessionStop(m *nats.Msg) {
 	respond(m, reply, n.log)
 }
 
-func (n *Node) answerSessions(m *nats.Msg) {
+func (n *Node) answerSessions(m micro.Request) {
 	respond(m, protocol.SessionList{OK: true, Sessions: n.Sessions()}, n.log)
 }
 

@@ -7,7 +7,7 @@ import (
 	"os"
 	"path/filepath"
 
-	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/micro"
 
 	"github.com/framebus/framebus/actors/files"
 	"github.com/framebus/framebus/protocol"
@@ -21,10 +21,10 @@ import (
 // directory before the browser sees them. See package files.
 
 // serveStage answers one StageRequest.
-func (t *Tab) serveStage(m *nats.Msg) {
+func (t *Tab) serveStage(m micro.Request) {
 	var req protocol.StageRequest
 	reply := protocol.StageReply{}
-	err := protocol.DecodeRequest(m.Data, "stage", &req)
+	err := protocol.DecodeRequest(m.Data(), "stage", &req)
 	if err == nil {
 		reply.ID = req.ID
 		switch req.Op {

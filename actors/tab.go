@@ -4,10 +4,12 @@ import (
 	"context"
 	"fmt"
 	"runtime"
+	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/micro"
 	"github.com/rs/zerolog"
 
 	"github.com/framebus/framebus/actors/files"
@@ -65,7 +67,11 @@ type TabOptions struct {
 	// process's (nil): the tab's files are made its, so it can read them.
 	StageReader *cdpdriver.BrowserUser
 	FileLimits  files.Limits
-	Logger      zerolog.Logger
+	// History keeps the tab's frames and their large content in
+	// JetStream (see History); nil: frames are live only, and the tab
+	// keeps its latest large contents itself.
+	History *History
+	Logger  zerolog.Logger
 }
 
 // Tab is the actor of one browser tab: one goroutine that owns the tab's
@@ -86,24 +92,26 @@ type Tab struct {
 	actionTimeout time.Duration
 	viewport      protocol.Viewport // what resize last set, or the node's
 	log           zerolog.Logger
-	inbox         chan *nats.Msg // plans, from the subscription
+	inbox         chan micro.Request // plans, from the plan endpoint
+	inboxMu       sync.Mutex         // guards inboxClosed, and sends to inbox
+	inboxClosed   bool               // plans now get tab_closed at once
+	planIDs       planIDs            // recent plan ids and their results
 	// outbox holds frames appended but not yet published: a plan's last
 	// frame goes out right after the plan's reply, so the reply is not
 	// delayed by encoding a frame that may carry a whole page.
-	outbox     []protocol.Frame
-	pending    *pendingFrame // the frame whose content waits for its load
-	content    *contentStore // large frame contents, fetched by reference
-	contentSub *nats.Subscription
-	stage      *files.Stage // files to upload, removed when the tab stops
-	stageSub   *nats.Subscription
-	roots      *files.Roots
-	cancelSub  *nats.Subscription
-	cancels    cancelState
-	sub        *nats.Subscription
-	quit       chan struct{}
-	done       chan struct{}
-	info       atomic.Pointer[protocol.TabInfo]
-	stopped    atomic.Bool
+	outbox       []protocol.Frame
+	pending      *pendingFrame // the frame whose content waits for its load
+	content      *contentStore // large frame contents, without history
+	frameHistory *History      // nil: none
+	objects      []int64       // frames whose content is in the history's object store
+	stage        *files.Stage  // files to upload, removed when the tab stops
+	roots        *files.Roots
+	cancels      cancelState
+	svc          micro.Service // the tab's endpoints: plan, cancel, content, stage
+	quit         chan struct{}
+	done         chan struct{}
+	info         atomic.Pointer[protocol.TabInfo]
+	stopped      atomic.Bool
 }
 
 // startFlushTimeout bounds the round trip that confirms a new tab's
@@ -132,6 +140,7 @@ func StartTab(ctx context.Context, opts TabOptions) (*Tab, error) {
 		subj:          opts.Subjects,
 		frameSubject:  opts.Subjects.TabFrames(opts.ID),
 		content:       newContentStore(),
+		frameHistory:  opts.History,
 		frames:        frames.New(opts.ID, opts.Frames),
 		nav:           newNavState(),
 		settleTimeout: opts.SettleTimeout,
@@ -142,7 +151,7 @@ func StartTab(ctx context.Context, opts TabOptions) (*Tab, error) {
 		stage:         newStage(opts),
 		roots:         opts.FileRoots,
 		log:           opts.Logger.With().Str("tab", opts.ID).Logger(),
-		inbox:         make(chan *nats.Msg, planQueue),
+		inbox:         make(chan micro.Request, planQueue),
 		quit:          make(chan struct{}),
 		done:          make(chan struct{}),
 	}
@@ -164,46 +173,28 @@ func StartTab(ctx context.Context, opts TabOptions) (*Tab, error) {
 		return nil, fmt.Errorf("tab %s: read location: %w", t.id, err)
 	}
 	t.nav.url, t.nav.title = url, title
-	// Content fetches are answered before the first frame may need them.
-	csub, err := t.nc.Subscribe(t.subj.TabContent(t.id), t.content.serve)
+	// Content fetches, cancels and files are answered before the first
+	// frame, from the connection while the actor is busy; plans only
+	// after it, into the actor's mailbox.
+	t.svc, err = addService(t.nc, "framebus tab", map[string]string{"tab": t.id}, []endpoint{
+		{name: "content", subject: t.subj.TabContent(t.id), handle: t.content.serve},
+		{name: "cancel", subject: t.subj.TabCancel(t.id), handle: t.answerCancel},
+		{name: "stage", subject: t.subj.TabStage(t.id), handle: t.serveStage},
+	})
 	if err != nil {
-		return nil, fmt.Errorf("tab %s: subscribe: %w", t.id, err)
+		return nil, fmt.Errorf("tab %s: serve: %w", t.id, err)
 	}
-	t.contentSub = csub
-	// Cancels are answered from the connection while the actor is busy.
-	xsub, err := t.nc.Subscribe(t.subj.TabCancel(t.id), t.answerCancel)
-	if err != nil {
-		_ = csub.Unsubscribe()
-		return nil, fmt.Errorf("tab %s: subscribe: %w", t.id, err)
-	}
-	t.cancelSub = xsub
-	// Files are staged from the connection while the actor is busy.
-	ssub, err := t.nc.Subscribe(t.subj.TabStage(t.id), t.serveStage)
-	if err != nil {
-		_ = csub.Unsubscribe()
-		_ = xsub.Unsubscribe()
-		return nil, fmt.Errorf("tab %s: subscribe: %w", t.id, err)
-	}
-	t.stageSub = ssub
 	t.emit(ctx, frames.Change{URL: url, Title: title, Action: protocol.FrameOpen, Source: protocol.SourceBrowser, NewDocument: true}, "", true)
 	t.flush()
-	// Plans arrive straight from the connection's reader into the actor's
-	// mailbox: no goroutine in between.
-	sub, err := t.nc.ChanSubscribe(t.subj.TabPlan(t.id), t.inbox)
-	if err != nil {
-		_ = csub.Unsubscribe()
-		_ = xsub.Unsubscribe()
-		t.closeStage()
-		return nil, fmt.Errorf("tab %s: subscribe: %w", t.id, err)
+	err = t.svc.AddEndpoint("plan", micro.HandlerFunc(t.takePlan), micro.WithEndpointSubject(t.subj.TabPlan(t.id)), micro.WithEndpointQueueGroupDisabled())
+	if err == nil {
+		// Once StartTab returns the tab takes plans: the server has the
+		// subscriptions (a round trip), not just the connection's buffer.
+		err = t.nc.FlushTimeout(startFlushTimeout)
 	}
-	t.sub = sub
-	// Once StartTab returns the tab takes plans: the server has the
-	// subscriptions (a round trip), not just the connection's buffer.
-	if err := t.nc.FlushTimeout(startFlushTimeout); err != nil {
-		_ = csub.Unsubscribe()
-		_ = xsub.Unsubscribe()
+	if err != nil {
+		_ = t.svc.Stop()
 		t.closeStage()
-		_ = sub.Unsubscribe()
 		return nil, fmt.Errorf("tab %s: subscribe: %w", t.id, err)
 	}
 	go t.run()
@@ -228,12 +219,36 @@ func (t *Tab) Stop() {
 	<-t.done
 }
 
-// receive decodes a plan and runs it; a malformed one is answered at once.
-func (t *Tab) receive(m *nats.Msg) {
-	plan, err := protocol.DecodePlan(m.Data)
+// takePlan hands a plan to the actor (from the plan endpoint's
+// goroutine); when the tab has stopped, or has more plans queued than it
+// holds, it answers at once.
+func (t *Tab) takePlan(m micro.Request) {
+	t.inboxMu.Lock()
+	defer t.inboxMu.Unlock()
+	if t.inboxClosed {
+		respond(m, protocol.NewErrorReply(protocol.Errorf(protocol.CodeTabClosed, "tab %s closed", t.id)), t.log)
+		return
+	}
+	select {
+	case t.inbox <- m:
+	default:
+		respond(m, protocol.NewErrorReply(protocol.Errorf(protocol.CodeUnavailable, "tab %s has %d plans queued already; send this one again later", t.id, planQueue)), t.log)
+	}
+}
+
+// receive decodes a plan and runs it; a malformed one is answered at
+// once, and one whose id ran before gets that run's result (see planids.go).
+func (t *Tab) receive(m micro.Request) {
+	plan, err := protocol.DecodePlan(m.Data())
 	if err != nil {
 		respond(m, protocol.NewErrorReply(err), t.log)
 		return
+	}
+	if plan.ID != "" {
+		if res, ok := t.planIDs.result(plan.ID, time.Now()); ok {
+			t.respondPlan(m, res)
+			return
+		}
 	}
 	ctx, run := t.cancels.start(plan.ID)
 	var res protocol.PlanResult
@@ -244,6 +259,7 @@ func (t *Tab) receive(m *nats.Msg) {
 		stop(&res, 0, protocol.Errorf(protocol.CodeCancelled, "plan %s was cancelled before it ran", plan.ID), nil, t.frames.Sequence())
 	}
 	t.cancels.done()
+	t.planIDs.remember(plan.ID, res, time.Now())
 	t.respondPlan(m, res)
 	// Let the connection's flusher send the reply now: with one P (as
 	// serve runs on two cores) it would wait until this goroutine blocks,
@@ -262,17 +278,23 @@ func (t *Tab) lost() bool {
 	}
 }
 
-// closeStage removes the tab's staged files, once nothing can stage more.
+// closeStage removes the tab's staged files (a stage request still on its
+// way is refused: the stage is closed).
 func (t *Tab) closeStage() {
-	_ = t.stageSub.Unsubscribe()
 	if err := t.stage.Close(); err != nil {
 		t.log.Warn().Err(err).Msg("remove staged files")
 	}
 }
 
-// closeInbox answers the plans still queued with tab_closed.
+// closeInbox stops the tab's endpoints and answers the plans still
+// queued, and those on their way, with tab_closed.
 func (t *Tab) closeInbox() {
-	_ = t.sub.Unsubscribe()
+	if err := t.svc.Stop(); err != nil {
+		t.log.Warn().Err(err).Msg("stop the tab's endpoints")
+	}
+	t.inboxMu.Lock()
+	t.inboxClosed = true
+	t.inboxMu.Unlock()
 	for {
 		select {
 		case m := <-t.inbox:
@@ -286,8 +308,6 @@ func (t *Tab) closeInbox() {
 func (t *Tab) run() {
 	defer close(t.done)
 	defer t.closeStage()
-	defer t.contentSub.Unsubscribe()
-	defer t.cancelSub.Unsubscribe()
 	defer t.closeInbox()
 	defer func() {
 		if t.pending != nil {
@@ -366,7 +386,7 @@ const replyRoom = 4096
 // (a huge eval value, the text of a huge page) would be dropped by the
 // bus and leave the agent waiting: the values are left out instead, and
 // the plan answers too_large, with its sequence, since its actions ran.
-func (t *Tab) respondPlan(m *nats.Msg, res protocol.PlanResult) {
+func (t *Tab) respondPlan(m micro.Request, res protocol.PlanResult) {
 	data, err := protocol.Marshal(res)
 	if max := t.nc.MaxPayload(); err == nil && int64(len(data)) > max-1024 {
 		res.OK, res.Code = false, protocol.CodeTooLarge
@@ -380,16 +400,34 @@ func (t *Tab) respondPlan(m *nats.Msg, res protocol.PlanResult) {
 	respond(m, res, t.log)
 }
 
-func respond(m *nats.Msg, v any, log zerolog.Logger) {
+func respond(m micro.Request, v any, log zerolog.Logger) {
+	if m.Reply() == "" {
+		return
+	}
+	if data, ok := encodeReply(v, log); ok {
+		if err := m.Respond(data); err != nil {
+			log.Warn().Err(err).Msg("send reply")
+		}
+	}
+}
+
+// respondMsg is respond for a plain subscription's message.
+func respondMsg(m *nats.Msg, v any, log zerolog.Logger) {
 	if m.Reply == "" {
 		return
 	}
+	if data, ok := encodeReply(v, log); ok {
+		if err := m.Respond(data); err != nil {
+			log.Warn().Err(err).Msg("send reply")
+		}
+	}
+}
+
+func encodeReply(v any, log zerolog.Logger) ([]byte, bool) {
 	data, err := protocol.Marshal(v)
 	if err != nil {
 		log.Error().Err(err).Msg("encode reply")
-		return
+		return nil, false
 	}
-	if err := m.Respond(data); err != nil {
-		log.Warn().Err(err).Msg("send reply")
-	}
+	return data, true
 }

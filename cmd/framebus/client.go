@@ -2,11 +2,10 @@ package main
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
+	neturl "net/url"
 	"strings"
 	"time"
 
@@ -14,6 +13,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/framebus/framebus/actors"
+	busclient "github.com/framebus/framebus/bus/client"
 	"github.com/framebus/framebus/protocol"
 )
 
@@ -72,13 +72,13 @@ func (f *clientFlags) declare(fs *pflag.FlagSet, withTab bool) {
 	fs.StringVar(&f.creds, "creds", "", "credentials `file` to log in with (default: $"+envCreds+", else "+agentCredsFile+" beside the state file)")
 }
 
-// client is a connection to the bus of a running node.
+// client is a connection to the bus of a running node, through
+// bus/client.
 type client struct {
-	nc   *nats.Conn
+	bc   *busclient.Client
 	subj protocol.Subjects
 	// creds are what it logged in with (zero for none).
-	creds  protocol.Credentials
-	denied *denials
+	creds protocol.Credentials
 	// active is the tab chosen with tab select (from the state file).
 	active string
 }
@@ -86,13 +86,12 @@ type client struct {
 // connect finds the bus (--bus, $FRAMEBUS_URL, the state file) and dials
 // it for one request: a lost connection is not retried.
 func (c *cli) connect(f clientFlags) (*client, error) {
-	return c.dial(f, nats.NoReconnect())
+	return c.dial(f, busclient.Options{NoReconnect: true})
 }
 
-// dial finds the bus and its credentials and connects with extra nats
-// options. The bus is --bus, else $FRAMEBUS_URL, else the credentials'
-// URL when a credentials file was named, else the state file's.
-func (c *cli) dial(f clientFlags, opts ...nats.Option) (*client, error) {
+// dial finds the bus and connects to it with the options given (the URL,
+// prefix and name are filled in here).
+func (c *cli) dial(f clientFlags, opts busclient.Options) (*client, error) {
 	if f.tab != "" && !protocol.ValidTabID(f.tab) {
 		return nil, usagef("--tab: %q is not a tab id (letters, digits, '-' and '_')", f.tab)
 	}
@@ -128,48 +127,54 @@ func (c *cli) dial(f clientFlags, opts ...nats.Option) (*client, error) {
 	if err != nil {
 		return nil, usagef("--prefix: %v", err)
 	}
-	denied := &denials{role: creds.Role}
-	all := []nats.Option{
-		nats.Name("framebus-cli"),
-		nats.Timeout(connectTimeout),
-		nats.ErrorHandler(func(_ *nats.Conn, _ *nats.Subscription, err error) { denied.refused(err) }),
+	opts.URL, opts.Prefix, opts.Name = url, subj.Prefix, "framebus-cli"
+	if haveCreds && !urlHasUser(url) {
+		opts.Credentials = &creds // a URL with its own user keeps it
 	}
-	if haveCreds {
-		all = append(all, credsOptions(creds, url)...)
+	if opts.ConnectTimeout == 0 {
+		opts.ConnectTimeout = connectTimeout
 	}
-	nc, err := nats.Connect(url, append(all, opts...)...)
-	if errors.Is(err, nats.ErrAuthorization) {
-		return nil, protocol.Errorf(protocol.CodePermissionDenied, "the bus at %s refused to log in %s: %v (give a credentials file with --creds or $%s)", url, describeUser(creds, haveCreds), err, envCreds)
-	}
-	if err != nil {
+	bc, err := busclient.Connect(c.ctx, opts)
+	switch {
+	case protocol.CodeOf(err) == protocol.CodePermissionDenied:
+		return nil, err // the bus refused the login: say so, not "no node"
+	case err != nil:
 		return nil, errNoNode(err)
 	}
-	return &client{nc: nc, subj: subj, active: active, creds: creds, denied: denied}, nil
+	return &client{bc: bc, subj: subj, creds: creds, active: active}, nil
 }
 
-// describeUser names who tried to log in, for errors.
-func describeUser(creds protocol.Credentials, have bool) string {
-	if !have {
-		return "without credentials"
+// urlHasUser reports whether a bus URL carries its own user.
+func urlHasUser(raw string) bool {
+	u, err := neturl.Parse(raw)
+	return err == nil && u.User != nil
+}
+
+
+func (cl *client) close() { cl.bc.Close() }
+
+// busError is the error of a request that got no answer: the node's
+// refusal of the user's role as it is, else what noReply makes of it.
+func busError(err error, noReply func(error) error) error {
+	if protocol.CodeOf(err) == protocol.CodePermissionDenied {
+		return err
 	}
-	return fmt.Sprintf("user %q (role %s)", creds.User, creds.Role)
+	return noReply(err)
 }
-
-func (cl *client) close() { cl.nc.Close() }
 
 // tabs asks every node on the bus for its tabs and returns the first answer.
 func (cl *client) tabs(ctx context.Context) (protocol.TabList, error) {
 	ctx, cancel := context.WithTimeout(ctx, tabsTimeout)
 	defer cancel()
-	msg, err := cl.request(ctx, cl.subj.Tabs(), nil)
+	data, err := cl.bc.RequestData(ctx, cl.subj.Tabs(), nil)
 	switch {
 	case err != nil && interrupted(ctx):
 		return protocol.TabList{}, errInterrupted("the node to list its tabs", "nothing was sent to a tab")
 	case err != nil:
-		return protocol.TabList{}, errNoNode(err)
+		return protocol.TabList{}, busError(err, errNoNode)
 	}
 	var list protocol.TabList
-	if err := json.Unmarshal(msg.Data, &list); err != nil {
+	if err := json.Unmarshal(data, &list); err != nil {
 		return protocol.TabList{}, protocol.Errorf(protocol.CodeInternal, "tabs reply: invalid JSON: %v", err)
 	}
 	return list, nil
@@ -221,7 +226,7 @@ func (cl *client) selectedTab(ctx context.Context, listed []protocol.TabInfo) (s
 func (cl *client) tabGone(ctx context.Context, tab string) (protocol.Code, string) {
 	ctx, cancel := context.WithTimeout(ctx, time.Second)
 	defer cancel()
-	msg, err := cl.request(ctx, cl.subj.TabPlan(tab), nil)
+	data, err := cl.bc.RequestData(ctx, cl.subj.TabPlan(tab), nil)
 	switch {
 	case errors.Is(err, nats.ErrNoResponders):
 		return protocol.CodeTabNotFound, "it was closed, or its browser or session was"
@@ -229,7 +234,7 @@ func (cl *client) tabGone(ctx context.Context, tab string) (protocol.Code, strin
 		return "", ""
 	}
 	var reply errorReply
-	if json.Unmarshal(msg.Data, &reply) == nil && reply.Code == protocol.CodeBrowserNotRunning {
+	if json.Unmarshal(data, &reply) == nil && reply.Code == protocol.CodeBrowserNotRunning {
 		// Starting the browser again would not bring this tab back.
 		return protocol.CodeBrowserNotRunning, "its browser was closed; starting it again opens new tabs"
 	}
@@ -256,9 +261,12 @@ func (cl *client) tabNotFound(ctx context.Context, tab string) error {
 func (cl *client) checkTab(ctx context.Context, tab string) error {
 	ctx, cancel := context.WithTimeout(ctx, time.Second)
 	defer cancel()
-	_, err := cl.request(ctx, cl.subj.TabPlan(tab), nil)
-	if errors.Is(err, nats.ErrNoResponders) {
+	_, err := cl.bc.RequestData(ctx, cl.subj.TabPlan(tab), nil)
+	switch {
+	case errors.Is(err, nats.ErrNoResponders):
 		return cl.tabNotFound(ctx, tab)
+	case protocol.CodeOf(err) == protocol.CodePermissionDenied:
+		return nil // an observer may not send plans, and watches all the same
 	}
 	return nil // an answer, or a tab too busy to give one: it is there
 }
@@ -282,44 +290,26 @@ func planWait(plan protocol.Plan) time.Duration {
 func (cl *client) sendPlan(ctx context.Context, tab string, data []byte, plan protocol.Plan) (protocol.PlanResult, []byte, error) {
 	if plan.ID == "" {
 		var err error
-		if plan.ID, data, err = withPlanID(data); err != nil {
+		if data, plan.ID, err = busclient.WithPlanID(data); err != nil {
 			return protocol.PlanResult{}, nil, err
 		}
 	}
 	wait := planWait(plan)
 	rctx, cancel := context.WithTimeout(ctx, wait)
 	defer cancel()
-	msg, err := cl.request(rctx, cl.subj.TabPlan(tab), data)
+	res, raw, err := cl.bc.PlanData(rctx, tab, data)
 	switch {
-	case errors.Is(err, nats.ErrNoResponders):
-		return protocol.PlanResult{}, nil, cl.tabNotFound(ctx, tab)
+	case err == nil:
+		return res, raw, nil
+	case protocol.CodeOf(err) == protocol.CodeTabNotFound:
+		return protocol.PlanResult{}, nil, err
 	case err != nil && ctx.Err() != nil:
 		return protocol.PlanResult{}, nil, cl.cancelPlan(tab, plan.ID)
 	case err != nil && rctx.Err() != nil:
 		return protocol.PlanResult{}, nil, protocol.Errorf(protocol.CodeTimeout,
 			"tab %s did not answer within %s", tab, wait)
-	case err != nil:
-		return protocol.PlanResult{}, nil, errNoNode(err)
 	}
-	res, err := protocol.DecodePlanResult(msg.Data)
-	if err != nil {
-		return protocol.PlanResult{}, nil, err
-	}
-	return res, msg.Data, nil
-}
-
-// withPlanID gives an encoded plan a fresh id.
-func withPlanID(data []byte) (string, []byte, error) {
-	var fields map[string]json.RawMessage
-	if err := json.Unmarshal(data, &fields); err != nil {
-		return "", nil, err
-	}
-	var b [8]byte
-	_, _ = rand.Read(b[:])
-	id := "cli-" + hex.EncodeToString(b[:])
-	fields["id"], _ = json.Marshal(id)
-	data, err := json.Marshal(fields)
-	return id, data, err
+	return protocol.PlanResult{}, nil, busError(err, errNoNode)
 }
 
 // cancelTimeout bounds the cancel request an interrupted command sends.
@@ -330,12 +320,7 @@ const cancelTimeout = 2 * time.Second
 func (cl *client) cancelPlan(tab, id string) error {
 	ctx, cancel := context.WithTimeout(context.Background(), cancelTimeout)
 	defer cancel()
-	data, _ := json.Marshal(protocol.CancelRequest{PlanID: id})
-	msg, err := cl.request(ctx, cl.subj.TabCancel(tab), data)
-	var reply protocol.CancelReply
-	if err == nil {
-		err = json.Unmarshal(msg.Data, &reply)
-	}
+	reply, err := cl.bc.Cancel(ctx, tab, id)
 	switch {
 	case err != nil || !reply.OK:
 		return errInterrupted("tab "+tab+" to answer the plan", "the plan may still run (cancelling it failed)")

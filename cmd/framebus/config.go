@@ -44,13 +44,14 @@ type config struct {
 	// Viewport is the tabs' size, WIDTHxHEIGHT, or "window" for the
 	// browser window's own; Device a preset of device emulation (its
 	// size unless Viewport gives one).
-	Viewport string       `yaml:"viewport" json:"viewport"`
-	Device   string       `yaml:"device" json:"device,omitempty"`
-	Schemes  []string     `yaml:"schemes" json:"schemes"`
-	Frames   framesConfig `yaml:"frames" json:"frames"`
-	Files    filesConfig  `yaml:"files" json:"files"`
-	Bus      busConfig    `yaml:"bus" json:"bus"`
-	LogLevel string       `yaml:"logLevel" json:"logLevel"`
+	Viewport string        `yaml:"viewport" json:"viewport"`
+	Device   string        `yaml:"device" json:"device,omitempty"`
+	Schemes  []string      `yaml:"schemes" json:"schemes"`
+	Frames   framesConfig  `yaml:"frames" json:"frames"`
+	Files    filesConfig   `yaml:"files" json:"files"`
+	Bus      busConfig     `yaml:"bus" json:"bus"`
+	History  historyConfig `yaml:"history" json:"history"`
+	LogLevel string        `yaml:"logLevel" json:"logLevel"`
 }
 
 type browserConfig struct {
@@ -115,6 +116,20 @@ type busConfig struct {
 	Users []userConfig `yaml:"users" json:"users,omitempty"`
 }
 
+// historyConfig: the frame history, kept in JetStream (see
+// actors.History): in memory, on disk under Dir (default
+// <state dir>/jetstream), or off.
+type historyConfig struct {
+	Storage   string `yaml:"storage" json:"storage"` // memory, file or off
+	Dir       string `yaml:"dir" json:"dir,omitempty"`
+	MaxPerTab int64  `yaml:"maxPerTab" json:"maxPerTab"`
+	MaxAge    string `yaml:"maxAge" json:"maxAge"` // a duration
+	MaxBytes  int64  `yaml:"maxBytes" json:"maxBytes"`
+}
+
+// historyOff is the history storage setting that runs a node without.
+const historyOff = "off"
+
 func defaultConfig() config {
 	return config{
 		Browser: browserConfig{
@@ -128,6 +143,8 @@ func defaultConfig() config {
 		Viewport: fmt.Sprintf("%dx%d", protocol.DefaultViewport.Width, protocol.DefaultViewport.Height),
 		Frames:   framesConfig{FullPage: string(frames.DefaultFormat), Policy: string(frames.PolicyURLChange), MaxContent: frames.DefaultMaxContent},
 		Bus:      busConfig{Listen: "127.0.0.1:0", Prefix: protocol.DefaultPrefix},
+		History: historyConfig{Storage: actors.HistoryMemory, MaxPerTab: actors.DefaultHistoryPerTab,
+			MaxAge: actors.DefaultHistoryAge.String(), MaxBytes: actors.DefaultHistoryBytes},
 		LogLevel: "info",
 	}
 }
@@ -347,6 +364,7 @@ func (cfg *config) applyFlags(fs *pflag.FlagSet) {
 		cfg.Bus.AllowRemote, _ = fs.GetBool("allow-remote")
 	}
 	str("log-level", &cfg.LogLevel)
+	str("history", &cfg.History.Storage)
 	str("viewport", &cfg.Viewport)
 	str("device", &cfg.Device)
 }
@@ -409,6 +427,9 @@ func (cfg config) validate() error {
 		return usagef("%v (--file-roots)", err)
 	}
 	if _, err := newLogLevel(cfg.LogLevel); err != nil {
+		return err
+	}
+	if _, err := cfg.historyOptions(""); err != nil {
 		return err
 	}
 	if _, err := cfg.viewport(); err != nil {
@@ -505,6 +526,36 @@ func (cfg config) framesOptions() frames.Options {
 		maxContent = -1 // frames.Options's "no limit"
 	}
 	return frames.Options{Format: frames.Format(cfg.Frames.FullPage), Policy: frames.Policy(cfg.Frames.Policy), MaxContent: maxContent}
+}
+
+// historyOptions are the node's history settings; file storage goes in
+// history.dir, else <stateDir>/jetstream.
+func (cfg config) historyOptions(stateDir string) (actors.HistoryOptions, error) {
+	h := cfg.History
+	if h.Storage == historyOff {
+		return actors.HistoryOptions{Disabled: true}, nil
+	}
+	if h.Storage != actors.HistoryMemory && h.Storage != actors.HistoryFile {
+		return actors.HistoryOptions{}, usagef("history.storage (--history): %q is not memory, file or off", h.Storage)
+	}
+	age, err := time.ParseDuration(h.MaxAge)
+	if err != nil || age < time.Second {
+		return actors.HistoryOptions{}, usagef("history.maxAge: %q is not a duration of 1s or more (24h, 30m)", h.MaxAge)
+	}
+	if h.MaxPerTab < 1 {
+		return actors.HistoryOptions{}, usagef("history.maxPerTab: %d; keep at least 1 frame per tab (or history.storage: off)", h.MaxPerTab)
+	}
+	if h.MaxBytes < 1<<20 {
+		return actors.HistoryOptions{}, usagef("history.maxBytes: %d; want at least 1 MiB (1048576)", h.MaxBytes)
+	}
+	o := actors.HistoryOptions{Storage: h.Storage, MaxPerTab: h.MaxPerTab, MaxAge: age, MaxBytes: h.MaxBytes}
+	if h.Storage == actors.HistoryFile {
+		o.Dir = expandHome(h.Dir)
+		if o.Dir == "" && stateDir != "" {
+			o.Dir = filepath.Join(stateDir, "jetstream")
+		}
+	}
+	return o, nil
 }
 
 // profileDir is the default profile's directory, "" for a temporary one.

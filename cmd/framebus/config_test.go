@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 // The effective configuration: defaults, then the file, then the
@@ -114,6 +115,10 @@ func TestConfigErrors(t *testing.T) {
 		{"profiles:\n  phone:\n    device: Nokia\n", `profiles.phone (viewport, device): device "Nokia" is not a preset`},
 		{"profiles:\n  big:\n    viewport: 0x0\n", "profiles.big (viewport, device)"},
 		{"profiles:\n  big:\n    viewport: window\n    device: Pixel 7\n", "give one or the other"},
+		{"history:\n  storage: disk\n", `history.storage (--history): "disk" is not memory, file or off`},
+		{"history:\n  maxAge: forever\n", `history.maxAge: "forever" is not a duration`},
+		{"history:\n  maxPerTab: 0\n", "history.maxPerTab: 0"},
+		{"history:\n  maxBytes: 1000\n", "history.maxBytes: 1000"},
 	}
 	for i, tc := range cases {
 		file := filepath.Join(dir, "c"+itoa(i)+".yaml")
@@ -130,6 +135,29 @@ func TestConfigErrors(t *testing.T) {
 	r := framebus(t, testEnv(), "", "config", "--config", filepath.Join(dir, "missing.yaml"))
 	if r.status != exitUsage || !strings.Contains(r.stdout, "missing.yaml") {
 		t.Errorf("missing file: exit %d, %s", r.status, r.stdout)
+	}
+}
+
+// File storage of the history goes under the state file's directory
+// unless history.dir says where; off runs without.
+func TestHistoryConfig(t *testing.T) {
+	cfg := defaultConfig()
+	cfg.History.Storage = "file"
+	o, err := cfg.historyOptions("/var/state")
+	if err != nil || o.Dir != "/var/state/jetstream" || o.Storage != "file" || o.MaxPerTab != 1000 || o.MaxAge != 24*time.Hour {
+		t.Fatalf("file: %+v %v", o, err)
+	}
+	cfg.History.Dir = "/srv/history"
+	if o, _ := cfg.historyOptions("/var/state"); o.Dir != "/srv/history" {
+		t.Fatalf("history.dir: %+v", o)
+	}
+	cfg.History.Storage = "off"
+	if o, _ := cfg.historyOptions("/var/state"); !o.Disabled {
+		t.Fatalf("off: %+v", o)
+	}
+	cfg.History.Storage = "memory"
+	if o, _ := cfg.historyOptions("/var/state"); o.Dir != "" || o.Disabled {
+		t.Fatalf("memory: %+v", o)
 	}
 }
 

@@ -8,13 +8,10 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"net/url"
 	"os"
 	"path/filepath"
-	"sync"
 	"syscall"
 
-	"github.com/nats-io/nats.go"
 	"github.com/spf13/pflag"
 
 	"github.com/framebus/framebus/bus"
@@ -91,15 +88,6 @@ func readCredentials(path string) (protocol.Credentials, error) {
 	return creds, nil
 }
 
-// credsOptions log in with creds: user, password, and the inbox prefix
-// the user may subscribe to. A URL that carries its own user keeps it.
-func credsOptions(creds protocol.Credentials, rawURL string) []nats.Option {
-	if u, err := url.Parse(rawURL); err == nil && u.User != nil {
-		return nil
-	}
-	return []nats.Option{nats.UserInfo(creds.User, creds.Password), nats.CustomInboxPrefix(creds.InboxPrefix)}
-}
-
 // writePrivate replaces path atomically with data readable by its owner
 // only, never by others, not even for a moment (see writeFileAtomic).
 func writePrivate(path string, data []byte) error {
@@ -119,65 +107,6 @@ func newPassword() string {
 	var b [24]byte
 	_, _ = rand.Read(b[:])
 	return base64.RawURLEncoding.EncodeToString(b[:])
-}
-
-// denials turns the server's asynchronous permissions violation into the
-// error of the request waiting on that subject, at once: nats.go would
-// let the request wait for its timeout.
-type denials struct {
-	role    string
-	mu      sync.Mutex
-	waiting map[string][]context.CancelCauseFunc
-}
-
-// refused is the connection's error handler's part.
-func (d *denials) refused(err error) {
-	verb, subject, ok := protocol.ParsePermissionViolation(err.Error())
-	if !ok || verb != "publish" {
-		return
-	}
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	for _, cancel := range d.waiting[subject] {
-		cancel(protocol.PermissionDenied(d.role, verb, subject))
-	}
-}
-
-func (d *denials) watch(subject string, cancel context.CancelCauseFunc) (stop func()) {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	if d.waiting == nil {
-		d.waiting = map[string][]context.CancelCauseFunc{}
-	}
-	d.waiting[subject] = append(d.waiting[subject], cancel)
-	n := len(d.waiting[subject]) - 1
-	return func() {
-		d.mu.Lock()
-		defer d.mu.Unlock()
-		list := d.waiting[subject]
-		list[n] = func(error) {} // keep the others' positions
-		if len(list) == n+1 {
-			list = list[:n]
-		}
-		if len(list) == 0 {
-			delete(d.waiting, subject)
-		} else {
-			d.waiting[subject] = list
-		}
-	}
-}
-
-// request is nc.RequestWithContext that fails at once with
-// permission_denied when the server refuses the subject.
-func (cl *client) request(ctx context.Context, subject string, data []byte) (*nats.Msg, error) {
-	rctx, cancel := context.WithCancelCause(ctx)
-	defer cancel(nil)
-	defer cl.denied.watch(subject, cancel)()
-	msg, err := cl.nc.RequestWithContext(rctx, subject, data)
-	if cause := context.Cause(rctx); err != nil && protocol.CodeOf(cause) == protocol.CodePermissionDenied {
-		return nil, cause
-	}
-	return msg, err
 }
 
 func credsCommand() command {
@@ -248,12 +177,12 @@ func (c *cli) addUser(target clientFlags, name, role, out string) error {
 	ctx, cancel := context.WithTimeout(c.ctx, lifecycleWait)
 	defer cancel()
 	data, _ := json.Marshal(protocol.UserRequest{Name: name, Role: role, PasswordHash: hash})
-	msg, err := cl.request(ctx, cl.subj.AdminUsers(protocol.UsersAdd), data)
+	answer, err := cl.bc.RequestData(ctx, cl.subj.AdminUsers(protocol.UsersAdd), data)
 	if err != nil {
 		return errNoNode(err)
 	}
 	var reply errorReply
-	if err := json.Unmarshal(msg.Data, &reply); err != nil {
+	if err := json.Unmarshal(answer, &reply); err != nil {
 		return protocol.Errorf(protocol.CodeInternal, "users reply: invalid JSON: %v", err)
 	}
 	if !reply.OK {

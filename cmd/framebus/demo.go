@@ -53,8 +53,9 @@ func demoCommand() command {
 ` + demoSiteDir + ` on a loopback port, prints every frame as a JSON line (fullPage cut
 to ` + fmt.Sprint(demoFullPageChars) + ` characters), runs ` + demoPlanFile + ` (navigate
 to the search page based on frame 1, click #result3 based on 2, click #buy
-based on 3), prints its result, then sends the same plan again and prints
-the stale_frame result. Exits 0 when the first plan succeeded and the second
+based on 3), prints its result, then sends the same plan again under a new
+id (the same id would get the first run's result, marked duplicate) and
+prints the stale_frame result. Exits 0 when the first plan succeeded and the second
 was refused as stale. Run it from the source tree, or pass --root.`,
 		setup: func(fs *pflag.FlagSet) func(c *cli, args []string) error {
 			var o demoOptions
@@ -103,7 +104,7 @@ func (c *cli) demo(o demoOptions) error {
 	defer cancel()
 	// The demo's own bus, so it can subscribe before the node opens its tab
 	// and show frame 1 too; the node joins it as it would any external bus.
-	b, err := bus.Start(bus.Options{Logger: log})
+	b, err := bus.Start(bus.Options{Logger: log, JetStream: &bus.JetStreamOptions{}}) // the node keeps its frame history there
 	if err != nil {
 		return startError(ctx, err)
 	}
@@ -155,8 +156,16 @@ func (c *cli) demo(o demoOptions) error {
 	p.say("# its result:")
 	p.sayValue(first)
 
-	p.say("# the same plan again: its first action is based on frame 1, but the tab is at frame %d now:", first.Sequence)
-	second, err := demoSend(ctx, nc, subj, tab.Tab, planText, plan)
+	// Under a new id: the tab would answer its own id with the first
+	// run's result (duplicate), without running it again.
+	again := plan
+	again.ID += "-again"
+	againText, err := json.Marshal(again)
+	if err != nil {
+		return protocol.Errorf(protocol.CodeInternal, "demo: %v", err)
+	}
+	p.say("# the same plan again, as %s: its first action is based on frame 1, but the tab is at frame %d now:", again.ID, first.Sequence)
+	second, err := demoSend(ctx, nc, subj, tab.Tab, againText, again)
 	if err != nil {
 		return err
 	}

@@ -144,23 +144,23 @@ func noNode(_ *client, err error) error { return errNoNode(err) }
 func (c *cli) request(cl *client, subject string, data []byte, noReply func(error) error, into ...any) error {
 	ctx, cancel := context.WithTimeout(c.ctx, lifecycleWait)
 	defer cancel()
-	msg, err := cl.request(ctx, subject, data)
+	reply, err := cl.bc.RequestData(ctx, subject, data)
 	switch {
 	case err != nil && interrupted(ctx):
 		return errInterrupted("the node to answer "+subject, "the node may still carry the request out")
 	case err != nil:
-		return noReply(err)
+		return busError(err, noReply)
 	}
 	var head struct {
 		OK bool `json:"ok"`
 	}
-	if err := json.Unmarshal(msg.Data, &head); err != nil {
+	if err := json.Unmarshal(reply, &head); err != nil {
 		return protocol.Errorf(protocol.CodeInternal, "%s reply: invalid JSON: %v", subject, err)
 	}
 	for _, v := range into {
-		_ = json.Unmarshal(msg.Data, v)
+		_ = json.Unmarshal(reply, v)
 	}
-	c.printJSON(json.RawMessage(msg.Data))
+	c.printJSON(json.RawMessage(reply))
 	if !head.OK {
 		return errReported
 	}
@@ -258,12 +258,12 @@ func (c *cli) findTab(target clientFlags, id string) (*protocol.TabInfo, []proto
 func (cl *client) noProfile(ctx context.Context, profile string, cause error) error {
 	ctx, cancel := context.WithTimeout(ctx, tabsTimeout)
 	defer cancel()
-	msg, err := cl.request(ctx, cl.subj.BrowserStatus(), nil)
+	data, err := cl.bc.RequestData(ctx, cl.subj.BrowserStatus(), nil)
 	if err != nil {
 		return errNoNode(cause)
 	}
 	var st protocol.StatusReply
-	if err := json.Unmarshal(msg.Data, &st); err != nil {
+	if err := json.Unmarshal(data, &st); err != nil {
 		return protocol.Errorf(protocol.CodeInternal, "status reply: invalid JSON: %v", err)
 	}
 	var names []string

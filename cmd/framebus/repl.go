@@ -32,10 +32,10 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/nats-io/nats.go"
 	"github.com/spf13/pflag"
 	"golang.org/x/term"
 
+	busclient "github.com/framebus/framebus/bus/client"
 	"github.com/framebus/framebus/protocol"
 )
 
@@ -542,11 +542,11 @@ func (s *session) queryURL(ctx context.Context) (string, error) {
 		}
 		bus, active = st.Bus, st.Active
 	}
-	if s.prompt != nil && (s.promptBus != bus || s.prompt.nc.IsClosed()) {
+	if s.prompt != nil && (s.promptBus != bus || s.prompt.bc.Closed()) {
 		s.closePrompt() // another node, or this one went away
 	}
 	if s.prompt == nil {
-		cl, err := s.c.dial(s.target, nats.NoReconnect(), nats.Timeout(promptTimeout))
+		cl, err := s.c.dial(s.target, busclient.Options{NoReconnect: true, ConnectTimeout: promptTimeout})
 		if err != nil {
 			return "", err
 		}

@@ -139,6 +139,16 @@ func (c *cli) serve(o serveOptions) error {
 	if err != nil {
 		return usagef("viewport: %v", err)
 	}
+	history, err := cfg.historyOptions(filepath.Dir(path))
+	if err != nil {
+		return err
+	}
+	if history.Dir != "" {
+		// The history is the node's alone, like its state file.
+		if err := os.MkdirAll(history.Dir, 0o700); err != nil {
+			return protocol.Errorf(protocol.CodeInternal, "history.dir: %v", err)
+		}
+	}
 	ctx, cancel := context.WithTimeout(c.ctx, startTimeout)
 	node, err := actors.StartNode(ctx, actors.NodeOptions{
 		Bus:           busOpts,
@@ -155,6 +165,7 @@ func (c *cli) serve(o serveOptions) error {
 		Profiles:      cfg.profiles(),
 		ProfileDir:    profiles,
 		FileRoots:     roots,
+		History:       history,
 	})
 	cancel()
 	if err != nil {
@@ -364,6 +375,7 @@ func declareServeFlags(fs *pflag.FlagSet) *string {
 	fs.String("prefix", d.Bus.Prefix, "subject `prefix`")
 	fs.String("start-url", d.Browser.StartURL, "`URL` the first tab opens")
 	fs.String("log-level", d.LogLevel, "log `level` on stderr: trace, debug, info, warn, error")
+	fs.String("history", d.History.Storage, "where the frame history is kept (`storage`): memory, file (under <state dir>/jetstream, or history.dir) or off")
 	dialogTimeout := msDuration(actors.DefaultDialogTimeout)
 	fs.Var(&dialogTimeout, "dialog-timeout", "how long a JavaScript dialog stays open for a dialog action before the default answers it; 0 answers at once")
 	fs.String("dialog-default", d.Browser.DialogDefault, "the automatic answer to a JavaScript dialog: accept or dismiss")

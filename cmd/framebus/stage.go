@@ -115,8 +115,10 @@ func (cl *client) stage(ctx context.Context, tab, path string, req protocol.Stag
 	}
 	rctx, cancel := context.WithTimeout(ctx, stageRequestTimeout)
 	defer cancel()
-	msg, err := cl.request(rctx, cl.subj.TabStage(tab), data)
+	out, err := cl.bc.RequestData(rctx, cl.subj.TabStage(tab), data)
 	switch {
+	case protocol.CodeOf(err) == protocol.CodePermissionDenied:
+		return protocol.StageReply{}, err
 	case errors.Is(err, nats.ErrNoResponders):
 		return protocol.StageReply{}, cl.tabNotFound(ctx, tab)
 	case err != nil && ctx.Err() != nil:
@@ -127,7 +129,7 @@ func (cl *client) stage(ctx context.Context, tab, path string, req protocol.Stag
 		return protocol.StageReply{}, errNoNode(err)
 	}
 	var reply protocol.StageReply
-	if err := json.Unmarshal(msg.Data, &reply); err != nil {
+	if err := json.Unmarshal(out, &reply); err != nil {
 		return reply, protocol.Errorf(protocol.CodeInternal, "upload %s: the node's reply to %s: %v", path, req.Op, err)
 	}
 	if !reply.OK {

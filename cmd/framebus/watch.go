@@ -3,22 +3,14 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/json"
-	"sync"
-	"time"
+	"io"
 
-	"github.com/nats-io/nats.go"
 	"github.com/rs/zerolog"
 	"github.com/spf13/pflag"
 
-	"github.com/framebus/framebus/actors"
-	"github.com/framebus/framebus/protocol"
-)
-
-// A watcher rides out a short bus outage, then gives up.
-const (
-	watchReconnects    = 10
-	watchReconnectWait = time.Second
+	busclient "github.com/framebus/framebus/bus/client"
 )
 
 func watchCommand() command {
@@ -27,122 +19,181 @@ func watchCommand() command {
 		summary: "print a tab's frames (or every tab's, with --all) as JSON lines until SIGINT or SIGTERM",
 		group:   groupPlans,
 		details: `Each frame is one line of JSON, written and flushed as it arrives, in the
-order the tab published them. Frames published before watch subscribed
-are not shown. Once subscribed it logs "watching" on stderr.`,
+order the tab published them, large content inlined. Without --from or
+--last it prints the frames made from now on; --from N replays the tab's
+stored frames from N, then follows live ones, with no gap and no frame twice;
+--last starts at the tab's current frame (with --all, each tab's). Once
+subscribed it logs "watching" on stderr. watch reconnects by itself and
+logs each disconnect and reconnect on stderr; frames made meanwhile come
+from the history (a gap in it is logged too).`,
 		setup: func(fs *pflag.FlagSet) func(c *cli, args []string) error {
 			var target clientFlags
 			target.declare(fs, true)
-			all := new(bool)
+			all, last := new(bool), new(bool)
 			boolVarP(fs, all, "all", "", "watch every tab on the bus")
+			boolVarP(fs, last, "last", "", "start at the current frame")
+			from := fs.Int64("from", 0, "replay the tab's stored frames from sequence `N`, then follow")
 			return func(c *cli, args []string) error {
-				if len(args) > 0 {
+				switch {
+				case len(args) > 0:
 					return usagef("watch: takes no arguments, got %q", args)
-				}
-				if *all && target.tab != "" {
+				case *all && target.tab != "":
 					return usagef("watch: --tab and --all exclude each other")
+				case fs.Changed("from") && *from < 1:
+					return usagef("watch --from %d: frame sequences start at 1", *from)
+				case fs.Changed("from") && *last:
+					return usagef("watch: --from and --last exclude each other")
+				case fs.Changed("from") && *all:
+					return usagef("watch --all: --from names one tab's frame; give --tab")
 				}
-				return c.watch(target, *all)
+				start := busclient.FromNext
+				switch {
+				case fs.Changed("from"):
+					start = *from
+				case *last:
+					start = 0
+				}
+				return c.watch(target, *all, start)
 			}
 		},
 	}
 }
 
-func (c *cli) watch(target clientFlags, all bool) error {
-	log, _ := newLogger(c.stderr, "info") // "watching" tells scripts the subscription is live
-	closed := make(chan struct{})
-	cl, err := c.dial(target,
-		nats.MaxReconnects(watchReconnects),
-		nats.ReconnectWait(watchReconnectWait),
-		nats.DisconnectErrHandler(func(_ *nats.Conn, err error) {
-			if err != nil {
-				log.Warn().Err(err).Msg("disconnected from the bus; reconnecting")
+func framesCommand() command {
+	return command{
+		name:    "frames",
+		summary: "print a tab's stored frames (the node's frame history) as JSON lines and exit",
+		group:   groupPlans,
+		details: `Prints the frames of --tab kept in the node's history, from --from (default:
+the first kept) to --to (default: the last one now), one JSON line each,
+large content inlined; a closed tab's frames stay until they expire.`,
+		setup: func(fs *pflag.FlagSet) func(c *cli, args []string) error {
+			var target clientFlags
+			target.declare(fs, true)
+			from := fs.Int64("from", 0, "the first frame `N` (default: the first kept)")
+			to := fs.Int64("to", 0, "the last frame `M` (default: the last kept)")
+			return func(c *cli, args []string) error {
+				switch {
+				case len(args) > 0:
+					return usagef("frames: takes no arguments, got %q", args)
+				case fs.Changed("from") && *from < 1, fs.Changed("to") && *to < 1:
+					return usagef("frames: frame sequences start at 1")
+				case fs.Changed("to") && *to < *from:
+					return usagef("frames: --to %d is before --from %d", *to, *from)
+				}
+				return c.frames(target, *from, *to)
 			}
-		}),
-		nats.ReconnectHandler(func(nc *nats.Conn) {
-			log.Info().Str("bus", nc.ConnectedUrlRedacted()).Msg("reconnected; frames published meanwhile are missed")
-		}),
-		nats.ClosedHandler(func(*nats.Conn) { close(closed) }),
-	)
+		},
+	}
+}
+
+func (c *cli) watch(target clientFlags, all bool, from int64) error {
+	log, _ := newLogger(c.stderr, "info") // "watching" tells scripts the subscription is live
+	cl, err := c.dial(target, busclient.Options{OnEvent: logEvent(log)})
 	if err != nil {
 		return err
 	}
 	defer cl.close()
+	var w *busclient.Watcher
 	subject := cl.subj.AllFrames()
-	if !all {
+	if all {
+		w, err = cl.bc.WatchAll(c.ctx, from == 0)
+	} else {
 		tab, err := cl.resolveTab(c.ctx, target.tab)
 		if err != nil {
 			return err
 		}
-		if err := cl.checkTab(c.ctx, tab); err != nil {
-			return err // a tab nobody has would be watched forever
+		if err := cl.checkTab(c.ctx, tab); err != nil && (from == busclient.FromNext || !cl.hasHistory(c.ctx, tab)) {
+			return err // a tab nobody has, nor had, would be watched forever
 		}
 		subject = cl.subj.TabFrames(tab)
+		w, err = cl.bc.Watch(c.ctx, tab, from)
+		if err != nil {
+			return err
+		}
 	}
-
-	out := bufio.NewWriter(c.stdout)
-	var mu sync.Mutex // one callback goroutine per subscription, but keep writes whole regardless
-	var line bytes.Buffer
-	outputGone, gone := false, make(chan struct{})
-	sub, err := cl.nc.Subscribe(subject, func(m *nats.Msg) {
-		mu.Lock()
-		defer mu.Unlock()
-		line.Reset()
-		data := inlineContent(cl.nc, m.Data, log)
-		if err := json.Compact(&line, data); err != nil {
-			log.Warn().Str("subject", m.Subject).Err(err).Msg("skipping a message that is not JSON")
-			return
-		}
-		line.WriteByte('\n')
-		out.Write(line.Bytes())
-		if err := out.Flush(); err != nil && !outputGone {
-			outputGone = true // stdout closed (watch | head): stop watching
-			close(gone)
-		}
-	})
 	if err != nil {
-		return protocol.Errorf(protocol.CodeUnavailable, "subscribe to %s: %v", subject, err)
+		return err
 	}
-	// Frames are never dropped here for being slow: buffer without limit.
-	_ = sub.SetPendingLimits(-1, -1)
-	if err := cl.nc.FlushTimeout(connectTimeout); err != nil {
-		return errNoNode(err)
-	}
+	defer w.Stop()
 	log.Info().Str("subject", subject).Msg("watching")
+	out := newFrameWriter(c.stdout, log)
+	for f := range w.Frames() {
+		if !out.write(f) {
+			return nil // stdout closed (watch | head): stop watching
+		}
+	}
+	if c.ctx.Err() != nil {
+		return nil
+	}
+	return w.Err()
+}
 
-	select {
-	case <-c.ctx.Done():
-		_ = sub.Unsubscribe()
+func (c *cli) frames(target clientFlags, from, to int64) error {
+	cl, err := c.connect(target)
+	if err != nil {
+		return err
+	}
+	defer cl.close()
+	tab, err := cl.resolveTab(c.ctx, target.tab)
+	if err != nil {
+		return err
+	}
+	log := quietLogger(c.stderr)
+	out := newFrameWriter(c.stdout, log)
+	return cl.bc.Frames(c.ctx, tab, from, to, func(f busclient.Frame) error {
+		if !out.write(f) {
+			return c.ctx.Err()
+		}
 		return nil
-	case <-gone:
-		return nil
-	case <-closed:
-		return protocol.Errorf(protocol.CodeUnavailable, "lost the bus connection; the node may have stopped")
+	})
+}
+
+// hasHistory reports whether frames of tab are stored: a closed tab's
+// history can be replayed.
+func (cl *client) hasHistory(ctx context.Context, tab string) bool {
+	_, err := cl.bc.Current(ctx, tab)
+	return err == nil
+}
+
+// logEvent logs what the bus connection and a watch go through.
+func logEvent(log zerolog.Logger) func(busclient.Event) {
+	return func(e busclient.Event) {
+		switch e.Kind {
+		case busclient.EventDisconnected:
+			log.Warn().Err(e.Err).Msg("disconnected from the bus; reconnecting")
+		case busclient.EventReconnected:
+			log.Info().Str("bus", e.URL).Msg("reconnected; resuming after the last frame printed")
+		case busclient.EventGap:
+			log.Warn().Str("tab", e.Tab).Int64("from", e.From).Int64("to", e.To).Msg("frames missing: no longer in the history")
+		case busclient.EventClosed:
+			log.Warn().Msg("the bus connection is closed")
+		}
 	}
 }
 
-// contentTimeout bounds fetching a frame's content by reference.
-const contentTimeout = 10 * time.Second
+// frameWriter prints frames as JSON lines, each flushed as it comes.
+type frameWriter struct {
+	out  *bufio.Writer
+	log  zerolog.Logger
+	line bytes.Buffer
+}
 
-// inlineContent returns the frame with its content inline when it came by
-// reference (too large for one bus message), so watch prints whole frames.
-// Anything else, or a fetch that fails (logged), is returned as it came.
-func inlineContent(nc *nats.Conn, data []byte, log zerolog.Logger) []byte {
-	if !bytes.Contains(data, []byte(`"fullPageRef"`)) {
-		return data
+func newFrameWriter(w io.Writer, log zerolog.Logger) *frameWriter {
+	return &frameWriter{out: bufio.NewWriter(w), log: log}
+}
+
+// write prints a frame; false when the output is gone.
+func (w *frameWriter) write(f busclient.Frame) bool {
+	if f.ContentErr != nil {
+		w.log.Warn().Err(f.ContentErr).Int64("sequence", f.Sequence).Msg("fetch frame content")
 	}
-	f, err := protocol.DecodeFrame(data)
-	if err != nil || f.FullPageRef == nil {
-		return data
+	w.line.Reset()
+	if err := json.Compact(&w.line, f.Data); err != nil {
+		w.log.Warn().Str("tab", f.Tab).Err(err).Msg("skipping a message that is not JSON")
+		return true
 	}
-	content, err := actors.FetchContent(nc, f, contentTimeout)
-	if err != nil {
-		log.Warn().Err(err).Int64("sequence", f.Sequence).Msg("fetch frame content")
-		return data
-	}
-	f.FullPage, f.FullPageRef = content, nil
-	out, err := protocol.Marshal(f)
-	if err != nil {
-		return data
-	}
-	return out
+	w.line.WriteByte('\n')
+	w.out.Write(w.line.Bytes())
+	return w.out.Flush() == nil
 }

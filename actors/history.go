@@ -1,0 +1,236 @@
+package actors
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/rs/zerolog"
+
+	"github.com/framebus/framebus/protocol"
+)
+
+// Durable frame history: every frame a tab publishes on its frame subject
+// is also kept by a JetStream stream (Subjects.FrameStream), which
+// captures the core publish, so live subscribers see frames exactly as
+// before. Each frame carries a Nats-Msg-Id (protocol.FrameMsgID), so the
+// stream stores it once however often it is published (within the
+// duplicate window). Content too large for one message goes to a
+// JetStream object store (Subjects.ContentBucket) before its frame is
+// published, and is deleted when the frame leaves the history.
+//
+// A late or reconnecting observer replays a tab's frames from any
+// sequence still kept with an ordered consumer filtered to the tab's
+// frame subject, and reads a tab's current frame as the last message for
+// that subject (the stream allows direct gets).
+
+// Storage kinds of the history.
+const (
+	HistoryMemory = "memory"
+	HistoryFile   = "file"
+)
+
+// History defaults: per tab, the last DefaultHistoryPerTab frames for
+// DefaultHistoryAge; all tabs together within DefaultHistoryBytes (and the
+// large contents as much again).
+const (
+	DefaultHistoryPerTab     = 1000
+	DefaultHistoryAge        = 24 * time.Hour
+	DefaultHistoryBytes      = 256 << 20
+	DefaultHistoryDuplicates = 2 * time.Minute
+)
+
+// historyTimeout bounds one JetStream call of the node (an object put of
+// a few MB, a stream update): the server is in the process, or near.
+const historyTimeout = 30 * time.Second
+
+// HistoryOptions configure a node's frame history.
+type HistoryOptions struct {
+	// Disabled runs the node without history (frames live only, large
+	// content kept by the tab for its latest frames).
+	Disabled bool
+	// Storage is HistoryMemory ("" too) or HistoryFile: file storage
+	// under Dir, which the embedded server uses as its JetStream store
+	// (a node on an external bus stores where that server does).
+	Storage string
+	Dir     string
+	// MaxPerTab is how many frames of each tab are kept
+	// (DefaultHistoryPerTab when 0); MaxAge how long
+	// (DefaultHistoryAge when 0); MaxBytes bounds the frames of all tabs
+	// together, and their large contents as much again
+	// (DefaultHistoryBytes when 0). Past a bound the oldest go first.
+	MaxPerTab int64
+	MaxAge    time.Duration
+	MaxBytes  int64
+	// Duplicates is the window in which a frame published again is
+	// recognised by its message id and stored once
+	// (DefaultHistoryDuplicates, at most MaxAge).
+	Duplicates time.Duration
+}
+
+func (o HistoryOptions) withDefaults() (HistoryOptions, error) {
+	o.Storage = cmp.Or(o.Storage, HistoryMemory)
+	o.MaxPerTab = cmp.Or(o.MaxPerTab, DefaultHistoryPerTab)
+	o.MaxAge = cmp.Or(o.MaxAge, DefaultHistoryAge)
+	o.MaxBytes = cmp.Or(o.MaxBytes, DefaultHistoryBytes)
+	o.Duplicates = min(cmp.Or(o.Duplicates, DefaultHistoryDuplicates), o.MaxAge)
+	switch {
+	case o.Storage != HistoryMemory && o.Storage != HistoryFile:
+		return o, protocol.Errorf(protocol.CodeBadRequest, "history storage: %q is not %s or %s", o.Storage, HistoryMemory, HistoryFile)
+	case o.MaxPerTab < 1:
+		return o, protocol.Errorf(protocol.CodeBadRequest, "history maxPerTab: %d; want at least 1 frame per tab", o.MaxPerTab)
+	case o.MaxAge < time.Second:
+		return o, protocol.Errorf(protocol.CodeBadRequest, "history maxAge: %s; want at least 1s", o.MaxAge)
+	case o.MaxBytes < 1<<20:
+		return o, protocol.Errorf(protocol.CodeBadRequest, "history maxBytes: %d; want at least 1 MiB", o.MaxBytes)
+	}
+	return o, nil
+}
+
+func (o HistoryOptions) storage() jetstream.StorageType {
+	if o.Storage == HistoryFile {
+		return jetstream.FileStorage
+	}
+	return jetstream.MemoryStorage
+}
+
+// History is a node's frame stream and content store, shared by its tabs.
+type History struct {
+	opts    HistoryOptions
+	js      jetstream.JetStream
+	stream  jetstream.Stream
+	content jetstream.ObjectStore
+	bucket  string
+	// maxPayload is the bus's largest message, which bounds a chunk.
+	maxPayload int64
+	log        zerolog.Logger
+}
+
+// objectChunk is the object store's usual chunk size.
+const objectChunk = 128 << 10
+
+// ErrNoJetStream: the bus has no JetStream, so there is no history.
+var ErrNoJetStream = errors.New("the bus has no JetStream")
+
+// StartHistory creates the frame stream and the content bucket on nc's
+// JetStream, or updates them to opts (an existing history is kept). On a
+// server without JetStream it returns an error wrapping ErrNoJetStream.
+func StartHistory(ctx context.Context, nc *nats.Conn, subj protocol.Subjects, opts HistoryOptions, log zerolog.Logger) (*History, error) {
+	opts, err := opts.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	js, err := jetstream.New(nc)
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithTimeout(ctx, historyTimeout)
+	defer cancel()
+	if _, err := js.AccountInfo(ctx); err != nil {
+		if errors.Is(err, jetstream.ErrJetStreamNotEnabled) || errors.Is(err, jetstream.ErrJetStreamNotEnabledForAccount) {
+			return nil, fmt.Errorf("%w: %w", ErrNoJetStream, err)
+		}
+		return nil, fmt.Errorf("history: %w", err)
+	}
+	stream, err := js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{
+		Name:              subj.FrameStream(),
+		Description:       "framebus frames of every tab, by tab subject",
+		Subjects:          []string{subj.AllFrames()},
+		Storage:           opts.storage(),
+		Retention:         jetstream.LimitsPolicy,
+		Discard:           jetstream.DiscardOld,
+		MaxMsgsPerSubject: opts.MaxPerTab,
+		MaxAge:            opts.MaxAge,
+		MaxBytes:          opts.MaxBytes,
+		MaxMsgSize:        int32(min(nc.MaxPayload(), 1<<31-1)),
+		Duplicates:        opts.Duplicates,
+		AllowDirect:       true,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("history: stream %s: %w", subj.FrameStream(), err)
+	}
+	content, err := js.CreateOrUpdateObjectStore(ctx, jetstream.ObjectStoreConfig{
+		Bucket:      subj.ContentBucket(),
+		Description: "framebus frame content too large for one message",
+		TTL:         opts.MaxAge,
+		MaxBytes:    opts.MaxBytes,
+		Storage:     opts.storage(),
+	})
+	if err != nil {
+		return nil, fmt.Errorf("history: content bucket %s: %w", subj.ContentBucket(), err)
+	}
+	return &History{opts: opts, js: js, stream: stream, content: content, bucket: subj.ContentBucket(), maxPayload: nc.MaxPayload(), log: log}, nil
+}
+
+// Options are the history's settings, defaults filled in.
+func (h *History) Options() HistoryOptions { return h.opts }
+
+// Stream is the frame stream.
+func (h *History) Stream() jetstream.Stream { return h.stream }
+
+// putContent stores a frame's large content; the reference goes in the
+// frame.
+func (h *History) putContent(tab string, seq int64, content string) (*protocol.ContentRef, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), historyTimeout)
+	defer cancel()
+	name := protocol.ContentObject(tab, seq)
+	// Chunks of the library's default size, or smaller on a bus whose
+	// messages are (the chunk's headers need room too).
+	meta := jetstream.ObjectMeta{Name: name, Opts: &jetstream.ObjectMetaOptions{ChunkSize: uint32(min(objectChunk, h.maxPayload-chunkOverhead))}}
+	if _, err := h.content.Put(ctx, meta, strings.NewReader(content)); err != nil {
+		return nil, err
+	}
+	return &protocol.ContentRef{Bucket: h.bucket, Object: name, Sequence: seq, Bytes: len(content)}, nil
+}
+
+// dropContent deletes the large contents of a tab's frames that have left
+// the history (the stream keeps MaxPerTab frames of a tab); kept lists
+// the tab's frames with large content, oldest first, and what remains of
+// it is returned. Age removes the rest (the bucket's TTL is the stream's
+// MaxAge).
+func (h *History) dropContent(tab string, kept []int64, current int64) []int64 {
+	n := 0
+	for _, seq := range kept {
+		if seq > current-h.opts.MaxPerTab {
+			break
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), historyTimeout)
+		err := h.content.Delete(ctx, protocol.ContentObject(tab, seq))
+		cancel()
+		if err != nil && !errors.Is(err, jetstream.ErrObjectNotFound) {
+			h.log.Warn().Err(err).Str("tab", tab).Int64("sequence", seq).Msg("delete frame content")
+		}
+		n++
+	}
+	return kept[n:]
+}
+
+// fetchObject reads a frame's content from the object store.
+func fetchObject(nc *nats.Conn, ref *protocol.ContentRef, timeout time.Duration) (*string, error) {
+	js, err := jetstream.New(nc)
+	if err != nil {
+		return nil, protocol.Errorf(protocol.CodeInternal, "frame %d's content: %v", ref.Sequence, err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	obs, err := js.ObjectStore(ctx, ref.Bucket)
+	if err != nil {
+		return nil, protocol.Errorf(protocol.CodeUnavailable, "frame %d's content: bucket %s: %v", ref.Sequence, ref.Bucket, err)
+	}
+	data, err := obs.GetBytes(ctx, ref.Object)
+	switch {
+	case errors.Is(err, jetstream.ErrObjectNotFound):
+		return nil, protocol.Errorf(protocol.CodeBadRequest, "frame %d's content (%s in %s) is no longer kept: it left the history", ref.Sequence, ref.Object, ref.Bucket)
+	case err != nil:
+		return nil, protocol.Errorf(protocol.CodeUnavailable, "frame %d's content: %v", ref.Sequence, err)
+	case len(data) != ref.Bytes:
+		return nil, protocol.Errorf(protocol.CodeInternal, "frame %d's content: got %d bytes, want %d", ref.Sequence, len(data), ref.Bytes)
+	}
+	s := string(data)
+	return &s, nil
+}

@@ -1,0 +1,42 @@
+// Package client is the Go client of a framebus bus: what an agent, an
+// observer or the framebus CLI uses to send plans, watch frames and
+// drive browsers from another process.
+//
+// It connects with a credentials file (protocol.Credentials: the one
+// framebus serve writes beside its state file, or one `framebus creds
+// add` made), and keeps the connection: it reconnects by itself, and
+// reports disconnects and reconnects through Options.OnEvent.
+//
+//   - Plan sends a plan, waits through a disconnect and sends it again,
+//     same id, when the answer was lost: the node runs an id once.
+//   - Watch delivers a tab's frames from a sequence, the stored ones
+//     first and then the live ones, from the node's JetStream frame
+//     history (a JetStream ordered consumer): after a disconnect or a
+//     server restart it resumes where it was, no frame twice, and says
+//     when frames are missing (EventGap).
+//   - Frames and Current read the history; Tabs, Status, Lifecycle and
+//     the session calls are the node's other requests.
+//
+// Every error is a *protocol.Error with a stable code; what the user's
+// role forbids is permission_denied at once (the server's asynchronous
+// permission error is matched to the call waiting on its subject),
+// never a timeout.
+//
+// Example:
+//
+//	c, err := client.Connect(ctx, client.Options{CredentialsFile: "/home/me/.cache/framebus/credentials.json"})
+//	if err != nil {
+//		return err
+//	}
+//	defer c.Close()
+//	w, err := c.Watch(ctx, "t1", 1)
+//	if err != nil {
+//		return err
+//	}
+//	for f := range w.Frames() {
+//		fmt.Println(f.Sequence, f.URL)
+//	}
+//	return w.Err()
+//
+// The package imports protocol and nats.go only.
+package client
