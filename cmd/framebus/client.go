@@ -150,7 +150,6 @@ func urlHasUser(raw string) bool {
 	return err == nil && u.User != nil
 }
 
-
 func (cl *client) close() { cl.bc.Close() }
 
 // busError is the error of a request that got no answer: the node's

@@ -136,6 +136,9 @@ func (ua *userAdmin) serve(nc *nats.Conn, subj protocol.Subjects) error {
 		protocol.UsersList:   func(protocol.UserRequest) error { return nil },
 	} {
 		if _, err := nc.Subscribe(subj.AdminUsers(op), func(m *nats.Msg) {
+			if protocol.FromJetStream(m.Reply) {
+				return // a consumer pointed here: stored content, not an admin
+			}
 			var req protocol.UserRequest
 			var err error
 			if op != protocol.UsersList {
