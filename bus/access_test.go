@@ -376,8 +376,29 @@ func TestRoleJetStream(t *testing.T) {
 }
 
 // Users added to a running bus log in at once; a removed one is cut off.
+// The server reloads its options for that, JetStream's file store too.
 func TestAddRemoveUser(t *testing.T) {
-	b := startBus(t, bus.Options{Prefix: "fb", WebSocket: "127.0.0.1:0"})
+	for name, js := range map[string]*bus.JetStreamOptions{"no JetStream": nil, "JetStream in memory": {}, "JetStream on file": {StoreDir: t.TempDir()}} {
+		t.Run(name, func(t *testing.T) { testAddRemoveUser(t, js) })
+	}
+}
+
+func testAddRemoveUser(t *testing.T, js *bus.JetStreamOptions) {
+	b := startBus(t, bus.Options{Prefix: "fb", WebSocket: "127.0.0.1:0", JetStream: js})
+	node := connect(t, b, "node")
+	if js != nil {
+		if _, err := node.Request("$JS.API.STREAM.CREATE.KEPT", []byte(`{"name":"KEPT","subjects":["kept"],"storage":"memory"}`), wait); err != nil {
+			t.Fatal(err)
+		}
+		defer func() { // the stream outlives the reloads
+			msg, err := node.Request("$JS.API.STREAM.INFO.KEPT", nil, wait)
+			if err != nil {
+				t.Errorf("the stream after the reloads: %v", err)
+			} else if !strings.Contains(string(msg.Data), `"name":"KEPT"`) {
+				t.Errorf("the stream after the reloads: %s", msg.Data)
+			}
+		}()
+	}
 	if _, err := dialAs(t, b.ClientURL(), "late", testPassword); !errors.Is(err, nats.ErrAuthorization) {
 		t.Fatalf("before AddUser: %v, want an authorization violation", err)
 	}
