@@ -39,6 +39,10 @@ func TestObserverCannotChangeABrowser(t *testing.T) {
 		t.Fatalf("credentials.json: %+v, %v (state %+v)", agent, err, n.state)
 	}
 
+	// A URL may carry the login instead of a file.
+	withUser := strings.Replace(n.state.Bus, "nats://", "nats://agent:"+agent.Password+"@", 1)
+	mustOK(t, testEnv(envState+"="+t.TempDir()+"/none.json"), "pages", "--bus", withUser)
+
 	// No login, no bus.
 	if !strings.HasPrefix(n.state.WebSocket, "ws://127.0.0.1:") {
 		t.Fatalf("state file names no WebSocket listener: %+v", n.state)
