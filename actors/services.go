@@ -58,7 +58,7 @@ func addService(nc *nats.Conn, description string, metadata map[string]string, e
 		// As a plain subscription would, a busy endpoint holds what
 		// comes (its clients' deadlines bound the wait) up to the
 		// library's pending limits.
-		if err := svc.AddEndpoint(e.name, fromClients(e.handle), opts...); err != nil {
+		if err := svc.AddEndpoint(e.name, answerableOnly(e.handle), opts...); err != nil {
 			_ = svc.Stop()
 			return nil, fmt.Errorf("service endpoint %s (%s): %w", e.name, e.subject, err)
 		}
@@ -66,16 +66,13 @@ func addService(nc *nats.Conn, description string, metadata map[string]string, e
 	return svc, nil
 }
 
-// fromClients drops what JetStream delivered instead of a client: any
-// user who may create a consumer may point its deliver subject at a
-// request subject (the server checks no permission there), and stored
-// frames or content chunks, which pages shape, must never be taken for
-// a plan or another request.
-func fromClients(h micro.HandlerFunc) micro.HandlerFunc {
+// answerableOnly drops what is no request a client waits for (see
+// protocol.Answerable): a message with no reply subject, or a JetStream
+// delivery, which an observer can aim at any subject.
+func answerableOnly(h micro.HandlerFunc) micro.HandlerFunc {
 	return func(r micro.Request) {
-		if protocol.FromJetStream(r.Reply()) {
-			return
+		if protocol.Answerable(r.Reply()) {
+			h(r)
 		}
-		h(r)
 	}
 }

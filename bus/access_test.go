@@ -440,7 +440,7 @@ func testAddRemoveUser(t *testing.T, js *bus.JetStreamOptions) {
 // A user who may create consumers may make the server deliver stored
 // messages to any subject, a plan subject included: no permission guards
 // a push consumer's deliver subject. The node can tell such a message
-// (protocol.FromJetStream) from a client's request, and must drop it.
+// (protocol.Answerable) from a client's request, and must drop it.
 func TestJetStreamDeliveryIsRecognisable(t *testing.T) {
 	b := startBus(t, bus.Options{Prefix: "fb", JetStream: &bus.JetStreamOptions{}, Users: []bus.User{
 		{Name: "agent", PasswordHash: testHash, Role: protocol.RoleAgent},
@@ -464,7 +464,7 @@ func TestJetStreamDeliveryIsRecognisable(t *testing.T) {
 	if err != nil {
 		t.Fatalf("no delivery: %v", err)
 	}
-	if string(delivered.Data) != stored || !protocol.FromJetStream(delivered.Reply) {
+	if string(delivered.Data) != stored || protocol.Answerable(delivered.Reply) {
 		t.Fatalf("delivered %s with reply %q: not recognised as JetStream's", delivered.Data, delivered.Reply)
 	}
 	agent := mustDialAs(t, b.ClientURL(), "agent")
@@ -475,7 +475,7 @@ func TestJetStreamDeliveryIsRecognisable(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if protocol.FromJetStream(request.Reply) {
+	if !protocol.Answerable(request.Reply) {
 		t.Fatalf("the agent's request (reply %q) taken for a JetStream delivery", request.Reply)
 	}
 }

@@ -193,11 +193,15 @@ func ParsePermissionViolation(msg string) (verb, subject string, ok bool) {
 	return verb, m[2], true
 }
 
-// FromJetStream reports whether a message with this reply subject was
-// delivered by JetStream (a push consumer's $JS.ACK reply) rather than
-// sent by a client. Any user who may create a consumer may point its
-// deliver subject anywhere, request subjects included, and the server
-// checks no permission on it; so a node's request handlers must drop such
-// a message instead of acting on it (stored content, e.g. a page's text in
-// the content bucket, would otherwise reach a plan subject as a plan).
-func FromJetStream(reply string) bool { return strings.HasPrefix(reply, "$JS.ACK.") }
+// Answerable reports whether a request with this reply subject is one a
+// client sent and waits for. Whoever may publish to a subject may name
+// any reply subject, even one it may not publish to itself, and servers
+// answer there: the node answering a tab list request, JetStream answering
+// a direct get (the stored message itself, a page's content included) or
+// delivering a consumer's messages. Such answers arrive with no reply
+// subject, or with JetStream's own ($JS.ACK..., which no client may set),
+// so a node takes neither as a request: an observer could otherwise aim
+// them at a plan or user-management subject it may not use.
+func Answerable(reply string) bool {
+	return reply != "" && !strings.HasPrefix(reply, "$JS.")
+}

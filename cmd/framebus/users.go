@@ -136,8 +136,8 @@ func (ua *userAdmin) serve(nc *nats.Conn, subj protocol.Subjects) error {
 		protocol.UsersList:   func(protocol.UserRequest) error { return nil },
 	} {
 		if _, err := nc.Subscribe(subj.AdminUsers(op), func(m *nats.Msg) {
-			if protocol.FromJetStream(m.Reply) {
-				return // a consumer pointed here: stored content, not an admin
+			if !protocol.Answerable(m.Reply) {
+				return // a server's answer aimed here, not an admin's request
 			}
 			var req protocol.UserRequest
 			var err error
