@@ -12,9 +12,10 @@ import (
 )
 
 // An observer may create consumers, and a consumer's deliver subject is
-// anything (the server checks no permission there): it can make the server
-// deliver stored messages to a tab's plan subject. Stored content shaped
-// like a plan (a page's text in the content bucket could be) must not run.
+// anything (the server checks no permission there); it may also name any
+// reply subject in a direct get. Either way it can make the server send
+// stored messages to a tab's plan subject. Stored content shaped like a
+// plan (a page's text in the content bucket could be) must not run.
 func TestJetStreamDeliveriesAreNotPlans(t *testing.T) {
 	node := startTestNode(t, NodeOptions{Bus: bus.Options{JetStream: &bus.JetStreamOptions{}}})
 	subj := node.Subjects()
@@ -42,11 +43,19 @@ func TestJetStreamDeliveriesAreNotPlans(t *testing.T) {
 		t.Fatalf("the observer's consumer: %s", msg.Data)
 	}
 
-	// The delivery reached the tab's plan endpoint (its handler is done
-	// when the count goes up)...
+	// And the same stored message as a direct get's answer, with the plan
+	// subject named as the reply: JetStream publishes it there, with no
+	// reply subject of its own.
+	if err := observer.PublishRequest("$JS.API.DIRECT.GET."+subj.FrameStream(), subj.TabPlan(tab),
+		[]byte(fmt.Sprintf(`{"last_by_subj":%q}`, subj.TabFrames("STORED")))); err != nil {
+		t.Fatal(err)
+	}
+
+	// Both reached the tab's plan endpoint (its handler is done when the
+	// count goes up)...
 	waitUntil(t, func() bool {
 		for _, e := range node.Tab(tab).svc.Stats().Endpoints {
-			if e.Name == "plan" && e.NumRequests > 0 {
+			if e.Name == "plan" && e.NumRequests >= 2 {
 				return true
 			}
 		}
