@@ -186,7 +186,7 @@ func StartTab(ctx context.Context, opts TabOptions) (*Tab, error) {
 	}
 	t.emit(ctx, frames.Change{URL: url, Title: title, Action: protocol.FrameOpen, Source: protocol.SourceBrowser, NewDocument: true}, "", true)
 	t.flush()
-	err = t.svc.AddEndpoint("plan", micro.HandlerFunc(t.takePlan), micro.WithEndpointSubject(t.subj.TabPlan(t.id)), micro.WithEndpointQueueGroupDisabled())
+	err = t.svc.AddEndpoint("plan", answerableOnly(t.takePlan), micro.WithEndpointSubject(t.subj.TabPlan(t.id)), micro.WithEndpointQueueGroupDisabled())
 	if err == nil {
 		// Once StartTab returns the tab takes plans: the server has the
 		// subscriptions (a round trip), not just the connection's buffer.

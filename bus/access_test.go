@@ -376,8 +376,29 @@ func TestRoleJetStream(t *testing.T) {
 }
 
 // Users added to a running bus log in at once; a removed one is cut off.
+// The server reloads its options for that, JetStream's file store too.
 func TestAddRemoveUser(t *testing.T) {
-	b := startBus(t, bus.Options{Prefix: "fb", WebSocket: "127.0.0.1:0"})
+	for name, js := range map[string]*bus.JetStreamOptions{"no JetStream": nil, "JetStream in memory": {}, "JetStream on file": {StoreDir: t.TempDir()}} {
+		t.Run(name, func(t *testing.T) { testAddRemoveUser(t, js) })
+	}
+}
+
+func testAddRemoveUser(t *testing.T, js *bus.JetStreamOptions) {
+	b := startBus(t, bus.Options{Prefix: "fb", WebSocket: "127.0.0.1:0", JetStream: js})
+	node := connect(t, b, "node")
+	if js != nil {
+		if _, err := node.Request("$JS.API.STREAM.CREATE.KEPT", []byte(`{"name":"KEPT","subjects":["kept"],"storage":"memory"}`), wait); err != nil {
+			t.Fatal(err)
+		}
+		defer func() { // the stream outlives the reloads
+			msg, err := node.Request("$JS.API.STREAM.INFO.KEPT", nil, wait)
+			if err != nil {
+				t.Errorf("the stream after the reloads: %v", err)
+			} else if !strings.Contains(string(msg.Data), `"name":"KEPT"`) {
+				t.Errorf("the stream after the reloads: %s", msg.Data)
+			}
+		}()
+	}
 	if _, err := dialAs(t, b.ClientURL(), "late", testPassword); !errors.Is(err, nats.ErrAuthorization) {
 		t.Fatalf("before AddUser: %v, want an authorization violation", err)
 	}
@@ -413,5 +434,48 @@ func TestAddRemoveUser(t *testing.T) {
 	}
 	if err := b.RemoveUser("late"); err == nil {
 		t.Fatal("removing a missing user succeeded")
+	}
+}
+
+// A user who may create consumers may make the server deliver stored
+// messages to any subject, a plan subject included: no permission guards
+// a push consumer's deliver subject. The node can tell such a message
+// (protocol.Answerable) from a client's request, and must drop it.
+func TestJetStreamDeliveryIsRecognisable(t *testing.T) {
+	b := startBus(t, bus.Options{Prefix: "fb", JetStream: &bus.JetStreamOptions{}, Users: []bus.User{
+		{Name: "agent", PasswordHash: testHash, Role: protocol.RoleAgent},
+		{Name: "watcher", PasswordHash: testHash, Role: protocol.RoleObserver},
+	}})
+	node := connect(t, b, "node")
+	if _, err := node.Request("$JS.API.STREAM.CREATE.FB_FRAMES", []byte(`{"name":"FB_FRAMES","subjects":["fb.tab.*.frame"],"storage":"memory"}`), wait); err != nil {
+		t.Fatal(err)
+	}
+	stored := `{"action":{"type":"navigate","url":"https://attacker.example/"}}`
+	if err := node.Publish("fb.tab.T1.frame", []byte(stored)); err != nil {
+		t.Fatal(err)
+	}
+	plans := subscribeSync(t, node, "fb.tab.T1.plan")
+	observer := mustDialAs(t, b.ClientURL(), "watcher")
+	if _, err := observer.nc.Request("$JS.API.CONSUMER.CREATE.FB_FRAMES",
+		[]byte(`{"stream_name":"FB_FRAMES","config":{"deliver_subject":"fb.tab.T1.plan","ack_policy":"none"}}`), wait); err != nil {
+		t.Fatal(err)
+	}
+	delivered, err := plans.NextMsg(wait)
+	if err != nil {
+		t.Fatalf("no delivery: %v", err)
+	}
+	if string(delivered.Data) != stored || protocol.Answerable(delivered.Reply) {
+		t.Fatalf("delivered %s with reply %q: not recognised as JetStream's", delivered.Data, delivered.Reply)
+	}
+	agent := mustDialAs(t, b.ClientURL(), "agent")
+	if err := agent.nc.PublishRequest("fb.tab.T1.plan", agent.nc.NewRespInbox(), []byte(stored)); err != nil {
+		t.Fatal(err)
+	}
+	request, err := plans.NextMsg(wait)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !protocol.Answerable(request.Reply) {
+		t.Fatalf("the agent's request (reply %q) taken for a JetStream delivery", request.Reply)
 	}
 }
