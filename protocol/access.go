@@ -205,3 +205,30 @@ func ParsePermissionViolation(msg string) (verb, subject string, ok bool) {
 func Answerable(reply string) bool {
 	return reply != "" && !strings.HasPrefix(reply, "$JS.")
 }
+
+// NodeFrame checks that a frame message is one a node published: its
+// subject is a tab's frame subject, the frame is of that tab, and it
+// carries the node's Nats-Msg-Id (FrameMsgID of the tab and sequence) and
+// no header of a JetStream answer (Nats-Stream). header reads the
+// message's headers (nats.Header's Get).
+//
+// Readers of frames, live or from the history, need this: a user may name
+// a frame subject as the reply of a request it may make (a direct get of a
+// stored content chunk, which a page shapes) or as a consumer's deliver
+// subject, and the server then publishes there itself, where live
+// subscribers get it and the frame stream stores it.
+func (s Subjects) NodeFrame(subject string, header func(string) string, f Frame) error {
+	rest, ok := strings.CutPrefix(subject, s.p()+".tab.")
+	tab, ok2 := strings.CutSuffix(rest, ".frame")
+	switch {
+	case !ok || !ok2 || !ValidTabID(tab):
+		return badRequest("%s is not a frame subject", subject)
+	case header("Nats-Stream") != "":
+		return badRequest("a message on %s is a JetStream answer (from %s), not a node's frame", subject, header("Nats-Stream"))
+	case f.Tab != tab:
+		return badRequest("a message on %s is a frame of tab %q", subject, f.Tab)
+	case header("Nats-Msg-Id") != FrameMsgID(tab, f.Sequence):
+		return badRequest("a message on %s carries message id %q, not a node's frame's %q", subject, header("Nats-Msg-Id"), FrameMsgID(tab, f.Sequence))
+	}
+	return nil
+}
