@@ -564,7 +564,7 @@ func TestForgedFramesAreRecognisable(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	batch, err := cons.Fetch(1+len(forge), jetstream.FetchMaxWait(wait))
+	batch, err := cons.Fetch(1+len(forge), jetstream.FetchMaxWait(2*time.Second))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -575,7 +575,9 @@ func TestForgedFramesAreRecognisable(t *testing.T) {
 			passed++
 		}
 	}
-	if stored != 1+len(forge) || passed != 1 {
-		t.Errorf("stored %d messages, %d of them taken for the node's; want %d and 1", stored, passed, 1+len(forge))
+	// (The second forgery may answer with T1's real frame, whose message
+	// id the stream then takes for a duplicate.)
+	if stored < len(forge) || passed != 1 {
+		t.Errorf("stored %d messages, %d of them taken for the node's; want at least %d, and 1", stored, passed, len(forge))
 	}
 }

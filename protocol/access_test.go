@@ -36,6 +36,8 @@ func TestNodeFrame(t *testing.T) {
 		{"another sequence's id", "framebus.tab.T1.frame", node, Frame{Tab: "T1", Sequence: 8}, false},
 		{"another tab's frame", "framebus.tab.T2.frame", map[string]string{"Nats-Msg-Id": "T2.7"}, Frame{Tab: "T1", Sequence: 7}, false},
 		{"a JetStream answer", "framebus.tab.T1.frame", map[string]string{"Nats-Msg-Id": "T1.7", "Nats-Stream": "FRAMEBUS_FRAMES"}, Frame{Tab: "T1", Sequence: 7}, false},
+		{"a message id that is no sequence", "framebus.tab.T1.frame", map[string]string{"Nats-Msg-Id": "T1.x"}, Frame{Tab: "T1", Sequence: 7}, false},
+		{"a frame of another tab under a right id", "framebus.tab.T1.frame", node, Frame{Tab: "T2", Sequence: 7}, false},
 		{"not a frame subject", "framebus.tab.T1.plan", node, Frame{Tab: "T1", Sequence: 7}, false},
 		{"another prefix", "other.tab.T1.frame", node, Frame{Tab: "T1", Sequence: 7}, false},
 	} {
