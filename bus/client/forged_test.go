@@ -49,7 +49,7 @@ func TestForgedFramesPassedOver(t *testing.T) {
 		publish(t, nc, frame("T", seq))
 	}
 	forge(t, nc, js, "T", 60) // the tab's last stored message
-	awaitStored(t, js, 5+2) // 5 frames and 2 forgeries
+	awaitStored(t, js, 5+2)   // 5 frames and 2 forgeries
 	c := connect(t, s.ClientURL(), nil, nil)
 
 	ctx, cancel := context.WithTimeout(context.Background(), wait)
