@@ -58,6 +58,7 @@ func TestForgedFramesPassedOver(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	defer w.Stop()
 	for want := int64(1); want <= 5; want++ {
 		if f := next(t, w); f.Sequence != want || f.URL == "https://forged.example/" {
 			t.Fatalf("frame %d: got %d %s", want, f.Sequence, f.URL)
