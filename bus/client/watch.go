@@ -256,17 +256,81 @@ func (c *Client) guarded(ctx context.Context, match func(subscribe bool, subject
 	return err
 }
 
-// lastStored is the last message stored on subject, nil for none.
+// lastStored is the last node frame stored on subject, nil for none.
+// What a user had the server publish there (see nodeFrame) is passed
+// over, walking back one stream message at a time (a direct get finds
+// the next message on a subject, never the one before).
 func (c *Client) lastStored(ctx context.Context, s jetstream.Stream, subject string) (*jetstream.RawStreamMsg, error) {
 	var m *jetstream.RawStreamMsg
 	err := c.jsCall(ctx, func(ctx context.Context) (err error) {
 		m, err = s.GetLastMsgForSubject(ctx, subject)
 		return err
 	})
+	for steps := 0; err == nil && !(subjectMatches(subject, m.Subject) && c.nodeFrameGot(m)); steps++ {
+		if steps == maxPassedOver {
+			return nil, protocol.Errorf(protocol.CodeUnavailable, "no node's frame on %s among the last %d messages of the frame history", subject, steps)
+		}
+		if storedSeq(m) <= 1 {
+			return nil, nil
+		}
+		seq := storedSeq(m) - 1
+		err = c.jsCall(ctx, func(ctx context.Context) (err error) {
+			m, err = s.GetMsg(ctx, seq)
+			return err
+		})
+		if errors.Is(err, jetstream.ErrMsgNotFound) { // removed: step over it
+			m, err = &jetstream.RawStreamMsg{Sequence: seq}, nil
+		}
+	}
 	if errors.Is(err, jetstream.ErrMsgNotFound) {
 		return nil, nil
 	}
 	return m, err
+}
+
+// maxPassedOver bounds the walks past messages that are no node's frames
+// (and, walking back, other tabs' frames).
+const maxPassedOver = 10000
+
+// nodeFrame reports whether a message on a frame subject is a node's
+// frame. A user can have a server publish on a frame subject (naming it as
+// the reply of a direct get, or as a consumer's deliver subject); live
+// subscribers get that and the frame stream stores it. See
+// protocol.Subjects.NodeFrame.
+func (c *Client) nodeFrame(subject string, h nats.Header) bool {
+	_, _, err := c.subj.NodeFrameHeader(subject, h.Get)
+	return err == nil
+}
+
+// nodeFrameGot is nodeFrame for a message a direct get returned: the
+// server adds its own Nats-Stream (and Nats-Sequence, Nats-Subject)
+// headers after the stored ones, so only a stored one counts.
+func (c *Client) nodeFrameGot(m *jetstream.RawStreamMsg) bool {
+	_, _, err := c.subj.NodeFrameHeader(m.Subject, func(key string) string {
+		if key == jetstream.StreamHeader {
+			if v := m.Header.Values(key); len(v) > 1 {
+				return v[0]
+			}
+			return ""
+		}
+		return m.Header.Get(key)
+	})
+	return err == nil
+}
+
+// subjectMatches reports whether subject matches filter, a subject with
+// '*' tokens (no '>').
+func subjectMatches(filter, subject string) bool {
+	f, s := strings.Split(filter, "."), strings.Split(subject, ".")
+	if len(f) != len(s) {
+		return false
+	}
+	for i := range f {
+		if f[i] != "*" && f[i] != s[i] {
+			return false
+		}
+	}
+	return true
 }
 
 // startOf finds where in the stream a watch of spec begins: the stream
@@ -297,13 +361,9 @@ func (c *Client) startOf(ctx context.Context, s jetstream.Stream, spec watchSpec
 	lo, hi := max(info.State.FirstSeq, 1), end
 	for lo < hi {
 		mid := lo + (hi-lo)/2
-		var m *jetstream.RawStreamMsg
-		err := c.jsCall(ctx, func(ctx context.Context) (err error) {
-			m, err = s.GetMsg(ctx, mid, jetstream.WithGetMsgSubject(subject))
-			return err
-		})
+		m, err := c.nextStored(ctx, s, mid, subject)
 		switch {
-		case errors.Is(err, jetstream.ErrMsgNotFound):
+		case errors.Is(err, jetstream.ErrMsgNotFound) || (err == nil && m.Sequence >= hi):
 			hi = mid
 		case err != nil:
 			return 0, err
@@ -314,6 +374,41 @@ func (c *Client) startOf(ctx context.Context, s jetstream.Stream, spec watchSpec
 		}
 	}
 	return lo, nil
+}
+
+// nextStored is the first node frame on subject at or after stream
+// sequence seq (see nodeFrame).
+func (c *Client) nextStored(ctx context.Context, s jetstream.Stream, seq uint64, subject string) (*jetstream.RawStreamMsg, error) {
+	for passed := 0; ; passed++ {
+		var m *jetstream.RawStreamMsg
+		err := c.jsCall(ctx, func(ctx context.Context) (err error) {
+			m, err = s.GetMsg(ctx, seq, jetstream.WithGetMsgSubject(subject))
+			return err
+		})
+		switch {
+		case err != nil:
+			return nil, err
+		case c.nodeFrameGot(m):
+			return m, nil
+		case passed == maxPassedOver:
+			return nil, protocol.Errorf(protocol.CodeUnavailable, "%d messages on %s in the frame history are not a node's frames", passed+1, subject)
+		}
+		seq = max(seq, storedSeq(m)) + 1
+	}
+}
+
+// storedSeq is a stored message's stream sequence. A message that a
+// direct get answered onto a frame subject was stored with that answer's
+// headers, so a direct get of it carries two Nats-Sequence headers, the
+// stored one first (which the jetstream package reads) and the server's
+// own last.
+func storedSeq(m *jetstream.RawStreamMsg) uint64 {
+	if v := m.Header.Values(jetstream.SequenceHeader); len(v) > 1 {
+		if n, err := strconv.ParseUint(v[len(v)-1], 10, 64); err == nil {
+			return n
+		}
+	}
+	return m.Sequence
 }
 
 // frameSeqOf is a stored frame's sequence, from its Nats-Msg-Id
@@ -399,6 +494,9 @@ func (c *Client) prepareFollow(ctx context.Context, s jetstream.Stream, spec wat
 			md, err := m.Metadata()
 			if err != nil {
 				continue
+			}
+			if !c.nodeFrame(m.Subject(), m.Headers()) {
+				continue // a server's publish a user aimed here
 			}
 			tab, seq := tabOf(c.subj, m.Subject()), frameSeq(m.Headers(), m.Data())
 			if !seen.next(c, tab, seq) {
@@ -498,6 +596,9 @@ func (c *Client) followLive(ctx context.Context, spec watchSpec, deliver func(Fr
 			case <-c.gone:
 				return errClosed
 			case m := <-msgs:
+				if !c.nodeFrame(m.Subject, m.Header) {
+					continue // a server's publish a user aimed here
+				}
 				tab, seq := tabOf(c.subj, m.Subject), frameSeq(m.Header, m.Data)
 				if !seen.next(c, tab, seq) {
 					continue
