@@ -71,3 +71,41 @@ func TestJetStreamDeliveriesAreNotPlans(t *testing.T) {
 		t.Fatalf("after the delivery: %+v", res)
 	}
 }
+
+// A request may name any reply subject, and the node answers there: an
+// observer's tab list request naming a tab's frame subject would have the
+// node publish the list as that tab's frame, to every watcher and into
+// the history. The node answers inboxes only.
+func TestNodeAnswersOnlyInboxes(t *testing.T) {
+	node := startTestNode(t, NodeOptions{Bus: bus.Options{JetStream: &bus.JetStreamOptions{}}})
+	subj := node.Subjects()
+	tab := node.Tabs()[0].Tab
+	observer := bustest.Connect(t, node.Bus(), protocol.RoleObserver)
+	watcher := bustest.Connect(t, node.Bus(), protocol.RoleObserver)
+	frames, err := watcher.SubscribeSync(subj.TabFrames(tab))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := watcher.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	for _, aimed := range []string{subj.Tabs(), subj.BrowserStatus(), subj.SessionList(), subj.Profile(protocol.DefaultProfile, protocol.OpStatus)} {
+		if err := observer.PublishRequest(aimed, subj.TabFrames(tab), nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// A real request after them: once it is answered, they were handled.
+	if _, err := observer.Request(subj.Tabs(), nil, 10*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	got := 0
+	for {
+		if _, err := frames.NextMsg(500 * time.Millisecond); err != nil {
+			break
+		}
+		got++
+	}
+	if got != 0 {
+		t.Fatalf("%d answers of the node reached the tab's frame subject", got)
+	}
+}

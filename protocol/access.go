@@ -203,8 +203,13 @@ func ParsePermissionViolation(msg string) (verb, subject string, ok bool) {
 // subject, or with JetStream's own ($JS.ACK..., which no client may set),
 // so a node takes neither as a request: an observer could otherwise aim
 // them at a plan or user-management subject it may not use.
+//
+// And a node answers only into an inbox (_INBOX., or a user's own
+// _INBOX_<user>., the only replies a user can read): a request naming a
+// frame or event subject as its reply would otherwise have the node
+// publish its answer there, where observers take it for the tab's.
 func Answerable(reply string) bool {
-	return reply != "" && !strings.HasPrefix(reply, "$JS.")
+	return strings.HasPrefix(reply, "_INBOX.") || strings.HasPrefix(reply, "_INBOX_")
 }
 
 // NodeFrame checks that a frame message is one a node published: its

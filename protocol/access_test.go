@@ -47,3 +47,23 @@ func TestNodeFrame(t *testing.T) {
 		}
 	}
 }
+
+// A node answers clients' inboxes only: not a server's answer (no reply
+// subject, JetStream's), nor a subject a request names to have the node
+// publish there.
+func TestAnswerable(t *testing.T) {
+	for reply, want := range map[string]bool{
+		"_INBOX.abc.def":              true,
+		"_INBOX_agent.abc":            true,
+		"":                            false,
+		"$JS.ACK.FRAMEBUS_FRAMES.x.1": false,
+		"framebus.tab.T.frame":        false,
+		"framebus.tab.T.plan":         false,
+		"framebus.admin.users.add":    false,
+		"_INBOXfoo":                   false,
+	} {
+		if got := Answerable(reply); got != want {
+			t.Errorf("Answerable(%q) = %v, want %v", reply, got, want)
+		}
+	}
+}
