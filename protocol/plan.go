@@ -70,11 +70,11 @@ func DecodePlan(data []byte) (Plan, error) {
 			}
 			p.Version = int(v)
 		case "id":
-			if err := decodeString(raw, "id", &p.ID); err != nil {
+			if err := decodeName(raw, "id", &p.ID); err != nil {
 				return Plan{}, err
 			}
 		case "agent":
-			if err := decodeString(raw, "agent", &p.Agent); err != nil {
+			if err := decodeName(raw, "agent", &p.Agent); err != nil {
 				return Plan{}, err
 			}
 		case "fullPage", "fullPagePolicy":
@@ -341,6 +341,28 @@ func decodeString(raw json.RawMessage, field string, out *string) error {
 	}
 	if err := json.Unmarshal(raw, out); err != nil || isNull(raw) {
 		return badRequest("%s: must be a string, got %s", field, describeJSON(raw))
+	}
+	return nil
+}
+
+// MaxPlanName bounds a plan's id and agent, in bytes. Both go into every
+// frame the plan makes and into its result, and a tab remembers recent
+// ids: unbounded, an id near the bus's message size ran the plan and
+// then lost its reply and frames to the size limit.
+const MaxPlanName = 256
+
+// decodeName is decodeString for a plan's id or agent: at most
+// MaxPlanName bytes, no control characters (they travel into logs and
+// terminals).
+func decodeName(raw json.RawMessage, field string, out *string) error {
+	if err := decodeString(raw, field, out); err != nil {
+		return err
+	}
+	if len(*out) > MaxPlanName {
+		return badRequest("%s: %d bytes long; at most %d are allowed", field, len(*out), MaxPlanName)
+	}
+	if i := strings.IndexFunc(*out, unicode.IsControl); i >= 0 {
+		return badRequest("%s: has the control character %U at byte %d; use printable text", field, []rune((*out)[i:])[0], i)
 	}
 	return nil
 }

@@ -244,3 +244,30 @@ func TestSubjects(t *testing.T) {
 		t.Fatal("ValidTabID wrong")
 	}
 }
+
+// A plan's id and agent are short printable text: an id near the bus's
+// message size ran and then lost its reply to the size limit.
+func TestPlanNames(t *testing.T) {
+	long := strings.Repeat("a", 256)
+	for _, c := range []struct {
+		plan string
+		want string // "" for ok
+	}{
+		{`{"id":"` + long + `","action":{"type":"reload"}}`, ""},
+		{`{"agent":"` + long + `","action":{"type":"reload"}}`, ""},
+		{`{"id":"p-1 é ✓","action":{"type":"reload"}}`, ""},
+		{`{"id":"` + long + `a","action":{"type":"reload"}}`, "id: 257 bytes long; at most 256 are allowed"},
+		{`{"agent":"` + strings.Repeat("a", 10240) + `","action":{"type":"reload"}}`, "agent: 10240 bytes long; at most 256 are allowed"},
+		{`{"id":"a\nb","action":{"type":"reload"}}`, "id: has the control character U+000A at byte 1; use printable text"},
+		{`{"id":"a\u0000b","action":{"type":"reload"}}`, "id: has the control character U+0000 at byte 1; use printable text"},
+		{`{"agent":"x\u0085","action":{"type":"reload"}}`, "agent: has the control character U+0085 at byte 1; use printable text"},
+	} {
+		_, err := DecodePlan([]byte(c.plan))
+		switch {
+		case c.want == "" && err != nil:
+			t.Errorf("%.60s: %v", c.plan, err)
+		case c.want != "" && (err == nil || err.Error() != c.want || CodeOf(err) != CodeBadRequest):
+			t.Errorf("%.60s: %v (%s), want bad_request %q", c.plan, err, CodeOf(err), c.want)
+		}
+	}
+}

@@ -3,6 +3,7 @@ package protocol
 import (
 	"fmt"
 	"regexp"
+	"strconv"
 	"strings"
 )
 
@@ -115,6 +116,24 @@ func (s Subjects) ContentBucket() string { return streamToken(s.p()) + "_CONTENT
 // FrameMsgID is a frame's Nats-Msg-Id: the stream stores a frame once
 // however often it is published.
 func FrameMsgID(tab string, seq int64) string { return fmt.Sprintf("%s.%d", tab, seq) }
+
+// NodeFrameSeq is the sequence of the frame a message on tab's frame
+// subject carries, read from its Nats-Msg-Id (msgID): ok only when the
+// id is FrameMsgID(tab, seq), as the node publishes it. Whoever may read
+// the history can have JetStream send any stored message to any subject,
+// a frame subject too (a direct get's reply subject, a consumer's
+// delivery subject), and a stored message may be a web page's own bytes
+// (a chunk of its content in ContentBucket): such a message lacks the id,
+// or has another tab's, and is no frame. A reader also checks that the
+// frame it decodes has this tab and sequence.
+func NodeFrameSeq(tab, msgID string) (seq int64, ok bool) {
+	rest, found := strings.CutPrefix(msgID, tab+".")
+	if !found || rest == "" || rest[0] == '0' || rest[0] == '+' {
+		return 0, false
+	}
+	seq, err := strconv.ParseInt(rest, 10, 64)
+	return seq, err == nil && seq > 0
+}
 
 // ContentObject is the object store name of a frame's large content.
 func ContentObject(tab string, seq int64) string { return fmt.Sprintf("%s/%d", tab, seq) }

@@ -199,7 +199,12 @@ func Connect(ctx context.Context, opts Options) (*Client, error) {
 		return nil, protocol.Errorf(protocol.CodeTimeout, "connect to the bus at %s: %w", url, ctx.Err())
 	}
 	if d.err != nil {
-		if errors.Is(d.err, nats.ErrAuthorization) || errors.Is(d.err, nats.ErrAuthExpired) || errors.Is(d.err, nats.ErrAuthRevoked) {
+		refused := errors.Is(d.err, nats.ErrAuthorization) || errors.Is(d.err, nats.ErrAuthExpired) || errors.Is(d.err, nats.ErrAuthRevoked)
+		if refused && creds.User == "" {
+			return nil, protocol.Errorf(protocol.CodePermissionDenied,
+				"the bus at %s refused to log in without credentials: %w (give a credentials file, or make one with: framebus creds add)", url, d.err)
+		}
+		if refused {
 			return nil, protocol.Errorf(protocol.CodePermissionDenied,
 				"the bus at %s refused user %q: %w (check the credentials file, or make one with: framebus creds add)", url, creds.User, d.err)
 		}

@@ -116,7 +116,7 @@ func (c *cli) dial(f clientFlags, opts busclient.Options) (*client, error) {
 		}
 		st, err := readState(path)
 		if err != nil {
-			return nil, errNoNode(err)
+			return nil, errState(path, err)
 		}
 		url, active = st.Bus, st.Active
 		if prefix == "" {

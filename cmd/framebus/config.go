@@ -191,7 +191,7 @@ func (c *cli) loadConfig(path string) (config, string, error) {
 		path = defaultConfigPath()
 	}
 	if path != "" {
-		data, err := os.ReadFile(path)
+		data, err := readSmallFile(path)
 		switch {
 		case err == nil:
 			dec := yaml.NewDecoder(bytes.NewReader(data))

@@ -72,12 +72,14 @@ func (c *cli) credentials(flag string) (protocol.Credentials, bool, error) {
 // readCredentials reads a credentials file.
 func readCredentials(path string) (protocol.Credentials, error) {
 	var creds protocol.Credentials
-	data, err := os.ReadFile(path)
-	if errors.Is(err, fs.ErrPermission) {
+	data, err := readSmallFile(path)
+	switch {
+	case errors.Is(err, fs.ErrPermission):
 		return creds, protocol.Errorf(protocol.CodePermissionDenied, "credentials %s: %w (it is readable by the user that runs the node only)", path, err)
-	}
-	if err != nil {
+	case errors.Is(err, fs.ErrNotExist):
 		return creds, protocol.Errorf(protocol.CodeUnavailable, "credentials %s: %w", path, err)
+	case err != nil:
+		return creds, protocol.Errorf(protocol.CodeBadRequest, "credentials: %v", err)
 	}
 	if err := json.Unmarshal(data, &creds); err != nil {
 		return creds, protocol.Errorf(protocol.CodeBadRequest, "credentials %s: not a credentials file: %v", path, err)
@@ -164,6 +166,34 @@ file, or --creds FILE of an admin): an agent can never make an admin.`,
 // addUser makes a password, sends the node only its hash, and hands out
 // the credentials.
 func (c *cli) addUser(target clientFlags, name, role, out string) error {
+	// --out is made, empty and 0600, before the node has the user: a
+	// file that exists (the node's own credentials.json, say) is never
+	// replaced, and a path that cannot be written adds no user whose
+	// password nobody has.
+	if out != "" {
+		if err := os.MkdirAll(filepath.Dir(out), 0o700); err != nil {
+			return protocol.Errorf(protocol.CodeBadRequest, "creds add --out %s: %v", out, err)
+		}
+		f, err := os.OpenFile(out, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+		if errors.Is(err, fs.ErrExist) {
+			return protocol.Errorf(protocol.CodeBadRequest, "creds add --out %s: it exists; creds add writes a new file (remove it, or choose another name)", out)
+		}
+		if err != nil {
+			return protocol.Errorf(protocol.CodeBadRequest, "creds add --out %s: %v", out, err)
+		}
+		f.Close()
+		written := false
+		defer func() {
+			if !written {
+				os.Remove(out)
+			}
+		}()
+		return c.addUserTo(target, name, role, out, &written)
+	}
+	return c.addUserTo(target, name, role, "", nil)
+}
+
+func (c *cli) addUserTo(target clientFlags, name, role, out string, written *bool) error {
 	password := newPassword()
 	hash, err := bus.HashPassword(password)
 	if err != nil {
@@ -192,8 +222,9 @@ func (c *cli) addUser(target clientFlags, name, role, out string) error {
 		Role: role, Prefix: cl.subj.Prefix, InboxPrefix: protocol.InboxPrefix(name)}
 	if out != "" {
 		if err := writeCredentials(out, creds); err != nil {
-			return protocol.Errorf(protocol.CodeInternal, "write %s: %v", out, err)
+			return protocol.Errorf(protocol.CodeInternal, "write %s: %v (user %s was added; creds remove %s)", out, err, name, name)
 		}
+		*written = true
 		c.printJSON(struct {
 			OK   bool   `json:"ok"`
 			File string `json:"file"`

@@ -210,7 +210,7 @@ func (c *cli) selectTab(target clientFlags, id string) error {
 	}
 	st, err := readState(path)
 	if err != nil {
-		return errNoNode(err)
+		return errState(path, err)
 	}
 	st.Active = id
 	if err := writeState(path, st); err != nil {

@@ -538,7 +538,7 @@ func (s *session) queryURL(ctx context.Context) (string, error) {
 		st, err := readState(path)
 		if err != nil {
 			s.closePrompt()
-			return "", errNoNode(err)
+			return "", errState(path, err)
 		}
 		bus, active = st.Bus, st.Active
 	}

@@ -2,7 +2,9 @@ package main
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"syscall"
@@ -44,8 +46,21 @@ func defaultStateHint() string {
 	return "$XDG_CACHE_HOME/framebus/node.json"
 }
 
+// errState is what a client says of a state file it cannot use: no node
+// when there is none, else what is wrong with it (a FIFO or a directory
+// in its place, not JSON, another user's).
+func errState(path string, err error) error {
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return errNoNode(err)
+	case errors.Is(err, fs.ErrPermission):
+		return protocol.Errorf(protocol.CodePermissionDenied, "state file %s: %v (it is readable by the user that runs the node only)", path, err)
+	}
+	return protocol.Errorf(protocol.CodeBadRequest, "state file: %v", err)
+}
+
 func readState(path string) (nodeState, error) {
-	data, err := os.ReadFile(path)
+	data, err := readSmallFile(path)
 	if err != nil {
 		return nodeState{}, err
 	}

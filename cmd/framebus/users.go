@@ -105,7 +105,7 @@ func configuredUsers(cfg config, dir string) ([]bus.User, error) {
 }
 
 func readUsersFile(path string) ([]bus.User, error) {
-	data, err := os.ReadFile(path)
+	data, err := readSmallFile(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
 	}

@@ -1,0 +1,292 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"golang.org/x/crypto/bcrypt"
+
+	"github.com/framebus/framebus/protocol"
+)
+
+// deputyChunk is the object store's chunk of a frame's large content on
+// a node's bus (actors.objectChunk): the attacker's page lines its
+// requests up with it.
+const deputyChunk = 128 << 10
+
+// deputyPageSize makes a page's content larger than the node's bus
+// carries in one message (16 MiB), so it goes to the object store.
+const deputyPageSize = 17 << 20
+
+// The confused deputy, from the attacker's side: a web page the agent
+// visits controls the bytes of its content, which the node stores in
+// 128 KiB chunks in the object store; an observer may have JetStream send
+// any stored message to any subject (a direct get's reply subject, a
+// consumer's delivery). The page lines a plan up with one chunk and a
+// request that makes an admin with another; the observer aims them at the
+// tab's plan subject and at the node's users.add. Nothing ran, nobody was
+// added: the node takes no server's answer as a request
+// (protocol.Answerable).
+func TestObserverCannotAimStoredContent(t *testing.T) {
+	config := filepath.Join(t.TempDir(), "config.yaml")
+	if err := os.WriteFile(config, []byte("frames:\n  maxContent: 0\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var page atomic.Value
+	site := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		w.Header().Set("Cache-Control", "no-store")
+		fmt.Fprint(w, page.Load())
+	}))
+	defer site.Close()
+	n := startNode(t, envConfig+"="+config)
+	tab := n.tab()
+	observer, js := deputyObserver(t, n)
+
+	// A first load tells where the page's text starts in the stored
+	// content (the snapshot's "- text: " before it).
+	const marker = "DEPUTY-MARKER"
+	page.Store("<!doctype html><title>calm</title><body><pre>" + marker + strings.Repeat("a", deputyPageSize) + "</pre>")
+	content := loadStoredContent(t, n, js, site.URL+"/1", tab)
+	offset := strings.Index(content, marker)
+	if offset < 0 {
+		t.Fatalf("the stored content has no %s: %.200q", marker, content)
+	}
+
+	// The attack page: chunk 2 is a plan, chunk 3 a user request making
+	// mallory an admin, chunk 4 a frame of this tab.
+	const password = "mallory-password"
+	hash, err := bcrypt.GenerateFromPassword([]byte(password), bcrypt.MinCost)
+	if err != nil {
+		t.Fatal(err)
+	}
+	plan := padJSON(t, `{"agent":"`, `","action":{"type":"eval","expression":"window.__deputy=(window.__deputy||0)+1"}}`)
+	user := padJSON(t, `{"name":"`, `","name":"mallory","role":"admin","passwordHash":"`+string(hash)+`"}`)
+	frame := padJSON(t, `{"version":1,"tab":"`+tab+`","sequence":999999,"url":"https://forged.example/","title":"`, `"}`)
+	page.Store("<!doctype html><title>attack</title><body><pre>" + strings.Repeat("a", 2*deputyChunk-offset) +
+		plan + user + frame + strings.Repeat("a", deputyPageSize) + "</pre>")
+	content = loadStoredContent(t, n, js, site.URL+"/2", tab)
+	if content[2*deputyChunk:5*deputyChunk] != plan+user+frame {
+		t.Fatal("the attack page's requests are not at chunks 2, 3 and 4 of the stored content")
+	}
+	// The chunks' stream sequences.
+	bucket := protocol.DefaultSubjects.ContentBucket()
+	objects, err := js.ObjectStore(context.Background(), bucket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	seq := lastFrame(t, js, tab)
+	info, err := objects.GetInfo(context.Background(), protocol.ContentObject(tab, seq.Sequence))
+	if err != nil {
+		t.Fatal(err)
+	}
+	contentStream := "OBJ_" + bucket
+	stream, err := js.Stream(context.Background(), contentStream)
+	if err != nil {
+		t.Fatal(err)
+	}
+	first, err := stream.GetMsg(context.Background(), 0, jetstream.WithGetMsgSubject("$O."+bucket+".C."+info.NUID))
+	if err != nil {
+		t.Fatal(err)
+	}
+	chunk := func(i int, want string) uint64 {
+		s := first.Sequence + uint64(i)
+		m, err := stream.GetMsg(context.Background(), s)
+		if err != nil || string(m.Data) != want {
+			t.Fatalf("chunk %d (stream sequence %d) is not the page's request: %v", i, s, err)
+		}
+		return s
+	}
+	planSeq, userSeq, frameSeq := chunk(2, plan), chunk(3, user), chunk(4, frame)
+
+	planSubject := protocol.DefaultSubjects.TabPlan(tab)
+	usersAdd := protocol.DefaultSubjects.AdminUsers(protocol.UsersAdd)
+	aim := func(subject, reply string, data string) {
+		t.Helper()
+		if err := observer.PublishMsg(&nats.Msg{Subject: subject, Reply: reply, Data: []byte(data)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	directGet := "$JS.API.DIRECT.GET." + contentStream
+	aim(directGet, usersAdd, fmt.Sprintf(`{"seq":%d}`, userSeq))
+	aim(directGet, planSubject, fmt.Sprintf(`{"seq":%d}`, planSeq))
+	// A forged frame, for live observers and the history.
+	frameSubject := protocol.DefaultSubjects.TabFrames(tab)
+	live, err := observer.SubscribeSync(frameSubject)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := observer.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	aim(directGet, frameSubject, fmt.Sprintf(`{"seq":%d}`, frameSeq))
+	// A pull consumer's delivery, aimed by the reply of its next request.
+	cons, err := stream.CreateConsumer(context.Background(), jetstream.ConsumerConfig{
+		DeliverPolicy: jetstream.DeliverByStartSequencePolicy, OptStartSeq: planSeq, AckPolicy: jetstream.AckNonePolicy,
+		FilterSubject: "$O." + bucket + ".C." + info.NUID, InactiveThreshold: time.Minute,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	aim("$JS.API.CONSUMER.MSG.NEXT."+contentStream+"."+cons.CachedInfo().Name, planSubject, `{"batch":1}`)
+	// JetStream answers a stream's requests in order: once the
+	// observer's own direct get is answered, the aimed ones went out
+	// before it.
+	if _, err := observer.Request(directGet, []byte(fmt.Sprintf(`{"seq":%d}`, planSeq)), 30*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	ci, err := cons.Info(context.Background())
+	if err != nil || ci.Delivered.Consumer != 1 {
+		t.Fatalf("the pull consumer delivered %+v, %v; want its one message sent", ci, err)
+	}
+
+	// What got through: the tab's plan subscription and the users
+	// subscription take messages in order, so an agent's eval and an
+	// admin's user request sent now come after the aimed ones.
+	through := 0
+	check := mustOK(t, n.env, "eval", "window.__deputy||0", "--tab", tab)
+	if ran := check["value"]; ran != float64(0) {
+		through++
+		t.Errorf("the page's plan ran %v times in the agent's tab", ran)
+	}
+	last := int64(check["sequence"].(float64))
+	mustOK(t, n.env, "creds", "add", "sentinel", "--role", "observer", "--out", filepath.Join(t.TempDir(), "sentinel.json"))
+	users := mustOK(t, n.env, "creds", "list")
+	if strings.Contains(fmt.Sprint(users), "mallory") {
+		through++
+		t.Errorf("the page's user request made mallory: %v", users)
+	}
+	if nc, err := nats.Connect(n.state.Bus, nats.UserInfo("mallory", password), nats.NoReconnect()); err == nil {
+		through++
+		nc.Close()
+		t.Error("mallory logged in")
+	}
+	// The forged frame reaches live subscribers and the history (the
+	// server sends it; see the report of issue 20), but it is no frame
+	// by protocol.NodeFrameSeq's rule, which framebus's readers apply:
+	// they skip it, and the frames after it still come.
+	forged := 0
+	for {
+		m, err := live.NextMsg(30 * time.Second)
+		if err != nil {
+			t.Fatalf("the live observer got no frame %d: %v", last, err)
+		}
+		seq, ok := protocol.NodeFrameSeq(tab, m.Header.Get(jetstream.MsgIDHeader))
+		if strings.Contains(string(m.Data), "forged.example") {
+			forged++
+			if ok {
+				through++
+				t.Errorf("the forged frame has a frame's message id: %v", m.Header)
+			}
+		}
+		if ok && seq == last {
+			break
+		}
+	}
+	if forged != 1 {
+		t.Errorf("the live observer got %d forged frames; the server sends the one aimed at it", forged)
+	}
+	waitFor(t, "the history to keep frame "+fmt.Sprint(last), 30*time.Second, func() bool { return lastFrame(t, js, tab).Sequence == last })
+	r := framebus(t, n.env, "", "frames", "--tab", tab)
+	if r.status != 0 {
+		t.Fatalf("framebus frames: exit %d, %s", r.status, r.stderr)
+	}
+	want := int64(1)
+	for _, line := range readLines(r.stdout) {
+		var f protocol.Frame
+		if err := json.Unmarshal([]byte(line), &f); err != nil || f.Sequence != want || f.URL == "https://forged.example/" {
+			through++
+			t.Errorf("framebus frames: frame %d is %.200s (%v)", want, line, err)
+		}
+		want++
+	}
+	if want != last+1 {
+		through++
+		t.Errorf("framebus frames listed frames 1 to %d; want 1 to %d", want-1, last)
+	}
+	if through != 0 {
+		t.Errorf("%d of the page's requests got through", through)
+	}
+}
+
+// deputyObserver is an observer's connection to n, raw NATS and
+// JetStream.
+func deputyObserver(t *testing.T, n *node) (*nats.Conn, jetstream.JetStream) {
+	t.Helper()
+	file := filepath.Join(t.TempDir(), "observer.json")
+	mustOK(t, n.env, "creds", "add", "watcher", "--role", "observer", "--out", file)
+	nc, err := nats.Connect(n.state.Bus, nats.UserInfo("watcher", readPassword(t, file)), nats.CustomInboxPrefix("_INBOX_watcher"),
+		nats.ErrorHandler(func(*nats.Conn, *nats.Subscription, error) {}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return nc, js
+}
+
+// padJSON is head, a string of filler and tail: one chunk exactly.
+func padJSON(t *testing.T, head, tail string) string {
+	t.Helper()
+	s := head + strings.Repeat("a", deputyChunk-len(head)-len(tail)) + tail
+	if !json.Valid([]byte(s)) {
+		t.Fatalf("not JSON: %.100s...%s", s, tail)
+	}
+	return s
+}
+
+// lastFrame is the tab's current frame, as the history keeps it.
+func lastFrame(t *testing.T, js jetstream.JetStream, tab string) protocol.Frame {
+	t.Helper()
+	stream, err := js.Stream(context.Background(), protocol.DefaultSubjects.FrameStream())
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := stream.GetLastMsgForSubject(context.Background(), protocol.DefaultSubjects.TabFrames(tab))
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := protocol.DecodeFrame(m.Data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return f
+}
+
+// loadStoredContent has the agent navigate the tab to url and returns the
+// content of its frame, read back from the object store.
+func loadStoredContent(t *testing.T, n *node, js jetstream.JetStream, url, tab string) string {
+	t.Helper()
+	seq := int64(mustOK(t, n.env, "navigate", url, "--tab", tab)["sequence"].(float64))
+	var f protocol.Frame
+	waitFor(t, "the frame in the history", 60*time.Second, func() bool {
+		f = lastFrame(t, js, tab)
+		return f.Sequence >= seq
+	})
+	if f.Sequence != seq || f.FullPageRef == nil || f.FullPageRef.Object == "" {
+		t.Fatalf("frame %d: want %d with its content in the object store, got %+v", f.Sequence, seq, f.FullPageRef)
+	}
+	objects, err := js.ObjectStore(context.Background(), f.FullPageRef.Bucket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, err := objects.GetBytes(context.Background(), f.FullPageRef.Object)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(data)
+}
