@@ -2,7 +2,6 @@ package protocol
 
 import (
 	"regexp"
-	"strconv"
 	"strings"
 )
 
@@ -250,9 +249,8 @@ func (s Subjects) NodeFrameHeader(subject string, header func(string) string) (t
 		return "", 0, badRequest("a message on %s is a JetStream answer (from %s), not a node's frame", subject, from)
 	}
 	id := header("Nats-Msg-Id")
-	idTab, idSeq, ok := strings.Cut(id, ".")
-	n, err := strconv.ParseInt(idSeq, 10, 64)
-	if !ok || err != nil || idTab != tab || n < 1 {
+	n, ok := NodeFrameSeq(tab, id)
+	if !ok {
 		return "", 0, badRequest("a message on %s carries message id %q, not a node's frame's (%s.<sequence>)", subject, id, tab)
 	}
 	return tab, n, nil
