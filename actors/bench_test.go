@@ -4,12 +4,15 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"math"
 	"net/url"
 	"os"
 	"os/exec"
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -23,6 +26,7 @@ import (
 	"github.com/mafredri/cdp/protocol/page"
 	"github.com/mafredri/cdp/protocol/runtime"
 	"github.com/mafredri/cdp/rpcc"
+	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/rs/zerolog"
@@ -925,14 +929,11 @@ func (hb *historyBench) tab(b *testing.B, subj protocol.Subjects, h *History, pa
 	return tab
 }
 
-// client is a TCP connection to the bench's bus, closed when b ends.
+// client is a TCP connection to the bench's bus, closed when b ends,
+// logged in as admin (the bench uses a second prefix, which the other
+// roles' permissions do not cover).
 func (hb *historyBench) client(b *testing.B) *nats.Conn {
-	nc, err := nats.Connect(hb.bus.ClientURL())
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(nc.Close)
-	return nc
+	return bustest.Connect(b, hb.bus, protocol.RoleAdmin)
 }
 
 // BenchmarkFrameHistory measures what the frame history costs, in one
@@ -1104,4 +1105,147 @@ func BenchmarkHistoryReplay(b *testing.B) {
 	}
 	b.StopTimer()
 	b.ReportMetric(float64(stored*b.N)/took.Seconds(), "frames/s")
+}
+
+// BenchmarkAccessAndHistoryCost measures what authentication, the roles'
+// permissions and the frame history add to a plan's round trip, in one
+// run and interleaved: `eval 1+1` over TCP, by an agent logged in to a
+// node's bus (every publish checked against its role, every frame stored
+// in the history), against the same plan over TCP to a tab on a bare
+// nats-server with no users and no JetStream. Both tabs are in the same
+// browser. The issue's target: the first at most 5% slower.
+//
+//	go test -run '^$' -bench AccessAndHistoryCost -benchtime 2000x -cpu 1 ./actors
+func BenchmarkAccessAndHistoryCost(b *testing.B) {
+	hb := newHistoryBench(b, HistoryOptions{})
+	guarded := hb.tab(b, protocol.DefaultSubjects, hb.history, "/")
+	agent := bustest.Connect(b, hb.bus, protocol.RoleAgent)
+
+	bare := stockServer(b, &server.Options{})
+	bareNode, err := nats.Connect(bare.ClientURL())
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(bareNode.Close)
+	open := &historyBench{node: bareNode}
+	plain := open.tab(b, protocol.DefaultSubjects, nil, "/")
+	bareAgent, err := nats.Connect(bare.ClientURL())
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(bareAgent.Close)
+
+	guardedSeq, plainSeq := guarded.Info().Sequence, plain.Info().Sequence
+	round := func(nc *nats.Conn, tab *Tab, seq *int64) time.Duration {
+		start := time.Now()
+		next, err := evalPlan(nc, tab.ID(), *seq)
+		if err != nil {
+			b.Fatal(err)
+		}
+		*seq = next
+		return time.Since(start)
+	}
+	for range 200 { // warm both up
+		round(agent, guarded, &guardedSeq)
+		round(bareAgent, plain, &plainSeq)
+	}
+	var withT, withoutT []time.Duration
+	b.ResetTimer()
+	for range b.N {
+		withoutT = append(withoutT, round(bareAgent, plain, &plainSeq))
+		withT = append(withT, round(agent, guarded, &guardedSeq))
+	}
+	b.StopTimer()
+	with, without := p50(withT), p50(withoutT)
+	b.ReportMetric(float64(without.Microseconds()), "open-bus-p50-µs")
+	b.ReportMetric(float64(with.Microseconds()), "auth-history-p50-µs")
+	b.ReportMetric(float64(with)/float64(without), "auth-history/open")
+}
+
+// BenchmarkFrameFanOut measures 100 observers, each on its own TCP
+// connection with an observer credential, following one tab that changes
+// frames as fast as it can (plans of 100 evals, back to back): frames per
+// second delivered to each observer (the slowest and the median), and
+// frames lost (every observer must see every frame: 0).
+//
+//	go test -run '^$' -bench FrameFanOut -benchtime 5x -cpu 1 ./actors
+func BenchmarkFrameFanOut(b *testing.B) {
+	const observers, perPlan = 100, 100
+	hb := newHistoryBench(b, HistoryOptions{})
+	tab := hb.tab(b, protocol.DefaultSubjects, hb.history, "/bench.html")
+	agent := bustest.Connect(b, hb.bus, protocol.RoleAgent)
+	subject := protocol.DefaultSubjects.TabFrames(tab.ID())
+	type watcher struct {
+		mu          sync.Mutex
+		seen        map[int64]bool
+		first, last time.Time
+	}
+	var from atomic.Int64
+	from.Store(math.MaxInt64)
+	ws := make([]*watcher, observers)
+	for i := range ws {
+		w := &watcher{seen: map[int64]bool{}}
+		ws[i] = w
+		nc := bustest.Connect(b, hb.bus, protocol.RoleObserver)
+		sub, err := nc.Subscribe(subject, func(m *nats.Msg) {
+			f, err := protocol.DecodeFrame(m.Data)
+			if err != nil {
+				return
+			}
+			w.mu.Lock()
+			defer w.mu.Unlock()
+			if f.Sequence < from.Load() {
+				return // the tab's opening frames, still on their way
+			}
+			if len(w.seen) == 0 {
+				w.first = time.Now()
+			}
+			w.seen[f.Sequence], w.last = true, time.Now()
+		})
+		if err != nil {
+			b.Fatal(err)
+		}
+		_ = sub.SetPendingLimits(-1, -1) // count loss on the wire, not in this process's buffer
+		if err := nc.Flush(); err != nil {
+			b.Fatal(err)
+		}
+	}
+	from.Store(tab.Info().Sequence + 1)
+	data, _ := json.Marshal(evals(perPlan))
+	b.ResetTimer()
+	for range b.N {
+		if _, err := agent.Request(protocol.DefaultSubjects.TabPlan(tab.ID()), data, time.Minute); err != nil {
+			b.Fatal(err)
+		}
+	}
+	to := tab.Info().Sequence
+	b.StopTimer()
+	want := int(to - from.Load() + 1)
+	var rates []float64
+	lost := 0
+	for _, w := range ws {
+		deadline := time.Now().Add(30 * time.Second)
+		for {
+			w.mu.Lock()
+			n := len(w.seen)
+			w.mu.Unlock()
+			if n >= want || time.Now().After(deadline) {
+				break
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+		w.mu.Lock()
+		lost += want - len(w.seen)
+		if span := w.last.Sub(w.first); span > 0 {
+			rates = append(rates, float64(len(w.seen)-1)/span.Seconds())
+		}
+		w.mu.Unlock()
+	}
+	sort.Float64s(rates)
+	if len(rates) > 0 {
+		b.ReportMetric(rates[0], "slowest-observer-frames/s")
+		b.ReportMetric(rates[len(rates)/2], "median-observer-frames/s")
+	}
+	b.ReportMetric(float64(want), "frames")
+	b.ReportMetric(float64(lost), "lost")
 }

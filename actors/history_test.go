@@ -56,7 +56,7 @@ func follow(t *testing.T, nc *nats.Conn, subj protocol.Subjects, subject string)
 
 // stockServer runs a nats-server of its own with opts on a loopback
 // port, as an external bus, until the test ends.
-func stockServer(t *testing.T, opts *server.Options) *server.Server {
+func stockServer(t testing.TB, opts *server.Options) *server.Server {
 	t.Helper()
 	opts.Host, opts.Port, opts.NoSigs, opts.NoLog = "127.0.0.1", -1, true, true
 	srv, err := server.NewServer(opts)

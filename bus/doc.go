@@ -34,6 +34,36 @@
 //
 // The rest of the program does not care which kind it got; Embedded says.
 //
+// # Authentication
+//
+// An embedded bus lets no one in without logging in, on TCP and on the
+// optional WebSocket listener (Options.WebSocket) alike. Options.Users
+// are the users, each with the bcrypt hash of its password and a role
+// whose subject permissions come from protocol.Subjects.RolePermissions
+// under Options.Prefix:
+//
+//	hash, _ := bus.HashPassword(password)
+//	b, err := bus.Start(bus.Options{Prefix: "framebus", WebSocket: "127.0.0.1:0",
+//		Users: []bus.User{{Name: "dashboard", PasswordHash: hash, Role: protocol.RoleObserver}}})
+//	...
+//	err = b.AddUser(bus.User{Name: "bot", PasswordHash: botHash, Role: protocol.RoleAgent}) // at once
+//
+// Another process logs in with the name and password and sets its inbox
+// prefix to protocol.InboxPrefix(name), the only inboxes it may read:
+//
+//	nc, err := nats.Connect(b.ClientURL(), nats.UserInfo("dashboard", password),
+//		nats.CustomInboxPrefix(protocol.InboxPrefix("dashboard")))
+//
+// Connect needs none of that: the server accepts an nkey made up at
+// Start, with every permission, on in-process connections only. AddUser
+// and RemoveUser change the users of the running server (nats-server's
+// configuration reload); a removed user's connections are closed. An
+// external bus (Options.URL) has the users its server has: put them in
+// the URL.
+//
+// The listeners are on loopback unless Options.AllowRemote: there is no
+// TLS, so a password would cross the network in clear text (LoopbackOnly).
+//
 // # Sizes
 //
 // A frame that carries a full page can be megabytes, and NATS delivers each
@@ -73,4 +103,8 @@
 //     API as a TCP connection, so code never branches on where it runs.
 //   - github.com/rs/zerolog is the project's structured logger; the server's
 //     printf-style log is adapted to it so one log stream carries both.
+//   - github.com/nats-io/nkeys makes the internal identity (an ed25519
+//     key: a signature check per connection, where a password would cost
+//     a bcrypt compare), and golang.org/x/crypto/bcrypt hashes passwords
+//     as nats-server checks them.
 package bus

@@ -202,6 +202,56 @@ func ParsePermissionViolation(msg string) (verb, subject string, ok bool) {
 // subject, or with JetStream's own ($JS.ACK..., which no client may set),
 // so a node takes neither as a request: an observer could otherwise aim
 // them at a plan or user-management subject it may not use.
+//
+// And a node answers only into an inbox (_INBOX., or a user's own
+// _INBOX_<user>., the only replies a user can read): a request naming a
+// frame or event subject as its reply would otherwise have the node
+// publish its answer there, where observers take it for the tab's.
 func Answerable(reply string) bool {
-	return reply != "" && !strings.HasPrefix(reply, "$JS.")
+	return strings.HasPrefix(reply, "_INBOX.") || strings.HasPrefix(reply, "_INBOX_")
+}
+
+// NodeFrame checks that a frame message is one a node published: its
+// subject is a tab's frame subject, it carries the node's Nats-Msg-Id
+// (FrameMsgID of that tab and the frame's sequence) and no header of a
+// JetStream answer (Nats-Stream), and the frame is that tab's. header
+// reads the message's headers (nats.Header's Get).
+//
+// Readers of frames, live or from the history, need this: a user may name
+// a frame subject as the reply of a request it may make (a direct get of a
+// stored content chunk, which a page shapes) or as a consumer's deliver
+// subject, and the server then publishes there itself, where live
+// subscribers get it and the frame stream stores it.
+func (s Subjects) NodeFrame(subject string, header func(string) string, f Frame) error {
+	tab, seq, err := s.NodeFrameHeader(subject, header)
+	switch {
+	case err != nil:
+		return err
+	case f.Tab != tab || f.Sequence != seq:
+		return badRequest("a message on %s with message id %s is frame %d of tab %q", subject, FrameMsgID(tab, seq), f.Sequence, f.Tab)
+	}
+	return nil
+}
+
+// NodeFrameHeader is NodeFrame's check of the subject and headers alone,
+// for a reader that has not decoded the frame yet: the tab and sequence
+// the node's message id names. The servers' own publishes that a user can
+// aim at a frame subject fail it: a JetStream answer carries Nats-Stream,
+// a content chunk or a node's answer no message id, and a consumer of the
+// frame stream cannot deliver onto the stream's own subjects.
+func (s Subjects) NodeFrameHeader(subject string, header func(string) string) (tab string, seq int64, err error) {
+	rest, ok := strings.CutPrefix(subject, s.p()+".tab.")
+	tab, ok2 := strings.CutSuffix(rest, ".frame")
+	if !ok || !ok2 || !ValidTabID(tab) {
+		return "", 0, badRequest("%s is not a frame subject", subject)
+	}
+	if from := header("Nats-Stream"); from != "" {
+		return "", 0, badRequest("a message on %s is a JetStream answer (from %s), not a node's frame", subject, from)
+	}
+	id := header("Nats-Msg-Id")
+	n, ok := NodeFrameSeq(tab, id)
+	if !ok {
+		return "", 0, badRequest("a message on %s carries message id %q, not a node's frame's (%s.<sequence>)", subject, id, tab)
+	}
+	return tab, n, nil
 }

@@ -105,6 +105,9 @@ type Client struct {
 
 	// closing is set by Close: the end the caller asked for is no event.
 	closing atomic.Bool
+	// reconnectedAt is when the connection last came back (UnixNano; 0:
+	// never lost).
+	reconnectedAt atomic.Int64
 
 	storesMu sync.Mutex
 	stores   map[string]jetstream.ObjectStore
@@ -273,6 +276,7 @@ func (c *Client) disconnected(_ *nats.Conn, err error) {
 }
 
 func (c *Client) reconnected(nc *nats.Conn) {
+	c.reconnectedAt.Store(time.Now().UnixNano())
 	c.mu.Lock()
 	if !c.done {
 		select {

@@ -2,71 +2,77 @@ package client_test
 
 import (
 	"context"
+	"fmt"
 	"testing"
 
 	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/framebus/framebus/bus/client"
 )
 
-// Messages on a frame subject that the node did not publish (anyone who
-// reads the history can have the server send a stored message, a page's
-// own bytes among them, to a frame subject, and the stream keeps it) are
-// no frames: without the node's message id, or with another tab's, a
-// watch and Frames pass them over. A forged frame 999999 once blinded a
-// watch for good (every later frame counted as delivered already), and
-// one in the middle of the stream made a replay from frame 3 start past
-// frames 3 to 10.
-func TestForgedFramesArePassedOver(t *testing.T) {
-	s := testServer(t)
-	node := nodeConn(t, s)
-	js := frameHistory(t, node, 1000)
-	forge := func(data string, header nats.Header) {
-		t.Helper()
-		if err := node.PublishMsg(&nats.Msg{Subject: subj.TabFrames("t1"), Data: []byte(data), Header: header}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	for seq := int64(1); seq <= 10; seq++ {
-		publish(t, node, frame("t1", seq))
-	}
-	forge(`{"version":1,"tab":"t1","sequence":999999,"url":"https://forged.example/"}`, nil)
-	forge(`{"version":1,"tab":"t2","sequence":500000,"url":"https://forged.example/"}`, nats.Header{"Nats-Msg-Id": []string{"t2.500000"}})
-	forge(`{"version":1,"tab":"t1","sequence":11,"url":"https://forged.example/"}`, nats.Header{"Nats-Msg-Id": []string{"t1.999"}})
-	for seq := int64(11); seq <= 20; seq++ {
-		publish(t, node, frame("t1", seq))
-	}
-	awaitStored(t, js, 23)
-
-	c := connect(t, s.ClientURL(), nil, nil)
+// forge has the server itself publish on tab's frame subject, as any user
+// who may make a direct get can: the answer to a direct get of a content
+// chunk a page shaped like a frame, with the frame subject as its reply.
+func forge(t *testing.T, nc *nats.Conn, js jetstream.JetStream, tab string, seq int64) {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), wait)
 	defer cancel()
-	for _, from := range []int64{1, 3} {
-		w, err := c.Watch(ctx, "t1", from)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for seq := from; seq <= 20; seq++ {
-			if f := next(t, w); f.Tab != "t1" || f.Sequence != seq || f.URL == "https://forged.example/" {
-				t.Fatalf("watch from %d: frame %s/%d %s, want t1/%d", from, f.Tab, f.Sequence, f.URL, seq)
-			}
-		}
-		w.Stop()
-	}
-	var got []int64
-	if err := c.Frames(ctx, "t1", 0, 0, func(f client.Frame) error {
-		got = append(got, f.Sequence)
-		return nil
-	}); err != nil {
+	store, err := js.ObjectStore(ctx, subj.ContentBucket())
+	if err != nil {
 		t.Fatal(err)
 	}
-	if len(got) != 20 || got[0] != 1 || got[19] != 20 {
-		t.Errorf("Frames: %v, want 1 to 20", got)
+	shaped := fmt.Sprintf(`{"version":1,"tab":%q,"sequence":%d,"url":"https://forged.example/","action":"click","source":"agent","time":"2026-01-01T00:00:00Z"}`, tab, seq)
+	obj, err := store.PutString(ctx, fmt.Sprintf("page/%d", seq), shaped)
+	if err != nil {
+		t.Fatal(err)
 	}
-	// The last message stored is no frame: Current says so.
-	forge(`{"version":1,"tab":"t1","sequence":21}`, nil)
-	awaitStored(t, js, 24)
-	if f, err := c.Current(ctx, "t1"); err == nil {
-		t.Errorf("Current: frame %d, want an error: the last message is no frame", f.Sequence)
+	req := fmt.Sprintf(`{"last_by_subj":"$O.%s.C.%s"}`, subj.ContentBucket(), obj.NUID)
+	if err := nc.PublishRequest("$JS.API.DIRECT.GET.OBJ_"+subj.ContentBucket(), subj.TabFrames(tab), []byte(req)); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// Watch, Frames and Current take only the node's frames: what a user had
+// the server publish on a frame subject (live, and stored by the frame
+// stream, even as the tab's last message) is passed over, and does not
+// make the watch skip the node's frames after it.
+func TestForgedFramesPassedOver(t *testing.T) {
+	s := testServer(t)
+	nc := nodeConn(t, s)
+	js := frameHistory(t, nc, 100)
+	for seq := int64(1); seq <= 3; seq++ {
+		publish(t, nc, frame("T", seq))
+	}
+	forge(t, nc, js, "T", 50)
+	for seq := int64(4); seq <= 5; seq++ {
+		publish(t, nc, frame("T", seq))
+	}
+	forge(t, nc, js, "T", 60) // the tab's last stored message
+	awaitStored(t, js, 5+2)   // 5 frames and 2 forgeries
+	c := connect(t, s.ClientURL(), nil, nil)
+
+	ctx, cancel := context.WithTimeout(context.Background(), wait)
+	defer cancel()
+	w, err := c.Watch(ctx, "T", 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+	for want := int64(1); want <= 5; want++ {
+		if f := next(t, w); f.Sequence != want || f.URL == "https://forged.example/" {
+			t.Fatalf("frame %d: got %d %s", want, f.Sequence, f.URL)
+		}
+	}
+	cur, err := c.Current(ctx, "T")
+	if err != nil || cur.Sequence != 5 {
+		t.Fatalf("Current: %d %s, %v; want frame 5", cur.Sequence, cur.URL, err)
+	}
+	var stored []int64
+	if err := c.Frames(ctx, "T", 0, 0, func(f client.Frame) error { stored = append(stored, f.Sequence); return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if fmt.Sprint(stored) != "[1 2 3 4 5]" {
+		t.Fatalf("Frames: %v", stored)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/nats-io/nats.go"
 
@@ -84,6 +85,13 @@ func (c *Client) roundTrip(ctx context.Context, subject string, data []byte, res
 		switch {
 		case err == nil:
 			return msg.Data, nil
+		case errors.Is(err, nats.ErrNoResponders) && c.justReconnected():
+			// The node's subscriptions come back with its own
+			// reconnect, which may come a moment after this one.
+			if err := sleepCtx(ctx, noRespondersRetry); err != nil {
+				return nil, protocol.Errorf(protocol.CodeTimeout, "no answer on %s: %w", subject, err)
+			}
+			continue
 		case errors.Is(err, nats.ErrNoResponders):
 			return nil, &protocol.Error{Code: protocol.CodeUnavailable,
 				Message: "nothing on the bus answers " + subject, Err: err}
@@ -123,4 +131,31 @@ func (c *Client) requestOnce(ctx context.Context, down <-chan struct{}, subject 
 	}()
 	msg, err = c.nc.RequestWithContext(rctx, subject, data)
 	return msg, context.Cause(rctx), err
+}
+
+// After a reconnect, nothing answering a subject may only mean that its
+// node has not reconnected yet: for reconnectGrace a request is sent
+// again every noRespondersRetry before it is taken for an absent node.
+const (
+	reconnectGrace    = 3 * time.Second
+	noRespondersRetry = 50 * time.Millisecond
+)
+
+// justReconnected reports whether the connection came back within
+// reconnectGrace.
+func (c *Client) justReconnected() bool {
+	at := c.reconnectedAt.Load()
+	return at != 0 && time.Since(time.Unix(0, at)) < reconnectGrace
+}
+
+// sleepCtx waits d, or until ctx ends (its error).
+func sleepCtx(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 }

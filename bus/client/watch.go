@@ -3,6 +3,7 @@ package client
 import (
 	"context"
 	"errors"
+	"strconv"
 	"strings"
 	"time"
 
@@ -100,12 +101,14 @@ func (c *Client) Frames(ctx context.Context, tab string, from, to int64, fn func
 	case last == nil:
 		return nil // nothing stored
 	}
-	// The watch ends at the last message stored now, which may be no
-	// frame (see protocol.NodeFrameSeq), or at frame to.
-	if end, ok := c.frameSeqOf(last); ok && end < from {
+	end := frameSeqOf(last)
+	if to > 0 {
+		end = min(end, to)
+	}
+	if from > end {
 		return nil
 	}
-	return c.follow(ctx, s, watchSpec{tab: tab, from: from, to: to, toStream: last.Sequence}, fn)
+	return c.follow(ctx, s, watchSpec{tab: tab, from: from, to: end}, fn)
 }
 
 // Current is tab's current frame, read from the history without
@@ -125,22 +128,14 @@ func (c *Client) Current(ctx context.Context, tab string) (Frame, error) {
 	case m == nil:
 		return Frame{}, protocol.Errorf(protocol.CodeTabNotFound, "no frame of tab %s in the history (%s)", tab, c.subj.FrameStream())
 	}
-	seq, ok := c.frameSeqOf(m)
-	f, err := c.frame(ctx, m.Data, m.Sequence)
-	if !ok || err != nil || f.Tab != tab || f.Sequence != seq {
-		return Frame{}, protocol.Errorf(protocol.CodeUnavailable, "the last message stored for tab %s (stream sequence %d of %s) is no frame the node published: someone had it sent there", tab, m.Sequence, c.subj.FrameStream())
-	}
-	return f, nil
+	return c.frame(ctx, m.Data, m.Sequence)
 }
 
 // watchSpec says what a watch follows: one tab from a frame (to a frame,
 // for Frames), or every tab.
 type watchSpec struct {
-	tab      string // "" for every tab
-	from, to int64
-	// toStream, when not 0, ends the watch after this stream sequence
-	// (for Frames: the last message stored when it was called).
-	toStream   uint64
+	tab        string // "" for every tab
+	from, to   int64
 	lastOfEach bool // every tab: from each one's current frame
 }
 
@@ -261,17 +256,81 @@ func (c *Client) guarded(ctx context.Context, match func(subscribe bool, subject
 	return err
 }
 
-// lastStored is the last message stored on subject, nil for none.
+// lastStored is the last node frame stored on subject, nil for none.
+// What a user had the server publish there (see nodeFrame) is passed
+// over, walking back one stream message at a time (a direct get finds
+// the next message on a subject, never the one before).
 func (c *Client) lastStored(ctx context.Context, s jetstream.Stream, subject string) (*jetstream.RawStreamMsg, error) {
 	var m *jetstream.RawStreamMsg
 	err := c.jsCall(ctx, func(ctx context.Context) (err error) {
 		m, err = s.GetLastMsgForSubject(ctx, subject)
 		return err
 	})
+	for steps := 0; err == nil && !(subjectMatches(subject, m.Subject) && c.nodeFrameGot(m)); steps++ {
+		if steps == maxPassedOver {
+			return nil, protocol.Errorf(protocol.CodeUnavailable, "no node's frame on %s among the last %d messages of the frame history", subject, steps)
+		}
+		if storedSeq(m) <= 1 {
+			return nil, nil
+		}
+		seq := storedSeq(m) - 1
+		err = c.jsCall(ctx, func(ctx context.Context) (err error) {
+			m, err = s.GetMsg(ctx, seq)
+			return err
+		})
+		if errors.Is(err, jetstream.ErrMsgNotFound) { // removed: step over it
+			m, err = &jetstream.RawStreamMsg{Sequence: seq}, nil
+		}
+	}
 	if errors.Is(err, jetstream.ErrMsgNotFound) {
 		return nil, nil
 	}
 	return m, err
+}
+
+// maxPassedOver bounds the walks past messages that are no node's frames
+// (and, walking back, other tabs' frames).
+const maxPassedOver = 10000
+
+// nodeFrame reports whether a message on a frame subject is a node's
+// frame. A user can have a server publish on a frame subject (naming it as
+// the reply of a direct get, or as a consumer's deliver subject); live
+// subscribers get that and the frame stream stores it. See
+// protocol.Subjects.NodeFrame.
+func (c *Client) nodeFrame(subject string, h nats.Header) bool {
+	_, _, err := c.subj.NodeFrameHeader(subject, h.Get)
+	return err == nil
+}
+
+// nodeFrameGot is nodeFrame for a message a direct get returned: the
+// server adds its own Nats-Stream (and Nats-Sequence, Nats-Subject)
+// headers after the stored ones, so only a stored one counts.
+func (c *Client) nodeFrameGot(m *jetstream.RawStreamMsg) bool {
+	_, _, err := c.subj.NodeFrameHeader(m.Subject, func(key string) string {
+		if key == jetstream.StreamHeader {
+			if v := m.Header.Values(key); len(v) > 1 {
+				return v[0]
+			}
+			return ""
+		}
+		return m.Header.Get(key)
+	})
+	return err == nil
+}
+
+// subjectMatches reports whether subject matches filter, a subject with
+// '*' tokens (no '>').
+func subjectMatches(filter, subject string) bool {
+	f, s := strings.Split(filter, "."), strings.Split(subject, ".")
+	if len(f) != len(s) {
+		return false
+	}
+	for i := range f {
+		if f[i] != "*" && f[i] != s[i] {
+			return false
+		}
+	}
+	return true
 }
 
 // startOf finds where in the stream a watch of spec begins: the stream
@@ -302,13 +361,13 @@ func (c *Client) startOf(ctx context.Context, s jetstream.Stream, spec watchSpec
 	lo, hi := max(info.State.FirstSeq, 1), end
 	for lo < hi {
 		mid := lo + (hi-lo)/2
-		m, seq, err := c.nextStoredFrame(ctx, s, mid, subject)
+		m, err := c.nextStored(ctx, s, mid, subject)
 		switch {
-		case errors.Is(err, jetstream.ErrMsgNotFound):
+		case errors.Is(err, jetstream.ErrMsgNotFound) || (err == nil && m.Sequence >= hi):
 			hi = mid
 		case err != nil:
 			return 0, err
-		case seq >= spec.from:
+		case frameSeqOf(m) >= spec.from:
 			hi = mid
 		default:
 			lo = m.Sequence + 1
@@ -317,32 +376,60 @@ func (c *Client) startOf(ctx context.Context, s jetstream.Stream, spec watchSpec
 	return lo, nil
 }
 
-// frameSeqOf is a stored frame's sequence, from its Nats-Msg-Id
-// (<tab>.<seq>) without decoding the frame; not ok for a message that is
-// no frame the node published (see protocol.NodeFrameSeq).
-func (c *Client) frameSeqOf(m *jetstream.RawStreamMsg) (int64, bool) {
-	return protocol.NodeFrameSeq(tabOf(c.subj, m.Subject), m.Header.Get(jetstream.MsgIDHeader))
-}
-
-// nextStoredFrame is the first message on subject at or after stream
-// sequence from that is a frame the node published, and its frame
-// sequence: what else was sent there is passed over, or a search would
-// take it for a frame and start past real ones.
-func (c *Client) nextStoredFrame(ctx context.Context, s jetstream.Stream, from uint64, subject string) (*jetstream.RawStreamMsg, int64, error) {
-	for {
+// nextStored is the first node frame on subject at or after stream
+// sequence seq (see nodeFrame).
+func (c *Client) nextStored(ctx context.Context, s jetstream.Stream, seq uint64, subject string) (*jetstream.RawStreamMsg, error) {
+	for passed := 0; ; passed++ {
 		var m *jetstream.RawStreamMsg
 		err := c.jsCall(ctx, func(ctx context.Context) (err error) {
-			m, err = s.GetMsg(ctx, from, jetstream.WithGetMsgSubject(subject))
+			m, err = s.GetMsg(ctx, seq, jetstream.WithGetMsgSubject(subject))
 			return err
 		})
-		if err != nil {
-			return nil, 0, err
+		switch {
+		case err != nil:
+			return nil, err
+		case c.nodeFrameGot(m):
+			return m, nil
+		case passed == maxPassedOver:
+			return nil, protocol.Errorf(protocol.CodeUnavailable, "%d messages on %s in the frame history are not a node's frames", passed+1, subject)
 		}
-		if seq, ok := c.frameSeqOf(m); ok {
-			return m, seq, nil
-		}
-		from = m.Sequence + 1
+		seq = max(seq, storedSeq(m)) + 1
 	}
+}
+
+// storedSeq is a stored message's stream sequence. A message that a
+// direct get answered onto a frame subject was stored with that answer's
+// headers, so a direct get of it carries two Nats-Sequence headers, the
+// stored one first (which the jetstream package reads) and the server's
+// own last.
+func storedSeq(m *jetstream.RawStreamMsg) uint64 {
+	if v := m.Header.Values(jetstream.SequenceHeader); len(v) > 1 {
+		if n, err := strconv.ParseUint(v[len(v)-1], 10, 64); err == nil {
+			return n
+		}
+	}
+	return m.Sequence
+}
+
+// frameSeqOf is a stored frame's sequence, from its Nats-Msg-Id
+// (<tab>.<seq>) without decoding the frame, else from its JSON.
+func frameSeqOf(m *jetstream.RawStreamMsg) int64 {
+	return frameSeq(m.Header, m.Data)
+}
+
+func frameSeq(h nats.Header, data []byte) int64 {
+	if id := h.Get(jetstream.MsgIDHeader); id != "" {
+		if i := strings.LastIndexByte(id, '.'); i >= 0 {
+			if n, err := strconv.ParseInt(id[i+1:], 10, 64); err == nil {
+				return n
+			}
+		}
+	}
+	f, err := protocol.DecodeFrame(data)
+	if err != nil {
+		return 0
+	}
+	return f.Sequence
 }
 
 // follow runs a follow to its end (see prepareFollow).
@@ -367,9 +454,6 @@ func (c *Client) prepareFollow(ctx context.Context, s jetstream.Stream, spec wat
 		start, err := c.startOf(ctx, s, spec)
 		if err != nil {
 			return nil, err
-		}
-		if spec.toStream > 0 && start > spec.toStream {
-			return func() error { return nil }, nil // nothing stored from spec.from on
 		}
 		cfg.DeliverPolicy, cfg.OptStartSeq = jetstream.DeliverByStartSequencePolicy, start
 	}
@@ -411,16 +495,21 @@ func (c *Client) prepareFollow(ctx context.Context, s jetstream.Stream, spec wat
 			if err != nil {
 				continue
 			}
-			tab := tabOf(c.subj, m.Subject())
-			seq, ok := protocol.NodeFrameSeq(tab, m.Headers().Get(jetstream.MsgIDHeader))
-			if ok {
-				if f, ok := c.nodeFrame(ctx, m.Data(), md.Sequence.Stream, tab, seq, func() bool { return seen.next(c, tab, seq) }); ok {
-					if err := deliver(f); err != nil {
-						return err
-					}
-				}
+			if !c.nodeFrame(m.Subject(), m.Headers()) {
+				continue // a server's publish a user aimed here
 			}
-			if spec.to > 0 && ok && seq >= spec.to || spec.toStream > 0 && md.Sequence.Stream >= spec.toStream {
+			tab, seq := tabOf(c.subj, m.Subject()), frameSeq(m.Headers(), m.Data())
+			if !seen.next(c, tab, seq) {
+				continue
+			}
+			f, err := c.frame(ctx, m.Data(), md.Sequence.Stream)
+			if err != nil {
+				continue // not a frame: nothing to deliver
+			}
+			if err := deliver(f); err != nil {
+				return err
+			}
+			if spec.to > 0 && seq >= spec.to {
 				return nil
 			}
 		}
@@ -462,22 +551,6 @@ func tabOf(subj protocol.Subjects, subject string) string {
 		rest = strings.TrimPrefix(subject, protocol.DefaultPrefix+".tab.")
 	}
 	return strings.TrimSuffix(rest, ".frame")
-}
-
-// nodeFrame decodes the message of frame seq of tab, which its message
-// id says the node published; not ok when its body is no such frame, or
-// when take (a watch's check for what it delivered) does not want it.
-// Content is inlined only for a frame taken.
-func (c *Client) nodeFrame(ctx context.Context, data []byte, streamSeq uint64, tab string, seq int64, take func() bool) (Frame, bool) {
-	pf, err := protocol.DecodeFrame(data)
-	if err != nil || pf.Tab != tab || pf.Sequence != seq || !take() {
-		return Frame{}, false
-	}
-	f := Frame{Frame: pf, Data: data, StreamSequence: streamSeq}
-	if pf.FullPageRef != nil {
-		f.ContentErr = c.inline(ctx, &f)
-	}
-	return f, true
 }
 
 // frame decodes a frame message and inlines its content by reference.
@@ -523,15 +596,19 @@ func (c *Client) followLive(ctx context.Context, spec watchSpec, deliver func(Fr
 			case <-c.gone:
 				return errClosed
 			case m := <-msgs:
-				tab := tabOf(c.subj, m.Subject)
-				seq, ok := protocol.NodeFrameSeq(tab, m.Header.Get(jetstream.MsgIDHeader))
-				if !ok {
+				if !c.nodeFrame(m.Subject, m.Header) {
+					continue // a server's publish a user aimed here
+				}
+				tab, seq := tabOf(c.subj, m.Subject), frameSeq(m.Header, m.Data)
+				if !seen.next(c, tab, seq) {
 					continue
 				}
-				if f, ok := c.nodeFrame(ctx, m.Data, 0, tab, seq, func() bool { return seen.next(c, tab, seq) }); ok {
-					if err := deliver(f); err != nil {
-						return err
-					}
+				f, err := c.frame(ctx, m.Data, 0)
+				if err != nil {
+					continue
+				}
+				if err := deliver(f); err != nil {
+					return err
 				}
 			}
 		}

@@ -1,7 +1,9 @@
 package main
 
 import (
+	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -10,6 +12,7 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
+	"golang.org/x/crypto/bcrypt"
 
 	"github.com/framebus/framebus/protocol"
 )
@@ -35,6 +38,10 @@ func TestObserverCannotChangeABrowser(t *testing.T) {
 	if err != nil || agent.Role != protocol.RoleAgent || agent.URL != n.state.Bus || agent.WebSocket != n.state.WebSocket || agent.InboxPrefix != "_INBOX_agent" {
 		t.Fatalf("credentials.json: %+v, %v (state %+v)", agent, err, n.state)
 	}
+
+	// A URL may carry the login instead of a file.
+	withUser := strings.Replace(n.state.Bus, "nats://", "nats://agent:"+agent.Password+"@", 1)
+	mustOK(t, testEnv(envState+"="+t.TempDir()+"/none.json"), "pages", "--bus", withUser)
 
 	// No login, no bus.
 	if !strings.HasPrefix(n.state.WebSocket, "ws://127.0.0.1:") {
@@ -176,7 +183,7 @@ func TestOtherUserCannotUseTheBus(t *testing.T) {
 	}{
 		{slices.Concat(env, []string{envState + "=" + n.stateFile}), "readable by the user that runs the node only"},
 		{slices.Concat(env, []string{envCreds + "=" + n.credsFile(agentCredsFile)}), "readable by the user that runs the node only"},
-		{slices.Concat(env, []string{envState + "=" + filepath.Join(home, "state.json")}), "refused to log in without credentials"},
+		{slices.Concat(env, []string{envState + "=" + filepath.Join(home, "state.json")}), "Authorization Violation"},
 	} {
 		r := framebusAs(t, setpriv, bin, c.env, "", "eval", "1", "--tab", n.tab())
 		if m := r.reply(t); r.status != 1 || m["code"] != string(protocol.CodePermissionDenied) || !strings.Contains(m["error"].(string), c.want) {
@@ -203,4 +210,58 @@ func readPassword(t *testing.T, path string) string {
 		t.Fatal(err)
 	}
 	return creds.Password
+}
+
+// Stored content never makes a user: an observer may point a consumer's
+// deliver subject at the admin's users.add subject (the server checks no
+// permission there), and a frame or content chunk shaped like a request
+// would otherwise add an admin with the attacker's password.
+func TestStoredContentCannotMakeUsers(t *testing.T) {
+	n := startNode(t)
+	admin, err := readCredentials(n.credsFile(adminCredsFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	adminNC, err := nats.Connect(admin.URL, nats.UserInfo(admin.User, admin.Password), nats.CustomInboxPrefix(admin.InboxPrefix))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer adminNC.Close()
+	hash, err := bcrypt.GenerateFromPassword([]byte("mallory's"), bcrypt.MinCost)
+	if err != nil {
+		t.Fatal(err)
+	}
+	shaped, _ := json.Marshal(protocol.UserRequest{Name: "mallory", Role: protocol.RoleAdmin, PasswordHash: string(hash)})
+	if err := adminNC.Publish("framebus.tab.STORED.frame", shaped); err != nil { // as a page might shape stored content
+		t.Fatal(err)
+	}
+	if err := adminNC.Flush(); err != nil {
+		t.Fatal(err)
+	}
+
+	observerFile := filepath.Join(t.TempDir(), "watcher.json")
+	mustOK(t, n.env, "creds", "add", "watcher", "--role", "observer", "--out", observerFile)
+	nc, err := nats.Connect(n.state.Bus, nats.UserInfo("watcher", readPassword(t, observerFile)), nats.CustomInboxPrefix("_INBOX_watcher"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	msg, err := nc.Request("$JS.API.CONSUMER.CREATE.FRAMEBUS_FRAMES", []byte(`{"stream_name":"FRAMEBUS_FRAMES","config":{"name":"spy","deliver_subject":"framebus.admin.users.add","filter_subject":"framebus.tab.STORED.frame","ack_policy":"none"}}`), 10*time.Second)
+	if err != nil || strings.Contains(string(msg.Data), `"error"`) {
+		t.Fatalf("the observer's consumer: %v %s", err, msg.Data)
+	}
+	waitFor(t, "the stored message is delivered", 10*time.Second, func() bool {
+		info, err := nc.Request("$JS.API.CONSUMER.INFO.FRAMEBUS_FRAMES.spy", nil, 5*time.Second)
+		return err == nil && strings.Contains(string(info.Data), `"delivered":{"consumer_seq":1`)
+	})
+	// A request on the same subscription comes after the delivery.
+	mustOK(t, n.env, "creds", "add", "late", "--role", "observer")
+	list := mustOK(t, n.env, "creds", "list")
+	if strings.Contains(fmt.Sprint(list["users"]), "mallory") {
+		t.Fatalf("stored content made a user: %v", list["users"])
+	}
+	if mallory, err := nats.Connect(n.state.Bus, nats.UserInfo("mallory", "mallory's"), nats.NoReconnect()); err == nil {
+		mallory.Close()
+		t.Fatal("mallory logged in")
+	}
 }

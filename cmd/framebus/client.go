@@ -128,8 +128,12 @@ func (c *cli) dial(f clientFlags, opts busclient.Options) (*client, error) {
 		return nil, usagef("--prefix: %v", err)
 	}
 	opts.URL, opts.Prefix, opts.Name = url, subj.Prefix, "framebus-cli"
-	if haveCreds && !urlHasUser(url) {
-		opts.Credentials = &creds // a URL with its own user keeps it
+	switch user := urlUser(url); {
+	case user != "":
+		// The URL logs in; that user's replies come to its own inboxes.
+		opts.Credentials = &protocol.Credentials{InboxPrefix: protocol.InboxPrefix(user)}
+	case haveCreds:
+		opts.Credentials = &creds
 	}
 	if opts.ConnectTimeout == 0 {
 		opts.ConnectTimeout = connectTimeout
@@ -144,10 +148,13 @@ func (c *cli) dial(f clientFlags, opts busclient.Options) (*client, error) {
 	return &client{bc: bc, subj: subj, creds: creds, active: active}, nil
 }
 
-// urlHasUser reports whether a bus URL carries its own user.
-func urlHasUser(raw string) bool {
+// urlUser is the user a bus URL logs in as, "" for none.
+func urlUser(raw string) string {
 	u, err := neturl.Parse(raw)
-	return err == nil && u.User != nil
+	if err != nil || u.User == nil {
+		return ""
+	}
+	return u.User.Username()
 }
 
 func (cl *client) close() { cl.bc.Close() }

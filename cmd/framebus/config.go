@@ -405,6 +405,9 @@ func (cfg config) validate() error {
 	}
 	var users []bus.User
 	for _, u := range cfg.Bus.Users {
+		if u.Name == localAgentUser || u.Name == localAdminUser {
+			return usagef("bus.users: %q is the name of the node's own %s user; choose another", u.Name, u.Name)
+		}
 		users = append(users, bus.User{Name: u.Name, PasswordHash: u.Password, Role: u.Role})
 	}
 	if cfg.Bus.URL == "" {

@@ -91,28 +91,12 @@ func readCredentials(path string) (protocol.Credentials, error) {
 }
 
 // writePrivate replaces path atomically with data readable by its owner
-// only: the temporary file is created 0600, so the content is never
-// readable by others, not even for a moment.
+// only, never by others, not even for a moment (see writeFileAtomic).
 func writePrivate(path string, data []byte) error {
-	dir := filepath.Dir(path)
-	if err := os.MkdirAll(dir, 0o700); err != nil {
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return err
 	}
-	tmp, err := os.CreateTemp(dir, ".creds-*.json") // 0600
-	if err != nil {
-		return err
-	}
-	_, werr := tmp.Write(data)
-	if err := tmp.Close(); werr == nil {
-		werr = err
-	}
-	if werr == nil {
-		werr = os.Rename(tmp.Name(), path)
-	}
-	if werr != nil {
-		os.Remove(tmp.Name())
-	}
-	return werr
+	return writeFileAtomic(path, data)
 }
 
 func writeCredentials(path string, creds protocol.Credentials) error {

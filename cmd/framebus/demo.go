@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"os"
 	"path/filepath"
 	"sync"
@@ -126,8 +127,23 @@ func (c *cli) demo(o demoOptions) error {
 	p.say("# framebus demo: a node on bus %s, the example site on %s", b.ClientURL(), site.URL)
 	p.say("# every frame published on %s, as it arrives (fullPage cut to %d characters):", subj.AllFrames(), demoFullPageChars)
 
+	// The node logs in to the demo's bus as a user of its own, with every
+	// right (it serves the subjects and keeps the history).
+	password := newPassword()
+	hash, err := bus.HashPassword(password)
+	if err == nil {
+		err = b.AddUser(bus.User{Name: "demo-node", PasswordHash: hash, Role: protocol.RoleAdmin})
+	}
+	if err != nil {
+		return protocol.Errorf(protocol.CodeInternal, "demo: the node's user: %v", err)
+	}
+	nodeURL, err := url.Parse(b.ClientURL())
+	if err != nil {
+		return protocol.Errorf(protocol.CodeInternal, "demo: bus URL: %v", err)
+	}
+	nodeURL.User = url.UserPassword("demo-node", password)
 	node, err := actors.StartNode(ctx, actors.NodeOptions{
-		Bus:    bus.Options{URL: b.ClientURL()},
+		Bus:    bus.Options{URL: nodeURL.String()},
 		Launch: cdpdriver.LaunchOptions{Headless: !o.headed, Binary: chromium},
 		Logger: log,
 	})

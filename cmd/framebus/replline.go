@@ -301,9 +301,11 @@ func (h *fileHistory) Len() int { return len(h.entries) }
 // At is the line i entries back: At(0) is the latest.
 func (h *fileHistory) At(i int) string { return h.entries[len(h.entries)-1-i] }
 
-// writeFileAtomic replaces path with data (write, then rename).
+// writeFileAtomic replaces path with data (write, then rename), so a
+// reader never sees half of it. The file is its owner's alone (0600), from
+// the first byte on.
 func writeFileAtomic(path string, data []byte) error {
-	tmp, err := os.CreateTemp(filepath.Dir(path), ".repl_history-*")
+	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+"-*")
 	if err != nil {
 		return err
 	}

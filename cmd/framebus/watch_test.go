@@ -146,7 +146,7 @@ func TestPermissionDeniedPrinted(t *testing.T) {
 	subj := protocol.DefaultSubjects
 	s := natsServer(t, &server.Options{Users: []*server.User{{Username: "obs", Password: "obs-secret", Permissions: &server.Permissions{
 		Publish:   &server.SubjectPermission{Allow: []string{subj.Tabs()}},
-		Subscribe: &server.SubjectPermission{Allow: []string{"_INBOX.>", subj.AllFrames()}},
+		Subscribe: &server.SubjectPermission{Allow: []string{protocol.InboxPrefix("obs") + ".>", subj.AllFrames()}},
 	}}}})
 	url := strings.Replace(s.ClientURL(), "nats://", "nats://obs:obs-secret@", 1)
 	r := framebus(t, testEnv(), "", "eval", "1+1", "--bus", url, "--tab", "T1")
