@@ -278,7 +278,7 @@ func loadStoredContent(t *testing.T, n *node, js jetstream.JetStream, url, tab s
 		return f.Sequence >= seq
 	})
 	if f.Sequence != seq || f.FullPageRef == nil || f.FullPageRef.Object == "" {
-		t.Fatalf("frame %d: want %d with its content in the object store, got %+v", f.Sequence, seq, f.FullPageRef)
+		t.Fatalf("frame %d: want %d with its content in the object store, got %+v (note %q)", f.Sequence, seq, f.FullPageRef, f.Note)
 	}
 	objects, err := js.ObjectStore(context.Background(), f.FullPageRef.Bucket)
 	if err != nil {
