@@ -109,3 +109,50 @@ func TestNodeAnswersOnlyInboxes(t *testing.T) {
 		t.Fatalf("%d answers of the node reached the tab's frame subject", got)
 	}
 }
+
+// JetStream answers a malformed direct get with a status message and no
+// body; a reader may aim it, as a reply subject, at the JetStream API. At
+// the purge API it would empty the history: the frame stream denies
+// purges and deletes, whoever asks.
+func TestHistoryCannotBePurgedByAimedAnswers(t *testing.T) {
+	node := startTestNode(t, NodeOptions{Bus: bus.Options{JetStream: &bus.JetStreamOptions{}}})
+	subj := node.Subjects()
+	tab := node.Tabs()[0].Tab
+	agent := bustest.Connect(t, node.Bus(), protocol.RoleAgent)
+	if res, err := request(agent, tab, evals(3)); err != nil || !res.OK {
+		t.Fatalf("evals: %+v %v", res, err)
+	}
+	stream := subj.FrameStream()
+	stored := func() uint64 {
+		t.Helper()
+		msg, err := agent.Request("$JS.API.STREAM.INFO."+stream, nil, 10*time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var info struct {
+			State struct {
+				Msgs uint64 `json:"messages"`
+			} `json:"state"`
+		}
+		if err := json.Unmarshal(msg.Data, &info); err != nil {
+			t.Fatal(err)
+		}
+		return info.State.Msgs
+	}
+	waitUntil(t, func() bool { return stored() >= 4 })
+	before := stored()
+	observer := bustest.Connect(t, node.Bus(), protocol.RoleObserver)
+	for _, api := range []string{"$JS.API.STREAM.PURGE." + stream, "$JS.API.STREAM.MSG.DELETE." + stream} {
+		if err := observer.PublishRequest("$JS.API.DIRECT.GET."+stream, api, []byte("x")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := observer.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	// The answers are JetStream's to send; a stream info after them is
+	// answered after them.
+	if after := stored(); after != before {
+		t.Fatalf("the history held %d frames, %d after a reader aimed answers at the purge API", before, after)
+	}
+}

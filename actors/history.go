@@ -45,6 +45,10 @@ const (
 	DefaultHistoryDuplicates = 2 * time.Minute
 )
 
+// maxHistoryConsumers bounds the consumers on the frame stream: every
+// watching reader has one (ephemeral, gone when it stops).
+const maxHistoryConsumers = 1024
+
 // historyTimeout bounds one JetStream call of the node (an object put of
 // a few MB, a stream update): the server is in the process, or near.
 const historyTimeout = 30 * time.Second
@@ -150,6 +154,14 @@ func StartHistory(ctx context.Context, nc *nats.Conn, subj protocol.Subjects, op
 		MaxMsgSize:        int32(min(nc.MaxPayload(), 1<<31-1)),
 		Duplicates:        opts.Duplicates,
 		AllowDirect:       true,
+		// The history is only ever appended to: no one purges it or
+		// deletes a frame, not even by aiming a JetStream answer at
+		// the purge API (a reader may name any reply subject).
+		DenyPurge:  true,
+		DenyDelete: true,
+		// Readers' consumers are ephemeral; a bound keeps a reader
+		// from making them without end.
+		MaxConsumers: maxHistoryConsumers,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("history: stream %s: %w", subj.FrameStream(), err)
