@@ -1,0 +1,297 @@
+package bus_test
+
+// A spike for issue 20's open hole (docs/security.md, "the server publishes
+// where a user says"): the node and its streams in one account, users in
+// another that imports what they may use, so that every answer to a user
+// lands in the users' account. Plain nats-server and nats.go here, no bus
+// wiring yet: what holds and what does not is in the findings note.
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/nats-io/nats.go/micro"
+
+	"github.com/framebus/framebus/protocol"
+)
+
+const (
+	spikeNodeAccount  = "FRAMEBUS"
+	spikeUsersAccount = "USERS"
+	spikeAPIPrefix    = "framebus.js.API" // the users' name for the node account's $JS.API
+)
+
+// spikeServer starts a server with the two accounts: the node account with
+// JetStream, exporting the request subjects as services and frames and
+// events as streams; the users' account importing them, the read-only
+// JetStream API of the two streams under spikeAPIPrefix. Users: "node"
+// (node account, everything) and "obs" (users' account, observer).
+func spikeServer(t *testing.T, withConsumers bool) *server.Server {
+	t.Helper()
+	subj := protocol.DefaultSubjects
+	p := subj.Prefix
+
+	// JetStream for one account only comes from the configuration parser
+	// (Account.jsLimits is private), and a reload without it would turn
+	// JetStream off for the account: so the accounts are parsed, then
+	// given their exports and imports.
+	opts := &server.Options{}
+	if err := opts.ProcessConfigString(`accounts { ` + spikeNodeAccount + ` { jetstream: enabled }, ` + spikeUsersAccount + ` {} }`); err != nil {
+		t.Fatal(err)
+	}
+	var nodeAcc, usersAcc *server.Account
+	for _, a := range opts.Accounts {
+		switch a.Name {
+		case spikeNodeAccount:
+			nodeAcc = a
+		case spikeUsersAccount:
+			usersAcc = a
+		}
+	}
+	users := []*server.Account{usersAcc}
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	service := func(subject string, resp server.ServiceRespType) {
+		must(nodeAcc.AddServiceExportWithResponse(subject, resp, users))
+		must(usersAcc.AddServiceImport(nodeAcc, subject, subject))
+	}
+	// Requests: every node answers the tab list, every service instance
+	// $SRV.PING/INFO/STATS; one answer each for the rest.
+	service(p+".tabs", server.Streamed)
+	service("$SRV.>", server.Streamed)
+	service(p+".tab.*.plan", server.Singleton)
+	service(p+".tab.*.content", server.Singleton)
+	// Frames and events reach the users' account as streams.
+	for _, s := range []string{subj.AllFrames(), p + ".tab.*.event.>"} {
+		must(nodeAcc.AddStreamExport(s, users))
+		must(usersAcc.AddStreamImport(nodeAcc, s, ""))
+	}
+	// The read-only JetStream API of the two streams, under the users'
+	// API prefix.
+	jsAPI := func(api string, resp server.ServiceRespType) {
+		must(nodeAcc.AddServiceExportWithResponse("$JS.API."+api, resp, users))
+		must(usersAcc.AddServiceImport(nodeAcc, spikeAPIPrefix+"."+api, "$JS.API."+api))
+	}
+	jsAPI("INFO", server.Singleton)
+	for _, stream := range []string{subj.FrameStream(), "OBJ_" + subj.ContentBucket()} {
+		jsAPI("STREAM.INFO."+stream, server.Singleton)
+		jsAPI("DIRECT.GET."+stream, server.Streamed) // a batch get answers with many messages
+		jsAPI("DIRECT.GET."+stream+".>", server.Singleton)
+		if withConsumers {
+			jsAPI("CONSUMER.CREATE."+stream, server.Singleton)
+			jsAPI("CONSUMER.CREATE."+stream+".>", server.Singleton)
+			jsAPI("CONSUMER.INFO."+stream+".>", server.Singleton)
+			jsAPI("CONSUMER.DELETE."+stream+".>", server.Singleton)
+			jsAPI("CONSUMER.MSG.NEXT."+stream+".>", server.Streamed)
+		}
+	}
+
+	perms, err := subj.RolePermissions(protocol.RoleObserver, "obs")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var publish []string
+	for _, s := range perms.Publish.Allow {
+		if strings.HasPrefix(s, "$JS.FC.") {
+			continue // push consumers' flow control: no push consumers across accounts
+		}
+		publish = append(publish, strings.Replace(s, "$JS.API.", spikeAPIPrefix+".", 1))
+	}
+	opts.Users = []*server.User{
+		{Username: "node", Password: "node-pw", Account: nodeAcc},
+		{Username: "obs", Password: "obs-pw", Account: usersAcc, Permissions: &server.Permissions{
+			Publish:   &server.SubjectPermission{Allow: publish},
+			Subscribe: &server.SubjectPermission{Allow: perms.Subscribe.Allow},
+		}},
+	}
+	opts.Host, opts.Port = "127.0.0.1", -1
+	opts.JetStream, opts.StoreDir = true, t.TempDir()
+	opts.NoSigs, opts.NoLog = true, true
+
+	srv, err := server.NewServer(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv.Start()
+	t.Cleanup(func() { srv.Shutdown(); srv.WaitForShutdown() })
+	if !srv.ReadyForConnections(wait) {
+		t.Fatal("server not ready")
+	}
+	return srv
+}
+
+type spikeNode struct {
+	nc     *nats.Conn
+	js     jetstream.JetStream
+	stream jetstream.Stream
+	obj    jetstream.ObjectStore
+	seq    int64
+}
+
+func startSpikeNode(t *testing.T, srv *server.Server) *spikeNode {
+	t.Helper()
+	nc, err := nats.Connect(srv.ClientURL(), nats.UserInfo("node", "node-pw"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), wait)
+	defer cancel()
+	subj := protocol.DefaultSubjects
+	stream, err := js.CreateStream(ctx, jetstream.StreamConfig{
+		Name: subj.FrameStream(), Subjects: []string{subj.AllFrames()}, Storage: jetstream.MemoryStorage,
+		MaxMsgsPerSubject: 1000, AllowDirect: true, Duplicates: time.Minute,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	obj, err := js.CreateObjectStore(ctx, jetstream.ObjectStoreConfig{Bucket: subj.ContentBucket(), Storage: jetstream.MemoryStorage})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The tab list and a micro service, as the node has them.
+	if _, err := nc.Subscribe(subj.Prefix+".tabs", func(m *nats.Msg) {
+		if protocol.Answerable(m.Reply) || strings.HasPrefix(m.Reply, "_R_.") {
+			m.Respond([]byte(`{"ok":true,"tabs":[]}`))
+		}
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := micro.AddService(nc, micro.Config{Name: "framebus", Version: "0.0.1"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := nc.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	return &spikeNode{nc: nc, js: js, stream: stream, obj: obj}
+}
+
+// frame publishes the tab's next frame as the node does.
+func (n *spikeNode) frame(t *testing.T, tab string) int64 {
+	t.Helper()
+	n.seq++
+	m := nats.NewMsg(protocol.DefaultSubjects.TabFrames(tab))
+	m.Header.Set("Nats-Msg-Id", protocol.FrameMsgID(tab, n.seq))
+	m.Data, _ = json.Marshal(protocol.Frame{Tab: tab, Sequence: n.seq, URL: "http://127.0.0.1/x"})
+	if err := n.nc.PublishMsg(m); err != nil {
+		t.Fatal(err)
+	}
+	if err := n.nc.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	return n.seq
+}
+
+func spikeObserver(t *testing.T, srv *server.Server) *userConn {
+	t.Helper()
+	uc, err := dialAs(t, srv.ClientURL(), "obs", "obs-pw")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return uc
+}
+
+// TestAccountsSpikeObserverReads: an observer in the users' account reads
+// live frames, asks the node, replays the history with an ordered consumer
+// through the API prefix and direct-gets the current frame.
+func TestAccountsSpikeObserverReads(t *testing.T) {
+	srv := spikeServer(t, true)
+	node := startSpikeNode(t, srv)
+	obs := spikeObserver(t, srv)
+	subj := protocol.DefaultSubjects
+	ctx, cancel := context.WithTimeout(context.Background(), wait)
+	defer cancel()
+
+	live, err := obs.nc.SubscribeSync(subj.TabFrames("T1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := obs.nc.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	for range 5 {
+		node.frame(t, "T1")
+	}
+	for want := int64(1); want <= 5; want++ {
+		m, err := live.NextMsg(wait)
+		if err != nil {
+			t.Fatalf("live frame %d: %v", want, err)
+		}
+		if _, seq, err := subj.NodeFrameHeader(m.Subject, m.Header.Get); err != nil || seq != want {
+			t.Fatalf("live frame %d: seq %d, %v", want, seq, err)
+		}
+	}
+
+	// Requests: the tab list, and micro discovery (streamed answers).
+	if m, err := obs.nc.Request(subj.Prefix+".tabs", nil, wait); err != nil || !strings.Contains(string(m.Data), `"ok":true`) {
+		t.Fatalf("tabs: %v %v", m, err)
+	}
+	if m, err := obs.nc.Request("$SRV.PING.framebus", nil, wait); err != nil || !strings.Contains(string(m.Data), `"name":"framebus"`) {
+		t.Fatalf("$SRV.PING: %v %v", m, err)
+	}
+
+	// The history through the API prefix.
+	js, err := jetstream.NewWithAPIPrefix(obs.nc, spikeAPIPrefix)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stream, err := js.Stream(ctx, subj.FrameStream())
+	if err != nil {
+		t.Fatalf("stream info through the prefix: %v", err)
+	}
+	cons, err := stream.OrderedConsumer(ctx, jetstream.OrderedConsumerConfig{
+		FilterSubjects: []string{subj.TabFrames("T1")}, DeliverPolicy: jetstream.DeliverByStartSequencePolicy, OptStartSeq: 1,
+	})
+	if err != nil {
+		t.Fatalf("ordered consumer: %v", err)
+	}
+	batch, err := cons.Fetch(5, jetstream.FetchMaxWait(wait))
+	if err != nil {
+		t.Fatalf("fetch: %v", err)
+	}
+	var got []int64
+	for m := range batch.Messages() {
+		_, seq, err := subj.NodeFrameHeader(m.Subject(), m.Headers().Get)
+		if err != nil {
+			t.Fatalf("replayed message: subject %s: %v", m.Subject(), err)
+		}
+		got = append(got, seq)
+	}
+	if batch.Error() != nil || len(got) != 5 || got[0] != 1 || got[4] != 5 {
+		t.Fatalf("replayed %v, %v; want 1..5", got, batch.Error())
+	}
+
+	// The current frame by a direct get (last message for the subject).
+	last, err := stream.GetLastMsgForSubject(ctx, subj.TabFrames("T1"))
+	if err != nil {
+		t.Fatalf("direct get: %v", err)
+	}
+	if last.Header.Get("Nats-Msg-Id") != protocol.FrameMsgID("T1", 5) {
+		t.Fatalf("current frame: %v", last.Header)
+	}
+	// A batch direct get: the history without a consumer.
+	var seqs []string
+	msgs, err := obs.nc.RequestMsg(&nats.Msg{Subject: spikeAPIPrefix + ".DIRECT.GET." + subj.FrameStream(),
+		Data: []byte(`{"seq":1,"batch":3,"next_by_subj":"` + subj.TabFrames("T1") + `"}`)}, wait)
+	if err != nil {
+		t.Fatalf("batch direct get: %v", err)
+	}
+	seqs = append(seqs, msgs.Header.Get("Nats-Msg-Id"))
+	if seqs[0] != protocol.FrameMsgID("T1", 1) {
+		t.Fatalf("batch direct get's first: %v", msgs.Header)
+	}
+}
