@@ -9,6 +9,7 @@ package bus_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -32,7 +33,7 @@ const (
 // events as streams; the users' account importing them, the read-only
 // JetStream API of the two streams under spikeAPIPrefix. Users: "node"
 // (node account, everything) and "obs" (users' account, observer).
-func spikeServer(t *testing.T, withConsumers bool) *server.Server {
+func spikeServer(t *testing.T, withConsumers, oneAccount bool) *server.Server {
 	t.Helper()
 	subj := protocol.DefaultSubjects
 	p := subj.Prefix
@@ -100,16 +101,23 @@ func spikeServer(t *testing.T, withConsumers bool) *server.Server {
 	if err != nil {
 		t.Fatal(err)
 	}
+	obsAcc, apiPrefix := usersAcc, spikeAPIPrefix+"."
+	if oneAccount { // as main has it: for the attack test to show what it counts
+		obsAcc, apiPrefix = nodeAcc, "$JS.API."
+	}
 	var publish []string
 	for _, s := range perms.Publish.Allow {
-		if strings.HasPrefix(s, "$JS.FC.") {
+		if strings.HasPrefix(s, "$JS.FC.") && !oneAccount {
 			continue // push consumers' flow control: no push consumers across accounts
 		}
-		publish = append(publish, strings.Replace(s, "$JS.API.", spikeAPIPrefix+".", 1))
+		if strings.HasPrefix(s, "$JS.API.CONSUMER.") && !withConsumers {
+			continue
+		}
+		publish = append(publish, strings.Replace(s, "$JS.API.", apiPrefix, 1))
 	}
 	opts.Users = []*server.User{
 		{Username: "node", Password: "node-pw", Account: nodeAcc},
-		{Username: "obs", Password: "obs-pw", Account: usersAcc, Permissions: &server.Permissions{
+		{Username: "obs", Password: "obs-pw", Account: obsAcc, Permissions: &server.Permissions{
 			Publish:   &server.SubjectPermission{Allow: publish},
 			Subscribe: &server.SubjectPermission{Allow: perms.Subscribe.Allow},
 		}},
@@ -209,7 +217,7 @@ func spikeObserver(t *testing.T, srv *server.Server) *userConn {
 // live frames, asks the node, replays the history with an ordered consumer
 // through the API prefix and direct-gets the current frame.
 func TestAccountsSpikeObserverReads(t *testing.T) {
-	srv := spikeServer(t, true)
+	srv := spikeServer(t, true, false)
 	node := startSpikeNode(t, srv)
 	obs := spikeObserver(t, srv)
 	subj := protocol.DefaultSubjects
@@ -293,5 +301,220 @@ func TestAccountsSpikeObserverReads(t *testing.T) {
 	seqs = append(seqs, msgs.Header.Get("Nats-Msg-Id"))
 	if seqs[0] != protocol.FrameMsgID("T1", 1) {
 		t.Fatalf("batch direct get's first: %v", msgs.Header)
+	}
+}
+
+// TestAccountsSpikeAimedAnswers: an observer names a tab's frame subject as
+// the reply of every request it may make, and as the deliver subject of
+// push consumers. With one account (as main has it) the server publishes
+// there, where the node account's subscribers get it and the frame stream
+// stores it; with the users in their own account, nothing of it reaches the
+// node account.
+func TestAccountsSpikeAimedAnswers(t *testing.T) {
+	for _, tc := range []struct {
+		name                      string
+		oneAccount, withConsumers bool
+	}{
+		{"users' account", false, false},
+		{"users' account with consumers", false, true},
+		{"one account", true, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := aimAtFrames(t, tc.oneAccount, tc.withConsumers)
+			t.Logf("%s: in the node account %d aimed answers and %d push deliveries seen, %d stored in the frame stream; push consumers: %s",
+				tc.name, r.answers, r.deliveries, r.stored, r.consumers)
+			switch {
+			case tc.oneAccount:
+				if r.answers == 0 || r.stored == 0 || r.deliveries == 0 {
+					t.Errorf("one account: %+v; the attacks should get through (or this test counts nothing)", r)
+				}
+			case tc.withConsumers:
+				// What the users' account does not close: a push consumer
+				// lives in the stream's account and delivers there.
+				if r.answers != 0 || r.stored != 0 {
+					t.Errorf("users' account: %+v; want no answer seen and none stored", r)
+				}
+			default:
+				if r.answers != 0 || r.stored != 0 || r.deliveries != 0 {
+					t.Errorf("users' account: %+v; want nothing seen and nothing stored", r)
+				}
+			}
+		})
+	}
+}
+
+type aimed struct {
+	answers, deliveries, stored int
+	consumers                   string
+}
+
+// aimAtFrames runs the attacks and counts what reached the node account:
+// messages on the tab's subjects other than its frames, and messages the
+// frame stream stored beyond the node's frames. consumers says what became
+// of the push consumers asked for.
+func aimAtFrames(t *testing.T, oneAccount, withConsumers bool) (r aimed) {
+	srv := spikeServer(t, withConsumers, oneAccount)
+	node := startSpikeNode(t, srv)
+	obs := spikeObserver(t, srv)
+	subj := protocol.DefaultSubjects
+	ctx, cancel := context.WithTimeout(context.Background(), 2*wait)
+	defer cancel()
+	api := spikeAPIPrefix + "."
+	if oneAccount {
+		api = "$JS.API."
+	}
+	aim := subj.TabFrames("T1")
+	objStream := "OBJ_" + subj.ContentBucket()
+
+	// The node account's view: everything on the tab's subjects.
+	// (An admin's live watch of the tab, and of its console.)
+	watch, err := node.nc.SubscribeSync(aim)
+	if err != nil {
+		t.Fatal(err)
+	}
+	watchEvents, err := node.nc.SubscribeSync(subj.TabEvents("T1", "console"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	node.frame(t, "T1")
+	// Content a page shaped, as large frame content is stored.
+	if _, err := node.obj.PutBytes(ctx, protocol.ContentObject("T1", 1), []byte(strings.Repeat("page bytes ", 30000))); err != nil {
+		t.Fatal(err)
+	}
+
+	for _, s := range []string{"$SRV.PING", "$SRV.INFO", "$SRV.STATS", "$SRV.PING.framebus"} {
+		for range 25 {
+			if err := obs.nc.PublishRequest(s, aim, nil); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	aimed := []struct{ subject, data string }{
+		{subj.Prefix + ".tabs", ""},
+		{api + "DIRECT.GET." + subj.FrameStream(), `{"seq":1}`},
+		{api + "DIRECT.GET." + subj.FrameStream(), `{"seq":1,"batch":5}`},
+		{api + "DIRECT.GET." + subj.FrameStream() + "." + aim, ""},
+		{api + "DIRECT.GET." + objStream, `{"seq":1}`},
+		{api + "DIRECT.GET." + objStream, `{"seq":1,"batch":5}`},
+		{api + "STREAM.INFO." + subj.FrameStream(), ""},
+		{api + "INFO", ""},
+	}
+	for _, a := range aimed {
+		if err := obs.nc.PublishRequest(a.subject, aim, []byte(a.data)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Push consumers: the content stream delivering onto the frame subject,
+	// the frame stream onto an event subject (its own subjects it refuses).
+	var made []string
+	for _, c := range []struct{ stream, deliver string }{{objStream, aim}, {subj.FrameStream(), subj.TabEvents("T1", "console")}} {
+		req := `{"stream_name":"` + c.stream + `","config":{"deliver_subject":"` + c.deliver + `","deliver_policy":"all","ack_policy":"none"}}`
+		if !withConsumers {
+			// Not imported, and not in the observer's permissions.
+			if err := obs.nc.PublishRequest(api+"CONSUMER.CREATE."+c.stream, aim, []byte(req)); err != nil {
+				t.Fatal(err)
+			}
+			obs.expectDenied(t, "publish", api+"CONSUMER.CREATE."+c.stream)
+			r.consumers += c.stream + " refused (permissions violation); "
+			continue
+		}
+		m, err := obs.nc.Request(api+"CONSUMER.CREATE."+c.stream, []byte(req), wait)
+		if err != nil {
+			t.Fatalf("consumer create on %s: %v", c.stream, err)
+		}
+		var resp struct {
+			Name  string `json:"name"`
+			Error *struct {
+				Description string `json:"description"`
+			} `json:"error"`
+		}
+		_ = json.Unmarshal(m.Data, &resp)
+		if resp.Error != nil {
+			r.consumers += c.stream + " refused (" + resp.Error.Description + "); "
+			continue
+		}
+		r.consumers += c.stream + " created; "
+		made = append(made, c.stream+"/"+resp.Name)
+	}
+
+	// Everything aimed has been answered once real requests of each kind
+	// after it have been.
+	for _, s := range []string{"$SRV.PING", "$SRV.INFO", "$SRV.STATS", "$SRV.PING.framebus"} {
+		if _, err := obs.nc.Request(s, nil, wait); err != nil {
+			t.Fatalf("%s: %v", s, err)
+		}
+	}
+	for _, a := range aimed[1:] {
+		if _, err := obs.nc.Request(a.subject, []byte(a.data), wait); err != nil {
+			t.Fatalf("%s: %v", a.subject, err)
+		}
+	}
+	// A push consumer delivers only while the account has a subscription
+	// on exactly its deliver subject (Sublist.registerNotification ignores
+	// wildcards); the node account's watchers below are such. An active one
+	// has delivered all when it has nothing pending.
+	for _, sc := range made {
+		stream, name, _ := strings.Cut(sc, "/")
+		for {
+			pc, err := node.js.PushConsumer(ctx, stream, name)
+			if err != nil {
+				t.Fatalf("consumer %s: %v", sc, err)
+			}
+			ci, err := pc.Info(ctx)
+			if err != nil {
+				t.Fatalf("consumer %s: %v", sc, err)
+			}
+			if !ci.PushBound {
+				r.consumers += sc + " inactive; "
+				break
+			}
+			if ci.NumPending == 0 {
+				r.consumers += fmt.Sprintf("%s delivered %d; ", sc, ci.Delivered.Stream)
+				break
+			}
+			select {
+			case <-ctx.Done():
+				t.Fatalf("consumer %s did not deliver: %+v", sc, ci)
+			case <-time.After(10 * time.Millisecond):
+			}
+		}
+	}
+	last := node.frame(t, "T1")
+	for {
+		m, err := watch.NextMsg(wait)
+		if err != nil {
+			t.Fatalf("the node's frame %d: %v", last, err)
+		}
+		if _, seq, err := subj.NodeFrameHeader(m.Subject, m.Header.Get); err == nil {
+			if seq == last {
+				break
+			}
+			continue
+		}
+		r.count(m)
+	}
+	for {
+		m, err := watchEvents.NextMsg(0)
+		if err != nil {
+			break
+		}
+		r.count(m)
+	}
+	info, err := node.stream.Info(ctx, jetstream.WithSubjectFilter(aim))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.stored = int(info.State.Subjects[aim]) - int(node.seq)
+	return r
+}
+
+// count counts a message the node account got that the node did not
+// publish: a push consumer's delivery has JetStream's ack subject as its
+// reply (with AckNone too), an answer none.
+func (r *aimed) count(m *nats.Msg) {
+	if strings.HasPrefix(m.Reply, "$JS.ACK.") {
+		r.deliveries++
+	} else {
+		r.answers++
 	}
 }
