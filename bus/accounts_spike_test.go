@@ -43,19 +43,21 @@ func spikeServer(t *testing.T, withConsumers, oneAccount bool) *server.Server {
 	// JetStream off for the account: so the accounts are parsed, then
 	// given their exports and imports.
 	opts := &server.Options{}
-	if err := opts.ProcessConfigString(`accounts { ` + spikeNodeAccount + ` { jetstream: enabled }, ` + spikeUsersAccount + ` {} }`); err != nil {
+	if err := opts.ProcessConfigString(`accounts { ` + spikeNodeAccount + ` { jetstream: enabled }, ` + spikeUsersAccount + ` {}, PEER {} }`); err != nil {
 		t.Fatal(err)
 	}
-	var nodeAcc, usersAcc *server.Account
+	var nodeAcc, usersAcc, peerAcc *server.Account
 	for _, a := range opts.Accounts {
 		switch a.Name {
 		case spikeNodeAccount:
 			nodeAcc = a
 		case spikeUsersAccount:
 			usersAcc = a
+		case "PEER": // another user's account of its own, importing the same
+			peerAcc = a
 		}
 	}
-	users := []*server.Account{usersAcc}
+	users := []*server.Account{usersAcc, peerAcc}
 	must := func(err error) {
 		t.Helper()
 		if err != nil {
@@ -65,6 +67,7 @@ func spikeServer(t *testing.T, withConsumers, oneAccount bool) *server.Server {
 	service := func(subject string, resp server.ServiceRespType) {
 		must(nodeAcc.AddServiceExportWithResponse(subject, resp, users))
 		must(usersAcc.AddServiceImport(nodeAcc, subject, subject))
+		must(peerAcc.AddServiceImport(nodeAcc, subject, subject))
 	}
 	// Requests: every node answers the tab list, every service instance
 	// $SRV.PING/INFO/STATS; one answer each for the rest.
@@ -76,12 +79,14 @@ func spikeServer(t *testing.T, withConsumers, oneAccount bool) *server.Server {
 	for _, s := range []string{subj.AllFrames(), p + ".tab.*.event.>"} {
 		must(nodeAcc.AddStreamExport(s, users))
 		must(usersAcc.AddStreamImport(nodeAcc, s, ""))
+		must(peerAcc.AddStreamImport(nodeAcc, s, ""))
 	}
 	// The read-only JetStream API of the two streams, under the users'
 	// API prefix.
 	jsAPI := func(api string, resp server.ServiceRespType) {
 		must(nodeAcc.AddServiceExportWithResponse("$JS.API."+api, resp, users))
 		must(usersAcc.AddServiceImport(nodeAcc, spikeAPIPrefix+"."+api, "$JS.API."+api))
+		must(peerAcc.AddServiceImport(nodeAcc, spikeAPIPrefix+"."+api, "$JS.API."+api))
 	}
 	jsAPI("INFO", server.Singleton)
 	for _, stream := range []string{subj.FrameStream(), "OBJ_" + subj.ContentBucket()} {
@@ -120,6 +125,9 @@ func spikeServer(t *testing.T, withConsumers, oneAccount bool) *server.Server {
 		{Username: "obs", Password: "obs-pw", Account: obsAcc, Permissions: &server.Permissions{
 			Publish:   &server.SubjectPermission{Allow: publish},
 			Subscribe: &server.SubjectPermission{Allow: perms.Subscribe.Allow},
+		}},
+		{Username: "peer", Password: "peer-pw", Account: peerAcc, Permissions: &server.Permissions{
+			Subscribe: &server.SubjectPermission{Allow: []string{subj.AllFrames()}},
 		}},
 	}
 	opts.Host, opts.Port = "127.0.0.1", -1
@@ -321,8 +329,8 @@ func TestAccountsSpikeAimedAnswers(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r := aimAtFrames(t, tc.oneAccount, tc.withConsumers)
-			t.Logf("%s: in the node account %d aimed answers and %d push deliveries seen, %d stored in the frame stream; push consumers: %s",
-				tc.name, r.answers, r.deliveries, r.stored, r.consumers)
+			t.Logf("%s: in the node account %d aimed answers and %d push deliveries seen, %d stored in the frame stream; %d seen by a live watch in the attacker's account, %d in another user's; push consumers: %s",
+				tc.name, r.answers, r.deliveries, r.stored, r.usersSeen, r.peerSeen, r.consumers)
 			switch {
 			case tc.oneAccount:
 				if r.answers == 0 || r.stored == 0 || r.deliveries == 0 {
@@ -335,7 +343,7 @@ func TestAccountsSpikeAimedAnswers(t *testing.T) {
 					t.Errorf("users' account: %+v; want no answer seen and none stored", r)
 				}
 			default:
-				if r.answers != 0 || r.stored != 0 || r.deliveries != 0 {
+				if r.answers != 0 || r.stored != 0 || r.deliveries != 0 || r.peerSeen != 0 {
 					t.Errorf("users' account: %+v; want nothing seen and nothing stored", r)
 				}
 			}
@@ -345,6 +353,8 @@ func TestAccountsSpikeAimedAnswers(t *testing.T) {
 
 type aimed struct {
 	answers, deliveries, stored int
+	usersSeen                   int // what a user's live watch of the tab got that the node did not publish
+	peerSeen                    int // the same, for a user in an account of its own
 	consumers                   string
 }
 
@@ -374,6 +384,25 @@ func aimAtFrames(t *testing.T, oneAccount, withConsumers bool) (r aimed) {
 	}
 	watchEvents, err := node.nc.SubscribeSync(subj.TabEvents("T1", "console"))
 	if err != nil {
+		t.Fatal(err)
+	}
+	usersLive, err := obs.nc.SubscribeSync(aim)
+	if err != nil {
+		t.Fatal(err)
+	}
+	peer, err := nats.Connect(srv.ClientURL(), nats.UserInfo("peer", "peer-pw"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer peer.Close()
+	peerLive, err := peer.SubscribeSync(aim)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := peer.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	if err := obs.nc.Flush(); err != nil {
 		t.Fatal(err)
 	}
 	node.frame(t, "T1")
@@ -492,6 +521,32 @@ func aimAtFrames(t *testing.T, oneAccount, withConsumers bool) (r aimed) {
 			continue
 		}
 		r.count(m)
+	}
+	for {
+		m, err := usersLive.NextMsg(wait)
+		if err != nil {
+			t.Fatalf("the node's frame %d, in the users' account: %v", last, err)
+		}
+		if _, seq, err := subj.NodeFrameHeader(m.Subject, m.Header.Get); err == nil {
+			if seq == last {
+				break
+			}
+			continue
+		}
+		r.usersSeen++
+	}
+	for {
+		m, err := peerLive.NextMsg(wait)
+		if err != nil {
+			t.Fatalf("the node's frame %d, in the peer's account: %v", last, err)
+		}
+		if _, seq, err := subj.NodeFrameHeader(m.Subject, m.Header.Get); err == nil {
+			if seq == last {
+				break
+			}
+			continue
+		}
+		r.peerSeen++
 	}
 	for {
 		m, err := watchEvents.NextMsg(0)
