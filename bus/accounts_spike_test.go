@@ -509,45 +509,11 @@ func aimAtFrames(t *testing.T, oneAccount, withConsumers bool) (r aimed) {
 		}
 	}
 	last := node.frame(t, "T1")
-	for {
-		m, err := watch.NextMsg(wait)
-		if err != nil {
-			t.Fatalf("the node's frame %d: %v", last, err)
-		}
-		if _, seq, err := subj.NodeFrameHeader(m.Subject, m.Header.Get); err == nil {
-			if seq == last {
-				break
-			}
-			continue
-		}
+	for _, m := range untilNodeFrame(t, watch, last) {
 		r.count(m)
 	}
-	for {
-		m, err := usersLive.NextMsg(wait)
-		if err != nil {
-			t.Fatalf("the node's frame %d, in the users' account: %v", last, err)
-		}
-		if _, seq, err := subj.NodeFrameHeader(m.Subject, m.Header.Get); err == nil {
-			if seq == last {
-				break
-			}
-			continue
-		}
-		r.usersSeen++
-	}
-	for {
-		m, err := peerLive.NextMsg(wait)
-		if err != nil {
-			t.Fatalf("the node's frame %d, in the peer's account: %v", last, err)
-		}
-		if _, seq, err := subj.NodeFrameHeader(m.Subject, m.Header.Get); err == nil {
-			if seq == last {
-				break
-			}
-			continue
-		}
-		r.peerSeen++
-	}
+	r.usersSeen = len(untilNodeFrame(t, usersLive, last))
+	r.peerSeen = len(untilNodeFrame(t, peerLive, last))
 	for {
 		m, err := watchEvents.NextMsg(0)
 		if err != nil {
@@ -571,5 +537,22 @@ func (r *aimed) count(m *nats.Msg) {
 		r.deliveries++
 	} else {
 		r.answers++
+	}
+}
+
+// untilNodeFrame reads sub up to the node's frame last and returns the
+// messages on the way that the node did not publish.
+func untilNodeFrame(t *testing.T, sub *nats.Subscription, last int64) (others []*nats.Msg) {
+	t.Helper()
+	for {
+		m, err := sub.NextMsg(wait)
+		if err != nil {
+			t.Fatalf("the node's frame %d on %s: %v", last, sub.Subject, err)
+		}
+		if _, seq, err := protocol.DefaultSubjects.NodeFrameHeader(m.Subject, m.Header.Get); err != nil {
+			others = append(others, m)
+		} else if seq == last {
+			return others
+		}
 	}
 }
