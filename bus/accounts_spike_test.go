@@ -4,7 +4,8 @@ package bus_test
 // where a user says"): the node and its streams in one account, users in
 // another that imports what they may use, so that every answer to a user
 // lands in the users' account. Plain nats-server and nats.go here, no bus
-// wiring yet: what holds and what does not is in the findings note.
+// wiring yet: what holds and what does not is in docs/security.md ("The
+// way out: accounts").
 
 import (
 	"context"
