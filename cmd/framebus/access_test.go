@@ -265,3 +265,25 @@ func TestStoredContentCannotMakeUsers(t *testing.T) {
 		t.Fatal("mallory logged in")
 	}
 }
+
+// serve makes the credentials' directory private, but not the user's
+// home when the state file is there.
+func TestCredentialsDirectoryIsNotTheHome(t *testing.T) {
+	home := t.TempDir()
+	if err := os.Chmod(home, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("HOME", home)
+	if err := privateDir(home); err == nil {
+		t.Errorf("privateDir(home) gave no warning")
+	}
+	checkMode(t, home, 0o755|os.ModeDir)
+	own := filepath.Join(home, "state")
+	if err := os.Mkdir(own, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := privateDir(own); err != nil {
+		t.Fatal(err)
+	}
+	checkMode(t, own, 0o700|os.ModeDir)
+}

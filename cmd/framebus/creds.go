@@ -242,8 +242,8 @@ func (c *cli) addUserTo(target clientFlags, name, role, out string, written *boo
 
 // privateDir makes dir, the credentials' directory, the user's alone
 // (0700), as it is when serve creates it. A shared directory (sticky, as
-// /tmp) or one of another user is left as it is, with an error to warn
-// of: the files in it stay 0600 either way.
+// /tmp), one of another user, and the user's home are left as they are,
+// with an error to warn of: the files in it stay 0600 either way.
 func privateDir(dir string) error {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return err
@@ -259,5 +259,17 @@ func privateDir(dir string) error {
 	if fi.Mode()&os.ModeSticky != 0 || !ok || int(st.Uid) != os.Geteuid() {
 		return fmt.Errorf("%s (%s) is shared with others; keep the state file in a directory of your own", dir, fi.Mode().Perm())
 	}
+	if home, err := os.UserHomeDir(); err == nil && sameDir(dir, home) {
+		// Not the user's home (FRAMEBUS_STATE=~/node.json): others may
+		// be meant to enter it.
+		return fmt.Errorf("%s is your home directory, which framebus leaves as it is (%s); keep the state file in a directory of its own", dir, fi.Mode().Perm())
+	}
 	return os.Chmod(dir, 0o700)
+}
+
+// sameDir reports whether a and b name the same directory.
+func sameDir(a, b string) bool {
+	fa, errA := os.Stat(a)
+	fb, errB := os.Stat(b)
+	return errA == nil && errB == nil && os.SameFile(fa, fb)
 }
