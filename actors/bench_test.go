@@ -1179,12 +1179,23 @@ func BenchmarkFrameFanOut(b *testing.B) {
 		mu          sync.Mutex
 		seen        map[int64]bool
 		first, last time.Time
+		done        chan struct{} // closed once it has the last frame
+		closed      bool
+	}
+	// finish closes w.done when it has frame target; w.mu held.
+	var target atomic.Int64
+	target.Store(math.MaxInt64)
+	finish := func(w *watcher) {
+		if !w.closed && w.seen[target.Load()] {
+			w.closed = true
+			close(w.done)
+		}
 	}
 	var from atomic.Int64
 	from.Store(math.MaxInt64)
 	ws := make([]*watcher, observers)
 	for i := range ws {
-		w := &watcher{seen: map[int64]bool{}}
+		w := &watcher{seen: map[int64]bool{}, done: make(chan struct{})}
 		ws[i] = w
 		nc := bustest.Connect(b, hb.bus, protocol.RoleObserver)
 		sub, err := nc.Subscribe(subject, func(m *nats.Msg) {
@@ -1201,6 +1212,7 @@ func BenchmarkFrameFanOut(b *testing.B) {
 				w.first = time.Now()
 			}
 			w.seen[f.Sequence], w.last = true, time.Now()
+			finish(w)
 		})
 		if err != nil {
 			b.Fatal(err)
@@ -1221,18 +1233,19 @@ func BenchmarkFrameFanOut(b *testing.B) {
 	to := tab.Info().Sequence
 	b.StopTimer()
 	want := int(to - from.Load() + 1)
+	target.Store(to)
 	var rates []float64
 	lost := 0
+	// Frames come in order: the last one means all that will.
+	wait, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
 	for _, w := range ws {
-		deadline := time.Now().Add(30 * time.Second)
-		for {
-			w.mu.Lock()
-			n := len(w.seen)
-			w.mu.Unlock()
-			if n >= want || time.Now().After(deadline) {
-				break
-			}
-			time.Sleep(10 * time.Millisecond)
+		w.mu.Lock()
+		finish(w) // it may have had the last frame before target was set
+		w.mu.Unlock()
+		select {
+		case <-w.done:
+		case <-wait.Done():
 		}
 		w.mu.Lock()
 		lost += want - len(w.seen)
