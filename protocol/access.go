@@ -32,6 +32,22 @@ type Credentials struct {
 	// replies. Pass it to the NATS client (nats.CustomInboxPrefix, the
 	// nats CLI's --inbox-prefix, nats.js's inboxPrefix).
 	InboxPrefix string `json:"inboxPrefix"`
+	// JSAPIPrefix is where this user reaches the frame history's
+	// JetStream API: agents and observers live in accounts of their own,
+	// which import a read-only part of the node's API under
+	// Subjects.JSAPIPrefix ("" for admin, who uses $JS.API itself). Pass it
+	// to the NATS client (jetstream.NewWithAPIPrefix, the nats CLI's
+	// --js-api-prefix, nats.js's jetstream({apiPrefix})).
+	JSAPIPrefix string `json:"jsApiPrefix,omitempty"`
+}
+
+// JSAPIPrefixFor is the JetStream API prefix a role uses: "" (the
+// server's own $JS.API) for admin, Subjects.JSAPIPrefix for the others.
+func (s Subjects) JSAPIPrefixFor(role string) string {
+	if role == RoleAdmin {
+		return ""
+	}
+	return s.JSAPIPrefix()
 }
 
 // InboxPrefix is a user's inbox prefix: _INBOX_<user>.

@@ -113,6 +113,11 @@ func (s Subjects) FrameStream() string { return streamToken(s.p()) + "_FRAMES" }
 // content too large for one message (see ContentRef).
 func (s Subjects) ContentBucket() string { return streamToken(s.p()) + "_CONTENT" }
 
+// JSAPIPrefix is where agents and observers, each in an account of its
+// own, reach the read-only part of the node account's JetStream API
+// ($JS.API.<rest> is JSAPIPrefix().<rest>): framebus.js.API.
+func (s Subjects) JSAPIPrefix() string { return s.p() + ".js.API" }
+
 // FrameMsgID is a frame's Nats-Msg-Id: the stream stores a frame once
 // however often it is published.
 func FrameMsgID(tab string, seq int64) string { return fmt.Sprintf("%s.%d", tab, seq) }
