@@ -29,7 +29,8 @@ type Bus struct {
 
 	conns conns
 
-	internal *internalUser // the identity of in-process connections; nil external
+	internal *internalUser   // the identity of in-process connections; nil external
+	nodeAcc  *server.Account // the node's account (NodeAccount); nil external
 	subjects protocol.Subjects
 	wsURL    string
 
