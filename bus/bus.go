@@ -120,6 +120,10 @@ func (b *Bus) WebSocketURL() string { return b.wsURL }
 // false for an external bus: ask that server).
 func (b *Bus) JetStream() bool { return b.srv != nil && b.srv.JetStreamEnabled() }
 
+// Subjects are the subjects under Options.Prefix, whose roles' permissions
+// the users have.
+func (b *Bus) Subjects() protocol.Subjects { return b.subjects }
+
 // Embedded reports whether this Bus runs its own nats-server.
 func (b *Bus) Embedded() bool { return b.srv != nil }
 
