@@ -10,10 +10,12 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/rs/zerolog"
 
 	"github.com/framebus/framebus/cdpdriver"
@@ -100,17 +102,18 @@ type observerState struct {
 		Code, Message string
 	}
 	Frames []struct {
-		Tab      string
-		Sequence int64
-		URL      string
-		MsgID    string
+		Tab              string
+		Sequence         int64
+		URL              string
+		Time, ReceivedAt time.Time
+		MsgID            string
 	}
 	Plan *struct {
 		Subject string
 		Request struct {
 			Outcome, Code, Message, Reply string
 		}
-		Publish *struct {
+		Publish struct {
 			Outcome, Code, Subject string
 		}
 	}
@@ -144,11 +147,11 @@ func (o *observerPage) waitState(t *testing.T, want string) observerState {
 	var st observerState
 	waitFor(t, fmt.Sprintf("%s page: state %q", o.name, want), time.Minute, func() bool {
 		st = o.read(t)
-		switch st.State {
-		case want:
+		switch {
+		case st.State == want:
 			return true
-		case "", "connecting", "subscribed":
-			return false
+		case st.State == "" || st.State == "connecting" || st.State == "subscribed" && strings.HasPrefix(want, "subscribed, "):
+			return false // still on its way
 		}
 		t.Fatalf("%s page: state %q, want %q: %+v", o.name, st.State, want, st)
 		return false
@@ -178,9 +181,11 @@ func TestBrowserObserverOverWebSocket(t *testing.T) {
 	tab := n.tab()
 	ob := startObserverBrowser(t)
 
-	// The observer page follows the tab; the agent runs a plan there.
+	// The observer page follows the tab; the agent runs a plan there. A Go
+	// observer over TCP follows it too, for the report's figures.
 	watching := ob.open(t, "observer", observer, subj.TabFrames(tab), "", "")
 	watching.waitState(t, "subscribed")
+	overTCP := tcpObserver(t, observer, subj.TabFrames(tab))
 	pages := []string{site("/product.html?id=ws"), site("/read.html?by=agent"), site("/links.html?by=agent")}
 	var actions []string
 	for _, p := range pages {
@@ -202,13 +207,27 @@ func TestBrowserObserverOverWebSocket(t *testing.T) {
 			t.Errorf("the observer page's frame %d: %+v, want tab %s frame %d at %s (message id %s)", i, f, tab, want, pages[i], protocol.FrameMsgID(tab, want))
 		}
 	}
+	// Figures for the report, not checks: frame made to frame received.
+	for _, f := range st.Frames {
+		t.Logf("frame %d reached the browser over WebSocket %s, a Go observer over TCP %s after the node made it",
+			f.Sequence, f.ReceivedAt.Sub(f.Time), overTCP(f.Sequence).Sub(f.Time))
+	}
 
-	// A wrong password is refused: no connection, no frame.
-	wrong := observer
+	// Without the observer's password: refused, no connection, no frame.
+	wrong, unknown, none := observer, observer, observer
 	wrong.Password = "not-" + observer.Password
-	refused := ob.open(t, "wrong password", wrong, subj.TabFrames(tab), "", "")
-	if st := refused.waitState(t, "refused"); st.Error.Code != "AUTHORIZATION_VIOLATION" {
-		t.Errorf("the wrong password's page: %+v, want AUTHORIZATION_VIOLATION", st.Error)
+	unknown.User = "mallory"
+	none.User, none.Password = "", ""
+	var refused []*observerPage
+	for _, c := range []struct {
+		name  string
+		creds protocol.Credentials
+	}{{"wrong password", wrong}, {"unknown user", unknown}, {"no login", none}} {
+		o := ob.open(t, c.name, c.creds, subj.TabFrames(tab), "", "")
+		if st := o.waitState(t, "refused"); st.Error.Code != "AUTHORIZATION_VIOLATION" {
+			t.Errorf("%s page: %+v, want AUTHORIZATION_VIOLATION", c.name, st.Error)
+		}
+		refused = append(refused, o)
 	}
 
 	// The observer page sends the tab a plan, as a request and as a bare
@@ -221,7 +240,7 @@ func TestBrowserObserverOverWebSocket(t *testing.T) {
 	if p := st.Plan; p == nil || p.Request.Outcome != "refused" || p.Request.Code != "PERMISSIONS_VIOLATION" || !strings.Contains(p.Request.Message, violation) {
 		t.Errorf("the observer page's plan request: %+v, want refused with PERMISSIONS_VIOLATION: %s", p, violation)
 	}
-	if p := st.Plan; p == nil || p.Publish == nil || p.Publish.Outcome != "refused" || p.Publish.Code != "PERMISSIONS_VIOLATION" || p.Publish.Subject != subj.TabPlan(tab) {
+	if p := st.Plan; p == nil || p.Publish.Outcome != "refused" || p.Publish.Code != "PERMISSIONS_VIOLATION" || p.Publish.Subject != subj.TabPlan(tab) {
 		t.Errorf("the observer page's plan publish: %+v, want refused with PERMISSIONS_VIOLATION on %s", p, subj.TabPlan(tab))
 	}
 
@@ -244,8 +263,10 @@ func TestBrowserObserverOverWebSocket(t *testing.T) {
 			t.Errorf("%s page: last frame %+v, want %d at %s", o.name, got, after.Sequence, marker)
 		}
 	}
-	if st := refused.read(t); len(st.Frames) != 0 || st.State != "refused" {
-		t.Errorf("the wrong password's page: %s with %d frames, want refused with 0", st.State, len(st.Frames))
+	for _, o := range refused {
+		if st := o.read(t); len(st.Frames) != 0 || st.State != "refused" {
+			t.Errorf("%s page: %s with %d frames, want refused with 0", o.name, st.State, len(st.Frames))
+		}
 	}
 	// The node's history agrees: no frame of the tab is the observer's.
 	r = framebus(t, n.env, "", "frames", "--tab", tab)
@@ -265,5 +286,37 @@ func TestBrowserObserverOverWebSocket(t *testing.T) {
 	}
 	if int64(stored) != after.Sequence {
 		t.Errorf("the history holds %d frames of the tab, want %d", stored, after.Sequence)
+	}
+}
+
+// tcpObserver subscribes to subject over TCP with nats.go as creds, and
+// returns when each frame sequence arrived (the zero time for one that
+// has not).
+func tcpObserver(t *testing.T, creds protocol.Credentials, subject string) func(seq int64) time.Time {
+	t.Helper()
+	nc, err := nats.Connect(creds.URL, nats.UserInfo(creds.User, creds.Password), nats.CustomInboxPrefix(creds.InboxPrefix))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	var mu sync.Mutex
+	arrived := map[int64]time.Time{}
+	if _, err := nc.Subscribe(subject, func(m *nats.Msg) {
+		now := time.Now()
+		if f, err := protocol.DecodeFrame(m.Data); err == nil {
+			mu.Lock()
+			arrived[f.Sequence] = now
+			mu.Unlock()
+		}
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if err := nc.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	return func(seq int64) time.Time {
+		mu.Lock()
+		defer mu.Unlock()
+		return arrived[seq]
 	}
 }

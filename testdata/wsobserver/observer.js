@@ -44,6 +44,8 @@ function record(m) {
     tab: f.tab,
     sequence: f.sequence,
     url: f.url,
+    time: f.time, // when the node made it
+    receivedAt: new Date().toISOString(), // when it got here (same machine's clock)
     msgId: m.headers?.get("Nats-Msg-Id") ?? "",
   };
   observer.frames.push(frame);
