@@ -69,13 +69,15 @@ type observerPage struct {
 	page *cdpdriver.Page
 }
 
-// open opens the observer page logged in as creds, following frames on
-// subject; with plan, it then sends body to that subject.
+// open opens the observer page logged in as creds, asking for the tab
+// list and following frames on subject; with plan, it then sends body to
+// that subject.
 func (ob *observerBrowser) open(t *testing.T, name string, creds protocol.Credentials, subject, plan, body string) *observerPage {
 	t.Helper()
 	fragment := url.Values{
 		"server": {creds.WebSocket}, "user": {creds.User}, "password": {creds.Password},
 		"inboxPrefix": {creds.InboxPrefix}, "subject": {subject},
+		"tabs": {protocol.Subjects{Prefix: creds.Prefix}.Tabs()},
 	}
 	if plan != "" {
 		fragment.Set("plan", plan)
@@ -117,6 +119,7 @@ type observerState struct {
 			Outcome, Code, Subject string
 		}
 	}
+	Tabs         protocol.TabList // the node's answer on <prefix>.tabs
 	StatusErrors []any
 }
 
@@ -184,7 +187,9 @@ func TestBrowserObserverOverWebSocket(t *testing.T) {
 	// The observer page follows the tab; the agent runs a plan there. A Go
 	// observer over TCP follows it too, for the report's figures.
 	watching := ob.open(t, "observer", observer, subj.TabFrames(tab), "", "")
-	watching.waitState(t, "subscribed")
+	if st := watching.waitState(t, "subscribed"); !st.Tabs.OK || len(st.Tabs.Tabs) != 1 || st.Tabs.Tabs[0].Tab != tab {
+		t.Errorf("the observer page's tab list: %+v, want the node's one tab %s", st.Tabs, tab)
+	}
 	overTCP := tcpObserver(t, observer, subj.TabFrames(tab))
 	pages := []string{site("/product.html?id=ws"), site("/read.html?by=agent"), site("/links.html?by=agent")}
 	var actions []string

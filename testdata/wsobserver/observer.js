@@ -9,6 +9,8 @@
 // Everything comes in the URL fragment (never sent to the page's server):
 //   server   the node's WebSocket URL (ws://127.0.0.1:PORT)
 //   user, password, inboxPrefix   the credential (protocol.Credentials)
+//   tabs     optional: the tab list's subject (<prefix>.tabs), asked first,
+//            as a dashboard would to find its tabs
 //   subject  the frame subject to follow (<prefix>.tab.<tab>.frame)
 //   plan     optional: a subject to send a plan to, once subscribed
 //   body     the plan's JSON
@@ -109,6 +111,13 @@ async function main() {
     if (err) fail("closed", err);
     else if (observer.state !== "refused") setState("closed");
   });
+  if (params.get("tabs")) {
+    try {
+      observer.tabs = jc.decode((await nc.request(params.get("tabs"), undefined, { timeout: 10000 })).data);
+    } catch (err) {
+      observer.tabs = { ok: false, code: err?.code ?? "", error: String(err?.message ?? err) };
+    }
+  }
   const sub = nc.subscribe(params.get("subject"), { callback: (err, m) => (err ? fail("subscription failed", err) : record(m)) });
   await nc.flush(); // the server has the subscription: frames from now on arrive
   if (sub.isClosed()) return;
