@@ -120,6 +120,7 @@ type observerState struct {
 		}
 	}
 	Tabs         protocol.TabList // the node's answer on <prefix>.tabs
+	Skipped      int              // messages on the frame subject that are not the node's frames
 	StatusErrors []any
 }
 
@@ -250,7 +251,10 @@ func TestBrowserObserverOverWebSocket(t *testing.T) {
 	}
 
 	// The agent's next plan makes the tab's next frame: nothing ran in
-	// between. Every page sees it but the refused one.
+	// between. Every page sees it but the refused ones, and only the
+	// node's frames: the pings' answers the attacker aimed at the frame
+	// subject are passed over (st.Skipped; none reach it once users are in
+	// an account of their own).
 	marker := site("/links.html?by=agent-after")
 	r = framebus(t, n.env, `{"id":"ws-agent-2","actions":[{"type":"navigate","url":"`+marker+`","wait":true}]}`, "plan", "-")
 	after, err := protocol.DecodePlanResult([]byte(lastLine(r.stdout)))
@@ -267,6 +271,10 @@ func TestBrowserObserverOverWebSocket(t *testing.T) {
 		if got := st.Frames[len(st.Frames)-1]; got.Sequence != after.Sequence || got.URL != marker {
 			t.Errorf("%s page: last frame %+v, want %d at %s", o.name, got, after.Sequence, marker)
 		}
+		t.Logf("%s page: %d frames shown, %d other messages on the frame subject passed over", o.name, len(st.Frames), st.Skipped)
+	}
+	if st := watching.read(t); len(st.Frames) != len(pages)+1 {
+		t.Errorf("the observer page shows %d frames, want the agent's %d", len(st.Frames), len(pages)+1)
 	}
 	for _, o := range refused {
 		if st := o.read(t); len(st.Frames) != 0 || st.State != "refused" {

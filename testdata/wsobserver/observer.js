@@ -32,14 +32,22 @@ function fail(state, err) {
   setState(state);
 }
 
-// One frame, as received: what the frame says, and the node's message id
-// (Nats-Msg-Id <tab>.<sequence>), which tells the node's frames apart.
+// One frame, as received, if the node published it: a frame is a
+// message on its tab's frame subject whose Nats-Msg-Id is <tab>.<sequence>
+// of the frame it carries, and no JetStream answer (Nats-Stream). Anything
+// else a user had the server send there (a service's answer aimed at the
+// subject, a stored message) is counted in observer.skipped and not shown.
 function record(m) {
   let f;
   try {
     f = jc.decode(m.data);
-  } catch (err) {
-    observer.statusErrors.push(`undecodable message on ${m.subject}: ${err}`);
+  } catch {
+    f = null;
+  }
+  const msgId = m.headers?.get("Nats-Msg-Id") ?? "";
+  if (!f || m.subject !== params.get("subject") || !m.subject.endsWith(`.tab.${f.tab}.frame`) ||
+      msgId !== `${f.tab}.${f.sequence}` || m.headers?.get("Nats-Stream")) {
+    observer.skipped = (observer.skipped ?? 0) + 1;
     return;
   }
   const frame = {
@@ -48,7 +56,7 @@ function record(m) {
     url: f.url,
     time: f.time, // when the node made it
     receivedAt: new Date().toISOString(), // when it got here (same machine's clock)
-    msgId: m.headers?.get("Nats-Msg-Id") ?? "",
+    msgId,
   };
   observer.frames.push(frame);
   const li = document.createElement("li");
@@ -60,6 +68,8 @@ function record(m) {
 // Sends a plan, first as a request (nats.ws fails it with the server's
 // permission error) and then as a bare publish (reported on the
 // connection's status stream). Either answer from a tab is a plan that ran.
+// Then aims what an observer may send at the frame subject: micro pings
+// whose answers go there, which frame readers must pass over.
 async function tryPlan(nc, subject, body) {
   const plan = (observer.plan = { subject, request: null, publish: null });
   const show = () => ($("plan").textContent = JSON.stringify(plan));
@@ -82,6 +92,8 @@ async function tryPlan(nc, subject, body) {
     ? { outcome: "refused", code: s.data, subject: s.permissionContext.subject }
     : { outcome: "no error within 10s" };
   show();
+  for (let i = 0; i < 10; i++) nc.publish("$SRV.PING", undefined, { reply: params.get("subject") });
+  await nc.flush();
 }
 
 async function main() {
