@@ -55,7 +55,7 @@ function record(m) {
     sequence: f.sequence,
     url: f.url,
     time: f.time, // when the node made it
-    receivedAt: new Date().toISOString(), // when it got here (same machine's clock)
+    receivedAt: performance.timeOrigin + performance.now(), // when it got here: ms since the epoch, finer than Date's
     msgId,
   };
   observer.frames.push(frame);
