@@ -175,6 +175,9 @@ func (o *observerPage) waitFrame(t *testing.T, seq int64) observerState {
 	return st
 }
 
+// A browser page with an observer credential follows a tab's frames over
+// the WebSocket listener; without the password it gets nothing, and the
+// plan it sends is refused at once and never runs.
 func TestBrowserObserverOverWebSocket(t *testing.T) {
 	n := startNode(t, envWebSocket+"=127.0.0.1:0")
 	defer n.stop(syscall.SIGTERM, 30*time.Second)
