@@ -31,13 +31,16 @@ const deputyPageSize = 17 << 20
 
 // The confused deputy, from the attacker's side: a web page the agent
 // visits controls the bytes of its content, which the node stores in
-// 128 KiB chunks in the object store; an observer may have JetStream send
-// any stored message to any subject (a direct get's reply subject, a
-// consumer's delivery). The page lines a plan up with one chunk and a
-// request that makes an admin with another; the observer aims them at the
-// tab's plan subject and at the node's users.add. Nothing ran, nobody was
-// added: the node takes no server's answer as a request
-// (protocol.Answerable).
+// 128 KiB chunks in the object store; an observer or agent may have
+// JetStream send any stored message to any reply subject it names (a
+// direct get). The page lines a plan up with one chunk, a request that
+// makes an admin with another and a frame of the tab with a third; the
+// observer aims them at the tab's plan subject, the node's users.add and
+// the tab's frames, the agent its plan chunk at the plan subject it may
+// use, and both try a consumer delivering the plan. Nothing ran, nobody
+// was added, no other user saw the frame and the history has none: each
+// user's answers stay in its own account (bus.UserAccount), and the node
+// takes no server's answer as a request (protocol.Answerable).
 func TestObserverCannotAimStoredContent(t *testing.T) {
 	config := filepath.Join(t.TempDir(), "config.yaml")
 	if err := os.WriteFile(config, []byte("frames:\n  maxContent: 0\n"), 0o644); err != nil {
@@ -52,7 +55,8 @@ func TestObserverCannotAimStoredContent(t *testing.T) {
 	defer site.Close()
 	n := startNode(t, envConfig+"="+config)
 	tab := n.tab()
-	observer, js := deputyObserver(t, n)
+	observer, _ := deputyObserver(t, n, "watcher")
+	js := deputyAdmin(t, n) // the test's own reads of the stored content
 
 	// A first load tells where the page's text starts in the stored
 	// content (the snapshot's "- text: " before it).
@@ -110,51 +114,60 @@ func TestObserverCannotAimStoredContent(t *testing.T) {
 	}
 	planSeq, userSeq, frameSeq := chunk(2, plan), chunk(3, user), chunk(4, frame)
 
+	through := 0
 	planSubject := protocol.DefaultSubjects.TabPlan(tab)
 	usersAdd := protocol.DefaultSubjects.AdminUsers(protocol.UsersAdd)
-	aim := func(subject, reply string, data string) {
+	agentCreds := n.localCredentials(t)
+	agent, err := nats.Connect(agentCreds.URL, nats.UserInfo(agentCreds.User, agentCreds.Password), nats.CustomInboxPrefix(agentCreds.InboxPrefix),
+		nats.ErrorHandler(func(*nats.Conn, *nats.Subscription, error) {}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer agent.Close()
+	aim := func(nc *nats.Conn, subject, reply string, data string) {
 		t.Helper()
-		if err := observer.PublishMsg(&nats.Msg{Subject: subject, Reply: reply, Data: []byte(data)}); err != nil {
+		if err := nc.PublishMsg(&nats.Msg{Subject: subject, Reply: reply, Data: []byte(data)}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	directGet := "$JS.API.DIRECT.GET." + contentStream
-	aim(directGet, usersAdd, fmt.Sprintf(`{"seq":%d}`, userSeq))
-	aim(directGet, planSubject, fmt.Sprintf(`{"seq":%d}`, planSeq))
-	// A forged frame, for live observers and the history.
+	directGet := protocol.DefaultSubjects.JSAPIPrefix() + ".DIRECT.GET." + contentStream
+	aim(observer, directGet, usersAdd, fmt.Sprintf(`{"seq":%d}`, userSeq))
+	aim(observer, directGet, planSubject, fmt.Sprintf(`{"seq":%d}`, planSeq))
+	aim(agent, directGet, planSubject, fmt.Sprintf(`{"seq":%d}`, planSeq))
+	// A forged frame, for live observers and the history: another
+	// observer watches the tab.
 	frameSubject := protocol.DefaultSubjects.TabFrames(tab)
-	live, err := observer.SubscribeSync(frameSubject)
+	other, _ := deputyObserver(t, n, "bystander")
+	live, err := other.SubscribeSync(frameSubject)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := observer.Flush(); err != nil {
+	if err := other.Flush(); err != nil {
 		t.Fatal(err)
 	}
-	aim(directGet, frameSubject, fmt.Sprintf(`{"seq":%d}`, frameSeq))
-	// A pull consumer's delivery, aimed by the reply of its next request.
-	cons, err := stream.CreateConsumer(context.Background(), jetstream.ConsumerConfig{
-		DeliverPolicy: jetstream.DeliverByStartSequencePolicy, OptStartSeq: planSeq, AckPolicy: jetstream.AckNonePolicy,
-		FilterSubject: "$O." + bucket + ".C." + info.NUID, InactiveThreshold: time.Minute,
-	})
-	if err != nil {
-		t.Fatal(err)
+	aim(observer, directGet, frameSubject, fmt.Sprintf(`{"seq":%d}`, frameSeq))
+	// No consumer: a push consumer would deliver in the node's account.
+	spy := fmt.Sprintf(`{"stream_name":%q,"config":{"deliver_subject":%q,"filter_subject":%q,"opt_start_seq":%d,"deliver_policy":"by_start_sequence","ack_policy":"none"}}`,
+		contentStream, planSubject, "$O."+bucket+".C."+info.NUID, planSeq)
+	for _, nc := range []*nats.Conn{observer, agent} {
+		for _, api := range []string{protocol.DefaultSubjects.JSAPIPrefix(), "$JS.API"} {
+			if m, err := nc.Request(api+".CONSUMER.CREATE."+contentStream, []byte(spy), 2*time.Second); err == nil {
+				through++
+				t.Errorf("a user made a consumer through %s: %s", api, m.Data)
+			}
+		}
 	}
-	aim("$JS.API.CONSUMER.MSG.NEXT."+contentStream+"."+cons.CachedInfo().Name, planSubject, `{"batch":1}`)
-	// JetStream answers a stream's requests in order: once the
-	// observer's own direct get is answered, the aimed ones went out
-	// before it.
-	if _, err := observer.Request(directGet, []byte(fmt.Sprintf(`{"seq":%d}`, planSeq)), 30*time.Second); err != nil {
-		t.Fatal(err)
-	}
-	ci, err := cons.Info(context.Background())
-	if err != nil || ci.Delivered.Consumer != 1 {
-		t.Fatalf("the pull consumer delivered %+v, %v; want its one message sent", ci, err)
+	// JetStream answers a stream's requests in order: once the users'
+	// own direct gets are answered, the aimed ones went out before them.
+	for _, nc := range []*nats.Conn{observer, agent} {
+		if _, err := nc.Request(directGet, []byte(fmt.Sprintf(`{"seq":%d}`, planSeq)), 30*time.Second); err != nil {
+			t.Fatal(err)
+		}
 	}
 
 	// What got through: the tab's plan subscription and the users
 	// subscription take messages in order, so an agent's eval and an
 	// admin's user request sent now come after the aimed ones.
-	through := 0
 	check := mustOK(t, n.env, "eval", "window.__deputy||0", "--tab", tab)
 	if ran := check["value"]; ran != float64(0) {
 		through++
@@ -172,10 +185,10 @@ func TestObserverCannotAimStoredContent(t *testing.T) {
 		nc.Close()
 		t.Error("mallory logged in")
 	}
-	// The forged frame reaches live subscribers and the history (the
-	// server sends it; see the report of issue 20), but it is no frame
-	// by protocol.NodeFrameSeq's rule, which framebus's readers apply:
-	// they skip it, and the frames after it still come.
+	// The forged frame reaches no other user's live subscription and not
+	// the history (it stays in the observer's account); were it to, it is
+	// no frame by protocol.NodeFrameSeq's rule, which framebus's readers
+	// apply.
 	forged := 0
 	for {
 		m, err := live.NextMsg(30 * time.Second)
@@ -194,8 +207,9 @@ func TestObserverCannotAimStoredContent(t *testing.T) {
 			break
 		}
 	}
-	if forged != 1 {
-		t.Errorf("the live observer got %d forged frames; the server sends the one aimed at it", forged)
+	if forged != 0 {
+		through++
+		t.Errorf("another observer got %d forged frames", forged)
 	}
 	waitFor(t, "the history to keep frame "+fmt.Sprint(last), 30*time.Second, func() bool { return lastFrame(t, js, tab).Sequence == last })
 	r := framebus(t, n.env, "", "frames", "--tab", tab)
@@ -220,14 +234,34 @@ func TestObserverCannotAimStoredContent(t *testing.T) {
 	}
 }
 
-// deputyObserver is an observer's connection to n, raw NATS and
-// JetStream.
-func deputyObserver(t *testing.T, n *node) (*nats.Conn, jetstream.JetStream) {
+// deputyObserver is a new observer's connection to n, raw NATS and
+// JetStream (through its API prefix).
+func deputyObserver(t *testing.T, n *node, name string) (*nats.Conn, jetstream.JetStream) {
 	t.Helper()
-	file := filepath.Join(t.TempDir(), "observer.json")
-	mustOK(t, n.env, "creds", "add", "watcher", "--role", "observer", "--out", file)
-	nc, err := nats.Connect(n.state.Bus, nats.UserInfo("watcher", readPassword(t, file)), nats.CustomInboxPrefix("_INBOX_watcher"),
+	file := filepath.Join(t.TempDir(), name+".json")
+	mustOK(t, n.env, "creds", "add", name, "--role", "observer", "--out", file)
+	nc, err := nats.Connect(n.state.Bus, nats.UserInfo(name, readPassword(t, file)), nats.CustomInboxPrefix(protocol.InboxPrefix(name)),
 		nats.ErrorHandler(func(*nats.Conn, *nats.Subscription, error) {}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	js, err := jetstream.NewWithAPIPrefix(nc, protocol.DefaultSubjects.JSAPIPrefix())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return nc, js
+}
+
+// deputyAdmin is JetStream as n's admin has it (in the node's account,
+// consumers and all), for a test's own reads.
+func deputyAdmin(t *testing.T, n *node) jetstream.JetStream {
+	t.Helper()
+	admin, err := readCredentials(n.credsFile(adminCredsFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	nc, err := nats.Connect(admin.URL, nats.UserInfo(admin.User, admin.Password), nats.CustomInboxPrefix(admin.InboxPrefix))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -236,7 +270,7 @@ func deputyObserver(t *testing.T, n *node) (*nats.Conn, jetstream.JetStream) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return nc, js
+	return js
 }
 
 // padJSON is head, a string of filler and tail: one chunk exactly.

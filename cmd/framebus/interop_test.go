@@ -50,7 +50,11 @@ func natsCLI(t *testing.T, creds protocol.Credentials, args ...string) *exec.Cmd
 	if err != nil {
 		t.Fatalf("the nats CLI is not installed (.ci/run installs it: go install github.com/nats-io/natscli/nats@v0.5.1): %v", err)
 	}
-	all := append([]string{"--server", creds.URL, "--user", creds.User, "--password", creds.Password, "--inbox-prefix", creds.InboxPrefix, "--no-context"}, args...)
+	all := []string{"--server", creds.URL, "--user", creds.User, "--password", creds.Password, "--inbox-prefix", creds.InboxPrefix, "--no-context"}
+	if creds.JSAPIPrefix != "" {
+		all = append(all, "--js-api-prefix", creds.JSAPIPrefix)
+	}
+	all = append(all, args...)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	t.Cleanup(cancel)
 	cmd := exec.CommandContext(ctx, path, all...)
@@ -105,6 +109,24 @@ func TestNatsCLIAgainstANode(t *testing.T) {
 	tabs := mustOK(t, n.env, "pages")
 	if got := tabs["tabs"].([]any)[0].(map[string]any)["sequence"].(float64); int64(got) != res.Sequence {
 		t.Errorf("the tab is at frame %v after the observer's plan, want %d: it ran", got, res.Sequence)
+	}
+
+	// The history, through the observer's JetStream API prefix: the
+	// tab's current frame is the plan's last, by a direct get.
+	out, err = natsCLI(t, observer, "stream", "get", subj.FrameStream(), "--last-for", subj.TabFrames(tab), "--json").Output()
+	var stored struct {
+		Data []byte `json:"data"`
+	}
+	if err == nil {
+		err = json.Unmarshal(out, &stored)
+	}
+	if last, derr := protocol.DecodeFrame(stored.Data); err != nil || derr != nil || last.Sequence != res.Sequence {
+		t.Errorf("nats stream get --last-for as the observer: %v %v; frame %d, want %d\n%s", err, derr, last.Sequence, res.Sequence, out)
+	}
+	// And no consumer (a user's account has no consumer API).
+	out, _ = natsCLI(t, observer, "--timeout", "3s", "consumer", "add", subj.FrameStream(), "spy", "--pull", "--deliver", "all", "--ack", "none", "--defaults").CombinedOutput()
+	if want := `Permissions Violation for Publish to "` + observer.JSAPIPrefix + ".CONSUMER.CREATE." + subj.FrameStream() + `.spy"`; !strings.Contains(string(out), want) {
+		t.Errorf("the observer's nats consumer add does not report %s:\n%s", want, out)
 	}
 
 	// Discovery: nats micro ls lists the node and its tab as framebus;

@@ -40,6 +40,11 @@ func TestRolesReachNothingElse(t *testing.T) {
 		"$O." + s.ContentBucket() + ".C.forged", "$O." + s.ContentBucket() + ".M.forged", "$KV.x.y",
 		"$SYS.REQ.SERVER.PING", "$SYS.REQ.ACCOUNT.PING.CONNZ",
 		s.TabFrames(tab), s.Prefix + ".tab." + tab + ".event.console", s.AdminUsers(protocol.UsersList),
+		// The history API of a user's account: read-only, no consumers.
+		s.JSAPIPrefix() + ".STREAM.DELETE." + frames, s.JSAPIPrefix() + ".STREAM.PURGE." + content,
+		s.JSAPIPrefix() + ".STREAM.CREATE.SPY", s.JSAPIPrefix() + ".CONSUMER.CREATE." + frames,
+		s.JSAPIPrefix() + ".CONSUMER.CREATE." + content, "$JS.API.CONSUMER.CREATE." + frames,
+		s.JSAPIPrefix() + ".CONSUMER.MSG.NEXT." + content + ".c", s.JSAPIPrefix() + ".STREAM.LIST",
 	}
 	subscribe := []string{
 		">", "$SYS.>", "_INBOX.>", "_INBOX_agent.>", "_INBOX_admin.>", "$SRV.>", "$JS.API.>", "$JS.EVENT.>", "$O.>",
@@ -102,7 +107,7 @@ func TestRolesReachNothingElse(t *testing.T) {
 		})
 	}
 	// The history is whole.
-	_, js := deputyObserver(t, n)
+	_, js := deputyObserver(t, n, "reader")
 	stream, err := js.Stream(context.Background(), frames)
 	if err != nil {
 		t.Fatal(err)
