@@ -222,7 +222,7 @@ func TestAimedAnswersStayWithTheAsker(t *testing.T) {
 		{subj.Tabs(), ""},
 		{api + "DIRECT.GET." + frames, `{"seq":1}`},
 		{api + "DIRECT.GET." + frames, `{"seq":1,"batch":5}`},
-		{api + "DIRECT.GET." + frames, `not json`}, // a bodiless 408 status
+		{api + "DIRECT.GET." + frames, `not json`},      // a bodiless 408 status
 		{api + "DIRECT.GET." + frames, `{"seq":99999}`}, // a bodiless 404 status
 		{api + "DIRECT.GET." + frames + "." + subj.TabFrames("T1"), ""},
 		{api + "DIRECT.GET." + objStream, `{"seq":1}`},
