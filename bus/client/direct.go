@@ -214,6 +214,7 @@ func (c *Client) direct(ctx context.Context, subject string, req any, batch bool
 	})
 	return msgs, end, err
 }
+
 // answersOf is how many messages can answer req: its batch and the
 // end-of-batch status.
 func answersOf(req any) int {
