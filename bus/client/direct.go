@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -264,9 +265,8 @@ func (r *replyInboxes) open(nc *nats.Conn, n int) (answers <-chan *nats.Msg, rep
 // route hands an answer to its request; one that comes after its
 // request gave up, or more than it asked for, is dropped.
 func (r *replyInboxes) route(m *nats.Msg) {
-	token := m.Subject[len(r.prefix):]
 	r.mu.Lock()
-	ch := r.waiting[token]
+	ch := r.waiting[strings.TrimPrefix(m.Subject, r.prefix)]
 	r.mu.Unlock()
 	select {
 	case ch <- m:
@@ -287,8 +287,10 @@ func directStatus(subject string, h nats.Header) (batchEnd, error) {
 		return batchEnd{}, errNotStored
 	case "503":
 		return batchEnd{}, nats.ErrNoResponders
-	default:
-		return batchEnd{}, protocol.Errorf(protocol.CodeUnavailable, "direct get on %s: the server answered %s %s", subject, status, h.Get("Description"))
+	case "413": // multi_last: more subjects than the server answers for at once
+		return batchEnd{}, protocol.Errorf(protocol.CodeTooLarge, "direct get on %s: more than 1024 subjects match (%s)", subject, h.Get("Description"))
+	default: // a request this client should not have made
+		return batchEnd{}, protocol.Errorf(protocol.CodeInternal, "direct get on %s: the server answered %s %s", subject, status, h.Get("Description"))
 	}
 }
 

@@ -302,9 +302,9 @@ func (f *follower) run(ctx context.Context) error {
 			switch err := f.catchUp(ctx); {
 			case err == nil:
 				due = false
-			case ctx.Err() != nil, errors.Is(err, errEnough):
+			case ctx.Err() != nil:
 				return nil
-			case protocol.CodeOf(err) == protocol.CodePermissionDenied, err == errClosed:
+			case lasting(err):
 				return err
 			default: // the stream may not be back yet after a server restart
 				retry = time.After(catchUpRetry)
@@ -326,11 +326,27 @@ func (f *follower) run(ctx context.Context) error {
 		case <-retry:
 			retry = nil
 		case m := <-f.live:
-			if err := f.onLive(ctx, m); err != nil {
-				return f.ended(ctx, err)
+			switch err := f.onLive(ctx, m); {
+			case err == nil:
+			case ctx.Err() != nil:
+				return nil
+			case lasting(err):
+				return err
+			default: // the frames before it could not be read: a catch-up will read them and it
+				due, retry = true, time.After(catchUpRetry)
 			}
 		}
 	}
+}
+
+// lasting reports whether a watch's error would come again: a watch
+// ends with it instead of trying again.
+func lasting(err error) bool {
+	switch protocol.CodeOf(err) {
+	case protocol.CodePermissionDenied, protocol.CodeTooLarge, protocol.CodeInternal:
+		return true
+	}
+	return err == errClosed
 }
 
 // ended is a watch's end for err: none when ctx ended.
@@ -347,8 +363,9 @@ func (f *follower) catchUp(ctx context.Context) error {
 		return f.fill(ctx, f.spec.tab, 0)
 	}
 	if f.spec.lastOfEach {
-		f.spec.lastOfEach = false // once, at the start
-		return f.lastOfEachTab(ctx)
+		err := f.lastOfEachTab(ctx)
+		f.spec.lastOfEach = err != nil // once, at the start
+		return err
 	}
 	first, last, err := f.c.historyBounds(ctx)
 	if err != nil {
@@ -434,9 +451,9 @@ func (f *follower) onLive(ctx context.Context, m *nats.Msg) error {
 		return nil // a server's publish a user aimed here
 	}
 	if f.history && f.seen.jump(tab, seq) {
-		if err := f.fill(ctx, tab, seq); err != nil && protocol.CodeOf(err) == protocol.CodePermissionDenied {
+		if err := f.fill(ctx, tab, seq); err != nil {
 			return err
-		} // else the gap is reported when seq is delivered
+		} // what the history does not have is a gap, reported when seq is delivered
 	}
 	return f.offer(ctx, m.Subject, m.Header, m.Data, 0)
 }
