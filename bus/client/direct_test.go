@@ -2,6 +2,7 @@ package client_test
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -242,5 +243,93 @@ func TestHistoryUnderAPIPrefix(t *testing.T) {
 	readEverything(t, c, "t1", 16, 4, large)
 	if _, err := c.Current(ctx, "other"); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// A watch of every tab that loses its connection reads what the tabs
+// made meanwhile from the history once it is back: every tab's frames,
+// each once, in order, no gap.
+func TestWatchAllThroughCut(t *testing.T) {
+	s := testServer(t)
+	node := nodeConn(t, s)
+	js := frameHistory(t, node, 1000)
+	publish(t, node, frame("a", 1))
+	awaitStored(t, js, 1)
+	px := cutproxy.New(t, s.ClientURL())
+	reconnected := make(chan struct{}, 8)
+	c := connect(t, px.URL(), nil, func(e client.Event) {
+		switch e.Kind {
+		case client.EventReconnected:
+			reconnected <- struct{}{}
+		case client.EventGap:
+			t.Errorf("gap: %+v", e)
+		}
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), wait)
+	defer cancel()
+	w, err := c.WatchAll(ctx, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+	if f := next(t, w); f.Tab != "a" || f.Sequence != 1 {
+		t.Fatalf("frame %s/%d, want a/1", f.Tab, f.Sequence)
+	}
+	publish(t, node, frame("b", 1))
+	if f := next(t, w); f.Tab != "b" || f.Sequence != 1 {
+		t.Fatalf("frame %s/%d, want b/1", f.Tab, f.Sequence)
+	}
+	px.SetDown(true)
+	for seq := int64(2); seq <= 4; seq++ {
+		publish(t, node, frame("a", seq))
+		publish(t, node, frame("b", seq))
+	}
+	awaitStored(t, js, 8)
+	px.SetDown(false)
+	select {
+	case <-reconnected:
+	case <-time.After(wait):
+		t.Fatal("no reconnect")
+	}
+	publish(t, node, frame("a", 5))
+	want := map[string]int64{"a": 5, "b": 4}
+	got := map[string]int64{"a": 1, "b": 1}
+	for got["a"] != want["a"] || got["b"] != want["b"] {
+		f := next(t, w)
+		if f.Sequence != got[f.Tab]+1 {
+			t.Fatalf("frame %s/%d after %s/%d", f.Tab, f.Sequence, f.Tab, got[f.Tab])
+		}
+		got[f.Tab] = f.Sequence
+	}
+}
+
+// Every tab's current frame comes from one direct get, which the server
+// answers for 1024 tabs at most: with more, WatchAll(last) ends with
+// too_large, at once, instead of reading again and again.
+func TestWatchAllLastTooManyTabs(t *testing.T) {
+	s := testServer(t)
+	node := nodeConn(t, s)
+	js := frameHistory(t, node, 1000)
+	for i := range 1025 {
+		publish(t, node, frame(fmt.Sprintf("t%d", i), 1))
+	}
+	awaitStored(t, js, 1025)
+	c := connect(t, s.ClientURL(), nil, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), wait)
+	defer cancel()
+	w, err := c.WatchAll(ctx, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case f, ok := <-w.Frames():
+		if ok {
+			t.Fatalf("frame %s/%d", f.Tab, f.Sequence)
+		}
+	case <-ctx.Done():
+		t.Fatal("the watch did not end")
+	}
+	if err := w.Err(); codeOf(err) != protocol.CodeTooLarge || !strings.Contains(err.Error(), "1024") {
+		t.Fatalf("watch ended with %v, want too_large", err)
 	}
 }
