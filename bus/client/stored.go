@@ -151,6 +151,10 @@ func (c *Client) frameSeqOf(m storedMsg) int64 {
 	return seq
 }
 
+// firstBatch is the size of the first batch a read asks for: the first
+// frames come sooner; the batches after it double up to directBatch.
+const firstBatch = 32
+
 // readStored reads the messages on subject from stream sequence start,
 // a batch of direct gets at a time, and gives each batch to fn until fn
 // says enough or nothing more is stored. It returns the sequence after
@@ -167,9 +171,9 @@ func (c *Client) readStored(ctx context.Context, subject string, start uint64, f
 	batches := make(chan batch, 1)
 	go func() {
 		defer close(batches)
-		for seq := start; ; {
+		for seq, size := start, firstBatch; ; size = min(2*size, directBatch) {
 			msgs, end, err := c.directBatch(ctx, c.subj.FrameStream(),
-				directRequest{Seq: seq, NextFor: subject, Batch: directBatch, MaxBytes: directMaxBytes})
+				directRequest{Seq: seq, NextFor: subject, Batch: size, MaxBytes: directMaxBytes})
 			if errors.Is(err, errNotStored) {
 				msgs, err = nil, nil
 			}
