@@ -159,18 +159,8 @@ func accountsServer(t *testing.T, port int) *server.Server {
 			Subscribe: &server.SubjectPermission{Allow: []string{protocol.InboxPrefix("obs") + ".>", subj.AllFrames()}},
 		}},
 	}
-	opts.Host, opts.Port, opts.NoSigs, opts.NoLog = "127.0.0.1", port, true, true
-	opts.JetStream, opts.StoreDir, opts.MaxPayload = true, t.TempDir(), 16<<20
-	s, err := server.NewServer(opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	go s.Start()
-	if !s.ReadyForConnections(wait) {
-		t.Fatal("nats-server did not start")
-	}
-	t.Cleanup(s.Shutdown)
-	return s
+	opts.Port, opts.StoreDir = port, t.TempDir()
+	return runServer(t, opts)
 }
 
 // A reader in an account of its own, reaching the node's JetStream API
@@ -201,15 +191,7 @@ func TestHistoryUnderAPIPrefix(t *testing.T) {
 	px := cutproxy.New(t, s.ClientURL())
 	creds := &protocol.Credentials{User: "obs", Password: "obs-secret", Role: protocol.RoleObserver,
 		InboxPrefix: protocol.InboxPrefix("obs"), JSAPIPrefix: subj.JSAPIPrefix()}
-	reconnected := make(chan struct{}, 8)
-	c := connect(t, px.URL(), creds, func(e client.Event) {
-		switch e.Kind {
-		case client.EventReconnected:
-			reconnected <- struct{}{}
-		case client.EventGap:
-			t.Errorf("gap: %+v", e)
-		}
-	})
+	c, reconnected := connectNoGap(t, px.URL(), creds)
 	ctx, cancel := context.WithTimeout(context.Background(), wait)
 	defer cancel()
 	w, err := c.Watch(ctx, "t1", 1)
@@ -227,12 +209,7 @@ func TestHistoryUnderAPIPrefix(t *testing.T) {
 		publish(t, node, frame("t1", seq))
 	}
 	awaitStored(t, js, 25)
-	px.SetDown(false)
-	select {
-	case <-reconnected:
-	case <-time.After(wait):
-		t.Fatal("no reconnect")
-	}
+	back(t, px, reconnected)
 	publish(t, node, frame("t1", 16))
 	for seq := int64(11); seq <= 16; seq++ {
 		if f := next(t, w); f.Sequence != seq {
@@ -256,15 +233,7 @@ func TestWatchAllThroughCut(t *testing.T) {
 	publish(t, node, frame("a", 1))
 	awaitStored(t, js, 1)
 	px := cutproxy.New(t, s.ClientURL())
-	reconnected := make(chan struct{}, 8)
-	c := connect(t, px.URL(), nil, func(e client.Event) {
-		switch e.Kind {
-		case client.EventReconnected:
-			reconnected <- struct{}{}
-		case client.EventGap:
-			t.Errorf("gap: %+v", e)
-		}
-	})
+	c, reconnected := connectNoGap(t, px.URL(), nil)
 	ctx, cancel := context.WithTimeout(context.Background(), wait)
 	defer cancel()
 	w, err := c.WatchAll(ctx, true)
@@ -285,12 +254,7 @@ func TestWatchAllThroughCut(t *testing.T) {
 		publish(t, node, frame("b", seq))
 	}
 	awaitStored(t, js, 8)
-	px.SetDown(false)
-	select {
-	case <-reconnected:
-	case <-time.After(wait):
-		t.Fatal("no reconnect")
-	}
+	back(t, px, reconnected)
 	publish(t, node, frame("a", 5))
 	want := map[string]int64{"a": 5, "b": 4}
 	got := map[string]int64{"a": 1, "b": 1}
@@ -331,5 +295,33 @@ func TestWatchAllLastTooManyTabs(t *testing.T) {
 	}
 	if err := w.Err(); codeOf(err) != protocol.CodeTooLarge || !strings.Contains(err.Error(), "1024") {
 		t.Fatalf("watch ended with %v, want too_large", err)
+	}
+}
+
+// connectNoGap connects a client to url that fails the test on a gap
+// event; reconnected gets its reconnects.
+func connectNoGap(t *testing.T, url string, creds *protocol.Credentials) (c *client.Client, reconnected <-chan struct{}) {
+	t.Helper()
+	ch := make(chan struct{}, 8)
+	c = connect(t, url, creds, func(e client.Event) {
+		switch e.Kind {
+		case client.EventReconnected:
+			ch <- struct{}{}
+		case client.EventGap:
+			t.Errorf("gap: %+v", e)
+		}
+	})
+	return c, ch
+}
+
+// back lets connections through px again and waits for the client's
+// reconnect.
+func back(t *testing.T, px *cutproxy.Proxy, reconnected <-chan struct{}) {
+	t.Helper()
+	px.SetDown(false)
+	select {
+	case <-reconnected:
+	case <-time.After(wait):
+		t.Fatal("no reconnect")
 	}
 }
