@@ -6,16 +6,21 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go"
+
 	"github.com/framebus/framebus/bus"
 	"github.com/framebus/framebus/internal/bustest"
 	"github.com/framebus/framebus/protocol"
 )
 
-// An observer may create consumers, and a consumer's deliver subject is
-// anything (the server checks no permission there); it may also name any
-// reply subject in a direct get. Either way it can make the server send
-// stored messages to a tab's plan subject. Stored content shaped like a
-// plan (a page's text in the content bucket could be) must not run.
+// Whoever may create consumers (an admin: agents and observers have no
+// consumer API) may point a consumer's deliver subject anywhere, the
+// server checks no permission there; and an agent may name its own plan
+// subject as the reply of a direct get through its history API, whose
+// answer its account's service import then takes on to the node. Either
+// way the server sends stored messages to a tab's plan subject. Stored
+// content shaped like a plan (a page's text in the content bucket could
+// be) must not run.
 func TestJetStreamDeliveriesAreNotPlans(t *testing.T) {
 	node := startTestNode(t, NodeOptions{Bus: bus.Options{JetStream: &bus.JetStreamOptions{}}})
 	subj := node.Subjects()
@@ -29,10 +34,9 @@ func TestJetStreamDeliveriesAreNotPlans(t *testing.T) {
 	if err := admin.Flush(); err != nil {
 		t.Fatal(err)
 	}
-	observer := bustest.Connect(t, node.Bus(), protocol.RoleObserver)
 	req := fmt.Sprintf(`{"stream_name":%q,"config":{"deliver_subject":%q,"filter_subject":%q,"ack_policy":"none"}}`,
 		subj.FrameStream(), subj.TabPlan(tab), subj.TabFrames("STORED"))
-	msg, err := observer.Request("$JS.API.CONSUMER.CREATE."+subj.FrameStream(), []byte(req), 10*time.Second)
+	msg, err := admin.Request("$JS.API.CONSUMER.CREATE."+subj.FrameStream(), []byte(req), 10*time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -40,29 +44,36 @@ func TestJetStreamDeliveriesAreNotPlans(t *testing.T) {
 		Error *struct{ Description string } `json:"error"`
 	}
 	if err := json.Unmarshal(msg.Data, &created); err != nil || created.Error != nil {
-		t.Fatalf("the observer's consumer: %s", msg.Data)
+		t.Fatalf("the admin's consumer: %s", msg.Data)
 	}
 
 	// And the same stored message as a direct get's answer, with the plan
-	// subject named as the reply: JetStream publishes it there, with no
-	// reply subject of its own.
-	if err := observer.PublishRequest("$JS.API.DIRECT.GET."+subj.FrameStream(), subj.TabPlan(tab),
-		[]byte(fmt.Sprintf(`{"last_by_subj":%q}`, subj.TabFrames("STORED")))); err != nil {
+	// subject named as the reply: JetStream publishes it there, in the
+	// agent's account, with no reply subject of its own. (Measured: the
+	// account's wildcard plan import does not take it on to the node; if it
+	// did, it would arrive as the delivery does.) A direct get after it is
+	// answered after it.
+	agent := bustest.Connect(t, node.Bus(), protocol.RoleAgent)
+	get := subj.JSAPIPrefix() + ".DIRECT.GET." + subj.FrameStream()
+	last := []byte(fmt.Sprintf(`{"last_by_subj":%q}`, subj.TabFrames("STORED")))
+	if err := agent.PublishRequest(get, subj.TabPlan(tab), last); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := agent.Request(get, last, 10*time.Second); err != nil {
 		t.Fatal(err)
 	}
 
-	// Both reached the tab's plan endpoint (its handler is done when the
-	// count goes up)...
+	// The delivery reached the tab's plan endpoint (its handler is done
+	// when the count goes up)...
 	waitUntil(t, func() bool {
 		for _, e := range node.Tab(tab).svc.Stats().Endpoints {
-			if e.Name == "plan" && e.NumRequests >= 2 {
+			if e.Name == "plan" && e.NumRequests >= 1 {
 				return true
 			}
 		}
 		return false
 	})
 	// ...and did not run: the agent's eval, queued after it, sees nothing.
-	agent := bustest.Connect(t, node.Bus(), protocol.RoleAgent)
 	res, err := request(agent, tab, one(protocol.Action{Type: "eval", Expression: "String(window.__delivered)"}))
 	if err != nil {
 		t.Fatal(err)
@@ -112,8 +123,10 @@ func TestNodeAnswersOnlyInboxes(t *testing.T) {
 
 // JetStream answers a malformed direct get with a status message and no
 // body; a reader may aim it, as a reply subject, at the JetStream API. At
-// the purge API it would empty the history: the frame stream denies
-// purges and deletes, whoever asks.
+// the purge API it would empty the history. From an observer's account
+// the answer never reaches the node's API; from the node's own account (an
+// admin's mistake) the frame stream denies purges and deletes, whoever
+// asks.
 func TestHistoryCannotBePurgedByAimedAnswers(t *testing.T) {
 	node := startTestNode(t, NodeOptions{Bus: bus.Options{JetStream: &bus.JetStreamOptions{}}})
 	subj := node.Subjects()
@@ -125,7 +138,7 @@ func TestHistoryCannotBePurgedByAimedAnswers(t *testing.T) {
 	stream := subj.FrameStream()
 	stored := func() uint64 {
 		t.Helper()
-		msg, err := agent.Request("$JS.API.STREAM.INFO."+stream, nil, 10*time.Second)
+		msg, err := agent.Request(subj.JSAPIPrefix()+".STREAM.INFO."+stream, nil, 10*time.Second)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -142,13 +155,19 @@ func TestHistoryCannotBePurgedByAimedAnswers(t *testing.T) {
 	waitUntil(t, func() bool { return stored() >= 4 })
 	before := stored()
 	observer := bustest.Connect(t, node.Bus(), protocol.RoleObserver)
+	admin := bustest.Connect(t, node.Bus(), protocol.RoleAdmin)
 	for _, api := range []string{"$JS.API.STREAM.PURGE." + stream, "$JS.API.STREAM.MSG.DELETE." + stream} {
-		if err := observer.PublishRequest("$JS.API.DIRECT.GET."+stream, api, []byte("x")); err != nil {
+		if err := observer.PublishRequest(subj.JSAPIPrefix()+".DIRECT.GET."+stream, api, []byte("x")); err != nil {
+			t.Fatal(err)
+		}
+		if err := admin.PublishRequest("$JS.API.DIRECT.GET."+stream, api, []byte("x")); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if err := observer.Flush(); err != nil {
-		t.Fatal(err)
+	for _, nc := range []*nats.Conn{observer, admin} {
+		if err := nc.Flush(); err != nil {
+			t.Fatal(err)
+		}
 	}
 	// The answers are JetStream's to send; a stream info after them is
 	// answered after them.

@@ -83,27 +83,39 @@ func newInternalUser() (*internalUser, error) {
 	return &internalUser{kp: kp, pub: pub}, nil
 }
 
-func (iu *internalUser) serverUser() *server.NkeyUser {
+func (iu *internalUser) serverUser(account *server.Account) *server.NkeyUser {
 	return &server.NkeyUser{
 		Nkey:                   iu.pub,
+		Account:                account,
 		AllowedConnectionTypes: map[string]struct{}{jwt.ConnectionTypeInProcess: {}},
 	}
 }
 
 func (iu *internalUser) option() nats.Option { return nats.Nkey(iu.pub, iu.kp.Sign) }
 
-// serverUsers are users as the server takes them: each with its role's
-// permissions under prefix, on TCP and WebSocket connections.
-func serverUsers(subj protocol.Subjects, users []User) ([]*server.User, error) {
-	out := make([]*server.User, 0, len(users))
+// serverUsers are users as the server takes them, each with its role's
+// permissions under the bus's prefix, on TCP and WebSocket connections,
+// and the accounts they are in: admins in the node's, an agent or
+// observer in one of its own. accounts is every account the server has,
+// the node's first.
+func (b *Bus) serverUsers(users []User) (out []*server.User, accounts []*server.Account, err error) {
+	accounts = []*server.Account{b.nodeAcc}
 	for _, u := range users {
-		p, err := subj.RolePermissions(u.Role, u.Name)
+		p, err := b.subjects.RolePermissions(u.Role, u.Name)
 		if err != nil {
-			return nil, fmt.Errorf("%w: user %q: %v", ErrInvalidOptions, u.Name, err)
+			return nil, nil, fmt.Errorf("%w: user %q: %v", ErrInvalidOptions, u.Name, err)
+		}
+		acc := b.nodeAcc
+		if u.Role != protocol.RoleAdmin {
+			if acc, err = userAccount(b.nodeAcc, b.subjects, u); err != nil {
+				return nil, nil, err
+			}
+			accounts = append(accounts, acc)
 		}
 		out = append(out, &server.User{
 			Username: u.Name,
 			Password: u.PasswordHash,
+			Account:  acc,
 			Permissions: &server.Permissions{
 				Publish:   &server.SubjectPermission{Allow: p.Publish.Allow, Deny: p.Publish.Deny},
 				Subscribe: &server.SubjectPermission{Allow: p.Subscribe.Allow, Deny: p.Subscribe.Deny},
@@ -113,7 +125,7 @@ func serverUsers(subj protocol.Subjects, users []User) ([]*server.User, error) {
 			},
 		})
 	}
-	return out, nil
+	return out, accounts, nil
 }
 
 // Users are the users the embedded server accepts now (without the
@@ -162,14 +174,26 @@ func (b *Bus) changeUsers(change func([]User) ([]User, error)) error {
 	if err != nil {
 		return err
 	}
-	su, err := serverUsers(b.subjects, users)
+	su, accounts, err := b.serverUsers(users)
 	if err != nil {
 		return err
 	}
 	// The server keeps the Options it runs with (and fills some in), so the
-	// new ones are a copy of those with other users.
+	// new ones are a copy of those with other users and their accounts. A
+	// removed user's account stays in the server, empty.
 	next := b.sopts.Clone()
-	next.Users = su
+	next.Users, next.Accounts = su, accounts
+	// A reload does not start the service imports of an account it
+	// creates (nats-server 2.15: only those of accounts it already has),
+	// so a new user's account is registered first, empty, and the reload
+	// fills it in.
+	for _, acc := range accounts {
+		if _, err := b.srv.LookupAccount(acc.Name); err != nil {
+			if _, err := b.srv.RegisterAccount(acc.Name); err != nil {
+				return fmt.Errorf("bus: the account of a new user: %w", err)
+			}
+		}
+	}
 	if err := b.srv.ReloadOptions(next); err != nil {
 		return fmt.Errorf("bus: reload the server's users: %w", err)
 	}

@@ -312,11 +312,12 @@ func TestRoleJetStream(t *testing.T) {
 
 	for _, user := range []string{"agent", "watcher"} {
 		uc := mustDialAs(t, b.ClientURL(), user)
-		js, err := jetstream.New(uc.nc)
+		js, err := jetstream.NewWithAPIPrefix(uc.nc, subj.JSAPIPrefix())
 		if err != nil {
 			t.Fatal(err)
 		}
-		// Reading: the current frame, the history in order, big content.
+		// Reading, through the API prefix: the current frame, the history
+		// in order and big content, by direct gets (no consumers).
 		s, err := js.Stream(ctx, subj.FrameStream())
 		if err != nil {
 			t.Fatalf("%s: stream info: %v", user, err)
@@ -325,27 +326,20 @@ func TestRoleJetStream(t *testing.T) {
 		if err != nil || string(last.Data) != `{"sequence":3}` {
 			t.Fatalf("%s: current frame: %v %v", user, last, err)
 		}
-		cons, err := s.OrderedConsumer(ctx, jetstream.OrderedConsumerConfig{FilterSubjects: []string{subj.TabFrames("T1")}})
-		if err != nil {
-			t.Fatalf("%s: ordered consumer: %v", user, err)
+		got := batchGet(t, uc.nc, subj.JSAPIPrefix()+".DIRECT.GET."+subj.FrameStream(), `{"seq":1,"batch":10}`)
+		if len(got) != 3 || string(got[2].Data) != `{"sequence":3}` {
+			t.Errorf("%s: replayed %d frames, want 3", user, len(got))
 		}
-		batch, err := cons.Fetch(3, jetstream.FetchMaxWait(wait))
-		if err != nil {
-			t.Fatalf("%s: fetch: %v", user, err)
+		var stored strings.Builder
+		for _, m := range batchGet(t, uc.nc, subj.JSAPIPrefix()+".DIRECT.GET.OBJ_"+subj.ContentBucket(), `{"seq":1,"batch":100,"next_by_subj":"$O.`+subj.ContentBucket()+`.C.>"}`) {
+			stored.Write(m.Data)
 		}
-		n := 0
-		for range batch.Messages() {
-			n++
-		}
-		if n != 3 {
-			t.Errorf("%s: replayed %d frames, want 3 (%v)", user, n, batch.Error())
+		if stored.String() != content {
+			t.Errorf("%s: content: %d bytes, want %d", user, stored.Len(), len(content))
 		}
 		os, err := js.ObjectStore(ctx, subj.ContentBucket())
 		if err != nil {
 			t.Fatalf("%s: content bucket: %v", user, err)
-		}
-		if got, err := os.GetString(ctx, protocol.ContentObject("T1", 2)); err != nil || got != content {
-			t.Errorf("%s: content: %d bytes, %v", user, len(got), err)
 		}
 
 		// Changing: refused, and nothing changed. (The jetstream package
@@ -355,14 +349,22 @@ func TestRoleJetStream(t *testing.T) {
 			subject string
 			do      func(short context.Context) error
 		}{
-			{"$JS.API.STREAM.DELETE." + subj.FrameStream(), func(short context.Context) error { return js.DeleteStream(short, subj.FrameStream()) }},
-			{"$JS.API.STREAM.PURGE." + subj.FrameStream(), func(short context.Context) error { return s.Purge(short) }},
-			{"$JS.API.STREAM.CREATE.EVIL", func(short context.Context) error {
+			{subj.JSAPIPrefix() + ".STREAM.DELETE." + subj.FrameStream(), func(short context.Context) error { return js.DeleteStream(short, subj.FrameStream()) }},
+			{subj.JSAPIPrefix() + ".STREAM.PURGE." + subj.FrameStream(), func(short context.Context) error { return s.Purge(short) }},
+			{subj.JSAPIPrefix() + ".STREAM.CREATE.EVIL", func(short context.Context) error {
 				_, err := js.CreateStream(short, jetstream.StreamConfig{Name: "EVIL", Subjects: []string{"fb.tab.*.plan"}})
 				return err
 			}},
-			{"$JS.API.STREAM.MSG.DELETE." + subj.FrameStream(), func(short context.Context) error { return s.DeleteMsg(short, 1) }},
+			{subj.JSAPIPrefix() + ".STREAM.MSG.DELETE." + subj.FrameStream(), func(short context.Context) error { return s.DeleteMsg(short, 1) }},
 			{"$O." + subj.ContentBucket() + ".M.VDEvMg==", func(short context.Context) error { return os.Delete(short, protocol.ContentObject("T1", 2)) }},
+			{subj.JSAPIPrefix() + ".CONSUMER.CREATE." + subj.FrameStream(), func(short context.Context) error {
+				_, err := uc.nc.Request(subj.JSAPIPrefix()+".CONSUMER.CREATE."+subj.FrameStream(), []byte(`{"stream_name":"FB_FRAMES","config":{"ack_policy":"none"}}`), time.Second)
+				return err
+			}},
+			{"$JS.API.STREAM.DELETE." + subj.FrameStream(), func(short context.Context) error {
+				_, err := uc.nc.Request("$JS.API.STREAM.DELETE."+subj.FrameStream(), nil, time.Second)
+				return err
+			}},
 		} {
 			short, cancelShort := context.WithTimeout(ctx, time.Second)
 			if err := try.do(short); err == nil {
@@ -419,6 +421,19 @@ func testAddRemoveUser(t *testing.T, js *bus.JetStreamOptions) {
 	if got := b.Users(); len(got) != 1 || got[0].Role != protocol.RoleObserver {
 		t.Fatalf("Users() = %+v", got)
 	}
+	// Its account imports the node's: frames come, the history API answers.
+	frames := subscribeSync(t, tcp.nc, "fb.tab.T1.frame")
+	if err := node.Publish("fb.tab.T1.frame", []byte("frame")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := frames.NextMsg(wait); err != nil {
+		t.Fatalf("the added user's frames: %v", err)
+	}
+	if js != nil {
+		if m, err := tcp.nc.Request("fb.js.API.INFO", nil, wait); err != nil || !strings.Contains(string(m.Data), "account_info_response") {
+			t.Fatalf("the added user's history API: %v", err)
+		}
+	}
 	// Its permissions are the observer's.
 	if err := tcp.nc.Publish("fb.tab.T1.plan", nil); err != nil {
 		t.Fatal(err)
@@ -441,12 +456,26 @@ func testAddRemoveUser(t *testing.T, js *bus.JetStreamOptions) {
 	if err := b.RemoveUser("late"); err == nil {
 		t.Fatal("removing a missing user succeeded")
 	}
+	// Back again (its account is still in the server, empty): it logs in
+	// and reads as before.
+	if err := b.AddUser(bus.User{Name: "late", PasswordHash: testHash, Role: protocol.RoleAgent}); err != nil {
+		t.Fatal(err)
+	}
+	again := mustDialAs(t, b.ClientURL(), "late")
+	if js != nil {
+		if _, err := again.nc.Request("fb.js.API.INFO", nil, wait); err != nil {
+			t.Fatalf("the user added again: %v", err)
+		}
+	}
 }
 
-// A user who may create consumers may make the server deliver stored
+// Whoever may create consumers may make the server deliver stored
 // messages to any subject, a plan subject included: no permission guards
-// a push consumer's deliver subject. The node can tell such a message
-// (protocol.Answerable) from a client's request, and must drop it.
+// a push consumer's deliver subject. Agents and observers may not (no
+// consumer API in their accounts: TestRoleJetStream); an admin may, and
+// the node tells such a message (protocol.Answerable) from a client's
+// request, and drops it. An agent's request, from its own account,
+// arrives with the reply the server made for it (_R_.), and is one.
 func TestJetStreamDeliveryIsRecognisable(t *testing.T) {
 	b := startBus(t, bus.Options{Prefix: "fb", JetStream: &bus.JetStreamOptions{}, Users: []bus.User{
 		{Name: "agent", PasswordHash: testHash, Role: protocol.RoleAgent},
@@ -461,8 +490,7 @@ func TestJetStreamDeliveryIsRecognisable(t *testing.T) {
 		t.Fatal(err)
 	}
 	plans := subscribeSync(t, node, "fb.tab.T1.plan")
-	observer := mustDialAs(t, b.ClientURL(), "watcher")
-	if _, err := observer.nc.Request("$JS.API.CONSUMER.CREATE.FB_FRAMES",
+	if _, err := node.Request("$JS.API.CONSUMER.CREATE.FB_FRAMES",
 		[]byte(`{"stream_name":"FB_FRAMES","config":{"deliver_subject":"fb.tab.T1.plan","ack_policy":"none"}}`), wait); err != nil {
 		t.Fatal(err)
 	}
@@ -481,15 +509,17 @@ func TestJetStreamDeliveryIsRecognisable(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !protocol.Answerable(request.Reply) {
+	if !protocol.Answerable(request.Reply) || !strings.HasPrefix(request.Reply, "_R_.") {
 		t.Fatalf("the agent's request (reply %q) taken for a JetStream delivery", request.Reply)
 	}
 }
 
-// A user can make the server itself publish on a frame subject: a direct
-// get's answer with the frame subject named as its reply, a consumer's
-// deliveries. Live subscribers get such messages and the frame stream
-// stores them; protocol.NodeFrame tells them from the node's frames.
+// Whoever is in the node's account (an admin) can make the server itself
+// publish on a frame subject: a direct get's answer with the frame subject
+// named as its reply, a consumer's deliveries. (Agents and observers
+// cannot: TestAimedAnswersStayWithTheAsker.) Live subscribers get such
+// messages and the frame stream stores them; protocol.NodeFrame tells
+// them from the node's frames.
 func TestForgedFramesAreRecognisable(t *testing.T) {
 	b := startBus(t, bus.Options{Prefix: "fb", JetStream: &bus.JetStreamOptions{}, Users: []bus.User{
 		{Name: "watcher", PasswordHash: testHash, Role: protocol.RoleObserver},
@@ -529,17 +559,17 @@ func TestForgedFramesAreRecognisable(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	observer := mustDialAs(t, b.ClientURL(), "watcher")
+	forger := connect(t, b, "admin")
 	chunks := "$O." + subj.ContentBucket() + ".C." + obj.NUID
 	forge := []func() error{
 		func() error { // a direct get answered onto T1's frames
-			return observer.nc.PublishRequest("$JS.API.DIRECT.GET.OBJ_"+subj.ContentBucket(), subj.TabFrames("T1"), fmt.Appendf(nil, `{"last_by_subj":%q}`, chunks))
+			return forger.PublishRequest("$JS.API.DIRECT.GET.OBJ_"+subj.ContentBucket(), subj.TabFrames("T1"), fmt.Appendf(nil, `{"last_by_subj":%q}`, chunks))
 		},
 		func() error { // T1's real frame answered onto T2's frames
-			return observer.nc.PublishRequest("$JS.API.DIRECT.GET."+subj.FrameStream(), subj.TabFrames("T2"), fmt.Appendf(nil, `{"last_by_subj":%q}`, subj.TabFrames("T1")))
+			return forger.PublishRequest("$JS.API.DIRECT.GET."+subj.FrameStream(), subj.TabFrames("T2"), fmt.Appendf(nil, `{"last_by_subj":%q}`, subj.TabFrames("T1")))
 		},
 		func() error { // a consumer delivering the chunk onto T1's frames
-			m, err := observer.nc.Request("$JS.API.CONSUMER.CREATE.OBJ_"+subj.ContentBucket(),
+			m, err := forger.Request("$JS.API.CONSUMER.CREATE.OBJ_"+subj.ContentBucket(),
 				fmt.Appendf(nil, `{"stream_name":"OBJ_%s","config":{"deliver_subject":%q,"filter_subject":%q,"ack_policy":"none"}}`, subj.ContentBucket(), subj.TabFrames("T1"), chunks), wait)
 			if err == nil && strings.Contains(string(m.Data), `"error"`) {
 				err = errors.New(string(m.Data))

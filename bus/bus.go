@@ -29,7 +29,8 @@ type Bus struct {
 
 	conns conns
 
-	internal *internalUser // the identity of in-process connections; nil external
+	internal *internalUser   // the identity of in-process connections; nil external
+	nodeAcc  *server.Account // the node's account (NodeAccount); nil external
 	subjects protocol.Subjects
 	wsURL    string
 
@@ -118,6 +119,10 @@ func (b *Bus) WebSocketURL() string { return b.wsURL }
 // JetStream reports whether the embedded server runs JetStream (always
 // false for an external bus: ask that server).
 func (b *Bus) JetStream() bool { return b.srv != nil && b.srv.JetStreamEnabled() }
+
+// Subjects are the subjects under Options.Prefix, whose roles' permissions
+// the users have.
+func (b *Bus) Subjects() protocol.Subjects { return b.subjects }
 
 // Embedded reports whether this Bus runs its own nats-server.
 func (b *Bus) Embedded() bool { return b.srv != nil }

@@ -28,6 +28,16 @@ func (b *Bus) startEmbedded() error {
 		NoSigs:          true,
 		MaxTracedMsgLen: maxTracedMsgLen,
 	}
+	// The node's account, and what it offers the accounts of agents and
+	// observers.
+	nodeAcc, err := nodeAccount(sopts, o.JetStream != nil)
+	if err != nil {
+		return err
+	}
+	if err := exportToUsers(nodeAcc, b.subjects); err != nil {
+		return err
+	}
+	b.nodeAcc = nodeAcc
 	// Authentication, always: the users, and the node's internal identity
 	// for in-process connections only.
 	internal, err := newInternalUser()
@@ -35,8 +45,8 @@ func (b *Bus) startEmbedded() error {
 		return fmt.Errorf("%w: internal user: %w", ErrServerStart, err)
 	}
 	b.internal = internal
-	sopts.Nkeys = []*server.NkeyUser{internal.serverUser()}
-	if sopts.Users, err = serverUsers(b.subjects, o.Users); err != nil {
+	sopts.Nkeys = []*server.NkeyUser{internal.serverUser(nodeAcc)}
+	if sopts.Users, sopts.Accounts, err = b.serverUsers(o.Users); err != nil {
 		return err
 	}
 	if o.WebSocket != "" {

@@ -91,13 +91,74 @@ func checkRole(role string) error {
 	return badRequest("role: %q is not a role (agent, observer or admin)", role)
 }
 
+// Service is a request subject a node answers, as agents and observers
+// reach it: their accounts import it from the node's account. Streamed
+// when one request may get more than one answer (every node answers, or
+// a batch of stored messages); a request otherwise gets one.
+type Service struct {
+	Subject  string
+	Streamed bool
+}
+
+// RoleServices are the requests a user of role (agent or observer) may
+// send, as the node account names them. An observer's change nothing in
+// a browser. The subjects do not overlap, so each is imported once.
+func (s Subjects) RoleServices(role string) []Service {
+	p := s.p()
+	services := []Service{
+		{Subject: p + ".tabs", Streamed: true},       // every node answers
+		{Subject: s.BrowserStatus(), Streamed: true}, // every node answers
+		{Subject: s.SessionList(), Streamed: true},   // every node answers
+		{Subject: "$SRV.>", Streamed: true},          // micro discovery: ping, info, stats
+		{Subject: p + ".tab.*.content"},              // frame content too large for one message
+	}
+	if role != RoleAgent {
+		return append(services,
+			Service{Subject: p + ".browser.*." + OpStatus}, // one profile's status
+			Service{Subject: p + ".browser.*." + OpPages},  // a profile's tabs
+		)
+	}
+	return append(services,
+		Service{Subject: p + ".browser.*.*"}, // a profile's lifecycle: launch, close, newtab, closetab, connect, status, pages
+		Service{Subject: p + ".tab.*.plan"},
+		Service{Subject: p + ".tab.*.cancel"},
+		Service{Subject: p + ".tab.*.stage"},
+		Service{Subject: s.SessionStart()},
+		Service{Subject: p + ".session.*.stop"},
+	)
+}
+
+// HistoryAPI is the read-only part of the node account's JetStream API
+// that agents and observers may call (each subject after "$JS.API."; a
+// user sends it under JSAPIPrefix): account and stream info, and getting
+// stored messages of the frame stream and the content bucket. No consumer
+// API: a consumer lives in the stream's account, where a push consumer
+// would deliver the history to any subject its maker names (docs/security.md).
+func (s Subjects) HistoryAPI() []Service {
+	api := []Service{{Subject: "INFO"}}
+	for _, stream := range []string{s.FrameStream(), "OBJ_" + s.ContentBucket()} {
+		api = append(api,
+			Service{Subject: "STREAM.INFO." + stream},
+			Service{Subject: "STREAM.MSG.GET." + stream},
+			Service{Subject: "DIRECT.GET." + stream, Streamed: true}, // a batch get answers with many messages
+			Service{Subject: "DIRECT.GET." + stream + ".>"},          // the last message of a subject
+		)
+	}
+	return api
+}
+
+// UserStreams are what the node publishes to its users: every tab's
+// frames and events. Agents' and observers' accounts import them.
+func (s Subjects) UserStreams() []string { return []string{s.AllFrames(), s.p() + ".tab.*.event.>"} }
+
 // RolePermissions are the subjects a user of role may use under this
 // prefix. Think of a user as an attacker: only the node publishes frames
 // and events and subscribes to request subjects (a subscriber there could
 // answer plans in a tab's name), a user reads its own inboxes only, and
 // JetStream is read-only on the frame history (no stream may be deleted or
-// purged) except for admin. An observer sends only requests that change
-// nothing in a browser. The lists are short, with wildcards, so the
+// purged) except for admin. An agent or observer may publish its
+// RoleServices and the HistoryAPI under JSAPIPrefix, and subscribe to the
+// UserStreams and its inboxes. The lists are short, with wildcards, so the
 // server's check on each message stays cheap.
 func (s Subjects) RolePermissions(role, user string) (Permissions, error) {
 	if err := CheckUser(user, role); err != nil {
@@ -107,44 +168,16 @@ func (s Subjects) RolePermissions(role, user string) (Permissions, error) {
 		// Everything: admin manages users, JetStream and the node.
 		return Permissions{Publish: SubjectPermission{Allow: []string{">"}}, Subscribe: SubjectPermission{Allow: []string{">"}}}, nil
 	}
-	p := s.p()
-	read := []string{
-		p + ".tabs",                  // the tab list
-		p + ".browser.status",        // every profile's status
-		p + ".browser.*." + OpStatus, // one profile's status
-		p + ".browser.*." + OpPages,  // a profile's tabs
-		p + ".tab.*.content",         // frame content too large for one message
-		s.SessionList(),
-		"$SRV.>", // micro discovery: ping, info, stats
+	var publish []string
+	for _, svc := range s.RoleServices(role) {
+		publish = append(publish, svc.Subject)
 	}
-	for _, stream := range []string{s.FrameStream(), "OBJ_" + s.ContentBucket()} {
-		read = append(read,
-			"$JS.API.STREAM.INFO."+stream,
-			"$JS.API.STREAM.MSG.GET."+stream,
-			"$JS.API.DIRECT.GET."+stream, "$JS.API.DIRECT.GET."+stream+".>",
-			"$JS.API.CONSUMER.CREATE."+stream, "$JS.API.CONSUMER.CREATE."+stream+".>",
-			"$JS.API.CONSUMER.INFO."+stream+".>",
-			"$JS.API.CONSUMER.DELETE."+stream+".>",
-			"$JS.API.CONSUMER.MSG.NEXT."+stream+".>",
-			"$JS.FC."+stream+".>",
-		)
-	}
-	read = append(read, "$JS.API.INFO")
-	publish := read
-	if role == RoleAgent {
-		publish = append(publish,
-			p+".tab.*.plan", p+".tab.*.cancel", p+".tab.*.stage",
-			p+".browser.>", // launch, close, newtab, closetab, connect
-			p+".session.>", // start, stop
-		)
+	for _, api := range s.HistoryAPI() {
+		publish = append(publish, s.JSAPIPrefix()+"."+api.Subject)
 	}
 	return Permissions{
-		Publish: SubjectPermission{Allow: publish},
-		Subscribe: SubjectPermission{Allow: []string{
-			s.AllFrames(),
-			p + ".tab.*.event.>",
-			InboxPrefix(user) + ".>",
-		}},
+		Publish:   SubjectPermission{Allow: publish},
+		Subscribe: SubjectPermission{Allow: append(s.UserStreams(), InboxPrefix(user)+".>")},
 	}, nil
 }
 
@@ -222,9 +255,12 @@ func ParsePermissionViolation(msg string) (verb, subject string, ok bool) {
 // And a node answers only into an inbox (_INBOX., or a user's own
 // _INBOX_<user>., the only replies a user can read): a request naming a
 // frame or event subject as its reply would otherwise have the node
-// publish its answer there, where observers take it for the tab's.
+// publish its answer there, where observers take it for the tab's. A
+// request from an agent's or observer's account arrives with the reply
+// the server made for it (_R_.), which answers into the asker's account
+// only; no user can name one in the node's account.
 func Answerable(reply string) bool {
-	return strings.HasPrefix(reply, "_INBOX.") || strings.HasPrefix(reply, "_INBOX_")
+	return strings.HasPrefix(reply, "_INBOX.") || strings.HasPrefix(reply, "_INBOX_") || strings.HasPrefix(reply, "_R_.")
 }
 
 // NodeFrame checks that a frame message is one a node published: its

@@ -212,10 +212,13 @@ func readPassword(t *testing.T, path string) string {
 	return creds.Password
 }
 
-// Stored content never makes a user: an observer may point a consumer's
-// deliver subject at the admin's users.add subject (the server checks no
-// permission there), and a frame or content chunk shaped like a request
-// would otherwise add an admin with the attacker's password.
+// Stored content never makes a user: a frame or content chunk shaped like
+// a request would otherwise add an admin with the attacker's password. An
+// observer aims a direct get's answer at the admin's users.add subject
+// (from its own account: it lands there, nowhere else), and tries a
+// consumer delivering there (it has no consumer API); an admin's consumer
+// does deliver there (the server checks no permission on a deliver
+// subject), and the node takes no delivery for a request.
 func TestStoredContentCannotMakeUsers(t *testing.T) {
 	n := startNode(t)
 	admin, err := readCredentials(n.credsFile(adminCredsFile))
@@ -246,12 +249,21 @@ func TestStoredContentCannotMakeUsers(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer nc.Close()
-	msg, err := nc.Request("$JS.API.CONSUMER.CREATE.FRAMEBUS_FRAMES", []byte(`{"stream_name":"FRAMEBUS_FRAMES","config":{"name":"spy","deliver_subject":"framebus.admin.users.add","filter_subject":"framebus.tab.STORED.frame","ack_policy":"none"}}`), 10*time.Second)
+	if err := nc.PublishRequest("framebus.js.API.DIRECT.GET.FRAMEBUS_FRAMES", "framebus.admin.users.add", []byte(`{"last_by_subj":"framebus.tab.STORED.frame"}`)); err != nil {
+		t.Fatal(err)
+	}
+	spy := []byte(`{"stream_name":"FRAMEBUS_FRAMES","config":{"name":"spy","deliver_subject":"framebus.admin.users.add","filter_subject":"framebus.tab.STORED.frame","ack_policy":"none"}}`)
+	for _, api := range []string{"framebus.js.API", "$JS.API"} {
+		if _, err := nc.Request(api+".CONSUMER.CREATE.FRAMEBUS_FRAMES", spy, 2*time.Second); err == nil {
+			t.Fatalf("the observer made a consumer through %s", api)
+		}
+	}
+	msg, err := adminNC.Request("$JS.API.CONSUMER.CREATE.FRAMEBUS_FRAMES", spy, 10*time.Second)
 	if err != nil || strings.Contains(string(msg.Data), `"error"`) {
-		t.Fatalf("the observer's consumer: %v %s", err, msg.Data)
+		t.Fatalf("the admin's consumer: %v %s", err, msg.Data)
 	}
 	waitFor(t, "the stored message is delivered", 10*time.Second, func() bool {
-		info, err := nc.Request("$JS.API.CONSUMER.INFO.FRAMEBUS_FRAMES.spy", nil, 5*time.Second)
+		info, err := adminNC.Request("$JS.API.CONSUMER.INFO.FRAMEBUS_FRAMES.spy", nil, 5*time.Second)
 		return err == nil && strings.Contains(string(info.Data), `"delivered":{"consumer_seq":1`)
 	})
 	// A request on the same subscription comes after the delivery.

@@ -61,6 +61,7 @@ func (lu *localUsers) write(b *bus.Bus, prefix string) error {
 		name  string
 	}{{&lu.agent, agentCredsFile}, {&lu.admin, adminCredsFile}} {
 		f.creds.URL, f.creds.WebSocket, f.creds.Prefix = b.ClientURL(), b.WebSocketURL(), prefix
+		f.creds.JSAPIPrefix = protocol.Subjects{Prefix: prefix}.JSAPIPrefixFor(f.creds.Role)
 		if err := writeCredentials(filepath.Join(lu.dir, f.name), *f.creds); err != nil {
 			return err
 		}

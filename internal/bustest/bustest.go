@@ -31,7 +31,7 @@ func AddUser(t testing.TB, b *bus.Bus, role string) protocol.Credentials {
 	}
 	return protocol.Credentials{
 		URL: b.ClientURL(), WebSocket: b.WebSocketURL(), User: name, Password: password,
-		Role: role, InboxPrefix: protocol.InboxPrefix(name),
+		Role: role, InboxPrefix: protocol.InboxPrefix(name), JSAPIPrefix: b.Subjects().JSAPIPrefixFor(role),
 	}
 }
 

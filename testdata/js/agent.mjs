@@ -1,7 +1,8 @@
 // An agent written with the npm NATS client, knowing only framebus's
 // documented protocol: it sends a plan to a tab, reads the frames the plan
 // made as they are published, then replays the tab's whole history from
-// sequence 1 out of the frame stream (a JetStream ordered consumer), and
+// sequence 1 out of the frame stream (JetStream direct gets, through the
+// API prefix its credentials name: a user's account has no consumers), and
 // prints what it saw as one JSON line. The Go test checks that line.
 //
 // Environment: FRAMEBUS_CREDS (a credentials file), FRAMEBUS_TAB, and
@@ -47,21 +48,20 @@ try {
   clearTimeout(deadline);
 
   console.error("live frames", JSON.stringify(out.live));
-  // The whole history, replayed from the stream.
-  const js = nc.jetstream();
-  // An ordered consumer starts at the stream's first message by default
-  // (nats.js 2.29 sends a start sequence with it, which the server refuses
-  // beside an explicit deliver_policy "all").
-  const consumer = await js.consumers.get(stream, { filterSubjects: frameSubject });
-  const messages = await consumer.consume({ max_messages: 100 });
-  const stop = setTimeout(() => messages.stop(), 20000);
-  for await (const m of messages) {
-    const f = m.json();
-    out.replayed.push({ sequence: f.sequence, url: f.url, content: !!(f.fullPage || f.fullPageRef) });
-    if (f.sequence >= last) break;
+  // The whole history, replayed from the stream: each direct get answers
+  // with the tab's next stored frame from a stream position on.
+  const jsm = await nc.jetstreamManager({ apiPrefix: creds.jsApiPrefix || undefined });
+  let seq = 1;
+  for (;;) {
+    const m = await jsm.direct.getMessage(stream, { seq, next_by_subj: frameSubject });
+    // Only the node's frames carry its message id <tab>.<sequence>.
+    if (m.header.get("Nats-Msg-Id").startsWith(`${tab}.`)) {
+      const f = m.json();
+      out.replayed.push({ sequence: f.sequence, url: f.url, content: !!(f.fullPage || f.fullPageRef) });
+      if (f.sequence >= last) break;
+    }
+    seq = m.seq + 1;
   }
-  clearTimeout(stop);
-  await messages.close();
 } catch (err) {
   out.errors.push(String(err && err.message ? err.message : err));
 } finally {
