@@ -58,3 +58,49 @@ func BenchmarkReplayFromLate(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkWatchReplay watches t1 from frame 1 with 1,000 frames stored
+// (interleaved with another tab's) until the last stored one has come:
+// the replay part of a watch, frames/s.
+func BenchmarkWatchReplay(b *testing.B) {
+	const n = 1000
+	c := storedFrames(b, n)
+	b.ResetTimer()
+	start := time.Now()
+	for range b.N {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		w, err := c.Watch(ctx, "t1", 1)
+		if err != nil {
+			b.Fatal(err)
+		}
+		for want := int64(1); want <= n; want++ {
+			if f := next(b, w); f.Sequence != want {
+				b.Fatalf("frame %d, want %d", f.Sequence, want)
+			}
+		}
+		w.Stop()
+		cancel()
+	}
+	b.ReportMetric(float64(n*b.N)/time.Since(start).Seconds(), "frames/s")
+}
+
+// BenchmarkWatchStart starts a watch of t1 from frame 600 of 1,000
+// stored and waits for that first frame: the cost of finding where a
+// watch begins.
+func BenchmarkWatchStart(b *testing.B) {
+	const n = 1000
+	c := storedFrames(b, n)
+	b.ResetTimer()
+	for range b.N {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		w, err := c.Watch(ctx, "t1", 600)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if f := next(b, w); f.Sequence != 600 {
+			b.Fatalf("first frame %d, want 600", f.Sequence)
+		}
+		w.Stop()
+		cancel()
+	}
+}

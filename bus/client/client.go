@@ -93,6 +93,7 @@ type Client struct {
 	opts  Options
 
 	js      jetstream.JetStream
+	replies replyInboxes // of direct gets
 	perms   permissionWatch
 	eventMu sync.Mutex // OnEvent is called by one goroutine at a time
 
@@ -108,9 +109,6 @@ type Client struct {
 	// reconnectedAt is when the connection last came back (UnixNano; 0:
 	// never lost).
 	reconnectedAt atomic.Int64
-
-	storesMu sync.Mutex
-	stores   map[string]jetstream.ObjectStore
 }
 
 // ReadCredentials reads a credentials file.
@@ -213,6 +211,9 @@ func Connect(ctx context.Context, opts Options) (*Client, error) {
 	}
 	c.nc = d.nc
 	js, err := jetstream.New(c.nc)
+	if creds.JSAPIPrefix != "" { // an agent's or observer's account reaches the node's API there
+		js, err = jetstream.NewWithAPIPrefix(c.nc, creds.JSAPIPrefix)
+	}
 	if err != nil {
 		c.nc.Close()
 		return nil, protocol.Errorf(protocol.CodeInternal, "jetstream: %w", err)
@@ -233,7 +234,11 @@ func inboxFor(user string) string {
 // wrap. Do not close it directly: call Close.
 func (c *Client) Conn() *nats.Conn { return c.nc }
 
-// JetStream is the client's JetStream context.
+// JetStream is the client's JetStream context, under the credentials'
+// API prefix (protocol.Credentials.JSAPIPrefix) when they name one. An
+// agent or observer may use only the stream info and direct gets of the
+// frame stream and the content bucket through it (no consumers, so no
+// ObjectStore.Get either).
 func (c *Client) JetStream() jetstream.JetStream { return c.js }
 
 // Subjects is the subject scheme of the bus.

@@ -10,10 +10,11 @@
 //   - Plan sends a plan, waits through a disconnect and sends it again,
 //     same id, when the answer was lost: the node runs an id once.
 //   - Watch delivers a tab's frames from a sequence, the stored ones
-//     first and then the live ones, from the node's JetStream frame
-//     history (a JetStream ordered consumer): after a disconnect or a
-//     server restart it resumes where it was, no frame twice, and says
-//     when frames are missing (EventGap).
+//     first and then the live ones: a live subscription, and the node's
+//     JetStream frame history read by batches of direct gets (no
+//     consumer: agents and observers may make none). After a disconnect
+//     or a server restart it reads the history from where it was, no
+//     frame twice, and says when frames are missing (EventGap).
 //   - Frames and Current read the history; Tabs, Status, Lifecycle and
 //     the session calls are the node's other requests.
 //

@@ -31,11 +31,15 @@ func testServer(t testing.TB, users ...*server.User) *server.Server {
 // store in dir.
 func startServer(t testing.TB, port int, dir string, users ...*server.User) *server.Server {
 	t.Helper()
-	opts := &server.Options{
-		Host: "127.0.0.1", Port: port, NoSigs: true, NoLog: true,
-		JetStream: true, StoreDir: dir, MaxPayload: 16 << 20,
-		Users: users,
-	}
+	return runServer(t, &server.Options{Port: port, StoreDir: dir, Users: users})
+}
+
+// runServer starts a nats-server with opts, on loopback, with JetStream
+// and payloads up to 16 MiB.
+func runServer(t testing.TB, opts *server.Options) *server.Server {
+	t.Helper()
+	opts.Host, opts.NoSigs, opts.NoLog = "127.0.0.1", true, true
+	opts.JetStream, opts.MaxPayload = true, 16<<20
 	s, err := server.NewServer(opts)
 	if err != nil {
 		t.Fatal(err)

@@ -124,7 +124,7 @@ func (c *Client) jetStreamCalls(subscribe bool, refused string) bool {
 	if subscribe {
 		return c.isInbox(refused)
 	}
-	return strings.HasPrefix(refused, "$JS.")
+	return strings.HasPrefix(refused, "$JS.") || strings.HasPrefix(refused, c.apiSubject(""))
 }
 
 func (c *Client) isInbox(subject string) bool {

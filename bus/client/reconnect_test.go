@@ -319,3 +319,40 @@ func watchFromOne(t *testing.T, url string, events func(client.Event)) (*client.
 	t.Cleanup(w.Stop)
 	return w, reconnects
 }
+
+// The server restarts without its memory: the frame stream comes back
+// empty, its stream sequences from 1 again, and the tab goes on from
+// frame 21. The observer's watch finds frame 21 in the new stream by
+// its frame sequence, not by the stream position it had: 21 to 25, each
+// once, no gap. (Resuming at the old stream position, 21, would wait
+// for a 21st message in the new stream.)
+func TestServerRestartWithoutMemory(t *testing.T) {
+	s := startServer(t, -1, t.TempDir())
+	port := s.Addr().(*net.TCPAddr).Port
+	node := nodeConn(t, s)
+	frameHistory(t, node, 1000)
+	for seq := int64(1); seq <= 20; seq++ {
+		publish(t, node, frame("t1", seq))
+	}
+	w, reconnects := watchFromOne(t, s.ClientURL(), nil)
+	for seq := int64(1); seq <= 20; seq++ {
+		if f := next(t, w); f.Sequence != seq {
+			t.Fatalf("frame %d, want %d", f.Sequence, seq)
+		}
+	}
+	s.Shutdown()
+	s.WaitForShutdown()
+	s = startServer(t, port, t.TempDir())
+	node = nodeConn(t, s)
+	js := frameHistory(t, node, 1000)
+	for seq := int64(21); seq <= 25; seq++ {
+		publish(t, node, frame("t1", seq))
+	}
+	awaitStored(t, js, 5)
+	awaitCount(t, reconnects, 1)
+	for seq := int64(21); seq <= 25; seq++ {
+		if f := next(t, w); f.Sequence != seq {
+			t.Fatalf("after the restart: frame %d, want %d", f.Sequence, seq)
+		}
+	}
+}

@@ -3,12 +3,9 @@ package client
 import (
 	"context"
 	"errors"
-	"strconv"
-	"strings"
 	"time"
 
 	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/framebus/framebus/protocol"
 )
@@ -19,8 +16,9 @@ type Frame struct {
 	// Data is the frame's JSON as the node published it, or, when its
 	// content came by reference, with the content inlined.
 	Data []byte
-	// StreamSequence is the frame's position in the frame stream; 0 for
-	// a frame seen live on a bus that keeps no history.
+	// StreamSequence is the frame's position in the frame stream, for a
+	// frame read from the history; 0 for one delivered as it was
+	// published.
 	StreamSequence uint64
 	// ContentErr says why content that came by reference could not be
 	// fetched (FullPageRef then stays as it came).
@@ -53,13 +51,18 @@ func (w *Watcher) Err() error {
 func (w *Watcher) Stop() { w.cancel() }
 
 // Watch delivers tab's frames from sequence from (0: from its current
-// frame; FromNext: after it), the stored ones first, then the live ones as they come: a
-// JetStream ordered consumer on the frame stream, filtered to the tab.
-// It rides out disconnects and server restarts and resumes where it
-// was: no frame is delivered twice (a frame sequence already delivered
-// is dropped), and frames missing (expired from the history before they
-// were read, or lost with a server's memory) are reported as EventGap.
-// Content too large for one message is inlined from the content bucket.
+// frame; FromNext: after it), the stored ones first, then the live ones
+// as they come. It subscribes to the tab's frames first, then reads the
+// history from frame from with batches of direct gets until it has
+// caught up with them: no consumer is made (see direct.go).
+//
+// It rides out disconnects and server restarts: once the connection is
+// back it reads what it missed from the history, from the frame after
+// the last it delivered. No frame is delivered twice (a frame sequence
+// already delivered is dropped), and frames missing (expired from the
+// history before they were read, or lost with a server's memory) are
+// reported as EventGap. Content too large for one message is inlined
+// from the content bucket.
 //
 // On a bus that keeps no frame history, Watch from 0 or FromNext follows
 // live frames only, and a from of 1 or more is an unavailable error.
@@ -74,7 +77,9 @@ func (c *Client) Watch(ctx context.Context, tab string, from int64) (*Watcher, e
 }
 
 // WatchAll delivers the frames of every tab, from now on (last false) or
-// from each tab's current frame (last true), as Watch does for one.
+// from each tab's current frame (last true: one direct get of the last
+// frame of every tab, at most 1024 tabs), as Watch does for one. After a
+// reconnect it reads the history from where it last caught up with it.
 func (c *Client) WatchAll(ctx context.Context, last bool) (*Watcher, error) {
 	return c.startWatch(ctx, watchSpec{lastOfEach: last})
 }
@@ -90,26 +95,46 @@ func (c *Client) Frames(ctx context.Context, tab string, from, to int64, fn func
 		return protocol.Errorf(protocol.CodeBadRequest, "frames %d to %d: want 1 <= from <= to (0 for either end: from the first, to the last)", from, to)
 	}
 	from = max(from, 1)
-	s, err := c.frameStream(ctx)
-	if err != nil {
-		return err
-	}
-	last, err := c.lastStored(ctx, s, c.subj.TabFrames(tab))
+	subject := c.subj.TabFrames(tab)
+	last, err := c.lastStored(ctx, subject)
 	switch {
 	case err != nil:
 		return err
 	case last == nil:
 		return nil // nothing stored
 	}
-	end := frameSeqOf(last)
+	end := c.frameSeqOf(*last)
 	if to > 0 {
 		end = min(end, to)
 	}
 	if from > end {
 		return nil
 	}
-	return c.follow(ctx, s, watchSpec{tab: tab, from: from, to: end}, fn)
+	start, err := c.startOf(ctx, subject, from)
+	if err != nil {
+		return err
+	}
+	f := &follower{c: c, spec: watchSpec{tab: tab, from: from}, subject: subject, seen: newSeen(from)}
+	f.deliver = func(fr Frame) error {
+		if err := fn(fr); err != nil {
+			return err
+		}
+		if fr.Sequence >= end {
+			return errEnough
+		}
+		return nil
+	}
+	_, err = c.readStored(ctx, subject, start, func(msgs []storedMsg) (bool, error) {
+		return true, f.stored(ctx, msgs)
+	})
+	if errors.Is(err, errEnough) {
+		return nil
+	}
+	return err
 }
+
+// errEnough ends a read that has delivered what it was asked for.
+var errEnough = errors.New("enough frames")
 
 // Current is tab's current frame, read from the history without
 // replaying it (the last message on the tab's frame subject).
@@ -117,11 +142,10 @@ func (c *Client) Current(ctx context.Context, tab string) (Frame, error) {
 	if !protocol.ValidTabID(tab) {
 		return Frame{}, protocol.Errorf(protocol.CodeBadRequest, "tab: %q is not a tab id (letters, digits, '-' and '_')", tab)
 	}
-	s, err := c.frameStream(ctx)
-	if err != nil {
+	if _, _, err := c.historyBounds(ctx); err != nil {
 		return Frame{}, err
 	}
-	m, err := c.lastStored(ctx, s, c.subj.TabFrames(tab))
+	m, err := c.lastStored(ctx, c.subj.TabFrames(tab))
 	switch {
 	case err != nil:
 		return Frame{}, err
@@ -131,26 +155,46 @@ func (c *Client) Current(ctx context.Context, tab string) (Frame, error) {
 	return c.frame(ctx, m.Data, m.Sequence)
 }
 
-// watchSpec says what a watch follows: one tab from a frame (to a frame,
-// for Frames), or every tab.
+// watchSpec says what a watch follows: one tab from a frame, or every
+// tab.
 type watchSpec struct {
 	tab        string // "" for every tab
-	from, to   int64
+	from       int64
 	lastOfEach bool // every tab: from each one's current frame
 }
 
-func (w watchSpec) filter(subj protocol.Subjects) string {
-	if w.tab == "" {
-		return subj.AllFrames()
-	}
-	return subj.TabFrames(w.tab)
+// follower is one watch's state, owned by its goroutine (Frames uses it
+// without a goroutine, for its stored part).
+type follower struct {
+	c       *Client
+	spec    watchSpec
+	subject string // the tab's frame subject, or every tab's
+	history bool   // the bus keeps a frame history
+	seen    *seenFrames
+	deliver func(Frame) error
+
+	sub  *nats.Subscription
+	live chan *nats.Msg
+	// start is where the first catch-up reads the history from; for
+	// every tab, where the next one does (where the last ended).
+	start uint64
 }
 
-// errEnough ends a follow that has delivered what it was asked for.
-var errEnough = errors.New("enough frames")
+// Bounds of the waits of a watch between its direct gets.
+const (
+	// catchUpRetry is the pause before reading the history again when
+	// it could not be read after a reconnect (a restarted server may
+	// not have the stream back yet).
+	catchUpRetry = 250 * time.Millisecond
+	// fillTries bound the reads of the history for the frames before a
+	// live one that came with a jump: the frames before it may still
+	// be on their way into the stream.
+	fillTries = 5
+	fillPause = 20 * time.Millisecond
+)
 
 func (c *Client) startWatch(ctx context.Context, spec watchSpec) (*Watcher, error) {
-	s, err := c.frameStream(ctx)
+	_, last, err := c.historyBounds(ctx)
 	noHistory := protocol.CodeOf(err) == protocol.CodeUnavailable && errors.Is(err, errNoHistory)
 	switch {
 	case noHistory && spec.from > 0:
@@ -160,360 +204,288 @@ func (c *Client) startWatch(ctx context.Context, spec watchSpec) (*Watcher, erro
 	}
 	wctx, cancel := context.WithCancel(ctx)
 	w := &Watcher{frames: make(chan Frame), done: make(chan struct{}), cancel: cancel}
-	deliver := func(f Frame) error {
+	f := &follower{c: c, spec: spec, subject: c.subj.TabFrames(spec.tab), history: !noHistory,
+		seen: newSeen(spec.from), start: last + 1}
+	if spec.tab == "" {
+		f.subject = c.subj.AllFrames()
+	}
+	f.deliver = func(fr Frame) error {
 		select {
-		case w.frames <- f:
+		case w.frames <- fr:
 			return nil
 		case <-wctx.Done():
 			return wctx.Err()
 		}
 	}
-	var run func() error
-	if noHistory {
-		run, err = c.followLive(wctx, spec, deliver)
-	} else {
-		run, err = c.prepareFollow(wctx, s, spec, deliver)
-	}
-	if err != nil {
+	if err := f.subscribe(wctx); err != nil {
 		cancel()
 		return nil, err
+	}
+	if f.history && spec.tab != "" {
+		if f.start, err = f.startOfTab(wctx); err != nil {
+			_ = f.sub.Unsubscribe()
+			cancel()
+			return nil, err
+		}
 	}
 	go func() {
 		defer close(w.done)
 		defer close(w.frames)
 		defer cancel()
-		if err := run(); err != nil && wctx.Err() == nil {
+		defer f.sub.Unsubscribe()
+		if err := f.run(wctx); err != nil && wctx.Err() == nil {
 			w.err = err
 		}
 	}()
 	return w, nil
 }
 
-// errNoHistory is the cause of the error for a bus without the frame
-// stream.
-var errNoHistory = errors.New("no frame history")
-
-// frameStream looks the frame stream up.
-func (c *Client) frameStream(ctx context.Context) (jetstream.Stream, error) {
-	name := c.subj.FrameStream()
-	var s jetstream.Stream
-	err := c.jsCall(ctx, func(ctx context.Context) (err error) {
-		s, err = c.js.Stream(ctx, name)
-		return err
+// subscribe subscribes to the live frames before the history is read,
+// so that none falls between the two. The subscription's buffer has no
+// bound: frames are never dropped for being slow.
+func (f *follower) subscribe(ctx context.Context) error {
+	f.live = make(chan *nats.Msg)
+	stop := ctx.Done()
+	refused := func(subscribe bool, subject string) bool { return subscribe && subject == f.subject }
+	return f.c.guarded(ctx, refused, func(ctx context.Context) (err error) {
+		f.sub, err = f.c.nc.Subscribe(f.subject, func(m *nats.Msg) {
+			select { // nats.go queues the rest meanwhile, in order
+			case f.live <- m:
+			case <-stop:
+			}
+		})
+		if err != nil {
+			return err
+		}
+		_ = f.sub.SetPendingLimits(-1, -1)
+		if err := f.c.nc.FlushWithContext(ctx); err != nil {
+			_ = f.sub.Unsubscribe()
+			return err
+		}
+		return nil
 	})
+}
+
+// startOfTab is where a watch of one tab starts reading the history: at
+// frame from, or at the tab's current frame (from 0) or after it
+// (FromNext).
+func (f *follower) startOfTab(ctx context.Context) (uint64, error) {
+	if f.spec.from > 0 {
+		return f.c.startOf(ctx, f.subject, f.spec.from)
+	}
+	m, err := f.c.lastStored(ctx, f.subject)
 	switch {
-	case errors.Is(err, jetstream.ErrStreamNotFound), errors.Is(err, jetstream.ErrJetStreamNotEnabled),
-		errors.Is(err, jetstream.ErrJetStreamNotEnabledForAccount), errors.Is(err, nats.ErrNoResponders):
-		return nil, &protocol.Error{Code: protocol.CodeUnavailable, Err: errNoHistory,
-			Message: "the bus keeps no frame history (no JetStream stream " + name + "): only live frames can be watched"}
 	case err != nil:
-		return nil, err
+		return 0, err
+	case m == nil:
+		return f.start, nil // nothing stored: what comes
+	case f.spec.from == FromNext:
+		f.seen.last[f.spec.tab] = f.c.frameSeqOf(*m) // an old frame that comes again is dropped
+		return m.Sequence + 1, nil
 	}
-	return s, nil
+	return m.Sequence, nil
 }
 
-// jsCallWait bounds a JetStream API call whose context has no deadline.
-const jsCallWait = 10 * time.Second
-
-// jsCall runs a JetStream API call and fails it at once, with
-// permission_denied, when the server refuses it.
-func (c *Client) jsCall(ctx context.Context, call func(context.Context) error) error {
-	return c.guarded(ctx, c.jetStreamCalls, call)
-}
-
-// guarded runs call and fails it at once with the permission error of a
-// refusal match takes for its own.
-func (c *Client) guarded(ctx context.Context, match func(subscribe bool, subject string) bool, call func(context.Context) error) error {
-	if _, err := c.awaitConnected(ctx, "the frame history"); err != nil {
-		return err
-	}
-	refusals, stop := c.perms.watch(match)
-	defer stop()
-	ctx, cancelWait := withDefaultTimeout(ctx, jsCallWait) // the JetStream API wants a deadline
-	defer cancelWait()
-	rctx, cancel := context.WithCancelCause(ctx)
-	defer cancel(nil)
-	go func() {
+// run delivers the frames until ctx ends or deliver fails: the history
+// caught up with first, and again after each reconnect, then the live
+// frames.
+func (f *follower) run(ctx context.Context) error {
+	due := f.history // a catch-up with the history is due
+	var down <-chan struct{}
+	var retry <-chan time.Time
+	for {
+		if due && retry == nil {
+			var err error
+			if down, err = f.c.awaitConnected(ctx, "the watch"); err != nil {
+				return f.ended(ctx, err)
+			}
+			switch err := f.catchUp(ctx); {
+			case err == nil:
+				due = false
+			case ctx.Err() != nil:
+				return nil
+			case lasting(err):
+				return err
+			default: // the stream may not be back yet after a server restart
+				retry = time.After(catchUpRetry)
+			}
+		}
+		if down == nil {
+			_, down, _ = f.c.state()
+		}
 		select {
-		case err := <-refusals:
-			cancel(err)
-		case <-rctx.Done():
+		case <-ctx.Done():
+			return nil
+		case <-f.c.gone:
+			return errClosed
+		case <-down:
+			due, down, retry = f.history, nil, nil
+			if _, err := f.c.awaitConnected(ctx, "the watch"); err != nil {
+				return f.ended(ctx, err)
+			}
+		case <-retry:
+			retry = nil
+		case m := <-f.live:
+			switch err := f.onLive(ctx, m); {
+			case err == nil:
+			case ctx.Err() != nil:
+				return nil
+			case lasting(err):
+				return err
+			default: // the frames before it could not be read: a catch-up will read them and it
+				due, retry = true, time.After(catchUpRetry)
+			}
 		}
-	}()
-	err := call(rctx)
-	if cause := context.Cause(rctx); err != nil && protocol.CodeOf(cause) == protocol.CodePermissionDenied {
-		return cause
 	}
-	if err != nil && ctx.Err() != nil {
-		return protocol.Errorf(protocol.CodeTimeout, "the frame history: %w", ctx.Err())
+}
+
+// lasting reports whether a watch's error would come again: a watch
+// ends with it instead of trying again.
+func lasting(err error) bool {
+	switch protocol.CodeOf(err) {
+	case protocol.CodePermissionDenied, protocol.CodeTooLarge, protocol.CodeInternal:
+		return true
 	}
-	if err != nil && protocol.CodeOf(err) == protocol.CodeInternal {
-		var perr *protocol.Error
-		if !errors.As(err, &perr) {
-			return &protocol.Error{Code: protocol.CodeUnavailable, Message: "the frame history: " + err.Error(), Err: err}
-		}
+	return err == errClosed
+}
+
+// ended is a watch's end for err: none when ctx ended.
+func (f *follower) ended(ctx context.Context, err error) error {
+	if ctx.Err() != nil {
+		return nil
 	}
 	return err
 }
 
-// lastStored is the last node frame stored on subject, nil for none.
-// What a user had the server publish there (see nodeFrame) is passed
-// over, walking back one stream message at a time (a direct get finds
-// the next message on a subject, never the one before).
-func (c *Client) lastStored(ctx context.Context, s jetstream.Stream, subject string) (*jetstream.RawStreamMsg, error) {
-	var m *jetstream.RawStreamMsg
-	err := c.jsCall(ctx, func(ctx context.Context) (err error) {
-		m, err = s.GetLastMsgForSubject(ctx, subject)
+// catchUp reads the history from where the watch is to its end.
+func (f *follower) catchUp(ctx context.Context) error {
+	if f.spec.tab != "" {
+		return f.fill(ctx, f.spec.tab, 0)
+	}
+	if f.spec.lastOfEach {
+		err := f.lastOfEachTab(ctx)
+		f.spec.lastOfEach = err != nil // once, at the start
 		return err
-	})
-	for steps := 0; err == nil && !(subjectMatches(subject, m.Subject) && c.nodeFrameGot(m)); steps++ {
-		if steps == maxPassedOver {
-			return nil, protocol.Errorf(protocol.CodeUnavailable, "no node's frame on %s among the last %d messages of the frame history", subject, steps)
-		}
-		if storedSeq(m) <= 1 {
-			return nil, nil
-		}
-		seq := storedSeq(m) - 1
-		err = c.jsCall(ctx, func(ctx context.Context) (err error) {
-			m, err = s.GetMsg(ctx, seq)
-			return err
-		})
-		if errors.Is(err, jetstream.ErrMsgNotFound) { // removed: step over it
-			m, err = &jetstream.RawStreamMsg{Sequence: seq}, nil
-		}
 	}
-	if errors.Is(err, jetstream.ErrMsgNotFound) {
-		return nil, nil
-	}
-	return m, err
-}
-
-// maxPassedOver bounds the walks past messages that are no node's frames
-// (and, walking back, other tabs' frames).
-const maxPassedOver = 10000
-
-// nodeFrame reports whether a message on a frame subject is a node's
-// frame. A user can have a server publish on a frame subject (naming it as
-// the reply of a direct get, or as a consumer's deliver subject); live
-// subscribers get that and the frame stream stores it. See
-// protocol.Subjects.NodeFrame.
-func (c *Client) nodeFrame(subject string, h nats.Header) bool {
-	_, _, err := c.subj.NodeFrameHeader(subject, h.Get)
-	return err == nil
-}
-
-// nodeFrameGot is nodeFrame for a message a direct get returned: the
-// server adds its own Nats-Stream (and Nats-Sequence, Nats-Subject)
-// headers after the stored ones, so only a stored one counts.
-func (c *Client) nodeFrameGot(m *jetstream.RawStreamMsg) bool {
-	_, _, err := c.subj.NodeFrameHeader(m.Subject, func(key string) string {
-		if key == jetstream.StreamHeader {
-			if v := m.Header.Values(key); len(v) > 1 {
-				return v[0]
-			}
-			return ""
-		}
-		return m.Header.Get(key)
-	})
-	return err == nil
-}
-
-// subjectMatches reports whether subject matches filter, a subject with
-// '*' tokens (no '>').
-func subjectMatches(filter, subject string) bool {
-	f, s := strings.Split(filter, "."), strings.Split(subject, ".")
-	if len(f) != len(s) {
-		return false
-	}
-	for i := range f {
-		if f[i] != "*" && f[i] != s[i] {
-			return false
-		}
-	}
-	return true
-}
-
-// startOf finds where in the stream a watch of spec begins: the stream
-// sequence of the tab's first stored frame at or after spec.from (a
-// binary search over stream sequences, each probe a direct get of the
-// next message on the tab's subject), or of its current frame for from
-// 0; past the end when there is none yet.
-func (c *Client) startOf(ctx context.Context, s jetstream.Stream, spec watchSpec) (uint64, error) {
-	var info *jetstream.StreamInfo
-	if err := c.jsCall(ctx, func(ctx context.Context) (err error) {
-		info, err = s.Info(ctx)
-		return err
-	}); err != nil {
-		return 0, err
-	}
-	end := info.State.LastSeq + 1
-	subject := spec.filter(c.subj)
-	if spec.from <= 0 {
-		m, err := c.lastStored(ctx, s, subject)
-		switch {
-		case err != nil || m == nil:
-			return end, err
-		case spec.from == FromNext:
-			return m.Sequence + 1, nil
-		}
-		return m.Sequence, nil
-	}
-	lo, hi := max(info.State.FirstSeq, 1), end
-	for lo < hi {
-		mid := lo + (hi-lo)/2
-		m, err := c.nextStored(ctx, s, mid, subject)
-		switch {
-		case errors.Is(err, jetstream.ErrMsgNotFound) || (err == nil && m.Sequence >= hi):
-			hi = mid
-		case err != nil:
-			return 0, err
-		case frameSeqOf(m) >= spec.from:
-			hi = mid
-		default:
-			lo = m.Sequence + 1
-		}
-	}
-	return lo, nil
-}
-
-// nextStored is the first node frame on subject at or after stream
-// sequence seq (see nodeFrame).
-func (c *Client) nextStored(ctx context.Context, s jetstream.Stream, seq uint64, subject string) (*jetstream.RawStreamMsg, error) {
-	for passed := 0; ; passed++ {
-		var m *jetstream.RawStreamMsg
-		err := c.jsCall(ctx, func(ctx context.Context) (err error) {
-			m, err = s.GetMsg(ctx, seq, jetstream.WithGetMsgSubject(subject))
-			return err
-		})
-		switch {
-		case err != nil:
-			return nil, err
-		case c.nodeFrameGot(m):
-			return m, nil
-		case passed == maxPassedOver:
-			return nil, protocol.Errorf(protocol.CodeUnavailable, "%d messages on %s in the frame history are not a node's frames", passed+1, subject)
-		}
-		seq = max(seq, storedSeq(m)) + 1
-	}
-}
-
-// storedSeq is a stored message's stream sequence. A message that a
-// direct get answered onto a frame subject was stored with that answer's
-// headers, so a direct get of it carries two Nats-Sequence headers, the
-// stored one first (which the jetstream package reads) and the server's
-// own last.
-func storedSeq(m *jetstream.RawStreamMsg) uint64 {
-	if v := m.Header.Values(jetstream.SequenceHeader); len(v) > 1 {
-		if n, err := strconv.ParseUint(v[len(v)-1], 10, 64); err == nil {
-			return n
-		}
-	}
-	return m.Sequence
-}
-
-// frameSeqOf is a stored frame's sequence, from its Nats-Msg-Id
-// (<tab>.<seq>) without decoding the frame, else from its JSON.
-func frameSeqOf(m *jetstream.RawStreamMsg) int64 {
-	return frameSeq(m.Header, m.Data)
-}
-
-func frameSeq(h nats.Header, data []byte) int64 {
-	if id := h.Get(jetstream.MsgIDHeader); id != "" {
-		if i := strings.LastIndexByte(id, '.'); i >= 0 {
-			if n, err := strconv.ParseInt(id[i+1:], 10, 64); err == nil {
-				return n
-			}
-		}
-	}
-	f, err := protocol.DecodeFrame(data)
-	if err != nil {
-		return 0
-	}
-	return f.Sequence
-}
-
-// follow runs a follow to its end (see prepareFollow).
-func (c *Client) follow(ctx context.Context, s jetstream.Stream, spec watchSpec, deliver func(Frame) error) error {
-	run, err := c.prepareFollow(ctx, s, spec, deliver)
+	first, last, err := f.c.historyBounds(ctx)
 	if err != nil {
 		return err
 	}
-	return run()
+	if f.start > last+1 { // a new stream (a server restarted without its memory)
+		f.start = first
+	}
+	f.start, err = f.c.readStored(ctx, f.subject, f.start, func(msgs []storedMsg) (bool, error) {
+		return true, f.stored(ctx, msgs)
+	})
+	return err
 }
 
-// prepareFollow creates the ordered consumer of a watch and returns the
-// loop that delivers its frames, until ctx ends or deliver fails.
-func (c *Client) prepareFollow(ctx context.Context, s jetstream.Stream, spec watchSpec, deliver func(Frame) error) (func() error, error) {
-	cfg := jetstream.OrderedConsumerConfig{FilterSubjects: []string{spec.filter(c.subj)}}
-	switch {
-	case spec.tab == "" && spec.lastOfEach:
-		cfg.DeliverPolicy = jetstream.DeliverLastPerSubjectPolicy
-	case spec.tab == "":
-		cfg.DeliverPolicy = jetstream.DeliverNewPolicy
-	default:
-		start, err := c.startOf(ctx, s, spec)
-		if err != nil {
-			return nil, err
-		}
-		cfg.DeliverPolicy, cfg.OptStartSeq = jetstream.DeliverByStartSequencePolicy, start
-	}
-	var msgs jetstream.MessagesContext
-	if err := c.jsCall(ctx, func(ctx context.Context) error {
-		cons, err := c.js.OrderedConsumer(ctx, s.CachedInfo().Config.Name, cfg)
-		if err != nil {
-			return err
-		}
-		msgs, err = cons.Messages()
-		return err
-	}); err != nil {
-		return nil, err
-	}
-	return func() error {
-		defer context.AfterFunc(ctx, msgs.Stop)()
-		defer msgs.Stop()
-		stopped := make(chan struct{})
-		defer close(stopped)
-		go func() { // a connection closed for good ends the watch
-			select {
-			case <-c.gone:
-				msgs.Stop()
-			case <-stopped:
-			}
-		}()
-		seen := newSeen(spec)
-		for {
-			m, err := msgs.Next()
-			switch {
-			case ctx.Err() != nil:
-				return nil
-			case errors.Is(err, jetstream.ErrMsgIteratorClosed), errors.Is(err, nats.ErrConnectionClosed):
-				return errClosed
-			case err != nil:
-				return protocol.Errorf(protocol.CodeUnavailable, "watch: %v", err)
-			}
-			md, err := m.Metadata()
-			if err != nil {
-				continue
-			}
-			if !c.nodeFrame(m.Subject(), m.Headers()) {
-				continue // a server's publish a user aimed here
-			}
-			tab, seq := tabOf(c.subj, m.Subject()), frameSeq(m.Headers(), m.Data())
-			if !seen.next(c, tab, seq) {
-				continue
-			}
-			f, err := c.frame(ctx, m.Data(), md.Sequence.Stream)
-			if err != nil {
-				continue // not a frame: nothing to deliver
-			}
-			if err := deliver(f); err != nil {
+// fill reads tab's frames from the one after the last delivered (or
+// from where the watch starts) to the end of the history. When a live
+// frame until came with a jump, the history is read again for a while
+// until it has frame until: the frames before it may not be stored yet.
+func (f *follower) fill(ctx context.Context, tab string, until int64) error {
+	subject := f.c.subj.TabFrames(tab)
+	for try := 1; ; try++ {
+		start := f.start
+		if last, ok := f.seen.last[tab]; ok || f.spec.tab == "" {
+			var err error
+			if start, err = f.c.startOf(ctx, subject, last+1); err != nil {
 				return err
 			}
-			if spec.to > 0 && seq >= spec.to {
-				return nil
+		}
+		reached := false
+		_, err := f.c.readStored(ctx, subject, start, func(msgs []storedMsg) (bool, error) {
+			for _, m := range msgs {
+				reached = reached || (f.c.storedFrame(subject, m) && f.c.frameSeqOf(m) >= until)
+			}
+			return true, f.stored(ctx, msgs)
+		})
+		if err != nil || reached || until == 0 || try == fillTries {
+			return err
+		}
+		if err := sleepCtx(ctx, time.Duration(try)*fillPause); err != nil {
+			return err
+		}
+	}
+}
+
+// lastOfEachTab delivers the current frame of every tab: one batch of
+// direct gets of the last message of each frame subject (a page at a
+// time), then the history after it is read from where that ended.
+func (f *follower) lastOfEachTab(ctx context.Context) error {
+	req := directRequest{MultiLast: []string{f.subject}, Batch: directBatch, MaxBytes: directMaxBytes}
+	for {
+		msgs, end, err := f.c.directBatch(ctx, f.c.subj.FrameStream(), req)
+		switch {
+		case errors.Is(err, errNotStored):
+			return nil
+		case err != nil:
+			return err
+		}
+		for i, m := range msgs {
+			if !f.c.storedFrame(f.subject, m) { // a forgery: the tab's last frame is before it
+				last, err := f.c.lastStored(ctx, m.Subject)
+				if err != nil || last == nil {
+					continue
+				}
+				msgs[i] = *last
 			}
 		}
-	}, nil
+		if err := f.stored(ctx, msgs); err != nil {
+			return err
+		}
+		f.start = end.upTo + 1
+		if end.pending == 0 || len(msgs) == 0 {
+			return nil
+		}
+		req.Seq, req.UpToSeq = end.last+1, end.upTo
+	}
+}
+
+// onLive delivers a live frame, after the frames before it that the
+// history has when it came with a jump.
+func (f *follower) onLive(ctx context.Context, m *nats.Msg) error {
+	tab, seq, err := f.c.subj.NodeFrameHeader(m.Subject, m.Header.Get)
+	if err != nil {
+		return nil // a server's publish a user aimed here
+	}
+	if f.history && f.seen.jump(tab, seq) {
+		if err := f.fill(ctx, tab, seq); err != nil {
+			return err
+		} // what the history does not have is a gap, reported when seq is delivered
+	}
+	return f.offer(ctx, m.Subject, m.Header, m.Data, 0)
+}
+
+// stored delivers the node frames among stored messages.
+func (f *follower) stored(ctx context.Context, msgs []storedMsg) error {
+	for _, m := range msgs {
+		if !f.c.storedFrame(f.subject, m) {
+			continue // a server's publish a user aimed here
+		}
+		if err := f.offer(ctx, m.Subject, m.Header, m.Data, m.Sequence); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// offer delivers a frame unless it is no node's frame or was delivered
+// already.
+func (f *follower) offer(ctx context.Context, subject string, h nats.Header, data []byte, streamSeq uint64) error {
+	pf, err := protocol.DecodeFrame(data)
+	if err != nil || f.c.subj.NodeFrame(subject, h.Get, pf) != nil {
+		return nil // not the frame its id names: nothing to deliver
+	}
+	if !f.seen.next(f.c, pf.Tab, pf.Sequence) {
+		return nil
+	}
+	fr := Frame{Frame: pf, Data: data, StreamSequence: streamSeq}
+	if pf.FullPageRef != nil {
+		fr.ContentErr = f.c.inline(ctx, &fr)
+	}
+	return f.deliver(fr)
 }
 
 // seenFrames is what a watch has delivered of each tab: the last
@@ -523,8 +495,14 @@ type seenFrames struct {
 	last map[string]int64
 }
 
-func newSeen(spec watchSpec) *seenFrames {
-	return &seenFrames{from: spec.from, last: map[string]int64{}}
+func newSeen(from int64) *seenFrames {
+	return &seenFrames{from: from, last: map[string]int64{}}
+}
+
+// jump reports whether frame seq of tab would come after a gap.
+func (s *seenFrames) jump(tab string, seq int64) bool {
+	last, ok := s.last[tab]
+	return (ok && seq > last+1) || (!ok && s.from > 0 && seq > s.from)
 }
 
 // next reports whether frame seq of tab is to be delivered, and reports
@@ -544,15 +522,6 @@ func (s *seenFrames) next(c *Client, tab string, seq int64) bool {
 	return true
 }
 
-// tabOf is the tab of a frame subject <prefix>.tab.<tab>.frame.
-func tabOf(subj protocol.Subjects, subject string) string {
-	rest := strings.TrimPrefix(subject, subj.Prefix+".tab.")
-	if subj.Prefix == "" {
-		rest = strings.TrimPrefix(subject, protocol.DefaultPrefix+".tab.")
-	}
-	return strings.TrimSuffix(rest, ".frame")
-}
-
 // frame decodes a frame message and inlines its content by reference.
 func (c *Client) frame(ctx context.Context, data []byte, streamSeq uint64) (Frame, error) {
 	pf, err := protocol.DecodeFrame(data)
@@ -564,53 +533,4 @@ func (c *Client) frame(ctx context.Context, data []byte, streamSeq uint64) (Fram
 		f.ContentErr = c.inline(ctx, &f)
 	}
 	return f, nil
-}
-
-// followLive follows frames as they are published, on a bus without
-// history: a core subscription.
-func (c *Client) followLive(ctx context.Context, spec watchSpec, deliver func(Frame) error) (func() error, error) {
-	subject := spec.filter(c.subj)
-	msgs := make(chan *nats.Msg, 64)
-	var sub *nats.Subscription
-	refusedSubject := func(subscribe bool, refused string) bool { return subscribe && refused == subject }
-	err := c.guarded(ctx, refusedSubject, func(ctx context.Context) (err error) {
-		if sub, err = c.nc.ChanSubscribe(subject, msgs); err != nil {
-			return err
-		}
-		_ = sub.SetPendingLimits(-1, -1) // frames are never dropped for being slow
-		return c.nc.FlushWithContext(ctx)
-	})
-	if err != nil {
-		if sub != nil {
-			_ = sub.Unsubscribe()
-		}
-		return nil, err
-	}
-	return func() error {
-		defer sub.Unsubscribe()
-		seen := newSeen(spec)
-		for {
-			select {
-			case <-ctx.Done():
-				return nil
-			case <-c.gone:
-				return errClosed
-			case m := <-msgs:
-				if !c.nodeFrame(m.Subject, m.Header) {
-					continue // a server's publish a user aimed here
-				}
-				tab, seq := tabOf(c.subj, m.Subject), frameSeq(m.Header, m.Data)
-				if !seen.next(c, tab, seq) {
-					continue
-				}
-				f, err := c.frame(ctx, m.Data, 0)
-				if err != nil {
-					continue
-				}
-				if err := deliver(f); err != nil {
-					return err
-				}
-			}
-		}
-	}, nil
 }
