@@ -142,8 +142,10 @@ func BenchmarkEvalRoundTrip(b *testing.B) {
 	b.ReportMetric(float64(out.Echo.Microseconds()), "proc-nats-echo-p50-µs")
 }
 
-// bareSubject is where startBareResponder answers.
-const bareSubject = "bench.bare"
+// bareSubject is where startBareResponder answers: the plan subject of a
+// tab that does not exist, so that an agent reaches it as it reaches a
+// tab, through its account's import of the node's plan subjects.
+var bareSubject = protocol.DefaultSubjects.TabPlan("BENCH_BARE")
 
 // startBareResponder answers eval plans on bareSubject with the least a
 // plan service does: decode, evaluate through the driver, encode, reply.
@@ -240,8 +242,10 @@ type benchClientResult struct {
 	Floor, Echo time.Duration
 }
 
-// benchEchoSubject is where the node side of the benchmark echoes.
-const benchEchoSubject = "bench.echo"
+// benchEchoSubject is where the node side of the benchmark echoes: a
+// plan subject of no tab, which an agent reaches through its account's
+// import as it reaches a tab.
+var benchEchoSubject = protocol.DefaultSubjects.TabPlan("BENCH_ECHO")
 
 // runBenchClientProcess runs n interleaved raw and bus round trips from a
 // client process of their own.
