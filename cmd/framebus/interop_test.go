@@ -147,13 +147,19 @@ func TestNatsCLIAgainstANode(t *testing.T) {
 	if err == nil {
 		err = json.Unmarshal(out, &stats)
 	}
-	plans := -1
+	plans, usersAdded := -1, -1
 	for _, s := range stats {
 		for _, e := range s.Endpoints {
 			if s.Metadata["tab"] == tab && e.Subject == subj.TabPlan(tab) {
 				plans = e.Requests
 			}
+			if s.Metadata["admin"] == "users" && e.Subject == subj.AdminUsers(protocol.UsersAdd) {
+				usersAdded = e.Requests // the creds add that made the observer
+			}
 		}
+	}
+	if usersAdded < 1 {
+		t.Errorf("nats micro stats framebus: the user administration's add endpoint counts %d requests, want creds add's at least", usersAdded)
 	}
 	if err != nil || plans < 1 {
 		t.Errorf("nats micro stats framebus: %v; the tab's plan endpoint counts %d requests, want the agent's at least\n%s", err, plans, out)

@@ -11,8 +11,10 @@ import (
 	"sync"
 
 	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/micro"
 	"github.com/rs/zerolog"
 
+	"github.com/framebus/framebus/actors"
 	"github.com/framebus/framebus/bus"
 	"github.com/framebus/framebus/protocol"
 )
@@ -130,20 +132,32 @@ type userAdmin struct {
 	mu   sync.Mutex
 }
 
+// serve registers the user requests as an instance of the node's micro
+// service (metadata {"admin": "users"}), so `nats micro info framebus`
+// lists them with their request counts like every other endpoint.
 func (ua *userAdmin) serve(nc *nats.Conn, subj protocol.Subjects) error {
-	for op, h := range map[string]func(protocol.UserRequest) error{
-		protocol.UsersAdd:    ua.add,
-		protocol.UsersRemove: ua.remove,
-		protocol.UsersList:   func(protocol.UserRequest) error { return nil },
-	} {
-		if _, err := nc.Subscribe(subj.AdminUsers(op), func(m *nats.Msg) {
-			if !protocol.Answerable(m.Reply) {
+	svc, err := micro.AddService(nc, micro.Config{
+		Name: actors.ServiceName, Version: actors.ServiceVersion,
+		Description: "framebus user administration (admin only)",
+		Metadata:    map[string]string{"admin": "users"},
+	})
+	if err != nil {
+		return err
+	}
+	for _, op := range []string{protocol.UsersAdd, protocol.UsersRemove, protocol.UsersList} {
+		h := map[string]func(protocol.UserRequest) error{
+			protocol.UsersAdd:    ua.add,
+			protocol.UsersRemove: ua.remove,
+			protocol.UsersList:   func(protocol.UserRequest) error { return nil },
+		}[op]
+		handle := func(r micro.Request) {
+			if !protocol.Answerable(r.Reply()) {
 				return // a server's answer aimed here, not an admin's request
 			}
 			var req protocol.UserRequest
 			var err error
 			if op != protocol.UsersList {
-				err = json.Unmarshal(m.Data, &req)
+				err = json.Unmarshal(r.Data(), &req)
 			}
 			if err != nil {
 				err = protocol.Errorf(protocol.CodeBadRequest, "users %s: %v", op, err)
@@ -155,8 +169,11 @@ func (ua *userAdmin) serve(nc *nats.Conn, subj protocol.Subjects) error {
 				reply = errorReply{Error: err.Error(), Code: protocol.CodeOf(err)}
 			}
 			data, _ := json.Marshal(reply)
-			_ = m.Respond(data)
-		}); err != nil {
+			_ = r.Respond(data)
+		}
+		if err := svc.AddEndpoint("users-"+op, micro.HandlerFunc(handle),
+			micro.WithEndpointSubject(subj.AdminUsers(op)), micro.WithEndpointQueueGroupDisabled()); err != nil {
+			_ = svc.Stop()
 			return err
 		}
 	}
