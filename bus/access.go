@@ -2,10 +2,8 @@ package bus
 
 import (
 	"fmt"
-	"slices"
 	"strings"
 
-	"github.com/nats-io/jwt/v2"
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nkeys"
@@ -83,131 +81,70 @@ func newInternalUser() (*internalUser, error) {
 	return &internalUser{kp: kp, pub: pub}, nil
 }
 
-func (iu *internalUser) serverUser(account *server.Account) *server.NkeyUser {
-	return &server.NkeyUser{
-		Nkey:                   iu.pub,
-		Account:                account,
-		AllowedConnectionTypes: map[string]struct{}{jwt.ConnectionTypeInProcess: {}},
-	}
-}
-
 func (iu *internalUser) option() nats.Option { return nats.Nkey(iu.pub, iu.kp.Sign) }
-
-// serverUsers are users as the server takes them, each with its role's
-// permissions under the bus's prefix, on TCP and WebSocket connections,
-// and the accounts they are in: admins in the node's, an agent or
-// observer in one of its own. accounts is every account the server has,
-// the node's first.
-func (b *Bus) serverUsers(users []User) (out []*server.User, accounts []*server.Account, err error) {
-	accounts = []*server.Account{b.nodeAcc}
-	for _, u := range users {
-		p, err := b.subjects.RolePermissions(u.Role, u.Name)
-		if err != nil {
-			return nil, nil, fmt.Errorf("%w: user %q: %v", ErrInvalidOptions, u.Name, err)
-		}
-		acc := b.nodeAcc
-		if u.Role != protocol.RoleAdmin {
-			if acc, err = userAccount(b.nodeAcc, b.subjects, u); err != nil {
-				return nil, nil, err
-			}
-			accounts = append(accounts, acc)
-		}
-		out = append(out, &server.User{
-			Username: u.Name,
-			Password: u.PasswordHash,
-			Account:  acc,
-			Permissions: &server.Permissions{
-				Publish:   &server.SubjectPermission{Allow: p.Publish.Allow, Deny: p.Publish.Deny},
-				Subscribe: &server.SubjectPermission{Allow: p.Subscribe.Allow, Deny: p.Subscribe.Deny},
-			},
-			AllowedConnectionTypes: map[string]struct{}{
-				jwt.ConnectionTypeStandard: {}, jwt.ConnectionTypeWebsocket: {},
-			},
-		})
-	}
-	return out, accounts, nil
-}
 
 // Users are the users the embedded server accepts now (without the
 // node's internal one), in name order.
 func (b *Bus) Users() []User {
-	b.usersMu.Lock()
-	defer b.usersMu.Unlock()
-	return slices.Clone(b.users)
+	if b.auth == nil {
+		return nil
+	}
+	return b.auth.list()
 }
 
-// AddUser makes the running embedded server accept a new user at once
-// (nats-server's configuration reload). A user of that name must not exist.
+// AddUser makes the running embedded server accept a new user at once. A
+// user of that name must not exist. Nobody else's connection notices.
 func (b *Bus) AddUser(u User) error {
 	if err := checkUser(u); err != nil {
 		return err
 	}
-	return b.changeUsers(func(users []User) ([]User, error) {
-		if slices.ContainsFunc(users, func(have User) bool { return have.Name == u.Name }) {
-			return nil, fmt.Errorf("%w: user %q exists", ErrInvalidOptions, u.Name)
-		}
-		return append(users, u), nil
-	})
-}
-
-// RemoveUser makes the running embedded server refuse a user from now
-// on; the server closes that user's open connections.
-func (b *Bus) RemoveUser(name string) error {
-	return b.changeUsers(func(users []User) ([]User, error) {
-		i := slices.IndexFunc(users, func(have User) bool { return have.Name == name })
-		if i < 0 {
-			return nil, fmt.Errorf("%w: no user %q", ErrInvalidOptions, name)
-		}
-		return slices.Delete(users, i, i+1), nil
-	})
-}
-
-// changeUsers applies change to the users and reloads the server with
-// the result; on any error the users stay as they were.
-func (b *Bus) changeUsers(change func([]User) ([]User, error)) error {
-	if b.srv == nil {
-		return fmt.Errorf("%w: users are the embedded server's; an external server (%s) has its own", ErrInvalidOptions, redactURL(b.opts.URL))
+	if b.auth == nil {
+		return b.externalUsers()
 	}
-	b.usersMu.Lock()
-	defer b.usersMu.Unlock()
-	users, err := change(slices.Clone(b.users))
+	a := b.auth
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.users[u.Name] != nil {
+		return fmt.Errorf("%w: user %q exists", ErrInvalidOptions, u.Name)
+	}
+	au, err := a.register(b.srv, b.subjects, u)
 	if err != nil {
 		return err
 	}
-	su, accounts, err := b.serverUsers(users)
-	if err != nil {
-		return err
-	}
-	// The server keeps the Options it runs with (and fills some in), so the
-	// new ones are a copy of those with other users and their accounts. A
-	// removed user's account stays in the server, empty.
-	next := b.sopts.Clone()
-	next.Users, next.Accounts = su, accounts
-	// A reload does not start the service imports of an account it
-	// creates (nats-server 2.15: only those of accounts it already has),
-	// so a new user's account is registered first, empty, and the reload
-	// fills it in.
-	for _, acc := range accounts {
-		if _, err := b.srv.LookupAccount(acc.Name); err != nil {
-			if _, err := b.srv.RegisterAccount(acc.Name); err != nil {
-				return fmt.Errorf("bus: the account of a new user: %w", err)
-			}
-		}
-	}
-	if err := b.srv.ReloadOptions(next); err != nil {
-		return fmt.Errorf("bus: reload the server's users: %w", err)
-	}
-	b.sopts, b.users = next, users
-	b.log.Info().Strs("users", userNames(users)).Msg("users changed")
+	a.users[u.Name] = au
+	b.log.Info().Str("user", u.Name).Str("role", u.Role).Msg("user added")
 	return nil
 }
 
-func userNames(users []User) []string {
-	names := make([]string, len(users))
-	for i, u := range users {
-		names[i] = u.Name + "(" + u.Role + ")"
+// RemoveUser makes the running embedded server refuse a user from now
+// on, and closes that user's open connections.
+func (b *Bus) RemoveUser(name string) error {
+	if b.auth == nil {
+		return b.externalUsers()
 	}
-	return names
+	a := b.auth
+	a.mu.Lock()
+	if a.users[name] == nil {
+		a.mu.Unlock()
+		return fmt.Errorf("%w: no user %q", ErrInvalidOptions, name)
+	}
+	delete(a.users, name)
+	a.mu.Unlock()
+	// Every connection that logged in as name did so before the lock
+	// above was taken (Check holds it until the client is registered).
+	conns, err := b.srv.Connz(&server.ConnzOptions{Username: true, User: name, Limit: 1 << 20})
+	if err != nil {
+		return fmt.Errorf("bus: the connections of removed user %q: %w", name, err)
+	}
+	for _, c := range conns.Conns {
+		_ = b.srv.DisconnectClientByID(c.Cid) // gone already is fine
+	}
+	b.log.Info().Str("user", name).Int("closed", len(conns.Conns)).Msg("user removed")
+	return nil
+}
+
+func (b *Bus) externalUsers() error {
+	return fmt.Errorf("%w: users are the embedded server's; an external server (%s) has its own", ErrInvalidOptions, redactURL(b.opts.URL))
 }
 
 // LoopbackOnly says why a listener is on loopback unless asked otherwise.

@@ -18,8 +18,10 @@ import (
 // to the asker's account only, where nobody else reads (docs/security.md).
 const NodeAccount = "FRAMEBUS"
 
-// UserAccount is the account of an agent or observer named user.
-func UserAccount(user string) string { return "U_" + user }
+// UserAccount is the account of an agent or observer named user:
+// U_<role>_<user>. A user removed and added again with its role comes back
+// to the same account; with another role, to another.
+func UserAccount(user, role string) string { return "U_" + role + "_" + user }
 
 // nodeAccount makes the node's account, and puts it in opts: through the
 // configuration parser, the only way to give one account JetStream (a
@@ -75,25 +77,24 @@ func responseType(svc protocol.Service) server.ServiceRespType {
 	return server.Singleton
 }
 
-// userAccount makes the account of an agent or observer: it imports the
-// role's requests (under their own names), the history API (under
+// importForUser has an agent's or observer's account import its role's
+// requests (under their own names), the history API (under
 // Subjects.JSAPIPrefix) and the frames and events.
-func userAccount(node *server.Account, subj protocol.Subjects, u User) (*server.Account, error) {
-	acc := server.NewAccount(UserAccount(u.Name))
+func importForUser(acc, node *server.Account, subj protocol.Subjects, u User) error {
 	for _, svc := range subj.RoleServices(u.Role) {
 		if err := acc.AddServiceImport(node, svc.Subject, svc.Subject); err != nil {
-			return nil, fmt.Errorf("%w: user %q: import %s: %w", ErrInvalidOptions, u.Name, svc.Subject, err)
+			return fmt.Errorf("bus: user %q: import %s: %w", u.Name, svc.Subject, err)
 		}
 	}
 	for _, api := range subj.HistoryAPI() {
 		if err := acc.AddServiceImport(node, subj.JSAPIPrefix()+"."+api.Subject, "$JS.API."+api.Subject); err != nil {
-			return nil, fmt.Errorf("%w: user %q: import $JS.API.%s: %w", ErrInvalidOptions, u.Name, api.Subject, err)
+			return fmt.Errorf("bus: user %q: import $JS.API.%s: %w", u.Name, api.Subject, err)
 		}
 	}
 	for _, s := range subj.UserStreams() {
 		if err := acc.AddStreamImport(node, s, ""); err != nil {
-			return nil, fmt.Errorf("%w: user %q: import %s: %w", ErrInvalidOptions, u.Name, s, err)
+			return fmt.Errorf("bus: user %q: import %s: %w", u.Name, s, err)
 		}
 	}
-	return acc, nil
+	return nil
 }

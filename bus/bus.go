@@ -3,7 +3,6 @@ package bus
 import (
 	"fmt"
 	"os"
-	"slices"
 	"sync"
 
 	"github.com/nats-io/nats-server/v2/server"
@@ -29,14 +28,11 @@ type Bus struct {
 
 	conns conns
 
-	internal *internalUser   // the identity of in-process connections; nil external
-	nodeAcc  *server.Account // the node's account (NodeAccount); nil external
+	internal *internalUser // the identity of in-process connections; nil external
 	subjects protocol.Subjects
 	wsURL    string
 
-	usersMu sync.Mutex // serializes user changes (server reloads)
-	users   []User
-	sopts   *server.Options // what the embedded server runs with
+	auth *authenticator // who may log in; nil external
 
 	closeOnce sync.Once
 	closeErr  error
@@ -49,7 +45,7 @@ func Start(opts Options) (*Bus, error) {
 	if err != nil {
 		return nil, err
 	}
-	b := &Bus{opts: o, log: o.Logger.With().Str("component", "bus").Logger(), users: slices.Clone(o.Users)}
+	b := &Bus{opts: o, log: o.Logger.With().Str("component", "bus").Logger()}
 	b.subjects, _ = protocol.NewSubjects(o.Prefix) // checked by withDefaults
 	if o.URL != "" {
 		err = b.startExternal()

@@ -55,9 +55,13 @@
 //		nats.CustomInboxPrefix(protocol.InboxPrefix("dashboard")))
 //
 // Connect needs none of that: the server accepts an nkey made up at
-// Start, with every permission, on in-process connections only. AddUser
-// and RemoveUser change the users of the running server (nats-server's
-// configuration reload); a removed user's connections are closed. An
+// Start, with every permission, on in-process connections only. Admins
+// are in the node's account (NodeAccount); every agent and observer is in
+// an account of its own (UserAccount) that imports only what its role
+// may use, so that no server's answer to it lands anywhere else. AddUser
+// and RemoveUser change the users of the running server at once, without
+// a configuration reload (the bus logs users in itself, as nats-server's
+// CustomClientAuthentication); a removed user's connections are closed. An
 // external bus (Options.URL) has the users its server has: put them in
 // the URL.
 //

@@ -37,18 +37,15 @@ func (b *Bus) startEmbedded() error {
 	if err := exportToUsers(nodeAcc, b.subjects); err != nil {
 		return err
 	}
-	b.nodeAcc = nodeAcc
 	// Authentication, always: the users, and the node's internal identity
-	// for in-process connections only.
+	// for in-process connections only (an nkey: a nonce to sign).
 	internal, err := newInternalUser()
 	if err != nil {
 		return fmt.Errorf("%w: internal user: %w", ErrServerStart, err)
 	}
 	b.internal = internal
-	sopts.Nkeys = []*server.NkeyUser{internal.serverUser(nodeAcc)}
-	if sopts.Users, sopts.Accounts, err = b.serverUsers(o.Users); err != nil {
-		return err
-	}
+	auth := &authenticator{internal: internal, users: map[string]*authUser{}}
+	sopts.CustomClientAuthentication, sopts.AlwaysEnableNonce = auth, true
 	if o.WebSocket != "" {
 		host, port, _ := splitHostPort("WebSocket", o.WebSocket, o.AllowRemote) // checked by withDefaults
 		// No TLS: loopback, or a remote listener the options opted in to.
@@ -82,6 +79,18 @@ func (b *Bus) startEmbedded() error {
 	if err != nil {
 		return fmt.Errorf("%w on %s: %w", ErrServerStart, where, err)
 	}
+	// The users, in their accounts, before anyone can connect.
+	if auth.node, err = srv.LookupAccount(NodeAccount); err != nil {
+		return fmt.Errorf("%w: node account: %w", ErrServerStart, err)
+	}
+	for _, u := range o.Users {
+		au, err := auth.register(srv, b.subjects, u)
+		if err != nil {
+			return err
+		}
+		auth.users[u.Name] = au
+	}
+	b.auth = auth
 	slog := newServerLogger(o.Logger)
 	srv.SetLoggerV2(slog,
 		enabled(o.Logger, zerolog.DebugLevel),
@@ -97,7 +106,7 @@ func (b *Bus) startEmbedded() error {
 		return err
 	}
 
-	b.srv, b.sopts = srv, sopts
+	b.srv = srv
 	b.maxPayload = int64(o.MaxPayload)
 	if o.WebSocket != "" {
 		b.wsURL = srv.WebsocketURL()
