@@ -358,6 +358,10 @@ func TestStartRejectsBadOptions(t *testing.T) {
 		{"a user name with a dot", bus.Options{Users: []bus.User{{Name: "a.b", PasswordHash: testHash, Role: "agent"}}}, "user name"},
 		{"a user twice", bus.Options{Users: []bus.User{{Name: "a", PasswordHash: testHash, Role: "agent"}, {Name: "a", PasswordHash: testHash, Role: "observer"}}}, "twice"},
 		{"a LAN address", bus.Options{Host: "192.168.1.10"}, "not a loopback address"},
+		{"an origin with a path", bus.Options{WebSocket: "127.0.0.1:0", WebSocketOrigins: []string{"http://127.0.0.1:8080/page"}}, "origin"},
+		{"an origin without a scheme", bus.Options{WebSocket: "127.0.0.1:0", WebSocketOrigins: []string{"127.0.0.1:8080"}}, "origin"},
+		{"a wildcard origin", bus.Options{WebSocket: "127.0.0.1:0", WebSocketOrigins: []string{"*"}}, "origin"},
+		{"origins without a listener", bus.Options{WebSocketOrigins: []string{"http://127.0.0.1:8080"}}, "without a WebSocket listener"},
 		{"a name", bus.Options{Host: "example.com"}, "not a loopback address"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
+	"net/url"
 	"strconv"
 	"strings"
 	"time"
@@ -60,6 +61,13 @@ type Options struct {
 	// a free one (WebSocketURL says which). Loopback unless AllowRemote,
 	// as Host; no TLS. "" listens for none.
 	WebSocket string
+	// WebSocketOrigins are the web pages' origins (scheme://host[:port],
+	// e.g. http://127.0.0.1:8080) that may use the WebSocket listener. A
+	// browser sends its page's origin with every WebSocket: with none
+	// listed, no web page may connect (so a page the node's browser or
+	// anyone's browser visits cannot even try a password); clients that
+	// are no browser send none and are not affected.
+	WebSocketOrigins []string
 	// Users (embedded only) may log in over TCP and WebSocket, each with
 	// its role's permissions under Prefix. Authentication is always on:
 	// with no users, nobody logs in over the network. The node's own
@@ -135,6 +143,14 @@ func (o Options) withDefaults() (Options, error) {
 			return o, err
 		}
 	}
+	for _, origin := range o.WebSocketOrigins {
+		if err := checkOrigin(origin); err != nil {
+			return o, err
+		}
+	}
+	if len(o.WebSocketOrigins) > 0 && o.WebSocket == "" {
+		return o, fmt.Errorf("%w: WebSocketOrigins %v are given without a WebSocket listener", ErrInvalidOptions, o.WebSocketOrigins)
+	}
 	if err := checkUsers(o.Users); err != nil {
 		return o, err
 	}
@@ -176,6 +192,17 @@ func (o Options) withDefaults() (Options, error) {
 		o.DrainTimeout = DefaultDrainTimeout
 	}
 	return o, nil
+}
+
+// checkOrigin checks a web origin as a browser sends it: http or https,
+// a host, an optional port, nothing else.
+func checkOrigin(origin string) error {
+	u, err := url.Parse(origin)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil ||
+		(u.Path != "" && u.Path != "/") || u.RawQuery != "" || u.Fragment != "" {
+		return fmt.Errorf("%w: WebSocket origin %q: want scheme://host[:port], e.g. http://127.0.0.1:8080", ErrInvalidOptions, origin)
+	}
+	return nil
 }
 
 // maxPending is the server's per-client outbound buffer for a given

@@ -108,6 +108,9 @@ type busConfig struct {
 	// WebSocket is host:port of a NATS-over-WebSocket listener for
 	// browser-based clients, with the same users; "" for none.
 	WebSocket string `yaml:"websocket" json:"websocket,omitempty"`
+	// WebSocketOrigins are the web pages' origins that may use the
+	// WebSocket listener (scheme://host[:port]); none: no web page.
+	WebSocketOrigins []string `yaml:"websocketOrigins" json:"websocketOrigins,omitempty"`
 	// AllowRemote lets Listen and WebSocket be non-loopback addresses:
 	// every connection logs in, but there is no TLS.
 	AllowRemote bool `yaml:"allowRemote" json:"allowRemote,omitempty"`
@@ -360,6 +363,10 @@ func (cfg *config) applyFlags(fs *pflag.FlagSet) {
 	str("bus-url", &cfg.Bus.URL)
 	str("prefix", &cfg.Bus.Prefix)
 	str("websocket", &cfg.Bus.WebSocket)
+	if fs.Changed("websocket-origins") {
+		v, _ := fs.GetString("websocket-origins")
+		cfg.Bus.WebSocketOrigins = splitList(v)
+	}
 	if fs.Changed("allow-remote") {
 		cfg.Bus.AllowRemote, _ = fs.GetBool("allow-remote")
 	}
@@ -411,8 +418,9 @@ func (cfg config) validate() error {
 		users = append(users, bus.User{Name: u.Name, PasswordHash: u.Password, Role: u.Role})
 	}
 	if cfg.Bus.URL == "" {
-		if err := (bus.Options{NoListen: true, Users: users, WebSocket: cfg.Bus.WebSocket, AllowRemote: cfg.Bus.AllowRemote, Prefix: cfg.Bus.Prefix}).Validate(); err != nil {
-			return usagef("bus (websocket, users, allowRemote): %v", err)
+		if err := (bus.Options{NoListen: true, Users: users, WebSocket: cfg.Bus.WebSocket, WebSocketOrigins: cfg.Bus.WebSocketOrigins,
+			AllowRemote: cfg.Bus.AllowRemote, Prefix: cfg.Bus.Prefix}).Validate(); err != nil {
+			return usagef("bus (websocket, websocketOrigins, users, allowRemote): %v", err)
 		}
 	}
 	for _, server := range strings.Split(cfg.Bus.URL, ",") {

@@ -86,7 +86,7 @@ func (c *cli) serve(o serveOptions) error {
 			return err
 		}
 		busOpts.Host, busOpts.Port, busOpts.AllowRemote = host, port, cfg.Bus.AllowRemote
-		busOpts.WebSocket = cfg.Bus.WebSocket
+		busOpts.WebSocket, busOpts.WebSocketOrigins = cfg.Bus.WebSocket, cfg.Bus.WebSocketOrigins
 		dir := filepath.Dir(path)
 		if err := privateDir(dir); err != nil {
 			log.Warn().Err(err).Msg("the credentials' directory")
@@ -370,6 +370,7 @@ func declareServeFlags(fs *pflag.FlagSet) *string {
 	fs.String("browser-user", "", "the `account` Chromium runs as when framebus runs as root, sandbox on (default "+cdpdriver.DefaultBrowserUser+", created when missing); root keeps it root without its sandbox")
 	fs.String("listen", d.Bus.Listen, "`host:port` of the embedded NATS server's listener, loopback unless --allow-remote; port 0 picks a free port")
 	fs.String("websocket", "", "`host:port` of a NATS-over-WebSocket listener too (browser-based clients; same users), loopback unless --allow-remote; port 0 picks a free port")
+	fs.String("websocket-origins", "", "comma-separated `origins` (scheme://host[:port]) of the web pages that may use --websocket; none: no web page (clients that are no browser are not affected)")
 	boolVarP(fs, new(bool), "allow-remote", "", "let --listen and --websocket be addresses other machines reach: every client logs in, but without TLS")
 	fs.String("bus-url", "", "use the NATS server at this `URL` (nats://host:port) instead of embedding one")
 	fs.String("prefix", d.Bus.Prefix, "subject `prefix`")

@@ -179,7 +179,13 @@ func (o *observerPage) waitFrame(t *testing.T, seq int64) observerState {
 // the WebSocket listener; without the password it gets nothing, and the
 // plan it sends is refused at once and never runs.
 func TestBrowserObserverOverWebSocket(t *testing.T) {
-	n := startNode(t, envWebSocket+"=127.0.0.1:0")
+	// The listener takes web pages from the observer page's origin only.
+	ob := startObserverBrowser(t)
+	config := filepath.Join(t.TempDir(), "config.yaml")
+	if err := os.WriteFile(config, []byte("bus:\n  websocketOrigins: ["+ob.site.URL+"]\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	n := startNode(t, envWebSocket+"=127.0.0.1:0", envConfig+"="+config)
 	defer n.stop(syscall.SIGTERM, 30*time.Second)
 	observer, _ := n.addCredentials(t, "dashboard", protocol.RoleObserver)
 	if !strings.HasPrefix(observer.WebSocket, "ws://127.0.0.1:") || observer.WebSocket != n.state.WebSocket {
@@ -187,7 +193,6 @@ func TestBrowserObserverOverWebSocket(t *testing.T) {
 	}
 	subj := protocol.Subjects{Prefix: observer.Prefix}
 	tab := n.tab()
-	ob := startObserverBrowser(t)
 
 	// The observer page follows the tab; the agent runs a plan there. A Go
 	// observer over TCP follows it too, for the report's figures.
@@ -239,6 +244,17 @@ func TestBrowserObserverOverWebSocket(t *testing.T) {
 		}
 		refused = append(refused, o)
 	}
+	// The same page from an origin not listed (any other web page the
+	// browser visits), even with the observer's password: the listener
+	// refuses its WebSocket before any login.
+	elsewhere := httptest.NewServer(http.FileServer(http.Dir(wsObserverDir)))
+	defer elsewhere.Close()
+	foreign := &observerBrowser{site: elsewhere, browser: ob.browser}
+	o := foreign.open(t, "another origin", observer, subj.TabFrames(tab), "", "")
+	if st := o.waitState(t, "refused"); st.Error.Code == "AUTHORIZATION_VIOLATION" {
+		t.Errorf("another origin's page reached the login: %+v", st.Error)
+	}
+	refused = append(refused, o)
 
 	// The observer page sends the tab a plan, as a request and as a bare
 	// publish: the server refuses both at once, as a permission error.
