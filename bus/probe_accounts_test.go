@@ -338,3 +338,89 @@ func TestProbeUserAccountsHaveNoJetStream(t *testing.T) {
 		t.Errorf("the server has %d streams after the aimed answers, %d before", after.Streams, before.Streams)
 	}
 }
+
+// The servers' own namespaces, tried by an agent and an observer: the
+// reply namespace of requests across accounts (_R_.), JetStream's events,
+// acks, flow control and API, the KV and object store subjects, the
+// system account's requests (every account imports some: $SYS.REQ.ACCOUNT
+// ...), micro discovery as a subscriber, the history API prefix as a
+// subscriber. Each publish and subscription is refused by the server at
+// once, and nothing of them reaches the node's account.
+func TestProbeServerNamespaces(t *testing.T) {
+	n := startAccountsNode(t)
+	frames, objStream := n.subj.FrameStream(), "OBJ_"+n.subj.ContentBucket()
+	var mu sync.Mutex
+	reached := map[string]int{}
+	if _, err := n.nc.Subscribe(">", func(m *nats.Msg) {
+		if user, ok := strings.CutPrefix(string(m.Data), "probe "); ok {
+			mu.Lock()
+			reached[user+" "+m.Subject]++
+			mu.Unlock()
+		}
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if err := n.nc.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	publishes := []string{
+		"_R_.abc.def", "_R_.>", "_INBOX.x", "$JS.EVENT.ADVISORY.API", "$JS.EVENT.METRIC.CONSUMER.ACK.x.y",
+		"$JS.ACK." + frames + ".c.1.1.1.1.1", "$JS.FC." + frames + ".x.y", "$JS.API.INFO", "$JS.API.STREAM.INFO." + frames,
+		"$KV.B.k", "$O." + n.subj.ContentBucket() + ".C.x", "$O." + n.subj.ContentBucket() + ".M.x",
+		"$SYS.REQ.ACCOUNT.PING.CONNZ", "$SYS.REQ.SERVER.PING.CONNZ", "$SYS.REQ.ACCOUNT." + bus.NodeAccount + ".CONNZ",
+		"$SYS.REQ.USER.INFO", n.subj.JSAPIPrefix() + ".STREAM.NAMES", n.subj.JSAPIPrefix() + ".CONSUMER.LIST." + frames,
+		n.subj.JSAPIPrefix() + ".STREAM.INFO.X", n.subj.JSAPIPrefix() + ".DIRECT.GET.X", n.subj.JSAPIPrefix() + ".DIRECT.GET." + objStream + "X",
+	}
+	subscribes := []string{
+		"_R_.>", "$JS.EVENT.>", "$JS.API.>", "$JS.ACK.>", "$SRV.>", "$SRV.PING", "$SYS.>", "$KV.>", "$O.>",
+		n.subj.JSAPIPrefix() + ".>", n.subj.Tabs(), "_INBOX_" + "agentx.>",
+	}
+	refused := 0
+	for _, user := range []string{"obs", "agent"} {
+		uc := mustDialAs(t, n.b.ClientURL(), user)
+		for _, s := range publishes {
+			if err := uc.nc.PublishRequest(s, uc.nc.NewRespInbox(), []byte("probe "+user)); err != nil {
+				t.Fatal(err)
+			}
+			if uc.refused("publish", s) {
+				refused++
+			} else {
+				t.Errorf("%s: no permissions violation for publish %s", user, s)
+			}
+		}
+		for _, s := range subscribes {
+			if _, err := uc.nc.SubscribeSync(s); err != nil {
+				t.Fatal(err)
+			}
+			if uc.refused("subscribe", s) {
+				refused++
+			} else {
+				t.Errorf("%s: no permissions violation for subscribe %s", user, s)
+			}
+		}
+		if _, err := uc.nc.Request(n.subj.Tabs(), []byte("last"), wait); err != nil {
+			t.Fatal(err)
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	t.Logf("%d publishes and subscriptions in the servers' namespaces, %d of them refused at once; reached the node's account: %v", 2*(len(publishes)+len(subscribes)), refused, reached)
+	if len(reached) != 0 {
+		t.Errorf("reached the node's account: %v", reached)
+	}
+}
+
+// refused waits a little for the server's refusal of verb on subject.
+func (uc *userConn) refused(verb, subject string) bool {
+	deadline := time.After(2 * time.Second)
+	for {
+		select {
+		case got := <-uc.denied:
+			if got == verb+" "+subject {
+				return true
+			}
+		case <-deadline:
+			return false
+		}
+	}
+}
