@@ -13,6 +13,8 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/framebus/framebus/bus"
+	"github.com/framebus/framebus/bus/client"
+	"github.com/framebus/framebus/internal/bustest"
 	"github.com/framebus/framebus/protocol"
 )
 
@@ -422,5 +424,72 @@ func (uc *userConn) refused(verb, subject string) bool {
 		case <-deadline:
 			return false
 		}
+	}
+}
+
+// A credentials file with no jsApiPrefix (written before accounts, or by
+// hand), or one naming another prefix, points the client at JetStream
+// APIs the user's account does not have; a prefix of a request subject
+// would even send the history calls there. Every history call (the
+// current frame, stored frames, a watch) fails at once with
+// permission_denied naming the subject, never with a timeout, and the
+// node gets nothing on its plan subject.
+func TestProbeCredentialsWithAnotherJSAPIPrefix(t *testing.T) {
+	n := startAccountsNode(t)
+	n.frame(t)
+	var mu sync.Mutex
+	plans := 0
+	if _, err := n.nc.Subscribe(n.subj.Prefix+".tab.>", func(m *nats.Msg) {
+		if strings.HasSuffix(m.Subject, ".plan") || strings.Contains(m.Subject, ".plan.") {
+			mu.Lock()
+			plans++
+			mu.Unlock()
+		}
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if err := n.nc.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	denied, other := 0, map[string]int{}
+	for _, role := range []string{protocol.RoleObserver, protocol.RoleAgent} {
+		for _, prefix := range []string{"", "$JS.API", "other.js.API", n.subj.TabPlan("T1")} {
+			creds := bustest.AddUser(t, n.b, role)
+			creds.Prefix, creds.JSAPIPrefix = n.subj.Prefix, prefix
+			ctx, cancel := context.WithTimeout(context.Background(), 2*wait)
+			c, err := client.Connect(ctx, client.Options{Credentials: &creds, NoReconnect: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			calls := map[string]error{}
+			_, calls["current"] = c.Current(ctx, "T1")
+			calls["frames"] = c.Frames(ctx, "T1", 1, 0, func(client.Frame) error { return nil })
+			if w, err := c.Watch(ctx, "T1", 1); err != nil {
+				calls["watch"] = err
+			} else {
+				for range w.Frames() {
+				}
+				calls["watch"] = w.Err()
+			}
+			for call, err := range calls {
+				if code := protocol.CodeOf(err); code == protocol.CodePermissionDenied {
+					denied++
+				} else {
+					other[string(code)]++
+					t.Errorf("%s with jsApiPrefix %q: %s: %v, want permission_denied", role, prefix, call, err)
+				}
+			}
+			c.Close()
+			cancel()
+		}
+	}
+	if _, err := n.nc.Request(n.subj.Tabs(), nil, wait); err != nil { // after the users' messages
+		t.Fatal(err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	t.Logf("history calls with a missing or other JetStream API prefix: %d permission_denied, others %v; the node's plan subjects got %d", denied, other, plans)
+	if plans != 0 {
+		t.Errorf("the node's plan subjects got %d messages", plans)
 	}
 }
