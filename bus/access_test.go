@@ -456,7 +456,7 @@ func testAddRemoveUser(t *testing.T, js *bus.JetStreamOptions) {
 	if err := b.RemoveUser("late"); err == nil {
 		t.Fatal("removing a missing user succeeded")
 	}
-	// Back again (its account is still in the server, empty): it logs in
+	// Back again, as an agent now (an account of its own for that role): it logs in
 	// and reads as before.
 	if err := b.AddUser(bus.User{Name: "late", PasswordHash: testHash, Role: protocol.RoleAgent}); err != nil {
 		t.Fatal(err)

@@ -57,23 +57,28 @@ func TestProbeNamesThatLookLikeAccounts(t *testing.T) {
 	}
 	peer := mustDialAs(t, n.b.ClientURL(), "peer")
 	peerSees := subscribeSync(t, peer.nc, n.subj.TabFrames("T1"))
-	// As many service imports as another observer's account (the role's,
-	// and those the server gives every account).
-	wantServices := serviceImports(t, n.b, bus.UserAccount("obs"))
-	names := []string{bus.NodeAccount, bus.UserAccount("obs"), "U_", "_R_", "_INBOX", "SYS", "G", "U_U_obs"}
+	// As many service imports as another observer's account added to the
+	// running server (the role's, and those the server gives every
+	// account it registers then; one made before the server started has
+	// one system import more).
+	if err := n.b.AddUser(bus.User{Name: "baseline", PasswordHash: testHash, Role: protocol.RoleObserver}); err != nil {
+		t.Fatal(err)
+	}
+	wantServices := serviceImports(t, n.b, bus.UserAccount("baseline", protocol.RoleObserver))
+	names := []string{bus.NodeAccount, bus.UserAccount("obs", protocol.RoleObserver), "U_", "_R_", "_INBOX", "SYS", "G", "U_U_obs"}
 	inNode, crossed, aimed := 0, 0, 0
 	for _, name := range names {
 		if err := n.b.AddUser(bus.User{Name: name, PasswordHash: testHash, Role: protocol.RoleObserver}); err != nil {
 			t.Fatalf("user %q: %v", name, err)
 		}
 		uc := mustDialAs(t, n.b.ClientURL(), name)
-		if acc := accountOf(t, n.b, name); acc != bus.UserAccount(name) {
-			t.Errorf("user %q is in account %q, want %q", name, acc, bus.UserAccount(name))
+		if acc := accountOf(t, n.b, name); acc != bus.UserAccount(name, protocol.RoleObserver) {
+			t.Errorf("user %q is in account %q, want %q", name, acc, bus.UserAccount(name, protocol.RoleObserver))
 			if acc == bus.NodeAccount {
 				inNode++
 			}
 		}
-		if got := serviceImports(t, n.b, bus.UserAccount(name)); got != wantServices {
+		if got := serviceImports(t, n.b, bus.UserAccount(name, protocol.RoleObserver)); got != wantServices {
 			t.Errorf("account of %q: %d service imports, want an observer's %d", name, got, wantServices)
 		}
 		if _, err := uc.nc.Request(n.subj.Tabs(), nil, wait); err != nil {
@@ -150,7 +155,7 @@ func TestProbeReAddedUserGetsItsNewRoleOnly(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	wantServices := func(role string) int { return serviceImports(t, b, bus.UserAccount("steady-"+role)) }
+	wantServices := func(role string) int { return serviceImports(t, b, bus.UserAccount("steady-"+role, role)) }
 	var previous *userConn
 	for i, role := range []string{protocol.RoleAgent, protocol.RoleObserver, protocol.RoleAdmin, protocol.RoleObserver, protocol.RoleAgent} {
 		if i > 0 {
@@ -172,7 +177,7 @@ func TestProbeReAddedUserGetsItsNewRoleOnly(t *testing.T) {
 		previous = uc
 		account, services := bus.NodeAccount, -1
 		if role != protocol.RoleAdmin {
-			account, services = bus.UserAccount("turncoat"), wantServices(role)
+			account, services = bus.UserAccount("turncoat", role), wantServices(role)
 		}
 		if got := accountOf(t, b, "turncoat"); got != account {
 			t.Errorf("version %d (%s) is in account %s, want %s", i, role, got, account)
@@ -263,7 +268,7 @@ func TestProbeConcurrentUserChanges(t *testing.T) {
 				wrong++
 				t.Errorf("%s was removed but logs in", name)
 			case ok:
-				if acc := accountOf(t, b, name); acc != bus.UserAccount(name) {
+				if acc := accountOf(t, b, name); acc != bus.UserAccount(name, role) {
 					wrong++
 					t.Errorf("%s (%s) is in account %s", name, role, acc)
 				}
@@ -307,7 +312,11 @@ func TestProbeUserAccountsHaveNoJetStream(t *testing.T) {
 	withJetStream, aimed := 0, 0
 	for _, user := range []string{"obs", "agent", "late"} {
 		uc := mustDialAs(t, n.b.ClientURL(), user)
-		acc, err := n.b.Server().LookupAccount(bus.UserAccount(user))
+		role := map[string]string{"obs": protocol.RoleObserver}[user]
+		if role == "" {
+			role = protocol.RoleAgent
+		}
+		acc, err := n.b.Server().LookupAccount(bus.UserAccount(user, role))
 		if err != nil {
 			t.Fatal(err)
 		}
