@@ -28,9 +28,10 @@ type Bus struct {
 
 	conns conns
 
-	internal *internalUser // the identity of in-process connections; nil external
-	subjects protocol.Subjects
-	wsURL    string
+	internal   *internalUser // the identity of in-process connections; nil external
+	subjects   protocol.Subjects
+	wsURL      string
+	clusterURL string // host:port of the cluster listener; "" without
 
 	auth *authenticator // who may log in; nil external
 
@@ -108,6 +109,15 @@ func (b *Bus) Connect(name string, opts ...nats.Option) (*nats.Conn, error) {
 // such as 0.0.0.0 is given as 127.0.0.1), or "" with NoListen. External, it
 // is Options.URL.
 func (b *Bus) ClientURL() string { return b.clientURL }
+
+// ClusterURL is nats-route://HOST:PORT of the cluster listener (what
+// other members put in their ClusterOptions.Routes), "" without one.
+func (b *Bus) ClusterURL() string {
+	if b.clusterURL == "" {
+		return ""
+	}
+	return "nats-route://" + b.clusterURL
+}
 
 // WebSocketURL is ws://HOST:PORT of the WebSocket listener, "" without one.
 func (b *Bus) WebSocketURL() string { return b.wsURL }

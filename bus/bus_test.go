@@ -361,6 +361,11 @@ func TestStartRejectsBadOptions(t *testing.T) {
 		{"an origin with a path", bus.Options{WebSocket: "127.0.0.1:0", WebSocketOrigins: []string{"http://127.0.0.1:8080/page"}}, "origin"},
 		{"an origin without a scheme", bus.Options{WebSocket: "127.0.0.1:0", WebSocketOrigins: []string{"127.0.0.1:8080"}}, "origin"},
 		{"a wildcard origin", bus.Options{WebSocket: "127.0.0.1:0", WebSocketOrigins: []string{"*"}}, "origin"},
+		{"a short cluster secret", bus.Options{Cluster: &bus.ClusterOptions{Listen: "127.0.0.1:0", Secret: "short"}}, "Secret"},
+		{"a cluster on every interface", bus.Options{Cluster: &bus.ClusterOptions{Listen: "0.0.0.0:0", Secret: clusterSecret}}, "not a loopback address"},
+		{"a route with a user", bus.Options{Cluster: &bus.ClusterOptions{Listen: "127.0.0.1:0", Secret: clusterSecret, Routes: []string{"nats-route://u:p@127.0.0.1:1"}}}, "Routes"},
+		{"a route without a port", bus.Options{Cluster: &bus.ClusterOptions{Listen: "127.0.0.1:0", Secret: clusterSecret, Routes: []string{"nats-route://127.0.0.1"}}}, "Routes"},
+		{"a cluster of an external server", bus.Options{URL: "nats://127.0.0.1:1", Cluster: &bus.ClusterOptions{Listen: "127.0.0.1:0", Secret: clusterSecret}}, "embedded server only"},
 		{"origins without a listener", bus.Options{WebSocketOrigins: []string{"http://127.0.0.1:8080"}}, "without a WebSocket listener"},
 		{"a name", bus.Options{Host: "example.com"}, "not a loopback address"},
 	} {

@@ -58,6 +58,17 @@ func (b *Bus) startEmbedded() error {
 			sopts.Websocket.AllowedOrigins = append(sopts.Websocket.AllowedOrigins, strings.TrimSuffix(origin, "/"))
 		}
 	}
+	if c := o.Cluster; c != nil {
+		host, port, _ := splitHostPort("Cluster.Listen", c.Listen, o.AllowRemote) // checked by withDefaults
+		sopts.Cluster = server.ClusterOpts{
+			Name: cmp.Or(c.Name, DefaultClusterName), Host: host, Port: port,
+			Username: routeUser, Password: c.Secret,
+		}
+		for _, r := range c.Routes {
+			u, _ := routeURL(r, c.Secret) // checked by withDefaults
+			sopts.Routes = append(sopts.Routes, u)
+		}
+	}
 	if js := o.JetStream; js != nil {
 		dir := js.StoreDir
 		if dir == "" {
@@ -117,6 +128,9 @@ func (b *Bus) startEmbedded() error {
 	b.maxPayload = int64(o.MaxPayload)
 	if o.WebSocket != "" {
 		b.wsURL = srv.WebsocketURL()
+	}
+	if o.Cluster != nil {
+		b.clusterURL = srv.ClusterAddr().String()
 	}
 	if !o.NoListen {
 		addr, ok := srv.Addr().(*net.TCPAddr)

@@ -96,11 +96,41 @@ type Options struct {
 	// DrainTimeout bounds how long Close lets each connection drain before
 	// closing it outright. Default 5s.
 	DrainTimeout time.Duration
+	// Cluster, when set, makes the embedded server a member of a NATS
+	// cluster with other framebus buses (or nats-servers) configured
+	// alike: frames, requests and the history reach every member.
+	Cluster *ClusterOptions
 	// JetStream, when set, enables JetStream in the embedded server (an
 	// external server has it or not as it is configured). It carries the
 	// node's frame history.
 	JetStream *JetStreamOptions
 }
+
+// ClusterOptions make the embedded server a cluster member.
+type ClusterOptions struct {
+	// Name is the cluster's name, the same on every member (default
+	// DefaultClusterName).
+	Name string
+	// Listen is host:port where the other members connect (routes);
+	// loopback unless Options.AllowRemote, port 0 picks a free one
+	// (ClusterURL says which).
+	Listen string
+	// Routes are the other members' cluster URLs (nats-route://host:port
+	// or nats://host:port); a member may list itself, and the members
+	// find each other's other routes by themselves.
+	Routes []string
+	// Secret is the password every member's routes log in with, the same
+	// on every member: without it nobody joins the cluster (a route sees
+	// every account's messages). At least 16 characters.
+	Secret string
+}
+
+// DefaultClusterName is ClusterOptions.Name when "".
+const DefaultClusterName = "framebus"
+
+// routeUser is the name routes log in with; ClusterOptions.Secret is the
+// password.
+const routeUser = "framebus-route"
 
 // JetStreamOptions configure the embedded server's JetStream.
 type JetStreamOptions struct {
@@ -141,6 +171,25 @@ func (o Options) withDefaults() (Options, error) {
 	if o.WebSocket != "" {
 		if _, _, err := splitHostPort("WebSocket", o.WebSocket, o.AllowRemote); err != nil {
 			return o, err
+		}
+	}
+	if c := o.Cluster; c != nil {
+		if o.URL != "" {
+			return o, fmt.Errorf("%w: Cluster applies to an embedded server only, but URL %q is set", ErrInvalidOptions, redactURL(o.URL))
+		}
+		if _, _, err := splitHostPort("Cluster.Listen", c.Listen, o.AllowRemote); err != nil {
+			return o, err
+		}
+		if len(c.Secret) < 16 {
+			return o, fmt.Errorf("%w: Cluster.Secret must be at least 16 characters, the same on every member: routes log in with it", ErrInvalidOptions)
+		}
+		for _, r := range c.Routes {
+			if _, err := routeURL(r, c.Secret); err != nil {
+				return o, err
+			}
+		}
+		if c.Name != "" && !protocol.ValidTabID(c.Name) {
+			return o, fmt.Errorf("%w: Cluster.Name %q: letters, digits, '-' and '_'", ErrInvalidOptions, c.Name)
 		}
 	}
 	for _, origin := range o.WebSocketOrigins {
@@ -192,6 +241,17 @@ func (o Options) withDefaults() (Options, error) {
 		o.DrainTimeout = DefaultDrainTimeout
 	}
 	return o, nil
+}
+
+// routeURL is a member's route URL with the route user and secret in
+// it, as the server dials it.
+func routeURL(route, secret string) (*url.URL, error) {
+	u, err := url.Parse(route)
+	if err != nil || (u.Scheme != "nats-route" && u.Scheme != "nats") || u.Hostname() == "" || u.Port() == "" || u.User != nil || (u.Path != "" && u.Path != "/") {
+		return nil, fmt.Errorf("%w: Cluster.Routes: %q: want nats-route://host:port (no user: the secret logs in)", ErrInvalidOptions, route)
+	}
+	u.Scheme, u.User = "nats-route", url.UserPassword(routeUser, secret)
+	return u, nil
 }
 
 // checkOrigin checks a web origin as a browser sends it: http or https,

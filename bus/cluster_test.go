@@ -1,0 +1,199 @@
+package bus_test
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/url"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/framebus/framebus/bus"
+	"github.com/framebus/framebus/protocol"
+)
+
+const clusterSecret = "a-cluster-secret-for-tests"
+
+// startCluster starts n embedded buses in one cluster, with JetStream,
+// each with the users given; each lists every member's route (JetStream's
+// cluster wants its routes configured, not only learned).
+func startCluster(t *testing.T, n int, users []bus.User) []*bus.Bus {
+	t.Helper()
+	var listen, routes []string
+	for range n {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		listen = append(listen, l.Addr().String())
+		routes = append(routes, "nats-route://"+l.Addr().String())
+		l.Close()
+	}
+	var members []*bus.Bus
+	for i := range n {
+		c := &bus.ClusterOptions{Listen: listen[i], Secret: clusterSecret, Routes: routes}
+		members = append(members, startBus(t, bus.Options{
+			Name: fmt.Sprintf("m%d", i+1), Prefix: "fb", Cluster: c,
+			JetStream: &bus.JetStreamOptions{}, Users: users,
+		}))
+	}
+	// Every member routes to every other (the first learns of the later
+	// ones from their routes, and tells each of the others).
+	for _, m := range members {
+		waitUntil(t, "the cluster's routes", func() bool { return connectedRoutes(m) == n-1 })
+	}
+	return members
+}
+
+// connectedRoutes counts the other members a bus has a route to.
+func connectedRoutes(b *bus.Bus) int {
+	rz, err := b.Server().Routez(nil)
+	if err != nil {
+		return -1
+	}
+	peers := map[string]bool{}
+	for _, r := range rz.Routes {
+		peers[r.RemoteID] = true
+	}
+	return len(peers)
+}
+
+func waitUntil(t *testing.T, what string, ok func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for !ok() {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: not within 30s", what) // the caller logs why
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// Three buses in one cluster: a user logged in to the third reaches the
+// node's requests answered on the first, frames published on the second,
+// and the history, replicated on all three, through its own account's
+// imports.
+func TestClusterCarriesEverything(t *testing.T) {
+	members := startCluster(t, 3, []bus.User{{Name: "agent", PasswordHash: testHash, Role: protocol.RoleAgent}})
+	subj := protocol.Subjects{Prefix: "fb"}
+	node1, node2 := connect(t, members[0], "node1"), connect(t, members[1], "node2")
+	if _, err := node1.Subscribe(subj.Tabs(), func(m *nats.Msg) {
+		if protocol.Answerable(m.Reply) {
+			m.Respond([]byte(`{"ok":true,"node":"one","tabs":[]}`))
+		}
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if err := node1.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	js, err := jetstream.New(node2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stream jetstream.Stream
+	waitUntil(t, "the replicated frame stream", func() bool { // JetStream's cluster elects its leader first
+		try, cancel := context.WithTimeout(ctx, 3*time.Second)
+		defer cancel()
+		stream, err = js.CreateStream(try, jetstream.StreamConfig{
+			Name: subj.FrameStream(), Subjects: []string{subj.AllFrames()}, Storage: jetstream.MemoryStorage,
+			Replicas: 3, AllowDirect: true,
+		})
+		if err != nil {
+			t.Logf("create the stream: %v", err)
+		}
+		return err == nil
+	})
+
+	agent := mustDialAs(t, members[2].ClientURL(), "agent")
+	frames := subscribeSync(t, agent.nc, subj.TabFrames("T1"))
+	waitUntil(t, "the tab list across the cluster", func() bool {
+		m, err := agent.nc.Request(subj.Tabs(), nil, time.Second)
+		return err == nil && strings.Contains(string(m.Data), `"node":"one"`)
+	})
+	// The subscription's interest reaches the second member before a
+	// frame published there comes back to the third.
+	waitUntil(t, "a frame from the second member", func() bool {
+		m := nats.NewMsg(subj.TabFrames("T1"))
+		m.Header.Set(jetstream.MsgIDHeader, protocol.FrameMsgID("T1", 1))
+		m.Data = []byte(`{"tab":"T1","sequence":1}`)
+		if err := node2.PublishMsg(m); err != nil {
+			t.Fatal(err)
+		}
+		_, err := frames.NextMsg(200 * time.Millisecond)
+		return err == nil
+	})
+	got := batchGet(t, agent.nc, subj.JSAPIPrefix()+".DIRECT.GET."+subj.FrameStream(), `{"seq":1,"batch":10}`)
+	if len(got) != 1 || got[0].Header.Get(jetstream.MsgIDHeader) != protocol.FrameMsgID("T1", 1) {
+		t.Fatalf("the history through the third member: %d messages", len(got))
+	}
+	info, err := stream.Info(ctx)
+	if err != nil || info.Cluster == nil || len(info.Cluster.Replicas) != 2 {
+		t.Fatalf("the frame stream's replicas: %+v, %v", info.Cluster, err)
+	}
+}
+
+// A server without the cluster's secret joins nothing: its routes are
+// refused, and a client of it sees none of the cluster's messages.
+func TestClusterRefusesRoutesWithoutTheSecret(t *testing.T) {
+	members := startCluster(t, 2, nil)
+	route, err := url.Parse(members[0].ClusterURL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, user := range []*url.Userinfo{nil, url.UserPassword("framebus-route", "not-the-secret-at-all"), url.User("framebus-route")} {
+		u := *route
+		u.User = user
+		// The intruder knows the node's account by name, and has a user
+		// in it: joined, it would see the frames.
+		opts := &server.Options{}
+		if err := opts.ProcessConfigString(`accounts { ` + bus.NodeAccount + ` { users: [{user: spy, password: spy}] } }`); err != nil {
+			t.Fatal(err)
+		}
+		opts.ServerName, opts.Host, opts.Port, opts.NoLog, opts.NoSigs = "intruder", "127.0.0.1", -1, true, true
+		opts.Cluster = server.ClusterOpts{Name: bus.DefaultClusterName, Host: "127.0.0.1", Port: -1}
+		opts.Routes = []*url.URL{&u}
+		intruder, err := server.NewServer(opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		intruder.Start()
+		if !intruder.ReadyForConnections(10 * time.Second) {
+			t.Fatal("intruder not ready")
+		}
+		spy, err := nats.Connect(intruder.ClientURL(), nats.UserInfo("spy", "spy"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		sub, err := spy.SubscribeSync(">")
+		if err != nil {
+			t.Fatal(err)
+		}
+		spy.Flush()
+		// Frames published while it tries (it retries its route).
+		node := connect(t, members[1], "node")
+		seen := 0
+		for range 20 {
+			if err := node.Publish("fb.tab.T1.frame", []byte("frame")); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := sub.NextMsg(50 * time.Millisecond); err == nil {
+				seen++
+			}
+		}
+		routes := connectedRoutes(members[0])
+		spy.Close()
+		intruder.Shutdown()
+		intruder.WaitForShutdown()
+		if seen != 0 || routes != 1 {
+			t.Errorf("a route with %v: the intruder saw %d of 20 frames; the member has %d routes, want 1", user, seen, routes)
+		}
+	}
+}
