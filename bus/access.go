@@ -93,7 +93,9 @@ func (b *Bus) Users() []User {
 }
 
 // AddUser makes the running embedded server accept a new user at once. A
-// user of that name must not exist. Nobody else's connection notices.
+// user of that name must not exist. Nobody else's connection notices. On
+// a cluster member the user is shared: every member takes it
+// (usersRegistry).
 func (b *Bus) AddUser(u User) error {
 	if err := checkUser(u); err != nil {
 		return err
@@ -101,6 +103,35 @@ func (b *Bus) AddUser(u User) error {
 	if b.auth == nil {
 		return b.externalUsers()
 	}
+	if err := b.addLocal(u); err != nil {
+		return err
+	}
+	if b.registry != nil {
+		if err := b.registry.create(u); err != nil {
+			_ = b.removeLocal(u.Name)
+			return err
+		}
+	}
+	return nil
+}
+
+// RemoveUser makes the running embedded server refuse a user from now
+// on, and closes that user's open connections (on every cluster member).
+func (b *Bus) RemoveUser(name string) error {
+	if b.auth == nil {
+		return b.externalUsers()
+	}
+	if err := b.removeLocal(name); err != nil {
+		return err
+	}
+	if b.registry != nil {
+		return b.registry.remove(name)
+	}
+	return nil
+}
+
+// addLocal makes this server accept u.
+func (b *Bus) addLocal(u User) error {
 	a := b.auth
 	a.mu.Lock()
 	defer a.mu.Unlock()
@@ -116,12 +147,8 @@ func (b *Bus) AddUser(u User) error {
 	return nil
 }
 
-// RemoveUser makes the running embedded server refuse a user from now
-// on, and closes that user's open connections.
-func (b *Bus) RemoveUser(name string) error {
-	if b.auth == nil {
-		return b.externalUsers()
-	}
+// removeLocal makes this server refuse name and closes its connections.
+func (b *Bus) removeLocal(name string) error {
 	a := b.auth
 	a.mu.Lock()
 	if a.users[name] == nil {

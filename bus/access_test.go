@@ -37,16 +37,16 @@ type userConn struct {
 	denied chan string // "publish X" or "subscribe X"
 }
 
-func dialAs(t *testing.T, url, user, password string) (*userConn, error) {
+func dialAs(t *testing.T, url, user, password string, extra ...nats.Option) (*userConn, error) {
 	t.Helper()
 	uc := &userConn{denied: make(chan string, 100)}
-	nc, err := nats.Connect(url, nats.UserInfo(user, password), nats.CustomInboxPrefix(protocol.InboxPrefix(user)),
+	nc, err := nats.Connect(url, append([]nats.Option{nats.UserInfo(user, password), nats.CustomInboxPrefix(protocol.InboxPrefix(user)),
 		nats.NoReconnect(), nats.PermissionErrOnSubscribe(true),
 		nats.ErrorHandler(func(_ *nats.Conn, _ *nats.Subscription, err error) {
 			if verb, subject, ok := protocol.ParsePermissionViolation(err.Error()); ok {
 				uc.denied <- verb + " " + subject
 			}
-		}))
+		})}, extra...)...)
 	if err != nil {
 		return nil, err
 	}

@@ -135,3 +135,18 @@ func (a *authenticator) list() []User {
 	slices.SortFunc(out, func(x, y User) int { return strings.Compare(x.Name, y.Name) })
 	return out
 }
+
+// user is the user named name, if this server accepts it.
+func (b *Bus) user(name string) (User, bool) {
+	b.auth.mu.RLock()
+	defer b.auth.mu.RUnlock()
+	if u := b.auth.users[name]; u != nil {
+		return u.User, true
+	}
+	return User{}, false
+}
+
+func (b *Bus) hasUser(name string) bool {
+	_, ok := b.user(name)
+	return ok
+}

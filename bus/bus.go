@@ -33,7 +33,8 @@ type Bus struct {
 	wsURL      string
 	clusterURL string // host:port of the cluster listener; "" without
 
-	auth *authenticator // who may log in; nil external
+	auth     *authenticator // who may log in; nil external
+	registry *usersRegistry // a cluster's shared users; nil otherwise
 
 	closeOnce sync.Once
 	closeErr  error
@@ -149,6 +150,9 @@ func (b *Bus) Server() *server.Server { return b.srv }
 // it finished draining. Calling Close again returns the same result.
 func (b *Bus) Close() error {
 	b.closeOnce.Do(func() {
+		if b.registry != nil {
+			b.registry.stop()
+		}
 		err := b.conns.closeAll(b.opts.DrainTimeout)
 		if b.srv != nil {
 			b.srv.Shutdown()

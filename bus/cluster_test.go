@@ -130,10 +130,11 @@ func TestClusterCarriesEverything(t *testing.T) {
 		_, err := frames.NextMsg(200 * time.Millisecond)
 		return err == nil
 	})
-	got := batchGet(t, agent.nc, subj.JSAPIPrefix()+".DIRECT.GET."+subj.FrameStream(), `{"seq":1,"batch":10}`)
-	if len(got) != 1 || got[0].Header.Get(jetstream.MsgIDHeader) != protocol.FrameMsgID("T1", 1) {
-		t.Fatalf("the history through the third member: %d messages", len(got))
-	}
+	// (A replica may answer a direct get before it has the frame.)
+	waitUntil(t, "the frame in the history through the third member", func() bool {
+		got := batchGet(t, agent.nc, subj.JSAPIPrefix()+".DIRECT.GET."+subj.FrameStream(), `{"seq":1,"batch":10}`)
+		return len(got) == 1 && got[0].Header.Get(jetstream.MsgIDHeader) == protocol.FrameMsgID("T1", 1)
+	})
 	info, err := stream.Info(ctx)
 	if err != nil || info.Cluster == nil || len(info.Cluster.Replicas) != 2 {
 		t.Fatalf("the frame stream's replicas: %+v, %v", info.Cluster, err)
@@ -195,5 +196,42 @@ func TestClusterRefusesRoutesWithoutTheSecret(t *testing.T) {
 		if seen != 0 || routes != 1 {
 			t.Errorf("a route with %v: the intruder saw %d of 20 frames; the member has %d routes, want 1", user, seen, routes)
 		}
+	}
+}
+
+// The members share their users: one added on the first logs in on the
+// third at once; removed on the second, it is refused everywhere and its
+// connections are closed. A member's own configured users are shared
+// too.
+func TestClusterSharesUsers(t *testing.T) {
+	members := startCluster(t, 3, []bus.User{{Name: "configured", PasswordHash: testHash, Role: protocol.RoleObserver}})
+	if err := members[0].AddUser(bus.User{Name: "late", PasswordHash: testHash, Role: protocol.RoleAgent}); err != nil {
+		t.Fatal(err)
+	}
+	var conns []*userConn
+	for i, m := range members {
+		waitUntil(t, fmt.Sprintf("the user on member %d", i+1), func() bool {
+			uc, err := dialAs(t, m.ClientURL(), "late", testPassword, nats.IgnoreDiscoveredServers())
+			if err == nil {
+				conns = append(conns, uc)
+			}
+			return err == nil
+		})
+		if got := m.Users(); len(got) != 2 {
+			t.Errorf("member %d's users: %+v", i+1, got)
+		}
+	}
+	if err := members[2].AddUser(bus.User{Name: "late", PasswordHash: testHash, Role: protocol.RoleObserver}); err == nil {
+		t.Error("a second user of the same name was added on another member")
+	}
+	if err := members[1].RemoveUser("late"); err != nil {
+		t.Fatal(err)
+	}
+	for i, m := range members {
+		waitUntil(t, fmt.Sprintf("the user gone from member %d", i+1), func() bool {
+			_, err := dialAs(t, m.ClientURL(), "late", testPassword, nats.IgnoreDiscoveredServers())
+			return err != nil
+		})
+		waitUntil(t, fmt.Sprintf("the user's connection to member %d closed", i+1), conns[i].nc.IsClosed)
 	}
 }

@@ -141,6 +141,13 @@ func (b *Bus) startEmbedded() error {
 		}
 		b.clientURL = clientURL(o.Host, addr.Port)
 	}
+	if o.Cluster != nil && o.JetStream != nil {
+		if err := b.startRegistry(min(3, max(1, len(o.Cluster.Routes)))); err != nil {
+			srv.Shutdown()
+			srv.WaitForShutdown()
+			return fmt.Errorf("%w: the cluster's users: %w", ErrServerStart, err)
+		}
+	}
 	b.log.Info().Str("url", b.clientURL).Str("websocket", b.wsURL).Bool("listen", !o.NoListen).Int("users", len(o.Users)).
 		Int32("max_payload", o.MaxPayload).Msg("embedded NATS server ready")
 	return nil

@@ -113,6 +113,10 @@ func (s Subjects) FrameStream() string { return streamToken(s.p()) + "_FRAMES" }
 // content too large for one message (see ContentRef).
 func (s Subjects) ContentBucket() string { return streamToken(s.p()) + "_CONTENT" }
 
+// UsersBucket is the JetStream KV bucket where the members of a cluster
+// share their users (names, roles, bcrypt hashes): FRAMEBUS_USERS.
+func (s Subjects) UsersBucket() string { return streamToken(s.p()) + "_USERS" }
+
 // JSAPIPrefix is where agents and observers, each in an account of its
 // own, reach the read-only part of the node account's JetStream API
 // ($JS.API.<rest> is JSAPIPrefix().<rest>): framebus.js.API.

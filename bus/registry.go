@@ -1,0 +1,202 @@
+package bus
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// usersRegistry shares the users of a cluster's members: a JetStream KV
+// bucket (Subjects.UsersBucket, replicated) that holds every user's
+// name, role and bcrypt hash, and that every member watches, so a user
+// added on one member logs in on every member, and one removed is cut
+// off everywhere. The members' own Options.Users go in too (the first
+// member to put a name keeps it).
+type usersRegistry struct {
+	b      *Bus
+	ready  chan struct{} // closed once kv is set and the members' users are in
+	kv     jetstream.KeyValue
+	cancel context.CancelFunc
+	done   chan struct{}
+}
+
+// registryWait bounds how long AddUser and RemoveUser wait for the
+// registry (a cluster's JetStream elects its leader first).
+const registryWait = 10 * time.Second
+
+func (b *Bus) startRegistry(replicas int) error {
+	nc, err := b.Connect("users")
+	if err != nil {
+		return err
+	}
+	js, err := jetstream.New(nc)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	r := &usersRegistry{b: b, ready: make(chan struct{}), cancel: cancel, done: make(chan struct{})}
+	b.registry = r
+	go r.run(ctx, js, replicas)
+	return nil
+}
+
+// run makes the bucket (retrying while the cluster forms), puts this
+// member's users, then applies every change to this member's server.
+func (r *usersRegistry) run(ctx context.Context, js jetstream.JetStream, replicas int) {
+	defer close(r.done)
+	cfg := jetstream.KeyValueConfig{Bucket: r.b.subjects.UsersBucket(), History: 1, Storage: jetstream.MemoryStorage, Replicas: replicas}
+	for r.kv == nil {
+		try, cancel := context.WithTimeout(ctx, 3*time.Second)
+		kv, err := js.CreateOrUpdateKeyValue(try, cfg)
+		cancel()
+		if err == nil {
+			r.kv = kv
+			break
+		}
+		r.b.log.Debug().Err(err).Msg("users registry: not ready yet")
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(250 * time.Millisecond):
+		}
+	}
+	for _, u := range r.b.Users() {
+		if err := r.put(u); err != nil && !errors.Is(err, ErrInvalidOptions) {
+			r.b.log.Warn().Err(err).Str("user", u.Name).Msg("users registry: put")
+		}
+	}
+	close(r.ready)
+	for ctx.Err() == nil {
+		r.follow(ctx)
+		select { // the watch failed (the cluster forming, a member gone): again
+		case <-ctx.Done():
+		case <-time.After(250 * time.Millisecond):
+		}
+	}
+}
+
+// follow applies the registry's entries, then its changes, until ctx ends
+// or the watch fails.
+func (r *usersRegistry) follow(ctx context.Context) {
+	w, err := r.kv.WatchAll(ctx)
+	if err != nil {
+		r.b.log.Warn().Err(err).Msg("users registry: watch")
+		return
+	}
+	defer w.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case e, ok := <-w.Updates():
+			if !ok {
+				return
+			}
+			if e != nil {
+				r.apply(e)
+			}
+		}
+	}
+}
+
+// apply makes this member's users follow one registry change.
+func (r *usersRegistry) apply(e jetstream.KeyValueEntry) {
+	name := e.Key()
+	if e.Operation() != jetstream.KeyValuePut {
+		if r.b.hasUser(name) {
+			_ = r.b.removeLocal(name)
+		}
+		return
+	}
+	var u User
+	if err := json.Unmarshal(e.Value(), &u); err != nil || u.Name != name || checkUser(u) != nil {
+		r.b.log.Warn().Str("user", name).Msg("users registry: an entry that is no user, ignored")
+		return
+	}
+	if have, ok := r.b.user(name); ok {
+		if have == u {
+			return
+		}
+		_ = r.b.removeLocal(name) // another role or password: the registry's wins
+	}
+	if err := r.b.addLocal(u); err != nil {
+		r.b.log.Warn().Err(err).Str("user", name).Msg("users registry: add")
+	}
+}
+
+// create puts a new user in the registry: ErrInvalidOptions when a user
+// of that name is there already.
+func (r *usersRegistry) create(u User) error {
+	if err := r.wait(); err != nil {
+		return err
+	}
+	return r.put(u)
+}
+
+// put is create once the registry's bucket is there.
+func (r *usersRegistry) put(u User) error {
+	data, _ := json.Marshal(u)
+	ctx, cancel := context.WithTimeout(context.Background(), registryWait)
+	defer cancel()
+	if _, err := r.kv.Create(ctx, u.Name, data); err != nil {
+		if errors.Is(err, jetstream.ErrKeyExists) {
+			if r.holds(ctx, u.Name, data) {
+				return nil // this very user, put by this member already
+			}
+			return fmt.Errorf("%w: user %q exists in the cluster", ErrInvalidOptions, u.Name)
+		}
+		return fmt.Errorf("bus: the cluster's users: %w", err)
+	}
+	return nil
+}
+
+// holds reports whether the registry's entry for name is data. A
+// replica may answer before it has the entry: it asks again, briefly.
+func (r *usersRegistry) holds(ctx context.Context, name string, data []byte) bool {
+	for range 20 {
+		e, err := r.kv.Get(ctx, name)
+		if err == nil {
+			return string(e.Value()) == string(data)
+		}
+		select {
+		case <-ctx.Done():
+			return false
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+	return false
+}
+
+// remove takes a user out of the registry.
+func (r *usersRegistry) remove(name string) error {
+	if err := r.wait(); err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), registryWait)
+	defer cancel()
+	if err := r.kv.Delete(ctx, name); err != nil {
+		return fmt.Errorf("bus: the cluster's users: %w", err)
+	}
+	return nil
+}
+
+// wait waits for the registry to be ready, up to registryWait.
+func (r *usersRegistry) wait() error {
+	select {
+	case <-r.ready:
+		return nil
+	case <-r.done:
+		return fmt.Errorf("bus: the cluster's users: the registry stopped")
+	case <-time.After(registryWait):
+		return fmt.Errorf("bus: the cluster's users: no registry after %s (is JetStream up on the cluster?)", registryWait)
+	}
+}
+
+func (r *usersRegistry) stop() {
+	r.cancel()
+	<-r.done
+}
