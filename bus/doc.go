@@ -68,6 +68,23 @@
 // The listeners are on loopback unless Options.AllowRemote: there is no
 // TLS, so a password would cross the network in clear text (LoopbackOnly).
 //
+// # Clusters
+//
+// Options.Cluster makes the embedded server a member of a NATS cluster:
+// every member lists every member's route (ClusterURL; JetStream's
+// cluster wants them configured), and routes log in with a secret that is
+// the same on every member (a route sees every account's messages, so
+// without the secret nobody joins). Each member needs its own Name.
+// Frames, requests and the history then reach every member, and a user
+// logged in to any member reaches the node's requests on any other
+// through its account's imports. With JetStream, the members share their
+// users in a replicated KV bucket (protocol.Subjects.UsersBucket): a
+// user added or removed on one member is added or removed on all.
+//
+//	b, err := bus.Start(bus.Options{Name: "m1", JetStream: &bus.JetStreamOptions{},
+//		Cluster: &bus.ClusterOptions{Listen: "127.0.0.1:6222", Secret: secret,
+//			Routes: []string{"nats-route://127.0.0.1:6222", "nats-route://127.0.0.1:6223", "nats-route://127.0.0.1:6224"}}})
+//
 // # Sizes
 //
 // A frame that carries a full page can be megabytes, and NATS delivers each
