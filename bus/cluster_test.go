@@ -22,7 +22,7 @@ const clusterSecret = "a-cluster-secret-for-tests"
 // startCluster starts n embedded buses in one cluster, with JetStream,
 // each with the users given; each lists every member's route (JetStream's
 // cluster wants its routes configured, not only learned).
-func startCluster(t *testing.T, n int, users []bus.User) []*bus.Bus {
+func startCluster(t testing.TB, n int, users []bus.User) []*bus.Bus {
 	t.Helper()
 	var listen, routes []string
 	for range n {
@@ -63,7 +63,7 @@ func connectedRoutes(b *bus.Bus) int {
 	return len(peers)
 }
 
-func waitUntil(t *testing.T, what string, ok func() bool) {
+func waitUntil(t testing.TB, what string, ok func() bool) {
 	t.Helper()
 	deadline := time.Now().Add(30 * time.Second)
 	for !ok() {
