@@ -75,6 +75,10 @@ type HistoryOptions struct {
 	// recognised by its message id and stored once
 	// (DefaultHistoryDuplicates, at most MaxAge).
 	Duplicates time.Duration
+	// Replicas is how many servers of a NATS cluster keep the history
+	// (1 when 0; at most 5, and a cluster needs that many JetStream
+	// servers): 3 on a cluster of three or more survives one server lost.
+	Replicas int
 }
 
 func (o HistoryOptions) withDefaults() (HistoryOptions, error) {
@@ -92,7 +96,10 @@ func (o HistoryOptions) withDefaults() (HistoryOptions, error) {
 		return o, protocol.Errorf(protocol.CodeBadRequest, "history maxAge: %s; want at least 1s", o.MaxAge)
 	case o.MaxBytes < 1<<20:
 		return o, protocol.Errorf(protocol.CodeBadRequest, "history maxBytes: %d; want at least 1 MiB", o.MaxBytes)
+	case o.Replicas < 0 || o.Replicas > 5:
+		return o, protocol.Errorf(protocol.CodeBadRequest, "history replicas: %d; want 1 to 5", o.Replicas)
 	}
+	o.Replicas = max(o.Replicas, 1)
 	return o, nil
 }
 
@@ -162,6 +169,7 @@ func StartHistory(ctx context.Context, nc *nats.Conn, subj protocol.Subjects, op
 		// Readers' consumers are ephemeral; a bound keeps a reader
 		// from making them without end.
 		MaxConsumers: maxHistoryConsumers,
+		Replicas:     opts.Replicas,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("history: stream %s: %w", subj.FrameStream(), err)
@@ -172,6 +180,7 @@ func StartHistory(ctx context.Context, nc *nats.Conn, subj protocol.Subjects, op
 		TTL:         opts.MaxAge,
 		MaxBytes:    opts.MaxBytes,
 		Storage:     opts.storage(),
+		Replicas:    opts.Replicas,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("history: content bucket %s: %w", subj.ContentBucket(), err)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"strings"
 	"testing"
 	"time"
@@ -349,4 +350,52 @@ func TestHistoryNeedsJetStream(t *testing.T) {
 		t.Fatalf("plan: %+v %v", res, err)
 	}
 	frames.until(res.Sequence)
+}
+
+// On a cluster of three, the history with Replicas 3 is kept by every
+// member: the frame stream and the content bucket each have two
+// replicas beside their leader. Replicas out of range are bad requests.
+func TestHistoryReplicatedOnACluster(t *testing.T) {
+	var listen, routes []string
+	for range 3 {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		listen, routes = append(listen, l.Addr().String()), append(routes, "nats-route://"+l.Addr().String())
+		l.Close()
+	}
+	var conns []*nats.Conn
+	for i := range 3 {
+		b, err := bus.Start(bus.Options{Name: fmt.Sprintf("h%d", i+1), JetStream: &bus.JetStreamOptions{},
+			Cluster: &bus.ClusterOptions{Listen: listen[i], Routes: routes, Secret: "history-cluster-secret"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { b.Close() })
+		nc, err := b.Connect("history")
+		if err != nil {
+			t.Fatal(err)
+		}
+		conns = append(conns, nc)
+	}
+	var h *History
+	waitUntil(t, func() bool { // the cluster elects JetStream's leader first
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		var err error
+		h, err = StartHistory(ctx, conns[0], protocol.DefaultSubjects, HistoryOptions{Replicas: 3}, zerolog.Nop())
+		return err == nil
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	info, err := h.Stream().Info(ctx)
+	if err != nil || info.Cluster == nil || len(info.Cluster.Replicas) != 2 {
+		t.Fatalf("the frame stream on a cluster of three: %+v, %v", info.Cluster, err)
+	}
+	for _, bad := range []int{-1, 6} {
+		if _, err := StartHistory(ctx, conns[1], protocol.DefaultSubjects, HistoryOptions{Replicas: bad}, zerolog.Nop()); protocol.CodeOf(err) != protocol.CodeBadRequest {
+			t.Errorf("replicas %d: %v, want bad_request", bad, err)
+		}
+	}
 }
