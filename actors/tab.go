@@ -345,14 +345,14 @@ func (t *Tab) run() {
 }
 
 // absorb drains the events received so far and turns every change the
-// agent did not cause into a frame of source "page".
+// agent did not cause into a frame of source "page" or "user".
 func (t *Tab) absorb(ctx context.Context) {
 	t.nav.observe(t.page.TakeEvents())
 	t.reportDialogs()
 	t.reportBlocked()
 	t.settlePending(ctx, false, time.Time{})
 	for _, c := range t.nav.takeChanges() {
-		t.frameFor(ctx, c, frames.Change{Action: c.kind, Source: protocol.SourcePage})
+		t.frameFor(ctx, c, frames.Change{Action: c.kind, Source: c.source})
 	}
 }
 
