@@ -104,12 +104,15 @@ func (s *navState) observe(evs []cdpdriver.Event) {
 				s.statuses[e.LoaderID] = e.Status
 			}
 		case cdpdriver.SameDocumentNavigated:
-			if !e.Main || e.URL == s.url {
+			if !e.Main {
+				continue
+			}
+			source := s.sourceOf(func(n *navStart) bool { return n.kind == historySameDocument || n.kind == browserSameDocument })
+			if e.URL == s.url {
 				continue
 			}
 			s.url = e.URL
-			s.changes = append(s.changes, pageChange{kind: frameSameDocument, url: e.URL, status: s.status,
-				source: s.sourceOf(func(n *navStart) bool { return n.kind == historySameDocument || n.kind == browserSameDocument })})
+			s.changes = append(s.changes, pageChange{kind: frameSameDocument, url: e.URL, status: s.status, source: source})
 		case cdpdriver.NavigationRequested:
 			if !e.Main {
 				continue
@@ -130,8 +133,16 @@ func (s *navState) observe(evs []cdpdriver.Event) {
 				s.navigating, s.navigatingTo = true, ""
 			}
 		case cdpdriver.LoadingStopped:
-			if e.Main {
-				s.navigating, s.asked = false, ""
+			if !e.Main {
+				continue
+			}
+			s.navigating, s.asked = false, ""
+			if n := s.started; n != nil && n.kind != historyDifferentDocument {
+				// A navigation that has not committed by now never will
+				// (a download, a 204, one cancelled): it is no one's.
+				// (A restore from the back-forward cache commits after
+				// the stop.)
+				s.started = nil
 			}
 		case cdpdriver.Lifecycle:
 			if e.Main && e.Name == "load" {
@@ -209,8 +220,10 @@ type navStart struct {
 //     refresh, a script on load), and the page's too while the gesture
 //     may be the agent's own input (agentActivation).
 //   - A history navigation (back, forward) is started by the browser
-//     whether the person or the page's history.back() asked: both are
-//     the person's, for CDP says nothing that tells them apart.
+//     whether the person or the page's history.back() asked, and its
+//     request (when it is not restored from the back-forward cache,
+//     which sends none) carries a user gesture either way: both are the
+//     person's, for CDP says nothing that tells them apart.
 //   - Anything else (pushState, a fragment link, a crash, a commit whose
 //     start was not seen): the page's.
 func (s *navState) sourceOf(matches func(*navStart) bool) string {

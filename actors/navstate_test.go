@@ -85,12 +85,18 @@ func TestNavStateSource(t *testing.T) {
 		{"link clicked by a timer's script", []cdpdriver.Event{asked("anchorClick"), started("differentDocument", "L2"), request("L2", false), commit("L2")}, protocol.SourcePage},
 		{"meta refresh", []cdpdriver.Event{asked("metaTagRefresh"), started("differentDocument", "L2"), request("L2", false), commit("L2")}, protocol.SourcePage},
 		{"asked, its request unseen", []cdpdriver.Event{asked("scriptInitiated"), started("differentDocument", "L2"), commit("L2")}, protocol.SourcePage},
-		// A back-forward cache restore commits the old document's loader.
-		{"back (Alt+Left, or history.back())", []cdpdriver.Event{started("historyDifferentDocument", "L3"), commit("L1")}, protocol.SourceUser},
+		// A back-forward cache restore commits the old document's loader,
+		// after the frame stopped loading.
+		{"back (Alt+Left, or history.back())", []cdpdriver.Event{started("historyDifferentDocument", "L3"), cdpdriver.LoadingStopped{Main: true}, commit("L1")}, protocol.SourceUser},
+		{"back, not from the cache", []cdpdriver.Event{started("historyDifferentDocument", "L3"), request("L3", true), commit("L3")}, protocol.SourceUser},
 		{"back within the document", []cdpdriver.Event{started("historySameDocument", "L3"), within}, protocol.SourceUser},
 		{"pushState or a fragment link", []cdpdriver.Event{within}, protocol.SourcePage},
 		{"commit of a navigation not seen to start", []cdpdriver.Event{started("differentDocument", "L2"), commit("L9")}, protocol.SourcePage},
 		{"crash", []cdpdriver.Event{cdpdriver.Crashed{}}, protocol.SourcePage},
+		{"pushState after a back that never committed", []cdpdriver.Event{started("historySameDocument", "L3"), cdpdriver.LoadingStopped{Main: true}, within}, protocol.SourcePage},
+		{"pushState after a back to an entry of the same URL", []cdpdriver.Event{started("historySameDocument", "L3"), cdpdriver.SameDocumentNavigated{URL: u, Main: true}, within}, protocol.SourcePage},
+		{"fragment typed into the address bar", []cdpdriver.Event{started("sameDocument", "L3"), within}, protocol.SourceUser},
+		{"another DevTools client's Page.navigate", []cdpdriver.Event{started("differentDocument", "L2"), request("L2", false), commit("L2")}, protocol.SourceUser},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s := newNavState()
