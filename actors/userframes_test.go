@@ -19,23 +19,55 @@ import (
 // a link, presses Alt+Left and submits a form: each makes one frame of
 // source "user". A page that moves on by itself (location.href on a
 // timer) makes one of source "page". A plan based on the frame before
-// the person's navigation is stale.
+// the person's navigation is stale. The same in a browser framebus
+// launched (a window of its own per tab) and in one it attached to, as a
+// "chrome" profile does (a tab among the person's).
 func TestUserFrames(t *testing.T) {
-	display := xdisplay.Start(t, 1280, 900)
-	t.Setenv("DISPLAY", display)
+	t.Run("launched", func(t *testing.T) {
+		display := xdisplay.Start(t, 1280, 900)
+		t.Setenv("DISPLAY", display)
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		browser, err := StartBrowser(ctx, cdpdriver.LaunchOptions{Headless: false, WindowWidth: 1000, WindowHeight: 700}, zerolog.Nop())
+		if err != nil {
+			t.Fatalf("headed browser on %s: %v", display, err)
+		}
+		t.Cleanup(func() { browser.Close() })
+		userFrames(t, display, browser)
+	})
+	t.Run("attached", func(t *testing.T) {
+		display := xdisplay.Start(t, 1280, 900)
+		t.Setenv("DISPLAY", display)
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		proc, err := cdpdriver.Launch(ctx, cdpdriver.LaunchOptions{Headless: false, DebuggingPort: true, WindowWidth: 1000, WindowHeight: 700})
+		if err != nil {
+			t.Fatalf("headed browser on %s: %v", display, err)
+		}
+		t.Cleanup(func() { proc.Close() })
+		browser, err := AttachBrowser(ctx, proc.DevToolsURL(), zerolog.Nop())
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { browser.Close() })
+		userFrames(t, display, browser)
+	})
+}
+
+// userFrames is TestUserFrames in browser, whose windows are on display.
+func userFrames(t *testing.T, display string, browser *Browser) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	browser, err := StartBrowser(ctx, cdpdriver.LaunchOptions{Headless: false, WindowWidth: 1000, WindowHeight: 700}, zerolog.Nop())
-	if err != nil {
-		t.Fatalf("headed browser on %s: %v", display, err)
-	}
-	t.Cleanup(func() { browser.Close() })
 	page, err := browser.OpenPage(ctx, "about:blank")
 	if err != nil {
 		t.Fatal(err)
 	}
 	frames := watchFrames(t, testConn, protocol.DefaultSubjects.TabFrames(page.TargetID()))
-	tab, err := StartTab(ctx, TabOptions{ID: page.TargetID(), Page: page, Conn: testConn, Subjects: protocol.DefaultSubjects, StageReader: browser.Process().User()})
+	var reader *cdpdriver.BrowserUser
+	if proc := browser.Process(); proc != nil {
+		reader = proc.User()
+	}
+	tab, err := StartTab(ctx, TabOptions{ID: page.TargetID(), Page: page, Conn: testConn, Subjects: protocol.DefaultSubjects, StageReader: reader})
 	if err != nil {
 		t.Fatal(err)
 	}
