@@ -59,7 +59,9 @@ type navState struct {
 	// agentInput is when the agent's last input action (a click, a key)
 	// ended: the user activation it gave the page lasts a while.
 	agentInput time.Time
-	changes    []pageChange // changes not yet turned into frames
+	// persons: a person may act in the browser (TabOptions.UserFrames).
+	persons bool
+	changes []pageChange // changes not yet turned into frames
 	// dialog is the JavaScript dialog open now; dialogNotes are the
 	// openings and closings not yet reported.
 	dialog      *cdpdriver.DialogOpening
@@ -74,8 +76,10 @@ type navState struct {
 	crashed bool
 }
 
-func newNavState() *navState {
-	return &navState{loaded: map[string]bool{}, statuses: map[string]int{}}
+// newNavState is the state of a new tab; persons says whether a person
+// may act in its browser (TabOptions.UserFrames).
+func newNavState(persons bool) *navState {
+	return &navState{loaded: map[string]bool{}, statuses: map[string]int{}, persons: persons}
 }
 
 // observe folds events into the state, in order.
@@ -233,6 +237,8 @@ func (s *navState) sourceOf(matches func(*navStart) bool) string {
 	}
 	s.started = nil
 	switch {
+	case !s.persons:
+		return protocol.SourcePage // no one else is there
 	case n.kind == historyDifferentDocument || n.kind == historySameDocument:
 		return protocol.SourceUser
 	case !n.byDocument:

@@ -31,7 +31,7 @@ func TestURLTitle(t *testing.T) {
 // Navigation state is keyed by loaderId: the load event of a document
 // that was replaced arrives late and completes nothing of the new one.
 func TestNavStateLateLoadOfOldDocument(t *testing.T) {
-	s := newNavState()
+	s := newNavState(false)
 	s.observe([]cdpdriver.Event{
 		cdpdriver.FrameNavigated{LoaderID: "old", URL: "http://a/", Main: true},
 		cdpdriver.FrameNavigated{LoaderID: "new", URL: "http://b/", Main: true},
@@ -99,7 +99,7 @@ func TestNavStateSource(t *testing.T) {
 		{"another DevTools client's Page.navigate", []cdpdriver.Event{started("differentDocument", "L2"), request("L2", false), commit("L2")}, protocol.SourceUser},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			s := newNavState()
+			s := newNavState(true)
 			s.observe([]cdpdriver.Event{cdpdriver.FrameNavigated{LoaderID: "L1", URL: u, Main: true}})
 			s.takeChanges()
 			s.observe(tc.events)
@@ -115,12 +115,26 @@ func TestNavStateSource(t *testing.T) {
 // agent made a moment ago) is not a person's: the page's script that
 // navigates a second after the agent's click is the page's.
 func TestNavStateAgentGestureIsNotAPerson(t *testing.T) {
-	s := newNavState()
+	s := newNavState(true)
 	s.agentInput = time.Now()
 	s.observe([]cdpdriver.Event{
 		cdpdriver.NavigationRequested{URL: "http://h/", Main: true, ByDocument: true},
 		cdpdriver.NavigationRequested{URL: "http://h/", LoaderID: "L", Type: "differentDocument", Main: true},
 		cdpdriver.DocumentRequested{LoaderID: "L", Main: true, UserGesture: true},
+		cdpdriver.FrameNavigated{LoaderID: "L", URL: "http://h/", Main: true},
+	})
+	if c := s.takeChanges(); len(c) != 1 || c[0].source != protocol.SourcePage {
+		t.Fatalf("changes %+v, want one of source page", c)
+	}
+}
+
+// In a browser no person can reach (headless, framebus's own), every
+// change the agent did not cause is the page's: a page's history.back()
+// is not taken for a person's.
+func TestNavStateNoPerson(t *testing.T) {
+	s := newNavState(false)
+	s.observe([]cdpdriver.Event{
+		cdpdriver.NavigationRequested{URL: "http://h/", LoaderID: "L", Type: "historyDifferentDocument", Main: true},
 		cdpdriver.FrameNavigated{LoaderID: "L", URL: "http://h/", Main: true},
 	})
 	if c := s.takeChanges(); len(c) != 1 || c[0].source != protocol.SourcePage {

@@ -7,8 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/rs/zerolog"
-
 	"github.com/framebus/framebus/cdpdriver"
 	"github.com/framebus/framebus/internal/xdisplay"
 	"github.com/framebus/framebus/protocol"
@@ -28,53 +26,42 @@ func TestUserFrames(t *testing.T) {
 		t.Setenv("DISPLAY", display)
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()
-		browser, err := StartBrowser(ctx, cdpdriver.LaunchOptions{Headless: false, WindowWidth: 1000, WindowHeight: 700}, zerolog.Nop())
+		// serve --headed; a zero viewport keeps the window's own size, so
+		// that the page's place on the screen is the window's.
+		node, err := StartNode(ctx, NodeOptions{Prefix: "fbuserlaunched", Viewport: &protocol.Viewport{},
+			Launch: cdpdriver.LaunchOptions{Headless: false, WindowWidth: 1000, WindowHeight: 700}})
 		if err != nil {
-			t.Fatalf("headed browser on %s: %v", display, err)
+			t.Fatalf("headed node on %s: %v", display, err)
 		}
-		t.Cleanup(func() { browser.Close() })
-		userFrames(t, display, browser)
+		t.Cleanup(func() { node.Close() })
+		userFrames(t, display, node, node.Tabs()[0])
 	})
 	t.Run("attached", func(t *testing.T) {
 		display := xdisplay.Start(t, 1280, 900)
 		t.Setenv("DISPLAY", display)
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()
-		proc, err := cdpdriver.Launch(ctx, cdpdriver.LaunchOptions{Headless: false, DebuggingPort: true, WindowWidth: 1000, WindowHeight: 700})
+		// A person's own browser, which the node attaches to ("chrome").
+		outside, err := cdpdriver.Launch(ctx, cdpdriver.LaunchOptions{Headless: false, DebuggingPort: true, WindowWidth: 1000, WindowHeight: 700})
 		if err != nil {
 			t.Fatalf("headed browser on %s: %v", display, err)
 		}
-		t.Cleanup(func() { proc.Close() })
-		browser, err := AttachBrowser(ctx, proc.DevToolsURL(), zerolog.Nop())
-		if err != nil {
-			t.Fatal(err)
+		t.Cleanup(func() { outside.Close() })
+		node := startTestNode(t, NodeOptions{Prefix: "fbuserattached", Profiles: []ProfileOptions{{Name: "chrome", Attach: outside.DevToolsURL()}}})
+		tabs := node.Profile("chrome").Tabs()
+		if len(tabs) != 1 {
+			t.Fatalf("the attached browser's tabs: %+v", tabs)
 		}
-		t.Cleanup(func() { browser.Close() })
-		userFrames(t, display, browser)
+		userFrames(t, display, node, tabs[0])
 	})
 }
 
-// userFrames is TestUserFrames in browser, whose windows are on display.
-func userFrames(t *testing.T, display string, browser *Browser) {
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	page, err := browser.OpenPage(ctx, "about:blank")
-	if err != nil {
-		t.Fatal(err)
-	}
-	frames := watchFrames(t, testConn, protocol.DefaultSubjects.TabFrames(page.TargetID()))
-	var reader *cdpdriver.BrowserUser
-	if proc := browser.Process(); proc != nil {
-		reader = proc.User()
-	}
-	tab, err := StartTab(ctx, TabOptions{ID: page.TargetID(), Page: page, Conn: testConn, Subjects: protocol.DefaultSubjects, StageReader: reader})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(tab.Stop)
-	if f := frames.next(); f.Sequence != 1 || f.Source != protocol.SourceBrowser {
-		t.Fatalf("first frame %d from %q, want 1 from the browser", f.Sequence, f.Source)
-	}
+// userFrames is TestUserFrames on tab of node, whose window is on display.
+func userFrames(t *testing.T, display string, node *Node, tab protocol.TabInfo) {
+	c := newBusClient(t, node)
+	subj := node.Subjects()
+	frames := watchFrames(t, c.nc, subj.TabFrames(tab.Tab))
+	first := node.Tab(tab.Tab).Info().Sequence // frames to come are first+1...
 	person := func(args ...string) { t.Helper(); xdisplay.Do(t, display, args...) }
 	expect := func(seq int64, source, url string) {
 		t.Helper()
@@ -87,7 +74,7 @@ func userFrames(t *testing.T, display string, browser *Browser) {
 	// person's page shows its link and its button on the screen.
 	where := func(seq int64) map[string]string {
 		t.Helper()
-		res := send(t, tab.ID(), protocol.Plan{Actions: []protocol.Action{
+		res := c.plan(subj, tab.Tab, protocol.Plan{Actions: []protocol.Action{
 			{Type: "wait-for", Selector: "#geo:not(:empty)", BasedOnSequence: &seq},
 			{Type: "text", Selector: "#geo", BasedOnSequence: &seq},
 		}})
@@ -108,38 +95,43 @@ func userFrames(t *testing.T, display string, browser *Browser) {
 		person("key", "Delete", "Return") // Delete: no inline completion
 	}
 
-	typeURL(site("/person.html"))
-	expect(2, protocol.SourceUser, site("/person.html"))
-
-	at := where(2)
-	person("mousemove", "--sync", strings.Fields(at["next"])[0], strings.Fields(at["next"])[1])
-	person("click", "1")
-	expect(3, protocol.SourceUser, site("/product.html?id=clicked"))
-
-	person("key", "alt+Left")
-	expect(4, protocol.SourceUser, site("/person.html"))
-
-	// The agent planned against the page before the person went back.
-	three := int64(3)
-	if res := send(t, tab.ID(), one(protocol.Action{Type: "url", BasedOnSequence: &three})); res.OK || res.Code != protocol.CodeStaleFrame ||
-		res.Stopped == nil || *res.Stopped.Expected != 3 || res.Stopped.Current != 4 {
-		t.Fatalf("a plan based on frame 3, before the person's back: %+v, want stale_frame (expected 3, current 4)", res)
+	click := func(at string) {
+		t.Helper()
+		x, y, _ := strings.Cut(at, " ")
+		person("mousemove", "--sync", x, y)
+		person("click", "1")
+	}
+	urlAt := func(seq int64) protocol.PlanResult {
+		t.Helper()
+		return c.plan(subj, tab.Tab, protocol.Plan{Actions: []protocol.Action{{Type: "url", BasedOnSequence: &seq}}})
 	}
 
-	at = where(4)
-	person("mousemove", "--sync", strings.Fields(at["send"])[0], strings.Fields(at["send"])[1])
-	person("click", "1")
-	expect(5, protocol.SourceUser, site("/product.html?id=submitted"))
+	typeURL(site("/person.html"))
+	expect(first+1, protocol.SourceUser, site("/person.html"))
+
+	click(where(first + 1)["next"])
+	expect(first+2, protocol.SourceUser, site("/product.html?id=clicked"))
+
+	person("key", "alt+Left")
+	expect(first+3, protocol.SourceUser, site("/person.html"))
+
+	// The agent planned against the page before the person went back.
+	if res := urlAt(first + 2); res.OK || res.Code != protocol.CodeStaleFrame ||
+		res.Stopped == nil || *res.Stopped.Expected != first+2 || res.Stopped.Current != first+3 {
+		t.Fatalf("a plan based on frame %d, before the person's back: %+v, want stale_frame (expected %d, current %d)", first+2, res, first+2, first+3)
+	}
+
+	click(where(first + 3)["send"])
+	expect(first+4, protocol.SourceUser, site("/product.html?id=submitted"))
 
 	// The person opens a page that moves on by itself 400 ms after it
 	// loaded (location.href, on a timer): that move is the page's.
 	typeURL(site("/timer.html"))
-	expect(6, protocol.SourceUser, site("/timer.html"))
-	expect(7, protocol.SourcePage, site("/product.html?id=timer"))
+	expect(first+5, protocol.SourceUser, site("/timer.html"))
+	expect(first+6, protocol.SourcePage, site("/product.html?id=timer"))
 
-	// One frame each, no more: the tab is at 7.
-	seven := int64(7)
-	if res := send(t, tab.ID(), one(protocol.Action{Type: "url", BasedOnSequence: &seven})); !res.OK {
-		t.Fatalf("a plan based on frame 7: %+v, want it to run (no other frame)", res)
+	// One frame each, no more.
+	if res := urlAt(first + 6); !res.OK {
+		t.Fatalf("a plan based on frame %d: %+v, want it to run (no other frame)", first+6, res)
 	}
 }
