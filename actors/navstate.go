@@ -217,7 +217,8 @@ type navStart struct {
 // sources"):
 //
 //   - A navigation the browser started, not the document (the address
-//     bar, the reload button, back and forward): a person's.
+//     bar, F5, back and forward, a fragment typed into the address
+//     bar): a person's.
 //   - One the document asked for: a person's when its request carried a
 //     user gesture (a click on a link, a form a person submits, a script
 //     that runs on their click), the page's without (a timer, a meta

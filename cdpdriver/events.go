@@ -38,7 +38,7 @@ type NavigationRequested struct {
 	// ByDocument: the frame's document asked (Page.frameRequestedNavigation:
 	// a link, a form, a script, a meta refresh, location.reload). Chromium
 	// sends that only for navigations its renderer starts; the address bar,
-	// the reload button and a DevTools client's Page.navigate start in the
+	// reload (F5) and a DevTools client's Page.navigate start in the
 	// browser, and so does every history navigation, whoever asked.
 	ByDocument bool
 	// Type is Page.frameStartedNavigating's navigationType (differentDocument,
