@@ -130,8 +130,22 @@ func userFrames(t *testing.T, display string, node *Node, tab protocol.TabInfo) 
 	expect(first+5, protocol.SourceUser, site("/timer.html"))
 	expect(first+6, protocol.SourcePage, site("/product.html?id=timer"))
 
+	// The agent clicks a button whose script navigates a second later,
+	// after the click's frame: the request carries the user gesture of
+	// the agent's click, and the navigation is the page's, not a
+	// person's.
+	at, next := first+6, first+7
+	if res := c.plan(subj, tab.Tab, protocol.Plan{Actions: []protocol.Action{
+		{Type: "navigate", URL: site("/person.html"), BasedOnSequence: &at},
+		{Type: "click", Selector: "#later", BasedOnSequence: &next},
+	}}); !res.OK || res.Sequence != first+8 {
+		t.Fatalf("the agent's navigate and click: %+v", res)
+	}
+	frames.until(first + 8)
+	expect(first+9, protocol.SourcePage, site("/product.html?id=later"))
+
 	// One frame each, no more.
-	if res := urlAt(first + 6); !res.OK {
-		t.Fatalf("a plan based on frame %d: %+v, want it to run (no other frame)", first+6, res)
+	if res := urlAt(first + 9); !res.OK {
+		t.Fatalf("a plan based on frame %d: %+v, want it to run (no other frame)", first+9, res)
 	}
 }
