@@ -16,8 +16,10 @@ import (
 // display) and outside any plan, types a URL into the address bar, clicks
 // a link, presses Alt+Left and submits a form: each makes one frame of
 // source "user". A page that moves on by itself (location.href on a
-// timer) makes one of source "page". A plan based on the frame before
-// the person's navigation is stale. The same in a browser framebus
+// timer) makes one of source "page", and so does one a second after the
+// agent's click, which carries the click's user activation. A plan based
+// on the frame before the person's navigation is stale. The same in a
+// headed browser framebus
 // launched (a window of its own per tab) and in one it attached to, as a
 // "chrome" profile does (a tab among the person's).
 func TestUserFrames(t *testing.T) {
@@ -34,7 +36,11 @@ func TestUserFrames(t *testing.T) {
 			t.Fatalf("headed node on %s: %v", display, err)
 		}
 		t.Cleanup(func() { node.Close() })
-		userFrames(t, display, node, node.Tabs()[0])
+		tabs := node.Tabs()
+		if len(tabs) != 1 {
+			t.Fatalf("the headed node's tabs: %+v", tabs)
+		}
+		userFrames(t, display, node, tabs[0])
 	})
 	t.Run("attached", func(t *testing.T) {
 		display := xdisplay.Start(t, 1280, 900)
