@@ -49,9 +49,12 @@ type NavigationRequested struct {
 
 // DocumentRequested: the request of a frame's document is sent
 // (Network.requestWillBeSent of a Document, not of its redirects).
-// UserGesture is Chromium's hasUserGesture: the document that asked for
-// it had a person's input behind it (a click, a key, within the few
-// seconds a user activation lasts).
+// UserGesture is Chromium's hasUserGesture. For a navigation the document
+// asked for, it says whether input was behind it (a click, a key, within
+// the 5 s a user activation lasts: a person's, or a DevTools client's
+// Input events); for one the browser started it says little (Chromium
+// 156: true for the address bar and every history navigation, false for
+// F5 and Page.navigate).
 type DocumentRequested struct {
 	FrameID, LoaderID string
 	Main              bool
