@@ -2,8 +2,10 @@ package actors
 
 import (
 	"strings"
+	"time"
 
 	"github.com/framebus/framebus/cdpdriver"
+	"github.com/framebus/framebus/protocol"
 )
 
 // pageChange is a change of the page's state seen in its events: a new
@@ -21,6 +23,9 @@ type pageChange struct {
 	// status is the HTTP status of the document the page shows after the
 	// change; 0 when it came with none (about:blank, a data: URL).
 	status int
+	// source is who caused it, when the agent did not: protocol.SourceUser
+	// or SourcePage (see sourceOf).
+	source string
 }
 
 // navState is what the tab actor knows of its page from the events it has
@@ -45,7 +50,18 @@ type navState struct {
 	// when the browser said.
 	navigating   bool
 	navigatingTo string
-	changes      []pageChange // changes not yet turned into frames
+	// asked is where the main frame's document last asked to go
+	// (Page.frameRequestedNavigation), until that navigation starts;
+	// started is the main frame's latest navigation that has started and
+	// not yet committed: together they tell who caused it (sourceOf).
+	asked   string
+	started *navStart
+	// agentInput is when the agent's last input action (a click, a key)
+	// ended: the user activation it gave the page lasts a while.
+	agentInput time.Time
+	// persons: a person may act in the browser (TabOptions.UserFrames).
+	persons bool
+	changes []pageChange // changes not yet turned into frames
 	// dialog is the JavaScript dialog open now; dialogNotes are the
 	// openings and closings not yet reported.
 	dialog      *cdpdriver.DialogOpening
@@ -60,8 +76,10 @@ type navState struct {
 	crashed bool
 }
 
-func newNavState() *navState {
-	return &navState{loaded: map[string]bool{}, statuses: map[string]int{}}
+// newNavState is the state of a new tab; persons says whether a person
+// may act in its browser (TabOptions.UserFrames).
+func newNavState(persons bool) *navState {
+	return &navState{loaded: map[string]bool{}, statuses: map[string]int{}, persons: persons}
 }
 
 // observe folds events into the state, in order.
@@ -72,12 +90,13 @@ func (s *navState) observe(evs []cdpdriver.Event) {
 			if !e.Main {
 				continue
 			}
-			s.navigating, s.crashed = false, false
+			s.navigating, s.crashed, s.asked = false, false, ""
 			// The old document's title is not the new one's, which is
 			// unknown until the browser reports it or the page is read.
 			s.url, s.loaderID, s.title, s.unreachable = e.URL, e.LoaderID, "", e.UnreachableURL
 			s.status = s.statuses[e.LoaderID]
-			c := pageChange{kind: frameNavigation, url: e.URL, loaderID: e.LoaderID, unreachable: e.UnreachableURL, status: s.status}
+			c := pageChange{kind: frameNavigation, url: e.URL, loaderID: e.LoaderID, unreachable: e.UnreachableURL, status: s.status,
+				source: s.sourceOf(func(n *navStart) bool { return n.loaderID == e.LoaderID || n.kind == historyDifferentDocument })}
 			if c.unreachable != "" {
 				c.failure = s.failed.Text
 			}
@@ -89,22 +108,45 @@ func (s *navState) observe(evs []cdpdriver.Event) {
 				s.statuses[e.LoaderID] = e.Status
 			}
 		case cdpdriver.SameDocumentNavigated:
-			if !e.Main || e.URL == s.url {
+			if !e.Main {
+				continue
+			}
+			source := s.sourceOf(func(n *navStart) bool { return n.kind == historySameDocument || n.kind == browserSameDocument })
+			if e.URL == s.url {
 				continue
 			}
 			s.url = e.URL
-			s.changes = append(s.changes, pageChange{kind: frameSameDocument, url: e.URL, status: s.status})
+			s.changes = append(s.changes, pageChange{kind: frameSameDocument, url: e.URL, status: s.status, source: source})
 		case cdpdriver.NavigationRequested:
-			if e.Main {
-				s.navigating, s.navigatingTo = true, e.URL
+			if !e.Main {
+				continue
+			}
+			s.navigating, s.navigatingTo = true, e.URL
+			if e.ByDocument {
+				s.asked = e.URL
+			} else {
+				s.started = &navStart{loaderID: e.LoaderID, kind: e.Type, byDocument: s.asked != "" && s.asked == e.URL}
+				s.asked = ""
+			}
+		case cdpdriver.DocumentRequested:
+			if n := s.started; e.Main && n != nil && n.loaderID == e.LoaderID {
+				n.requested, n.gesture = true, e.UserGesture
 			}
 		case cdpdriver.LoadingStarted:
 			if e.Main && !s.navigating {
 				s.navigating, s.navigatingTo = true, ""
 			}
 		case cdpdriver.LoadingStopped:
-			if e.Main {
-				s.navigating = false
+			if !e.Main {
+				continue
+			}
+			s.navigating, s.asked = false, ""
+			if n := s.started; n != nil && n.kind != historyDifferentDocument {
+				// A navigation that has not committed by now never will
+				// (a download, a 204, one cancelled): it is no one's.
+				// (A restore from the back-forward cache commits after
+				// the stop.)
+				s.started = nil
 			}
 		case cdpdriver.Lifecycle:
 			if e.Main && e.Name == "load" {
@@ -116,7 +158,7 @@ func (s *navState) observe(evs []cdpdriver.Event) {
 			}
 		case cdpdriver.Crashed:
 			s.navigating, s.crashed = false, true
-			s.changes = append(s.changes, pageChange{kind: frameCrash, url: s.url, status: s.status})
+			s.changes = append(s.changes, pageChange{kind: frameCrash, url: s.url, status: s.status, source: protocol.SourcePage})
 		case cdpdriver.Detached:
 			s.detached = true
 		case cdpdriver.RequestBlocked:
@@ -150,6 +192,69 @@ func (s *navState) observe(evs []cdpdriver.Event) {
 		s.statuses = map[string]int{s.loaderID: s.status}
 	}
 }
+
+// Page.frameStartedNavigating's navigation types that tell how a change
+// came about.
+const (
+	historyDifferentDocument = "historyDifferentDocument" // back, forward, history.go
+	historySameDocument      = "historySameDocument"      // the same, to an entry of this document
+	browserSameDocument      = "sameDocument"             // a fragment typed into the address bar
+)
+
+// navStart is a main-frame navigation that has started: what Chromium
+// says of who caused it.
+type navStart struct {
+	loaderID   string
+	kind       string // its navigationType
+	byDocument bool   // the document asked for it (see cdpdriver.NavigationRequested)
+	requested  bool   // its document request was seen,
+	gesture    bool   // with a person's input behind it
+}
+
+// sourceOf says who caused the change being committed, from the
+// navigation that started it (the one matches takes), and forgets that
+// navigation. What Chromium 156 tells apart (docs/protocol.md, "Frame
+// sources"):
+//
+//   - A navigation the browser started, not the document (the address
+//     bar, F5, back and forward, a fragment typed into the address
+//     bar): a person's.
+//   - One the document asked for: a person's when its request carried a
+//     user gesture (a click on a link, a form a person submits, a script
+//     that runs on their click), the page's without (a timer, a meta
+//     refresh, a script on load), and the page's too while the gesture
+//     may be the agent's own input (agentActivation).
+//   - A history navigation (back, forward) is started by the browser
+//     whether the person or the page's history.back() asked, and its
+//     request (when it is not restored from the back-forward cache,
+//     which sends none) carries a user gesture either way: both are the
+//     person's, for CDP says nothing that tells them apart.
+//   - Anything else (pushState, a fragment link, a crash, a commit whose
+//     start was not seen): the page's.
+func (s *navState) sourceOf(matches func(*navStart) bool) string {
+	n := s.started
+	if n == nil || !matches(n) {
+		return protocol.SourcePage
+	}
+	s.started = nil
+	switch {
+	case !s.persons:
+		return protocol.SourcePage // no one else is there
+	case n.kind == historyDifferentDocument || n.kind == historySameDocument:
+		return protocol.SourceUser
+	case !n.byDocument:
+		return protocol.SourceUser
+	case n.requested && n.gesture && time.Since(s.agentInput) > agentActivation:
+		return protocol.SourceUser
+	}
+	return protocol.SourcePage
+}
+
+// agentActivation is how long after the agent's input a user gesture
+// may be the agent's: Chromium's user activation lasts 5 s (a script
+// navigating 1 s after a click carries it, 6 s after does not), and
+// events take a moment to arrive.
+const agentActivation = 6 * time.Second
 
 // dialogNote is a dialog that opened (open) or closed (with its answer).
 type dialogNote struct {

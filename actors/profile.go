@@ -400,6 +400,7 @@ func (p *Profile) startTab(ctx context.Context, page *cdpdriver.Page) (*Tab, err
 		DialogTimeout: n.opts.DialogTimeout,
 		DialogDefault: n.opts.DialogDefault,
 		Allow:         n.allow,
+		UserFrames:    !p.Managed() || !p.launch.Headless,
 		Viewport:      p.viewport(),
 		FileRoots:     n.opts.FileRoots,
 		StageDir:      n.stageDir,

@@ -106,6 +106,12 @@ var worksCrashed = map[string]bool{"navigate": true, "reload": true, "back": tru
 // from the browser, replacing any the page has under way.
 var loadsDocument = map[string]bool{"navigate": true, "reload": true, "back": true, "forward": true}
 
+// givesActivation are the actions whose input (Input.dispatchMouseEvent,
+// dispatchKeyEvent, insertText) gives the page a user activation, as a
+// person's click or key does: a navigation its scripts start a moment
+// later carries a user gesture that is the agent's (see sourceOf).
+var givesActivation = map[string]bool{"click": true, "drag": true, "type": true, "fill": true, "key": true, "select": true}
+
 // landPageNavigation waits, within the action's deadline, for a
 // navigation the page started on its own (a timer, a redirect) and that
 // is still on its way, so that it becomes the page's frame before the
@@ -171,6 +177,10 @@ func (t *Tab) execute(ctx context.Context, deadline time.Time, plan protocol.Pla
 		t.page.PinDocument()
 	}
 	out, err := h(t, gctx, a)
+	if givesActivation[a.Type] {
+		// Its input activates the page as a person's would.
+		t.nav.agentInput = time.Now()
+	}
 	t.page.UnpinDocument()
 	release()
 	evalBlocked := false
@@ -238,11 +248,11 @@ func (t *Tab) execute(ctx context.Context, deadline time.Time, plan protocol.Pla
 	changes := t.nav.takeChanges()
 	if !spec.Mutates || errors.Is(err, cdpdriver.ErrPageCrashed) || errors.Is(err, cdpdriver.ErrDocumentChanged) {
 		// A read-only action changes nothing: whatever changed while it
-		// ran (a timer, a redirect) was the page's doing. So is a crash
-		// that cut an action short: the crash is its own frame; and so
-		// is the new document an action was refused for.
+		// ran (a timer, a redirect, a person) was not its doing. Nor is
+		// a crash that cut an action short: the crash is its own frame;
+		// nor the new document an action was refused for.
 		for _, c := range changes {
-			t.frameFor(ctx, c, frames.Change{Action: c.kind, Source: protocol.SourcePage})
+			t.frameFor(ctx, c, frames.Change{Action: c.kind, Source: c.source})
 		}
 		switch {
 		case errors.Is(err, cdpdriver.ErrRanInNewDocument):

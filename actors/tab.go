@@ -54,6 +54,12 @@ type TabOptions struct {
 	// navigates to it (the browser enforces it for every request anyway);
 	// nil allows every http(s) URL.
 	Allow func(url string) error
+	// UserFrames: a person may act in the tab's browser (it is headed, or
+	// someone else's, attached), and the changes they make are frames of
+	// source "user" (see navState.sourceOf). Without, as in a headless
+	// browser framebus runs, every change the agent did not cause is the
+	// page's.
+	UserFrames bool
 	// Viewport is what the tab's pages are laid out for, set before its
 	// first frame; zero leaves the browser window's own size.
 	Viewport protocol.Viewport
@@ -142,7 +148,7 @@ func StartTab(ctx context.Context, opts TabOptions) (*Tab, error) {
 		content:       newContentStore(),
 		frameHistory:  opts.History,
 		frames:        frames.New(opts.ID, opts.Frames),
-		nav:           newNavState(),
+		nav:           newNavState(opts.UserFrames),
 		settleTimeout: opts.SettleTimeout,
 		dialogs:       newDialogPolicy(opts.DialogTimeout, opts.DialogDefault),
 		allow:         opts.Allow,
@@ -345,14 +351,14 @@ func (t *Tab) run() {
 }
 
 // absorb drains the events received so far and turns every change the
-// agent did not cause into a frame of source "page".
+// agent did not cause into a frame of source "page" or "user".
 func (t *Tab) absorb(ctx context.Context) {
 	t.nav.observe(t.page.TakeEvents())
 	t.reportDialogs()
 	t.reportBlocked()
 	t.settlePending(ctx, false, time.Time{})
 	for _, c := range t.nav.takeChanges() {
-		t.frameFor(ctx, c, frames.Change{Action: c.kind, Source: protocol.SourcePage})
+		t.frameFor(ctx, c, frames.Change{Action: c.kind, Source: c.source})
 	}
 }
 

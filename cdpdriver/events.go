@@ -35,6 +35,30 @@ type SameDocumentNavigated struct {
 type NavigationRequested struct {
 	FrameID, URL, Reason, LoaderID string
 	Main                           bool
+	// ByDocument: the frame's document asked (Page.frameRequestedNavigation:
+	// a link, a form, a script, a meta refresh, location.reload). Chromium
+	// sends that only for navigations its renderer starts; the address bar,
+	// reload (F5) and a DevTools client's Page.navigate start in the
+	// browser, and so does every history navigation, whoever asked.
+	ByDocument bool
+	// Type is Page.frameStartedNavigating's navigationType (differentDocument,
+	// reload, historyDifferentDocument, historySameDocument, ...): every
+	// navigation has one, sent when it starts, with its LoaderID.
+	Type string
+}
+
+// DocumentRequested: the request of a frame's document is sent
+// (Network.requestWillBeSent of a Document, not of its redirects).
+// UserGesture is Chromium's hasUserGesture. For a navigation the document
+// asked for, it says whether input was behind it (a click, a key, within
+// the 5 s a user activation lasts: a person's, or a DevTools client's
+// Input events); for one the browser started it says little (Chromium
+// 156: true for the address bar and every history navigation, false for
+// F5 and Page.navigate).
+type DocumentRequested struct {
+	FrameID, LoaderID string
+	Main              bool
+	UserGesture       bool
 }
 
 // DocumentResponse: the HTTP response a frame's document came with
@@ -109,6 +133,7 @@ func (Detached) isEvent()              {}
 func (DialogOpening) isEvent()         {}
 func (DialogClosed) isEvent()          {}
 func (DocumentFailed) isEvent()        {}
+func (DocumentRequested) isEvent()     {}
 
 // eventDecoder turns raw CDP events into Events. It knows the page's main
 // frame and target id, and follows main-frame changes.
@@ -150,8 +175,11 @@ func (d *eventDecoder) commit() {
 
 func (d *eventDecoder) decode(method string, params json.RawMessage) (Event, bool) {
 	if d.net.observe(method, params) {
-		if method == "Network.loadingFailed" {
+		switch method {
+		case "Network.loadingFailed":
 			return documentFailed(params)
+		case "Network.requestWillBeSent":
+			return d.documentRequested(params)
 		}
 		return nil, false
 	}
@@ -226,10 +254,12 @@ func (d *eventDecoder) decode(method string, params json.RawMessage) (Event, boo
 		if p.Disposition != "" && p.Disposition != "currentTab" {
 			return nil, false // opens elsewhere (a new tab or window, a download)
 		}
+		byDocument := method == "Page.frameRequestedNavigation"
 		if p.Reason == "" {
 			p.Reason = p.Type
 		}
-		return NavigationRequested{FrameID: p.FrameID, URL: p.URL, Reason: p.Reason, LoaderID: p.LoaderID, Main: p.FrameID == d.mainFrameID}, true
+		return NavigationRequested{FrameID: p.FrameID, URL: p.URL, Reason: p.Reason, LoaderID: p.LoaderID, Main: p.FrameID == d.mainFrameID,
+			ByDocument: byDocument, Type: p.Type}, true
 	case "Page.frameStartedLoading", "Page.frameStoppedLoading":
 		var p struct {
 			FrameID string `json:"frameId"`
@@ -307,6 +337,22 @@ func documentFailed(params json.RawMessage) (Event, bool) {
 		return nil, false
 	}
 	return DocumentFailed{LoaderID: p.RequestID, Text: p.ErrorText}, true
+}
+
+// documentRequested is the DocumentRequested event of a document's first
+// request (a redirect's carries the response it follows), if params are one.
+func (d *eventDecoder) documentRequested(params json.RawMessage) (Event, bool) {
+	var p struct {
+		FrameID          string          `json:"frameId"`
+		LoaderID         string          `json:"loaderId"`
+		Type             string          `json:"type"`
+		HasUserGesture   bool            `json:"hasUserGesture"`
+		RedirectResponse json.RawMessage `json:"redirectResponse"`
+	}
+	if json.Unmarshal(params, &p) != nil || p.Type != "Document" || len(p.RedirectResponse) > 0 {
+		return nil, false
+	}
+	return DocumentRequested{FrameID: p.FrameID, LoaderID: p.LoaderID, Main: p.FrameID == d.mainFrameID, UserGesture: p.HasUserGesture}, true
 }
 
 // httpURL reports whether u is an http or https URL, whose documents come

@@ -22,6 +22,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/framebus/framebus/internal/testdir"
+	"github.com/framebus/framebus/internal/xdisplay"
 )
 
 // TestMain closes the browser the tests of this package share.
@@ -471,41 +472,7 @@ func TestLaunchFailures(t *testing.T) {
 // Xvfb server of a size no headless browser reports.
 func TestLaunchHeadedUnderXvfb(t *testing.T) {
 	launchTestNeedChromium(t)
-	xvfb, err := exec.LookPath("Xvfb")
-	if err != nil {
-		t.Skip("no display can be made here: Xvfb is missing (apt-get install xvfb; .ci/run installs it)")
-	}
-	// Xvfb picks a free display itself and writes its number to the
-	// pipe (-displayfd): display numbers a killed server left behind, or
-	// another test's, are never guessed at.
-	r, w, err := os.Pipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer r.Close()
-	x := exec.Command(xvfb, "-displayfd", "3", "-screen", "0", "1234x777x24", "-nolisten", "tcp")
-	x.ExtraFiles = []*os.File{w}
-	if err := x.Start(); err != nil {
-		t.Fatal(err)
-	}
-	w.Close()
-	// Terminated, not killed, so it removes its socket and lock file.
-	t.Cleanup(func() { _ = x.Process.Signal(syscall.SIGTERM); _ = x.Wait() })
-	number := make(chan string, 1)
-	go func() {
-		line, _ := bufio.NewReader(r).ReadString('\n')
-		number <- strings.TrimSpace(line)
-	}()
-	var display string
-	select {
-	case n := <-number:
-		if _, err := strconv.Atoi(n); err != nil {
-			t.Fatalf("Xvfb did not say which display it took (%q)", n)
-		}
-		display = ":" + n
-	case <-time.After(10 * time.Second):
-		t.Fatal("Xvfb did not start a display within 10s")
-	}
+	display := xdisplay.Start(t, 1234, 777)
 	t.Setenv("DISPLAY", display)
 
 	ctx := context.Background()

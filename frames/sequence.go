@@ -41,7 +41,7 @@ type Change struct {
 	URL, Title    string
 	Status        int    // the document's HTTP status; 0 when it had none
 	Action        string // the action type, or protocol.FrameNavigation etc. for page changes
-	Source        string // protocol.SourceAgent, SourcePage or SourceBrowser
+	Source        string // protocol.SourceAgent, SourcePage, SourceUser or SourceBrowser
 	PlanID, Agent string
 	// NewDocument: a new document was committed (not a same-document change).
 	NewDocument bool

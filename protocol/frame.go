@@ -10,6 +10,7 @@ import (
 const (
 	SourceAgent   = "agent"   // an action from a plan
 	SourcePage    = "page"    // the page itself: a script or meta redirect, a timer, pushState, a crash
+	SourceUser    = "user"    // a person at the browser: the address bar, a click, back or forward, a form they submit
 	SourceBrowser = "browser" // the tab being opened
 )
 
