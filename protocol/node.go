@@ -72,6 +72,6 @@ type NodeState struct {
 
 // NodeUnavailable is the error for a request to a node that does not
 // answer (it died or stopped): node_unavailable, naming it.
-func NodeUnavailable(node, what string) error {
+func NodeUnavailable(node, what string) *Error {
 	return Errorf(CodeNodeUnavailable, "%s: node %s is not answering (it stopped or died); its tabs and sessions are gone with it", what, node)
 }

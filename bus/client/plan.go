@@ -6,6 +6,9 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"slices"
+	"strings"
+	"time"
 
 	"github.com/nats-io/nats.go"
 
@@ -91,21 +94,63 @@ func (c *Client) Cancel(ctx context.Context, tab, planID string) (protocol.Cance
 	return reply, err
 }
 
-// tabNotFound is the error for a tab nothing answers for.
+// goneLookup bounds the look at the nodes' tabs that tells a tab whose
+// node is gone (node_unavailable) from one that is not there
+// (tab_not_found): a plan to either fails within a second.
+const goneLookup = 700 * time.Millisecond
+
+// tabNotFound is the error for a tab nothing answers for: node_unavailable
+// when the node that listed it last to this client is no longer among
+// those that answer, naming it; tab_not_found otherwise, with the tabs
+// the nodes have and the nodes that did not answer.
 func (c *Client) tabNotFound(ctx context.Context, tab string, cause error) error {
+	ctx, cancel := context.WithTimeout(ctx, goneLookup)
+	defer cancel()
+	last := c.tabNodes.nodeOf(tab)
+	if last != "" {
+		// Every node answers its default profile's status: nothing
+		// answering there says at once that the node is gone.
+		err := c.Request(ctx, c.subj.NodeProfile(last, protocol.DefaultProfile, protocol.OpStatus), nil, nil)
+		if errNoAnswer(err) {
+			return c.nodeGone(last, "tab "+tab, cause)
+		}
+	}
 	list, err := c.Tabs(ctx)
 	if err != nil {
+		if last != "" {
+			return c.nodeGone(last, "tab "+tab, cause)
+		}
 		return &protocol.Error{Code: protocol.CodeTabNotFound, Message: "no tab " + tab + " on the bus", Err: cause}
 	}
-	ids := ""
-	for i, t := range list.Tabs {
-		if i > 0 {
-			ids += ", "
+	var unreachable []string
+	for _, n := range list.Nodes {
+		if n.State == protocol.NodeUnreachable {
+			unreachable = append(unreachable, n.Node)
 		}
-		ids += t.Tab
 	}
-	if ids == "" {
-		ids = "no tabs"
+	answered := slices.ContainsFunc(list.Nodes, func(n protocol.NodeState) bool { return n.Node == last && n.State == protocol.NodeAnswered })
+	if last != "" && !answered {
+		return c.nodeGone(last, "tab "+tab, cause)
 	}
-	return &protocol.Error{Code: protocol.CodeTabNotFound, Message: "no tab " + tab + " on the bus; the node has: " + ids, Err: cause}
+	var ids []string
+	for _, t := range list.Tabs {
+		ids = append(ids, t.Tab)
+	}
+	has := strings.Join(ids, ", ")
+	if has == "" {
+		has = "no tabs"
+	}
+	msg := "no tab " + tab + " on the bus; the nodes have: " + has
+	if len(unreachable) > 0 {
+		msg += "; not answering: " + strings.Join(unreachable, ", ")
+	}
+	return &protocol.Error{Code: protocol.CodeTabNotFound, Message: msg, Err: cause}
+}
+
+// nodeGone is node_unavailable for a node that does not answer about
+// what.
+func (c *Client) nodeGone(node, what string, cause error) error {
+	err := protocol.NodeUnavailable(node, what)
+	err.Err = cause
+	return err
 }

@@ -168,20 +168,16 @@ func busError(err error, noReply func(error) error) error {
 	return noReply(err)
 }
 
-// tabs asks every node on the bus for its tabs and returns the first answer.
+// tabs asks every node on the bus for its tabs and gathers their answers.
 func (cl *client) tabs(ctx context.Context) (protocol.TabList, error) {
 	ctx, cancel := context.WithTimeout(ctx, tabsTimeout)
 	defer cancel()
-	data, err := cl.bc.RequestData(ctx, cl.subj.Tabs(), nil)
+	list, err := cl.bc.Tabs(ctx)
 	switch {
 	case err != nil && interrupted(ctx):
 		return protocol.TabList{}, errInterrupted("the node to list its tabs", "nothing was sent to a tab")
 	case err != nil:
 		return protocol.TabList{}, busError(err, errNoNode)
-	}
-	var list protocol.TabList
-	if err := json.Unmarshal(data, &list); err != nil {
-		return protocol.TabList{}, protocol.Errorf(protocol.CodeInternal, "tabs reply: invalid JSON: %v", err)
 	}
 	return list, nil
 }
@@ -345,19 +341,24 @@ func describeTabs(tabs []protocol.TabInfo) string {
 	return strings.Join(parts, ", ")
 }
 
-// awaitTabs asks <prefix>.tabs until a node answers with at least one tab,
-// and returns that answer. A node's subscriptions reach the server
+// awaitTabs asks <prefix>.tabs until a node (the one called node, when
+// not "") answers with at least one tab, and returns that answer. A node's subscriptions reach the server
 // asynchronously; the tabs subscription is made after the tabs' plan
 // subscriptions on the same connection, and the server handles a
 // connection's subscriptions in order, so once the node answers, its tabs
 // take plans too.
-func awaitTabs(ctx context.Context, nc *nats.Conn, subj protocol.Subjects) (protocol.TabList, error) {
+func awaitTabs(ctx context.Context, nc *nats.Conn, subj protocol.Subjects, node string) (protocol.TabList, error) {
 	const poll = 20 * time.Millisecond
 	ctx, cancel := context.WithTimeout(ctx, tabsTimeout)
 	defer cancel()
 	for {
 		rctx, rcancel := context.WithTimeout(ctx, time.Second)
-		msg, err := nc.RequestWithContext(rctx, subj.Tabs(), nil)
+		subject := subj.Tabs()
+		if node != "" {
+			// Its own pages: others on the bus answer tabs too.
+			subject = subj.NodeProfile(node, protocol.DefaultProfile, protocol.OpPages)
+		}
+		msg, err := nc.RequestWithContext(rctx, subject, nil)
 		rcancel()
 		if err == nil {
 			var list protocol.TabList
