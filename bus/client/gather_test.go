@@ -61,7 +61,9 @@ func TestGatherReportsUnreachableNodes(t *testing.T) {
 			case <-stopGhost:
 				return
 			case <-time.After(protocol.NodeHeartbeat / 2):
-				next, err := kv.Update(ctx, "ghost", ghost, rev)
+				uctx, ucancel := context.WithTimeout(context.Background(), 5*time.Second)
+				next, err := kv.Update(uctx, "ghost", ghost, rev)
+				ucancel()
 				if err != nil {
 					t.Errorf("renew the ghost: %v", err)
 					return
@@ -70,6 +72,14 @@ func TestGatherReportsUnreachableNodes(t *testing.T) {
 			}
 		}
 	}()
+	t.Cleanup(func() { // when the test fails before it stops the ghost
+		select {
+		case <-stopGhost:
+		default:
+			close(stopGhost)
+		}
+		<-ghostStopped
+	})
 	wantStates := func(got []protocol.NodeState, want ...protocol.NodeState) bool {
 		return slices.Equal(got, want)
 	}
