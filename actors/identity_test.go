@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/url"
 	"os"
+	"os/exec"
 	"slices"
 	"strings"
 	"sync"
@@ -238,4 +239,39 @@ func testConnOf(t *testing.T, node *Node) *nats.Conn {
 	}
 	t.Cleanup(nc.Close)
 	return nc
+}
+
+// A node restarted right after it died on this machine (kill -9) finds
+// its old entry still in the registry, held by a process that no longer
+// runs here: it waits for the entry to expire and starts, rather than
+// refusing its own name.
+func TestNodeRestartAfterDeath(t *testing.T) {
+	first := startTestNode(t, NodeOptions{Name: "epsilon"})
+	dead := exec.Command("true")
+	if err := dead.Run(); err != nil {
+		t.Fatal(err)
+	}
+	host, _ := os.Hostname()
+	js, err := jetstream.New(testConnOf(t, first))
+	if err != nil {
+		t.Fatal(err)
+	}
+	kv, err := js.KeyValue(t.Context(), first.Subjects().NodesBucket())
+	if err != nil {
+		t.Fatal(err)
+	}
+	entry, _ := json.Marshal(protocol.NodeEntry{Node: "phoenix", Host: host, PID: dead.Process.Pid})
+	if _, err := kv.Create(t.Context(), "phoenix", entry); err != nil {
+		t.Fatal(err)
+	}
+	opts := secondNodeOptions(t, first, "phoenix")
+	again := startTestNode(t, opts)
+	if again.Name() != "phoenix" {
+		t.Fatalf("restarted as %q", again.Name())
+	}
+	got, err := kv.Get(t.Context(), "phoenix")
+	var now protocol.NodeEntry
+	if err != nil || json.Unmarshal(got.Value(), &now) != nil || now.PID != os.Getpid() {
+		t.Fatalf("phoenix's entry after the restart: %s %v", got.Value(), err)
+	}
 }

@@ -14,6 +14,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -87,7 +88,7 @@ func joinRegistry(ctx context.Context, js jetstream.JetStream, subj protocol.Sub
 	}
 	first := entry()
 	r := &registry{kv: kv, name: first.Node, entry: entry, log: log, live: map[string]liveNode{}, done: make(chan struct{})}
-	if r.rev, err = r.create(cctx, first); err != nil {
+	if r.rev, err = r.claim(ctx, first); err != nil {
 		return nil, err
 	}
 	wctx, stop := context.WithCancel(context.Background())
@@ -103,18 +104,51 @@ func joinRegistry(ctx context.Context, js jetstream.JetStream, subj protocol.Sub
 	return r, nil
 }
 
-// create writes the node's entry if no live node holds its name.
-func (r *registry) create(ctx context.Context, e protocol.NodeEntry) (uint64, error) {
+// claim creates the node's entry (see create). A node restarted on the
+// same machine right after it died (kill -9, a crash) finds its old entry
+// still there, with a process id that no longer runs here: it waits for
+// the bucket to forget that entry (at most NodeTTL) instead of refusing.
+func (r *registry) claim(ctx context.Context, e protocol.NodeEntry) (uint64, error) {
+	deadline := time.Now().Add(protocol.NodeTTL + time.Second)
+	for {
+		cctx, cancel := context.WithTimeout(ctx, registryTimeout)
+		rev, other, err := r.create(cctx, e)
+		cancel()
+		if err == nil || other == nil || other.Host != e.Host || processRuns(other.PID) || time.Now().After(deadline) {
+			return rev, err
+		}
+		r.log.Info().Int("pid", other.PID).Msg("node registry: this node's name is held by a process of this machine that no longer runs; waiting for its entry to expire")
+		select {
+		case <-ctx.Done():
+			return 0, err
+		case <-time.After(protocol.NodeHeartbeat / 4):
+		}
+	}
+}
+
+// processRuns reports whether a process with this id runs on this
+// machine (signal 0 checks without sending anything).
+func processRuns(pid int) bool {
+	if pid <= 0 {
+		return false
+	}
+	err := syscall.Kill(pid, 0)
+	return err == nil || errors.Is(err, syscall.EPERM)
+}
+
+// create writes the node's entry if no live node holds its name; when one
+// does, the error is node_name_taken and other is that node's entry.
+func (r *registry) create(ctx context.Context, e protocol.NodeEntry) (rev uint64, other *protocol.NodeEntry, err error) {
 	data, _ := json.Marshal(e)
-	rev, err := r.kv.Create(ctx, e.Node, data)
+	rev, err = r.kv.Create(ctx, e.Node, data)
 	if !errors.Is(err, jetstream.ErrKeyExists) {
-		return rev, err
+		return rev, nil, err
 	}
-	other := protocol.NodeEntry{Node: e.Node}
+	other = &protocol.NodeEntry{Node: e.Node}
 	if got, gerr := r.kv.Get(ctx, e.Node); gerr == nil {
-		_ = json.Unmarshal(got.Value(), &other)
+		_ = json.Unmarshal(got.Value(), other)
 	}
-	return 0, protocol.Errorf(protocol.CodeNodeNameTaken,
+	return 0, other, protocol.Errorf(protocol.CodeNodeNameTaken,
 		"node name %q is taken: a live node on this bus has it (host %s, pid %d, started %s); choose another with --node (or $FRAMEBUS_NODE), or stop that node (a node that died frees its name within %s)",
 		e.Node, other.Host, other.PID, other.Started.Format(time.RFC3339), protocol.NodeTTL)
 }
@@ -171,7 +205,7 @@ func (r *registry) renew(ctx context.Context) {
 	r.mu.Unlock()
 	next, err := r.kv.Update(cctx, r.name, data, rev)
 	if errors.Is(err, jetstream.ErrKeyRevisionMismatch) {
-		next, err = r.create(cctx, e)
+		next, _, err = r.create(cctx, e)
 	}
 	if err != nil {
 		if ctx.Err() == nil {
