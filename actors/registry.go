@@ -69,11 +69,8 @@ type liveNode struct {
 func joinRegistry(ctx context.Context, js jetstream.JetStream, subj protocol.Subjects, entry func() protocol.NodeEntry, log zerolog.Logger) (*registry, error) {
 	cctx, cancel := context.WithTimeout(ctx, registryTimeout)
 	defer cancel()
-	if _, err := js.AccountInfo(cctx); err != nil {
-		if errors.Is(err, jetstream.ErrJetStreamNotEnabled) || errors.Is(err, jetstream.ErrJetStreamNotEnabledForAccount) {
-			return nil, fmt.Errorf("%w: %w", ErrNoJetStream, err)
-		}
-		return nil, fmt.Errorf("node registry: %w", err)
+	if err := haveJetStream(cctx, js, "node registry"); err != nil {
+		return nil, err
 	}
 	kv, err := js.CreateOrUpdateKeyValue(cctx, jetstream.KeyValueConfig{
 		Bucket:         subj.NodesBucket(),

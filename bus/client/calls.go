@@ -12,11 +12,7 @@ import (
 // Tabs lists the tabs of every node, gathered (see GatherWait): Nodes
 // says which nodes answered and which the registry names but did not.
 func (c *Client) Tabs(ctx context.Context) (protocol.TabList, error) {
-	answers, nodes, err := c.gather(ctx, c.subj.Tabs())
-	if err != nil {
-		return protocol.TabList{}, err
-	}
-	lists, err := decodeAnswers[protocol.TabList](c.subj.Tabs(), answers)
+	lists, nodes, err := gatherAs[protocol.TabList](ctx, c, c.subj.Tabs())
 	if err != nil {
 		return protocol.TabList{}, err
 	}
@@ -52,11 +48,7 @@ func (c *Client) Pages(ctx context.Context, node, profile string) (protocol.TabL
 // Status is the status of every profile of every node, gathered (as
 // Tabs).
 func (c *Client) Status(ctx context.Context) (protocol.StatusReply, error) {
-	answers, nodes, err := c.gather(ctx, c.subj.BrowserStatus())
-	if err != nil {
-		return protocol.StatusReply{}, err
-	}
-	replies, err := decodeAnswers[protocol.StatusReply](c.subj.BrowserStatus(), answers)
+	replies, nodes, err := gatherAs[protocol.StatusReply](ctx, c, c.subj.BrowserStatus())
 	if err != nil {
 		return protocol.StatusReply{}, err
 	}
@@ -136,11 +128,7 @@ func (c *Client) StopSession(ctx context.Context, id string) (protocol.SessionRe
 
 // Sessions lists the sessions of every node, gathered (as Tabs).
 func (c *Client) Sessions(ctx context.Context) (protocol.SessionList, error) {
-	answers, nodes, err := c.gather(ctx, c.subj.SessionList())
-	if err != nil {
-		return protocol.SessionList{}, err
-	}
-	lists, err := decodeAnswers[protocol.SessionList](c.subj.SessionList(), answers)
+	lists, nodes, err := gatherAs[protocol.SessionList](ctx, c, c.subj.SessionList())
 	if err != nil {
 		return protocol.SessionList{}, err
 	}

@@ -139,6 +139,16 @@ func nodeStates(answered, expected map[string]bool) []protocol.NodeState {
 	return out
 }
 
+// gatherAs is gather with each answer decoded into a T.
+func gatherAs[T any](ctx context.Context, c *Client, subject string) ([]T, []protocol.NodeState, error) {
+	answers, nodes, err := c.gather(ctx, subject)
+	if err != nil {
+		return nil, nil, err
+	}
+	out, err := decodeAnswers[T](subject, answers)
+	return out, nodes, err
+}
+
 // decodeAnswers decodes each answer into a fresh T.
 func decodeAnswers[T any](subject string, answers []answer) ([]T, error) {
 	out := make([]T, 0, len(answers))

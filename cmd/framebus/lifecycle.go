@@ -325,21 +325,19 @@ func (c *cli) findTab(target clientFlags, id string) (*protocol.TabInfo, []proto
 }
 
 // noProfile is the error for a profile nothing answers for: the
-// profiles the node has, when it answers at all.
+// profiles the nodes have (each once), when any answers at all.
 func (cl *client) noProfile(ctx context.Context, profile string, cause error) error {
 	ctx, cancel := context.WithTimeout(ctx, tabsTimeout)
 	defer cancel()
-	data, err := cl.bc.RequestData(ctx, cl.subj.BrowserStatus(), nil)
+	st, err := cl.bc.Status(ctx)
 	if err != nil {
 		return errNoNode(cause)
 	}
-	var st protocol.StatusReply
-	if err := json.Unmarshal(data, &st); err != nil {
-		return protocol.Errorf(protocol.CodeInternal, "status reply: invalid JSON: %v", err)
-	}
 	var names []string
 	for _, p := range st.Profiles {
-		names = append(names, p.Name)
+		if !slices.Contains(names, p.Name) {
+			names = append(names, p.Name)
+		}
 	}
 	return protocol.ProfileNotFound(profile, names)
 }
