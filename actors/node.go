@@ -139,11 +139,16 @@ func StartNode(ctx context.Context, opts NodeOptions) (n *Node, err error) {
 	}()
 	opts.Bus.Logger = opts.Logger.With().Str("component", "bus").Logger()
 	opts.Bus.Prefix = subj.Prefix // the users' permissions are for the node's subjects
-	if h := opts.History; !h.Disabled && opts.Bus.URL == "" && opts.Bus.JetStream == nil {
-		if h.Storage == HistoryFile && h.Dir == "" {
+	if h := opts.History; opts.Bus.URL == "" && opts.Bus.JetStream == nil {
+		if !h.Disabled && h.Storage == HistoryFile && h.Dir == "" {
 			return nil, protocol.Errorf(protocol.CodeBadRequest, "history: file storage needs a directory")
 		}
-		opts.Bus.JetStream = &bus.JetStreamOptions{StoreDir: h.Dir}
+		// The node registry needs JetStream too, history or not: in
+		// memory when there is no history on file.
+		opts.Bus.JetStream = &bus.JetStreamOptions{}
+		if !h.Disabled {
+			opts.Bus.JetStream.StoreDir = h.Dir
+		}
 	}
 	if n.bus, err = bus.Start(opts.Bus); err != nil {
 		return nil, err
