@@ -243,18 +243,15 @@ func (cl *client) tabGone(ctx context.Context, tab string) (protocol.Code, strin
 	return "", ""
 }
 
-// tabNotFound says that nobody takes plans for tab, and which tabs the
-// node on the bus has.
+// tabNotFound says that nobody takes plans for tab: which tabs the nodes
+// on the bus have, or that the node that had it is gone
+// (busclient.Client.TabNotFound).
 func (cl *client) tabNotFound(ctx context.Context, tab string) error {
-	list, err := cl.tabs(ctx)
-	if err != nil {
-		return err
+	err := cl.bc.TabNotFound(ctx, tab, nats.ErrNoResponders)
+	if protocol.CodeOf(err) == protocol.CodeUnavailable {
+		return errNoNode(err)
 	}
-	var ids []string
-	for _, t := range list.Tabs {
-		ids = append(ids, t.Tab)
-	}
-	return protocol.Errorf(protocol.CodeTabNotFound, "no tab %s on the bus; the node has: %s", tab, strings.Join(ids, ", "))
+	return err
 }
 
 // checkTab finds out whether any node takes plans for tab, on whichever
@@ -303,7 +300,7 @@ func (cl *client) sendPlan(ctx context.Context, tab string, data []byte, plan pr
 	switch {
 	case err == nil:
 		return res, raw, nil
-	case protocol.CodeOf(err) == protocol.CodeTabNotFound:
+	case protocol.CodeOf(err) == protocol.CodeTabNotFound, protocol.CodeOf(err) == protocol.CodeNodeUnavailable:
 		return protocol.PlanResult{}, nil, err
 	case err != nil && ctx.Err() != nil:
 		return protocol.PlanResult{}, nil, cl.cancelPlan(tab, plan.ID)

@@ -132,6 +132,12 @@ func TestTwoNodesOneBusAndKill9(t *testing.T) {
 	if protocol.CodeOf(err) != protocol.CodeNodeUnavailable || !strings.Contains(err.Error(), "two") {
 		t.Fatalf("a plan to the killed node's tab: %v (%s)", err, protocol.CodeOf(err))
 	}
+	// The CLI, which never listed the tab, finds its node in the history
+	// (frames name their node).
+	out = framebus(t, one.env, "", "eval", "1+1", "--tab", two.tab())
+	if m := out.reply(t); out.status != 1 || m["code"] != string(protocol.CodeNodeUnavailable) || !strings.Contains(m["error"].(string), "node two") {
+		t.Fatalf("framebus eval on the killed node's tab: %d %s %s", out.status, out.stdout, out.stderr)
+	}
 	// Within 5 s: its entry is gone, and listings drop it and its tab.
 	waitFor(t, "two's registry entry expires", 5*time.Second, func() bool {
 		_, err := kv.Get(ctx, "two")
