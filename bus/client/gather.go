@@ -94,22 +94,29 @@ func (c *Client) gather(ctx context.Context, subject string) ([]answer, []protoc
 			if !registry || allIn(expected, answered) {
 				// Without a registry no answer says whom to wait for:
 				// the first answer is the reply, as on one node.
-				return answers, nodeStates(answered, expected), nil
+				return byNode(answers), nodeStates(answered, expected), nil
 			}
 		case err := <-refusals:
 			return nil, nil, err
 		case <-down:
 			if len(answers) > 0 {
-				return answers, nodeStates(answered, expected), nil
+				return byNode(answers), nodeStates(answered, expected), nil
 			}
 			return nil, nil, protocol.Errorf(protocol.CodeUnavailable, "the bus connection was lost while waiting for the answers on %s", subject)
 		case <-ctx.Done():
 			if len(answers) > 0 {
-				return answers, nodeStates(answered, expected), nil
+				return byNode(answers), nodeStates(answered, expected), nil
 			}
 			return nil, nil, protocol.Errorf(protocol.CodeTimeout, "no answer on %s: %v", subject, ctx.Err())
 		}
 	}
+}
+
+// byNode sorts answers by their node's name, so that a reply is the
+// same however the answers raced.
+func byNode(answers []answer) []answer {
+	slices.SortStableFunc(answers, func(a, b answer) int { return cmp.Compare(a.node, b.node) })
+	return answers
 }
 
 func allIn(expected, answered map[string]bool) bool {
