@@ -177,7 +177,7 @@ func (r *registry) run(ctx context.Context) {
 			return
 		case kve, ok := <-updates:
 			if !ok {
-				updates = nil // the watch ended; the heartbeat goes on
+				updates = nil // the watch ended: watch again on the next beat
 				continue
 			}
 			if kve != nil {
@@ -185,6 +185,12 @@ func (r *registry) run(ctx context.Context) {
 			}
 		case <-beat.C:
 			r.renew(ctx)
+			if updates == nil {
+				if w, err := r.kv.WatchAll(ctx); err == nil {
+					_ = r.watcher.Stop()
+					r.watcher, updates = w, w.Updates()
+				}
+			}
 		}
 	}
 }
