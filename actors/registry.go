@@ -72,14 +72,22 @@ func joinRegistry(ctx context.Context, js jetstream.JetStream, subj protocol.Sub
 	if err := haveJetStream(cctx, js, "node registry"); err != nil {
 		return nil, err
 	}
-	kv, err := js.CreateOrUpdateKeyValue(cctx, jetstream.KeyValueConfig{
+	cfg := jetstream.KeyValueConfig{
 		Bucket:         subj.NodesBucket(),
 		Description:    "framebus live nodes: each renews its entry or the bucket forgets it",
 		History:        1,
 		TTL:            protocol.NodeTTL,
 		LimitMarkerTTL: protocol.NodeTTL,
 		Storage:        jetstream.MemoryStorage, // liveness, nothing to keep over a restart
-	})
+	}
+	kv, err := js.CreateOrUpdateKeyValue(cctx, cfg)
+	if errors.Is(err, jetstream.ErrLimitMarkerTTLNotSupported) {
+		// A server before 2.11 leaves no marker when it forgets an
+		// entry: watchers do not see a node that died go, and Peers
+		// drops it by the age of its last write instead.
+		cfg.LimitMarkerTTL = 0
+		kv, err = js.CreateOrUpdateKeyValue(cctx, cfg)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("node registry %s: %w", subj.NodesBucket(), err)
 	}
