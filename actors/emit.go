@@ -235,7 +235,7 @@ func (t *Tab) capture(ctx context.Context, change frames.Change, note string) (c
 }
 
 func (t *Tab) storeInfo(f protocol.Frame) {
-	t.info.Store(&protocol.TabInfo{Tab: t.id, URL: f.URL, Title: f.Title, Sequence: f.Sequence, Profile: t.profile})
+	t.info.Store(&protocol.TabInfo{Tab: t.id, URL: f.URL, Title: f.Title, Sequence: f.Sequence, Node: t.node, Profile: t.profile})
 }
 
 // flush publishes the frames in the outbox, in order, up to a pending one.

@@ -128,6 +128,18 @@ const objectChunk = 128 << 10
 // ErrNoJetStream: the bus has no JetStream, so there is no history.
 var ErrNoJetStream = errors.New("the bus has no JetStream")
 
+// haveJetStream fails, wrapping ErrNoJetStream, when the bus has no
+// JetStream for js's account; what names the caller in other errors.
+func haveJetStream(ctx context.Context, js jetstream.JetStream, what string) error {
+	if _, err := js.AccountInfo(ctx); err != nil {
+		if errors.Is(err, jetstream.ErrJetStreamNotEnabled) || errors.Is(err, jetstream.ErrJetStreamNotEnabledForAccount) {
+			return fmt.Errorf("%w: %w", ErrNoJetStream, err)
+		}
+		return fmt.Errorf("%s: %w", what, err)
+	}
+	return nil
+}
+
 // StartHistory creates the frame stream and the content bucket on nc's
 // JetStream, or updates them to opts (an existing history is kept). On a
 // server without JetStream it returns an error wrapping ErrNoJetStream.
@@ -142,11 +154,8 @@ func StartHistory(ctx context.Context, nc *nats.Conn, subj protocol.Subjects, op
 	}
 	ctx, cancel := context.WithTimeout(ctx, historyTimeout)
 	defer cancel()
-	if _, err := js.AccountInfo(ctx); err != nil {
-		if errors.Is(err, jetstream.ErrJetStreamNotEnabled) || errors.Is(err, jetstream.ErrJetStreamNotEnabledForAccount) {
-			return nil, fmt.Errorf("%w: %w", ErrNoJetStream, err)
-		}
-		return nil, fmt.Errorf("history: %w", err)
+	if err := haveJetStream(ctx, js, "history"); err != nil {
+		return nil, err
 	}
 	stream, err := js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{
 		Name:              subj.FrameStream(),

@@ -17,11 +17,19 @@ import (
 
 // The browser lifecycle on the bus (ADR-006): status, launch, close,
 // pages (list_pages), newtab, closetab and connect for each profile, on
-// <prefix>.browser.<profile>.<op>. Each request is answered on its
+// <prefix>.node.<node>.browser.<profile>.<op> (this node's profile) and
+// <prefix>.browser.<profile>.<op> (the profile on any node that has it:
+// status and pages are answered by each such node, the other operations
+// by one of them, a queue group). Each request is answered on its
 // subscription's own goroutine, never behind a tab's actor, so a stuck tab
 // cannot block status or close. Launch and close are serialised by
 // lifecycle.mu; while the browser is closed, a plan sent to any of the
 // profile's tabs is answered browser_not_running with how to start it.
+
+// lifecycleQueue is the queue group of the operations on a profile's
+// shared subjects that one node carries out (launch, close, newtab...):
+// one of the nodes that have the profile takes each.
+const lifecycleQueue = "framebus-lifecycle"
 
 // lifecycleTimeout bounds launching the browser or opening a tab on request.
 const lifecycleTimeout = time.Minute
@@ -40,20 +48,23 @@ func (p *Profile) serveLifecycle() error {
 	nc := p.node.nc
 	var endpoints []endpoint
 	for _, op := range []struct {
-		name string
-		h    micro.HandlerFunc
+		name  string
+		h     micro.HandlerFunc
+		queue string // on the shared subject
 	}{
-		{protocol.OpStatus, p.answerStatus},
-		{protocol.OpLaunch, p.answerLaunch},
-		{protocol.OpConnect, p.answerConnect},
-		{protocol.OpClose, p.answerClose},
-		{protocol.OpPages, p.answerPages},
-		{protocol.OpNewTab, p.answerNewTab},
-		{protocol.OpCloseTab, p.answerCloseTab},
+		{protocol.OpStatus, p.answerStatus, ""},
+		{protocol.OpLaunch, p.answerLaunch, lifecycleQueue},
+		{protocol.OpConnect, p.answerConnect, lifecycleQueue},
+		{protocol.OpClose, p.answerClose, lifecycleQueue},
+		{protocol.OpPages, p.answerPages, ""},
+		{protocol.OpNewTab, p.answerNewTab, lifecycleQueue},
+		{protocol.OpCloseTab, p.answerCloseTab, lifecycleQueue},
 	} {
-		endpoints = append(endpoints, endpoint{name: op.name, subject: p.node.subj.Profile(p.name, op.name), handle: op.h})
+		endpoints = append(endpoints,
+			endpoint{name: op.name, subject: p.node.subj.Profile(p.name, op.name), handle: op.h, queue: op.queue},
+			endpoint{name: "node-" + op.name, subject: p.node.subj.NodeProfile(p.node.name, p.name, op.name), handle: op.h})
 	}
-	svc, err := addService(nc, "framebus profile", map[string]string{"profile": p.name}, endpoints)
+	svc, err := addService(nc, "framebus profile", map[string]string{"profile": p.name, "node": p.node.name}, endpoints)
 	if err != nil {
 		return err
 	}
@@ -152,7 +163,7 @@ func (p *Profile) Close() error {
 }
 
 func (p *Profile) answerStatus(m micro.Request) {
-	respond(m, protocol.StatusReply{OK: true, Profiles: []protocol.ProfileStatus{p.Status()}}, p.log)
+	respond(m, protocol.StatusReply{OK: true, Node: p.node.name, Profiles: []protocol.ProfileStatus{p.Status()}}, p.log)
 }
 
 func (p *Profile) answerLaunch(m micro.Request) { p.answerStart(m, p.Launch) }
@@ -192,7 +203,7 @@ func (p *Profile) answerClose(m micro.Request) {
 }
 
 func (p *Profile) answerPages(m micro.Request) {
-	respond(m, protocol.TabList{OK: true, Tabs: p.Tabs()}, p.log)
+	respond(m, protocol.TabList{OK: true, Node: p.node.name, Tabs: p.Tabs()}, p.log)
 }
 
 func (p *Profile) answerNewTab(m micro.Request) {

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 	"github.com/nats-io/nats.go/micro"
 	"github.com/rs/zerolog"
 
@@ -26,6 +27,10 @@ import (
 
 // NodeOptions configure a node: its bus, its browser and its tabs.
 type NodeOptions struct {
+	// Name is the node's name, unique among the live nodes of its bus
+	// (see protocol.ValidNodeName): DefaultNodeName() when "". Every tab
+	// listing, status, session and frame carries it.
+	Name   string
 	Bus    bus.Options
 	Launch cdpdriver.LaunchOptions
 	Prefix string // subject prefix; protocol.DefaultPrefix when ""
@@ -87,6 +92,7 @@ type NodeOptions struct {
 // and shuts them all down in order.
 type Node struct {
 	opts NodeOptions
+	name string
 	subj protocol.Subjects
 	bus  *bus.Bus
 	nc   *nats.Conn
@@ -101,7 +107,9 @@ type Node struct {
 	dialer    *egress.Dialer // the proxy's, checked addresses only
 	stageDir  string         // the tabs' staged files, removed on Close
 	history   *History       // nil: none
-	svc       micro.Service  // tabs, browser status, sessions; nil until started
+	registry  *registry      // the live nodes; nil on a bus without JetStream
+	started   time.Time
+	svc       micro.Service // tabs, browser status, sessions; nil until started
 	closeOnce sync.Once
 	closeErr  error
 }
@@ -114,7 +122,15 @@ func StartNode(ctx context.Context, opts NodeOptions) (n *Node, err error) {
 	if err != nil {
 		return nil, err
 	}
-	n = &Node{opts: opts, subj: subj, log: opts.Logger, profiles: map[string]*Profile{}}
+	if opts.Name == "" {
+		opts.Name = DefaultNodeName()
+	}
+	if err := protocol.CheckNodeName(opts.Name); err != nil {
+		return nil, err
+	}
+	opts.Frames.Node = opts.Name
+	opts.Logger = opts.Logger.With().Str("node", opts.Name).Logger()
+	n = &Node{opts: opts, name: opts.Name, subj: subj, log: opts.Logger, profiles: map[string]*Profile{}, started: time.Now()}
 	started := n // the returns below set n to nil
 	defer func() {
 		if err != nil {
@@ -123,11 +139,16 @@ func StartNode(ctx context.Context, opts NodeOptions) (n *Node, err error) {
 	}()
 	opts.Bus.Logger = opts.Logger.With().Str("component", "bus").Logger()
 	opts.Bus.Prefix = subj.Prefix // the users' permissions are for the node's subjects
-	if h := opts.History; !h.Disabled && opts.Bus.URL == "" && opts.Bus.JetStream == nil {
-		if h.Storage == HistoryFile && h.Dir == "" {
+	if h := opts.History; opts.Bus.URL == "" && opts.Bus.JetStream == nil {
+		if !h.Disabled && h.Storage == HistoryFile && h.Dir == "" {
 			return nil, protocol.Errorf(protocol.CodeBadRequest, "history: file storage needs a directory")
 		}
-		opts.Bus.JetStream = &bus.JetStreamOptions{StoreDir: h.Dir}
+		// The node registry needs JetStream too, history or not: in
+		// memory when there is no history on file.
+		opts.Bus.JetStream = &bus.JetStreamOptions{}
+		if !h.Disabled {
+			opts.Bus.JetStream.StoreDir = h.Dir
+		}
 	}
 	if n.bus, err = bus.Start(opts.Bus); err != nil {
 		return nil, err
@@ -144,6 +165,9 @@ func StartNode(ctx context.Context, opts NodeOptions) (n *Node, err error) {
 		if err != nil {
 			return nil, err
 		}
+	}
+	if err = n.joinRegistry(ctx); err != nil {
+		return nil, err
 	}
 	if n.stageDir, err = nodeStageDir(); err != nil {
 		return nil, err
@@ -183,7 +207,7 @@ func StartNode(ctx context.Context, opts NodeOptions) (n *Node, err error) {
 			n.log.Warn().Err(err).Str("profile", po.Name).Msg("attach profile not connected; connect it once its browser runs")
 		}
 	}
-	n.svc, err = addService(n.nc, "framebus node", map[string]string{"prefix": subj.Prefix}, []endpoint{
+	n.svc, err = addService(n.nc, "framebus node", map[string]string{"prefix": subj.Prefix, "node": n.name}, []endpoint{
 		{name: "tabs", subject: subj.Tabs(), handle: n.answerTabs},
 		{name: "status", subject: subj.BrowserStatus(), handle: n.answerStatus},
 		{name: "sessions", subject: subj.SessionList(), handle: n.answerSessions},
@@ -309,7 +333,7 @@ func (n *Node) CloseBrowser() error { return n.defaultProfile().Close() }
 
 // Status is the status of every profile; it never fails.
 func (n *Node) Status() protocol.StatusReply {
-	st := protocol.StatusReply{OK: true, Profiles: []protocol.ProfileStatus{}}
+	st := protocol.StatusReply{OK: true, Node: n.name, Profiles: []protocol.ProfileStatus{}}
 	for _, p := range n.Profiles() {
 		st.Profiles = append(st.Profiles, p.Status())
 	}
@@ -322,14 +346,21 @@ func (n *Node) History() *History { return n.history }
 // Bus is the node's bus, to connect more clients to it.
 func (n *Node) Bus() *bus.Bus { return n.bus }
 
+// Name is the node's name.
+func (n *Node) Name() string { return n.name }
+
 // Subjects is the node's subject scheme.
 func (n *Node) Subjects() protocol.Subjects { return n.subj }
 
 func (n *Node) answerTabs(m micro.Request) {
-	respond(m, protocol.TabList{OK: true, Tabs: n.Tabs()}, n.log)
+	respond(m, protocol.TabList{OK: true, Node: n.name, Tabs: n.Tabs(), Peers: n.Peers()}, n.log)
 }
 
-func (n *Node) answerStatus(m micro.Request) { respond(m, n.Status(), n.log) }
+func (n *Node) answerStatus(m micro.Request) {
+	st := n.Status()
+	st.Peers = n.Peers()
+	respond(m, st, n.log)
+}
 
 // Close stops the tab actors, every profile's browser (saving persistent
 // profiles, removing temporary ones, disconnecting from attached ones) and
@@ -337,6 +368,9 @@ func (n *Node) answerStatus(m micro.Request) { respond(m, n.Status(), n.log) }
 func (n *Node) Close() error {
 	n.closeOnce.Do(func() {
 		var errs []error
+		if n.registry != nil {
+			n.registry.leave() // first: no one sends this node more work
+		}
 		if n.svc != nil {
 			_ = n.svc.Stop()
 		}
@@ -403,3 +437,34 @@ func (n *Node) allow(url string) error {
 
 // openWhitelist allows every host, over http and https.
 var openWhitelist, _ = whitelist.New(nil, nil)
+
+// joinRegistry enters the node in the bus's node registry (see
+// registry): node_name_taken when a live node has its name. On a bus
+// without JetStream the node runs unregistered, with a warning.
+func (n *Node) joinRegistry(ctx context.Context) error {
+	js, err := jetstream.New(n.nc)
+	if err != nil {
+		return err
+	}
+	host, _ := os.Hostname()
+	pid := os.Getpid()
+	entry := func() protocol.NodeEntry {
+		return protocol.NodeEntry{Node: n.name, Host: host, PID: pid, Prefix: n.subj.Prefix, Started: n.started.UTC(),
+			Tabs: len(n.Tabs()), MemAvailable: memAvailable()}
+	}
+	n.registry, err = joinRegistry(ctx, js, n.subj, entry, n.log.With().Str("component", "registry").Logger())
+	if errors.Is(err, ErrNoJetStream) {
+		n.log.Warn().Err(err).Msg("no node registry: the bus has no JetStream, so this node's name is not checked against the others' and clients cannot tell a node that died from one that never was")
+		return nil
+	}
+	return err
+}
+
+// Peers are the live nodes of the bus by the registry, this one
+// included; nil without a registry.
+func (n *Node) Peers() []string {
+	if n.registry == nil {
+		return nil
+	}
+	return n.registry.Peers()
+}

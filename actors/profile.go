@@ -391,6 +391,7 @@ func (p *Profile) startTab(ctx context.Context, page *cdpdriver.Page) (*Tab, err
 	tab, err := StartTab(ctx, TabOptions{
 		ID:            page.TargetID(),
 		Profile:       p.name,
+		Node:          n.name,
 		Page:          page,
 		Conn:          n.nc,
 		Subjects:      n.subj,
@@ -510,7 +511,7 @@ func (p *Profile) CloseTab(ctx context.Context, id string) (protocol.TabInfo, er
 
 // Status is the profile's status (ADR-006); it never fails.
 func (p *Profile) Status() protocol.ProfileStatus {
-	st := protocol.ProfileStatus{Name: p.name, Driver: protocol.DriverManaged, Attach: p.attach}
+	st := protocol.ProfileStatus{Name: p.name, Node: p.node.name, Driver: protocol.DriverManaged, Attach: p.attach}
 	if !p.Managed() {
 		st.Driver = protocol.DriverAttach
 	} else {

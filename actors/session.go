@@ -102,7 +102,7 @@ func (n *Node) newSession(domain string, p *Profile) (*session, error) {
 	var b [6]byte
 	_, _ = rand.Read(b[:])
 	s := &session{id: "s" + hex.EncodeToString(b[:]), domain: domain, profile: p}
-	svc, err := addService(n.nc, "framebus session", map[string]string{"session": s.id, "domain": domain},
+	svc, err := addService(n.nc, "framebus session", map[string]string{"session": s.id, "domain": domain, "node": n.name},
 		[]endpoint{{name: "stop", subject: n.subj.SessionStop(s.id), handle: n.answerSessionStop}})
 	if err != nil {
 		return nil, err
@@ -166,7 +166,7 @@ func (n *Node) Sessions() []protocol.SessionInfo {
 }
 
 func (s *session) info() protocol.SessionInfo {
-	return protocol.SessionInfo{Session: s.id, Domain: s.domain, Profile: s.profile.Status(), Tabs: s.profile.Tabs()}
+	return protocol.SessionInfo{Session: s.id, Node: s.profile.node.name, Domain: s.domain, Profile: s.profile.Status(), Tabs: s.profile.Tabs()}
 }
 
 // sessionDomain is the canonical host a session is for: what a browser
@@ -211,7 +211,7 @@ func (n *Node) answerSessionStop(m micro.Request) {
 }
 
 func (n *Node) answerSessions(m micro.Request) {
-	respond(m, protocol.SessionList{OK: true, Sessions: n.Sessions()}, n.log)
+	respond(m, protocol.SessionList{OK: true, Node: n.name, Sessions: n.Sessions(), Peers: n.Peers()}, n.log)
 }
 
 // sessionOfStopSubject is the id token of <prefix>.session.<id>.stop.

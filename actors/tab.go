@@ -33,6 +33,7 @@ const DefaultSettleTimeout = 10 * time.Second
 type TabOptions struct {
 	ID       string // subject-safe tab id
 	Profile  string // the browser profile the tab runs in, for TabInfo
+	Node     string // the node's name, for TabInfo
 	Page     *cdpdriver.Page
 	Conn     *nats.Conn
 	Subjects protocol.Subjects
@@ -86,6 +87,7 @@ type TabOptions struct {
 type Tab struct {
 	id            string
 	profile       string
+	node          string
 	page          *cdpdriver.Page
 	nc            *nats.Conn
 	subj          protocol.Subjects
@@ -141,6 +143,7 @@ func StartTab(ctx context.Context, opts TabOptions) (*Tab, error) {
 	t := &Tab{
 		id:            opts.ID,
 		profile:       opts.Profile,
+		node:          opts.Node,
 		page:          opts.Page,
 		nc:            opts.Conn,
 		subj:          opts.Subjects,
@@ -182,7 +185,7 @@ func StartTab(ctx context.Context, opts TabOptions) (*Tab, error) {
 	// Content fetches, cancels and files are answered before the first
 	// frame, from the connection while the actor is busy; plans only
 	// after it, into the actor's mailbox.
-	t.svc, err = addService(t.nc, "framebus tab", map[string]string{"tab": t.id}, []endpoint{
+	t.svc, err = addService(t.nc, "framebus tab", map[string]string{"tab": t.id, "node": t.node}, []endpoint{
 		{name: "content", subject: t.subj.TabContent(t.id), handle: t.content.serve},
 		{name: "cancel", subject: t.subj.TabCancel(t.id), handle: t.answerCancel},
 		{name: "stage", subject: t.subj.TabStage(t.id), handle: t.serveStage},

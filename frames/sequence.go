@@ -23,6 +23,7 @@ const ContentDropped = "content no longer kept: the tab's history of content is 
 
 // Options configure a Stream. The zero value is the default policy.
 type Options struct {
+	Node    string // the node's name, which every frame carries
 	History int    // frames kept; DefaultHistory when 0
 	Policy  Policy // PolicyURLChange when ""
 	Format  Format // DefaultFormat when ""
@@ -153,6 +154,7 @@ func (s *Stream) Append(c Change, content *string, note string) protocol.Frame {
 		Version:  protocol.Version,
 		Tab:      s.tab,
 		Sequence: s.seq,
+		Node:     s.opts.Node,
 		URL:      c.URL,
 		Title:    c.Title,
 		Status:   c.Status,

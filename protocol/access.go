@@ -114,12 +114,15 @@ func (s Subjects) RoleServices(role string) []Service {
 	}
 	if role != RoleAgent {
 		return append(services,
-			Service{Subject: p + ".browser.*." + OpStatus}, // one profile's status
-			Service{Subject: p + ".browser.*." + OpPages},  // a profile's tabs
+			Service{Subject: p + ".browser.*." + OpStatus, Streamed: true}, // one profile's status, from every node that has it
+			Service{Subject: p + ".browser.*." + OpPages, Streamed: true},  // a profile's tabs, from every node that has it
+			Service{Subject: p + ".node.*.browser.*." + OpStatus},          // the same on one node
+			Service{Subject: p + ".node.*.browser.*." + OpPages},
 		)
 	}
 	return append(services,
-		Service{Subject: p + ".browser.*.*"}, // a profile's lifecycle: launch, close, newtab, closetab, connect, status, pages
+		Service{Subject: p + ".browser.*.*", Streamed: true}, // a profile's lifecycle: launch, close, newtab, closetab, connect, status, pages (status and pages from every node that has it)
+		Service{Subject: p + ".node.*.browser.*.*"},          // the same on one node
 		Service{Subject: p + ".tab.*.plan"},
 		Service{Subject: p + ".tab.*.cancel"},
 		Service{Subject: p + ".tab.*.stage"},

@@ -30,6 +30,8 @@ const (
 	CodeResultTooLarge    Code = "result_too_large"
 	CodeCancelled         Code = "cancelled"
 	CodeUnavailable       Code = "unavailable"
+	CodeNodeUnavailable   Code = "node_unavailable"
+	CodeNodeNameTaken     Code = "node_name_taken"
 	CodeInternal          Code = "internal"
 )
 
@@ -62,6 +64,8 @@ var Codes = []struct {
 	{CodeResultTooLarge, "an action's value (eval, html, text, snapshot, screenshot) is larger than a reply carries; the page checks it before sending it, so this comes at once, stating the size and the limit. The action ran (its frame is there), the tab stays usable: ask for less (a selector, a part of the value)"},
 	{CodeCancelled, "the plan was cancelled (a cancel request, the CLI's Ctrl-C) while it ran or waited; an action cut short may have acted, and then made its frame"},
 	{CodeUnavailable, "nothing answered on the bus (no node running, or it is shutting down)"},
+	{CodeNodeUnavailable, "the node that has the tab (or session) is gone: it stopped or died, and nothing answers for it; the message names the node"},
+	{CodeNodeNameTaken, "another live node on the bus has this node name; the message names its host and process. Pick another name (--node), or stop that node"},
 	{CodeInternal, "a framebus bug or an unexpected browser reply"},
 }
 

@@ -29,8 +29,10 @@ type Frame struct {
 	Version  int    `json:"version"`
 	Tab      string `json:"tab"`
 	Sequence int64  `json:"sequence"`
-	URL      string `json:"url"`
-	Title    string `json:"title"`
+	// Node is the name of the node whose browser runs the tab.
+	Node  string `json:"node,omitempty"`
+	URL   string `json:"url"`
+	Title string `json:"title"`
 	// Status is the HTTP status the frame's document came with (404 for
 	// a page not found); absent when it came with none (about:blank,
 	// data: URLs, Chromium's error page).

@@ -55,7 +55,8 @@ const (
 // ProfileStatus says whether a profile's browser runs (ADR-006's status).
 type ProfileStatus struct {
 	Name      string `json:"name"`
-	Driver    string `json:"driver"` // DriverManaged or DriverAttach
+	Node      string `json:"node,omitempty"` // the node that runs the profile
+	Driver    string `json:"driver"`         // DriverManaged or DriverAttach
 	Running   bool   `json:"running"`
 	PageCount int    `json:"pageCount"`
 	// Endpoint is the DevTools websocket of an attach profile's
@@ -73,7 +74,11 @@ type ProfileStatus struct {
 // StatusReply answers status, launch and close.
 type StatusReply struct {
 	OK       bool            `json:"ok"`
+	Node     string          `json:"node,omitempty"`
 	Profiles []ProfileStatus `json:"profiles"`
+	// Peers and Nodes: see TabList.
+	Peers []string    `json:"peers,omitempty"`
+	Nodes []NodeState `json:"nodes,omitempty"`
 }
 
 // NewTabRequest opens a tab at URL (about:blank when empty).
@@ -114,6 +119,7 @@ type SessionStopRequest struct {
 // SessionInfo describes a session.
 type SessionInfo struct {
 	Session string        `json:"session"`
+	Node    string        `json:"node,omitempty"` // the node that runs it
 	Domain  string        `json:"domain"`
 	Profile ProfileStatus `json:"profile"`
 	Tabs    []TabInfo     `json:"tabs"`
@@ -130,5 +136,9 @@ type SessionReply struct {
 // SessionList answers session list.
 type SessionList struct {
 	OK       bool          `json:"ok"`
+	Node     string        `json:"node,omitempty"`
 	Sessions []SessionInfo `json:"sessions"`
+	// Peers and Nodes: see TabList.
+	Peers []string    `json:"peers,omitempty"`
+	Nodes []NodeState `json:"nodes,omitempty"`
 }

@@ -89,9 +89,16 @@ type TabInfo struct {
 	Profile string `json:"profile,omitempty"`
 }
 
-// TabList is a node's answer on the tabs subject.
+// TabList is a node's answer on the tabs subject (Node and Peers set),
+// or the answers of every node gathered (Nodes set).
 type TabList struct {
 	OK   bool      `json:"ok"`
 	Node string    `json:"node,omitempty"`
 	Tabs []TabInfo `json:"tabs"`
+	// Peers are the live nodes the answering node's registry names
+	// (itself included), so a client gathering answers knows whom to
+	// wait for and whom to report unreachable.
+	Peers []string `json:"peers,omitempty"`
+	// Nodes say which nodes answered, in a gathered reply.
+	Nodes []NodeState `json:"nodes,omitempty"`
 }

@@ -18,7 +18,8 @@ const DefaultPrefix = "framebus"
 //	<prefix>.tab.<tab>.stage        a client's files for a tab's upload (request/reply; see StageRequest)
 //	<prefix>.tabs                   list the tabs on the bus (request/reply, every node answers)
 //	<prefix>.browser.status         every profile's status (request/reply)
-//	<prefix>.browser.<profile>.<op> a profile's lifecycle (request/reply; see Op*)
+//	<prefix>.browser.<profile>.<op> a profile's lifecycle on any node that has it (request/reply; see Op*)
+//	<prefix>.node.<node>.browser.<profile>.<op> a profile's lifecycle on one node (request/reply)
 //	<prefix>.session.start          start a domain's session (request/reply, one node of a queue group)
 //	<prefix>.session.list           the sessions (request/reply)
 //	<prefix>.session.<id>.stop      stop a session (request/reply)
@@ -88,6 +89,21 @@ func (s Subjects) Tabs() string { return s.p() + ".tabs" }
 func (s Subjects) Browser(profile, op string) string {
 	return fmt.Sprintf("%s.browser.%s.%s", s.p(), profile, op)
 }
+
+// NodeBrowser is where one node's profile takes lifecycle requests:
+// Browser on the node called node (see ValidNodeName).
+func (s Subjects) NodeBrowser(node, profile, op string) string {
+	return fmt.Sprintf("%s.node.%s.browser.%s.%s", s.p(), node, profile, op)
+}
+
+// NodeProfile is NodeBrowser of a profile by name (see ProfileToken).
+func (s Subjects) NodeProfile(node, name, op string) string {
+	return s.NodeBrowser(node, ProfileToken(name), op)
+}
+
+// NodesBucket is the JetStream key-value bucket where the live nodes hold
+// their entries (NodeEntry): FRAMEBUS_NODES for the default prefix.
+func (s Subjects) NodesBucket() string { return streamToken(s.p()) + "_NODES" }
 
 // BrowserStatus is where a node answers the status of all its profiles.
 func (s Subjects) BrowserStatus() string { return s.p() + ".browser.status" }

@@ -3,50 +3,109 @@ package client
 import (
 	"cmp"
 	"context"
+	"slices"
 	"time"
 
 	"github.com/framebus/framebus/protocol"
 )
 
-// tabsWait bounds a tabs request with no deadline of its own: every
-// node answers it at once.
-const tabsWait = 5 * time.Second
-
-// Tabs lists the tabs of the first node that answers.
+// Tabs lists the tabs of every node, gathered (see GatherWait): Nodes
+// says which nodes answered and which the registry names but did not.
 func (c *Client) Tabs(ctx context.Context) (protocol.TabList, error) {
-	ctx, cancel := withDefaultTimeout(ctx, tabsWait)
-	defer cancel()
-	var list protocol.TabList
-	err := c.Request(ctx, c.subj.Tabs(), nil, &list)
-	return list, err
+	lists, nodes, err := gatherAs[protocol.TabList](ctx, c, c.subj.Tabs())
+	if err != nil {
+		return protocol.TabList{}, err
+	}
+	out := protocol.TabList{OK: true, Tabs: []protocol.TabInfo{}, Nodes: nodes}
+	for _, l := range lists {
+		c.tabNodes.listed(l.Node, l.Tabs)
+		out.Tabs = append(out.Tabs, l.Tabs...)
+	}
+	if len(lists) == 1 {
+		out.Node = lists[0].Node
+	}
+	return out, nil
 }
 
-// Status is the status of every profile of the node.
+// Pages lists the tabs of a profile ("" is the default one): on every
+// node that has it (gathered, as Tabs), or on one node when node is set.
+func (c *Client) Pages(ctx context.Context, node, profile string) (protocol.TabList, error) {
+	profile = cmp.Or(profile, protocol.DefaultProfile)
+	if node != "" {
+		var list protocol.TabList
+		err := c.NodeLifecycle(ctx, node, profile, protocol.OpPages, nil, &list)
+		c.tabNodes.listed(list.Node, list.Tabs)
+		return list, err
+	}
+	all, err := c.Tabs(ctx)
+	if err != nil {
+		return all, err
+	}
+	all.Tabs = slices.DeleteFunc(all.Tabs, func(t protocol.TabInfo) bool { return t.Profile != profile })
+	return all, nil
+}
+
+// Status is the status of every profile of every node, gathered (as
+// Tabs).
 func (c *Client) Status(ctx context.Context) (protocol.StatusReply, error) {
-	var st protocol.StatusReply
-	err := c.Request(ctx, c.subj.BrowserStatus(), nil, &st)
-	return st, err
+	replies, nodes, err := gatherAs[protocol.StatusReply](ctx, c, c.subj.BrowserStatus())
+	if err != nil {
+		return protocol.StatusReply{}, err
+	}
+	out := protocol.StatusReply{OK: true, Profiles: []protocol.ProfileStatus{}, Nodes: nodes}
+	for _, r := range replies {
+		out.Profiles = append(out.Profiles, r.Profiles...)
+	}
+	if len(replies) == 1 {
+		out.Node = replies[0].Node
+	}
+	return out, nil
 }
 
 // Lifecycle sends a profile's lifecycle request (protocol.Op*; profile
-// "" is the default one) and decodes the answer into reply: a
-// StatusReply for status, launch, connect and close, a TabReply for
-// newtab and closetab.
+// "" is the default one) to any node that has the profile, and decodes
+// the answer into reply: a StatusReply for status, launch, connect and
+// close, a TabReply for newtab and closetab.
 func (c *Client) Lifecycle(ctx context.Context, profile, op string, req, reply any) error {
-	return c.Request(ctx, c.subj.Profile(cmp.Or(profile, protocol.DefaultProfile), op), req, reply)
+	return c.NodeLifecycle(ctx, "", profile, op, req, reply)
 }
 
-// NewTab opens a tab at url (about:blank for "") in profile.
+// NodeLifecycle is Lifecycle on the node called node ("": any node that
+// has the profile). A node that does not answer is node_unavailable.
+func (c *Client) NodeLifecycle(ctx context.Context, node, profile, op string, req, reply any) error {
+	profile = cmp.Or(profile, protocol.DefaultProfile)
+	if node == "" {
+		return c.Request(ctx, c.subj.Profile(profile, op), req, reply)
+	}
+	if err := protocol.CheckNodeName(node); err != nil {
+		return err
+	}
+	err := c.Request(ctx, c.subj.NodeProfile(node, profile, op), req, reply)
+	if errNoAnswer(err) {
+		return c.nodeGone(node, "profile "+profile, err)
+	}
+	return err
+}
+
+// NewTab opens a tab at url (about:blank for "") in profile, on any
+// node that has the profile.
 func (c *Client) NewTab(ctx context.Context, profile, url string) (protocol.TabInfo, error) {
+	return c.NewTabOn(ctx, "", profile, url)
+}
+
+// NewTabOn is NewTab on the node called node ("": any).
+func (c *Client) NewTabOn(ctx context.Context, node, profile, url string) (protocol.TabInfo, error) {
 	var reply protocol.TabReply
-	err := c.Lifecycle(ctx, profile, protocol.OpNewTab, protocol.NewTabRequest{URL: url}, &reply)
+	err := c.NodeLifecycle(ctx, node, profile, protocol.OpNewTab, protocol.NewTabRequest{URL: url}, &reply)
+	c.tabNodes.seen(reply.Tab)
 	return reply.Tab, err
 }
 
-// CloseTab closes a tab of profile.
+// CloseTab closes a tab of profile, on the node that listed it last (any
+// node that has the profile when none did).
 func (c *Client) CloseTab(ctx context.Context, profile, tab string) (protocol.TabInfo, error) {
 	var reply protocol.TabReply
-	err := c.Lifecycle(ctx, profile, protocol.OpCloseTab, protocol.CloseTabRequest{Tab: tab}, &reply)
+	err := c.NodeLifecycle(ctx, c.tabNodes.nodeOf(tab), profile, protocol.OpCloseTab, protocol.CloseTabRequest{Tab: tab}, &reply)
 	return reply.Tab, err
 }
 
@@ -54,6 +113,9 @@ func (c *Client) CloseTab(ctx context.Context, profile, tab string) (protocol.Ta
 func (c *Client) StartSession(ctx context.Context, req protocol.SessionStartRequest) (protocol.SessionReply, error) {
 	var reply protocol.SessionReply
 	err := c.Request(ctx, c.subj.SessionStart(), req, &reply)
+	for _, t := range reply.Tabs {
+		c.tabNodes.seen(t)
+	}
 	return reply, err
 }
 
@@ -64,11 +126,20 @@ func (c *Client) StopSession(ctx context.Context, id string) (protocol.SessionRe
 	return reply, err
 }
 
-// Sessions lists the sessions.
+// Sessions lists the sessions of every node, gathered (as Tabs).
 func (c *Client) Sessions(ctx context.Context) (protocol.SessionList, error) {
-	var reply protocol.SessionList
-	err := c.Request(ctx, c.subj.SessionList(), nil, &reply)
-	return reply, err
+	lists, nodes, err := gatherAs[protocol.SessionList](ctx, c, c.subj.SessionList())
+	if err != nil {
+		return protocol.SessionList{}, err
+	}
+	out := protocol.SessionList{OK: true, Sessions: []protocol.SessionInfo{}, Nodes: nodes}
+	for _, l := range lists {
+		out.Sessions = append(out.Sessions, l.Sessions...)
+	}
+	if len(lists) == 1 {
+		out.Node = lists[0].Node
+	}
+	return out, nil
 }
 
 // withDefaultTimeout bounds ctx by d unless it has a deadline already.

@@ -94,8 +94,10 @@ type Client struct {
 
 	js      jetstream.JetStream
 	replies replyInboxes // of direct gets
-	perms   permissionWatch
-	eventMu sync.Mutex // OnEvent is called by one goroutine at a time
+	// tabNodes: which node listed each tab last.
+	tabNodes tabNodes
+	perms    permissionWatch
+	eventMu  sync.Mutex // OnEvent is called by one goroutine at a time
 
 	mu   sync.Mutex
 	up   chan struct{} // closed while connected

@@ -6,6 +6,9 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"slices"
+	"strings"
+	"time"
 
 	"github.com/nats-io/nats.go"
 
@@ -50,7 +53,7 @@ func (c *Client) PlanData(ctx context.Context, tab string, data []byte) (protoco
 	if err != nil {
 		return protocol.PlanResult{}, nil, err
 	}
-	out, err := c.roundTrip(ctx, c.subj.TabPlan(tab), data, true)
+	out, err := c.planRoundTrip(ctx, tab, data)
 	if errors.Is(err, nats.ErrNoResponders) {
 		return protocol.PlanResult{}, nil, c.tabNotFound(ctx, tab, err)
 	}
@@ -62,6 +65,60 @@ func (c *Client) PlanData(ctx context.Context, tab string, data []byte) (protoco
 		return protocol.PlanResult{}, nil, err
 	}
 	return res, out, nil
+}
+
+// While a plan waits for its answer, the client checks now and then that
+// the tab's node is still there: a plan sent in the moment its node died
+// (before the server dropped the dead connection's subscriptions) would
+// otherwise wait for its whole deadline. A node answers its status from
+// its connection, however busy its tabs are, so nothing answering there
+// means it is gone.
+const (
+	nodeProbeAfter = 250 * time.Millisecond
+	nodeProbeEvery = 500 * time.Millisecond
+)
+
+// planRoundTrip sends a plan (resent after a reconnect: the node knows
+// its id) and waits for its answer, or until the tab's node is found gone
+// (node_unavailable).
+func (c *Client) planRoundTrip(ctx context.Context, tab string, data []byte) ([]byte, error) {
+	pctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	go c.probeTabNode(pctx, tab, cancel)
+	out, err := c.roundTrip(pctx, c.subj.TabPlan(tab), data, true)
+	if cause := context.Cause(pctx); protocol.CodeOf(cause) == protocol.CodeNodeUnavailable {
+		return nil, cause
+	}
+	return out, err
+}
+
+// probeTabNode ends a plan's wait (cancel) when the tab's node is gone.
+func (c *Client) probeTabNode(ctx context.Context, tab string, cancel context.CancelCauseFunc) {
+	wait := time.NewTimer(nodeProbeAfter)
+	defer wait.Stop()
+	node := ""
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-wait.C:
+		}
+		if node == "" {
+			if node = c.tabNodes.nodeOf(tab); node == "" {
+				node = c.historyNodeOf(ctx, tab)
+			}
+		}
+		if node != "" {
+			pctx, pcancel := context.WithTimeout(ctx, nodeProbeEvery)
+			err := c.Request(pctx, c.subj.NodeProfile(node, protocol.DefaultProfile, protocol.OpStatus), nil, nil)
+			pcancel()
+			if errNoAnswer(err) {
+				cancel(c.nodeGone(node, "tab "+tab, err))
+				return
+			}
+		}
+		wait.Reset(nodeProbeEvery)
+	}
 }
 
 // WithPlanID returns the encoded plan with an id, its own or a new one,
@@ -91,21 +148,93 @@ func (c *Client) Cancel(ctx context.Context, tab, planID string) (protocol.Cance
 	return reply, err
 }
 
-// tabNotFound is the error for a tab nothing answers for.
+// goneLookup bounds the look at the nodes' tabs that tells a tab whose
+// node is gone (node_unavailable) from one that is not there
+// (tab_not_found): a plan to either fails within a second.
+const goneLookup = 700 * time.Millisecond
+
+// tabNotFound is the error for a tab nothing answers for: node_unavailable
+// when the node that had it (the one that listed it last to this client,
+// else the one its last frame in the history names) is no longer among
+// those that answer, naming it; tab_not_found otherwise, with the tabs
+// the nodes have and the nodes that did not answer.
 func (c *Client) tabNotFound(ctx context.Context, tab string, cause error) error {
+	return c.TabNotFound(ctx, tab, cause)
+}
+
+// TabNotFound is the error for a request to tab that no one answers
+// (cause, e.g. nats.ErrNoResponders): node_unavailable naming the node
+// that had the tab when it is gone, unavailable when no node answers at
+// all, else tab_not_found. It takes at most a second.
+func (c *Client) TabNotFound(ctx context.Context, tab string, cause error) error {
+	ctx, cancel := context.WithTimeout(ctx, goneLookup)
+	defer cancel()
+	last := c.tabNodes.nodeOf(tab)
+	if last == "" {
+		last = c.historyNodeOf(ctx, tab)
+	}
+	if last != "" {
+		// Every node answers its default profile's status: nothing
+		// answering there says at once that the node is gone.
+		err := c.Request(ctx, c.subj.NodeProfile(last, protocol.DefaultProfile, protocol.OpStatus), nil, nil)
+		if errNoAnswer(err) {
+			return c.nodeGone(last, "tab "+tab, cause)
+		}
+	}
 	list, err := c.Tabs(ctx)
-	if err != nil {
+	switch {
+	case err != nil && last != "":
+		return c.nodeGone(last, "tab "+tab, cause)
+	case errNoAnswer(err):
+		return err // no node at all: unavailable
+	case err != nil:
 		return &protocol.Error{Code: protocol.CodeTabNotFound, Message: "no tab " + tab + " on the bus", Err: cause}
 	}
-	ids := ""
-	for i, t := range list.Tabs {
-		if i > 0 {
-			ids += ", "
+	var unreachable []string
+	for _, n := range list.Nodes {
+		if n.State == protocol.NodeUnreachable {
+			unreachable = append(unreachable, n.Node)
 		}
-		ids += t.Tab
 	}
-	if ids == "" {
-		ids = "no tabs"
+	answered := slices.ContainsFunc(list.Nodes, func(n protocol.NodeState) bool { return n.Node == last && n.State == protocol.NodeAnswered })
+	if last != "" && !answered {
+		return c.nodeGone(last, "tab "+tab, cause)
 	}
-	return &protocol.Error{Code: protocol.CodeTabNotFound, Message: "no tab " + tab + " on the bus; the node has: " + ids, Err: cause}
+	var ids []string
+	for _, t := range list.Tabs {
+		ids = append(ids, t.Tab)
+	}
+	has := strings.Join(ids, ", ")
+	if has == "" {
+		has = "no tabs"
+	}
+	msg := "no tab " + tab + " on the bus; the nodes have: " + has
+	if len(unreachable) > 0 {
+		msg += "; not answering: " + strings.Join(unreachable, ", ")
+	}
+	return &protocol.Error{Code: protocol.CodeTabNotFound, Message: msg, Err: cause}
+}
+
+// historyNodeOf is the node that tab's last frame in the frame history
+// names (frames carry their node), "" when there is none or no history.
+func (c *Client) historyNodeOf(ctx context.Context, tab string) string {
+	m, err := c.lastStored(ctx, c.subj.TabFrames(tab))
+	if err != nil || m == nil {
+		return ""
+	}
+	var head struct {
+		Node string `json:"node"`
+	}
+	if json.Unmarshal(m.Data, &head) != nil || !protocol.ValidNodeName(head.Node) {
+		return ""
+	}
+	return head.Node
+}
+
+// nodeGone is node_unavailable for a node that does not answer about
+// what.
+func (c *Client) nodeGone(node, what string, cause error) error {
+	err := protocol.NodeUnavailable(node, what)
+	err.Err = cause
+	return err
 }

@@ -81,7 +81,7 @@ func TestObserverCannotChangeABrowser(t *testing.T) {
 		{[]string{"launch"}, "framebus.browser.default.launch"},
 		{[]string{"close"}, "framebus.browser.default.close"},
 		{[]string{"tab", "new"}, "framebus.browser.default.newtab"},
-		{[]string{"tab", "close", tab}, "framebus.browser.default.closetab"},
+		{[]string{"tab", "close", tab}, "framebus.node." + n.state.Node + ".browser.default.closetab"}, // the node that lists it
 		{[]string{"session", "start", "example.com"}, "framebus.session.start"},
 		{[]string{"session", "stop", "s1"}, "framebus.session.s1.stop"},
 		{[]string{"creds", "add", "mallory", "--role", "admin", "--creds", observerFile}, "framebus.admin.users.add"},

@@ -168,20 +168,16 @@ func busError(err error, noReply func(error) error) error {
 	return noReply(err)
 }
 
-// tabs asks every node on the bus for its tabs and returns the first answer.
+// tabs asks every node on the bus for its tabs and gathers their answers.
 func (cl *client) tabs(ctx context.Context) (protocol.TabList, error) {
 	ctx, cancel := context.WithTimeout(ctx, tabsTimeout)
 	defer cancel()
-	data, err := cl.bc.RequestData(ctx, cl.subj.Tabs(), nil)
+	list, err := cl.bc.Tabs(ctx)
 	switch {
 	case err != nil && interrupted(ctx):
 		return protocol.TabList{}, errInterrupted("the node to list its tabs", "nothing was sent to a tab")
 	case err != nil:
 		return protocol.TabList{}, busError(err, errNoNode)
-	}
-	var list protocol.TabList
-	if err := json.Unmarshal(data, &list); err != nil {
-		return protocol.TabList{}, protocol.Errorf(protocol.CodeInternal, "tabs reply: invalid JSON: %v", err)
 	}
 	return list, nil
 }
@@ -247,18 +243,15 @@ func (cl *client) tabGone(ctx context.Context, tab string) (protocol.Code, strin
 	return "", ""
 }
 
-// tabNotFound says that nobody takes plans for tab, and which tabs the
-// node on the bus has.
+// tabNotFound says that nobody takes plans for tab: which tabs the nodes
+// on the bus have, or that the node that had it is gone
+// (busclient.Client.TabNotFound).
 func (cl *client) tabNotFound(ctx context.Context, tab string) error {
-	list, err := cl.tabs(ctx)
-	if err != nil {
-		return err
+	err := cl.bc.TabNotFound(ctx, tab, nats.ErrNoResponders)
+	if protocol.CodeOf(err) == protocol.CodeUnavailable {
+		return errNoNode(err)
 	}
-	var ids []string
-	for _, t := range list.Tabs {
-		ids = append(ids, t.Tab)
-	}
-	return protocol.Errorf(protocol.CodeTabNotFound, "no tab %s on the bus; the node has: %s", tab, strings.Join(ids, ", "))
+	return err
 }
 
 // checkTab finds out whether any node takes plans for tab, on whichever
@@ -307,7 +300,7 @@ func (cl *client) sendPlan(ctx context.Context, tab string, data []byte, plan pr
 	switch {
 	case err == nil:
 		return res, raw, nil
-	case protocol.CodeOf(err) == protocol.CodeTabNotFound:
+	case protocol.CodeOf(err) == protocol.CodeTabNotFound, protocol.CodeOf(err) == protocol.CodeNodeUnavailable:
 		return protocol.PlanResult{}, nil, err
 	case err != nil && ctx.Err() != nil:
 		return protocol.PlanResult{}, nil, cl.cancelPlan(tab, plan.ID)
@@ -345,19 +338,24 @@ func describeTabs(tabs []protocol.TabInfo) string {
 	return strings.Join(parts, ", ")
 }
 
-// awaitTabs asks <prefix>.tabs until a node answers with at least one tab,
-// and returns that answer. A node's subscriptions reach the server
+// awaitTabs asks <prefix>.tabs until a node (the one called node, when
+// not "") answers with at least one tab, and returns that answer. A node's subscriptions reach the server
 // asynchronously; the tabs subscription is made after the tabs' plan
 // subscriptions on the same connection, and the server handles a
 // connection's subscriptions in order, so once the node answers, its tabs
 // take plans too.
-func awaitTabs(ctx context.Context, nc *nats.Conn, subj protocol.Subjects) (protocol.TabList, error) {
+func awaitTabs(ctx context.Context, nc *nats.Conn, subj protocol.Subjects, node string) (protocol.TabList, error) {
 	const poll = 20 * time.Millisecond
 	ctx, cancel := context.WithTimeout(ctx, tabsTimeout)
 	defer cancel()
 	for {
 		rctx, rcancel := context.WithTimeout(ctx, time.Second)
-		msg, err := nc.RequestWithContext(rctx, subj.Tabs(), nil)
+		subject := subj.Tabs()
+		if node != "" {
+			// Its own pages: others on the bus answer tabs too.
+			subject = subj.NodeProfile(node, protocol.DefaultProfile, protocol.OpPages)
+		}
+		msg, err := nc.RequestWithContext(rctx, subject, nil)
 		rcancel()
 		if err == nil {
 			var list protocol.TabList

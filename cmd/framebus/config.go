@@ -36,6 +36,7 @@ import (
 // config is the effective configuration. Durations are written as Go
 // durations ("10s"); browser.timeout is milliseconds, as the spec has it.
 type config struct {
+	Node    nodeConfig    `yaml:"node" json:"node"`
 	Browser browserConfig `yaml:"browser" json:"browser"`
 	// Profiles are named profiles besides the default one: managed ones
 	// (launched on request in <profileDir>/<name>) and attach ones.
@@ -52,6 +53,13 @@ type config struct {
 	Bus      busConfig     `yaml:"bus" json:"bus"`
 	History  historyConfig `yaml:"history" json:"history"`
 	LogLevel string        `yaml:"logLevel" json:"logLevel"`
+}
+
+// nodeConfig: the node's identity among the nodes of its bus.
+type nodeConfig struct {
+	// Name is unique among the live nodes of the bus (one subject token);
+	// "": the host name and a short random suffix, made at start.
+	Name string `yaml:"name" json:"name,omitempty"`
 }
 
 type browserConfig struct {
@@ -169,6 +177,7 @@ const (
 	envBrowserUser = "FRAMEBUS_BROWSER_USER"
 	envFileRoots   = "FRAMEBUS_FILE_ROOTS"
 	envWebSocket   = "FRAMEBUS_WEBSOCKET"
+	envNode        = "FRAMEBUS_NODE"
 )
 
 // defaultConfigPath is read when it exists and no file is named.
@@ -236,7 +245,7 @@ func (cfg *config) applyEnv(getenv func(string) string) error {
 	for name, dst := range map[string]*string{
 		envProfileDir: &cfg.Browser.ProfileDir, envListen: &cfg.Bus.Listen, envBusURL: &cfg.Bus.URL,
 		envPrefix: &cfg.Bus.Prefix, envLogLevel: &cfg.LogLevel, envViewport: &cfg.Viewport, envDevice: &cfg.Device,
-		envBrowserUser: &cfg.Browser.User, envWebSocket: &cfg.Bus.WebSocket,
+		envBrowserUser: &cfg.Browser.User, envWebSocket: &cfg.Bus.WebSocket, envNode: &cfg.Node.Name,
 	} {
 		if v := getenv(name); v != "" {
 			*dst = v
@@ -353,6 +362,7 @@ func (cfg *config) applyFlags(fs *pflag.FlagSet) {
 		v, _ := fs.GetString("file-roots")
 		cfg.Files.Roots = splitList(v)
 	}
+	str("node", &cfg.Node.Name)
 	str("profile-dir", &cfg.Browser.ProfileDir)
 	str("browser-user", &cfg.Browser.User)
 	str("start-url", &cfg.Browser.StartURL)
@@ -401,6 +411,9 @@ func (cfg config) validate() error {
 	}
 	if _, err := protocol.NewSubjects(cfg.Bus.Prefix); err != nil {
 		return usagef("bus.prefix (--prefix): %v", err)
+	}
+	if cfg.Node.Name != "" && !protocol.ValidNodeName(cfg.Node.Name) {
+		return usagef("node.name (--node): %q is not a node name (letters, digits, '-' and '_', at most %d)", cfg.Node.Name, protocol.MaxNodeName)
 	}
 	if cfg.Bus.URL == "" {
 		if _, _, err := splitListen(cfg.Bus.Listen, cfg.Bus.AllowRemote); err != nil {
@@ -655,7 +668,7 @@ when it exists); the environment ($` + envHeadless + `, $` + envTimeout + ` (ms 
 $` + envProfileDir + `, $` + envWhitelist + ` (comma-separated; set empty to deny all),
 $` + envSchemes + `, $` + envListen + `, $` + envBusURL + `, $` + envPrefix + `, $` + envLogLevel + `,
 $` + envViewport + `, $` + envDevice + `, $` + envBrowserUser + `, $` + envFileRoots + ` (comma-separated),
-$` + envWebSocket + `);
+$` + envWebSocket + `, $` + envNode + `);
 then the flags serve was given. It takes serve's flags.`,
 		setup: func(fs *pflag.FlagSet) func(c *cli, args []string) error {
 			configFile := declareServeFlags(fs) // the same flags as serve

@@ -151,7 +151,7 @@ func (c *cli) demo(o demoOptions) error {
 		return startError(ctx, err)
 	}
 	defer node.Close()
-	list, err := awaitTabs(ctx, nc, subj)
+	list, err := awaitTabs(ctx, nc, subj, "")
 	if err != nil {
 		return err
 	}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"slices"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -14,8 +15,11 @@ import (
 )
 
 // The browser lifecycle commands (ADR-006): status, launch, close, pages,
-// and tab new|close|select. Each is one request to the node on
-// <prefix>.browser.<profile>.<op>; its reply is printed as it comes.
+// and tab new|close|select. Each is one request on
+// <prefix>.browser.<profile>.<op> (any node that has the profile), or
+// <prefix>.node.<node>.browser.<profile>.<op> with --node; its reply is
+// printed as it comes. status and pages without --node gather every
+// node's answer (busclient.Client.Status, Pages).
 
 // lifecycleWait bounds a lifecycle request; launch starts a browser.
 const lifecycleWait = 90 * time.Second
@@ -30,11 +34,12 @@ func lifecycleOp(name, op, summary string) command {
 			var target clientFlags
 			target.declare(fs, false)
 			profile := declareProfile(fs, op == protocol.OpStatus)
+			node := declareNode(fs, op == protocol.OpStatus || op == protocol.OpPages)
 			return func(c *cli, args []string) error {
 				if len(args) > 0 {
 					return usagef("%s: takes no arguments, got %q", name, args)
 				}
-				return c.lifecycle(target, *profile, op, nil)
+				return c.lifecycle(target, *node, *profile, op, nil)
 			}
 		},
 	}
@@ -65,6 +70,7 @@ tab select <id> makes commands without --tab use this tab (kept in the state fil
 			var target clientFlags
 			target.declare(fs, false)
 			profile := declareProfile(fs, false)
+			node := declareNode(fs, false)
 			return func(c *cli, args []string) error {
 				if len(args) == 0 {
 					return usagef("tab: want new [url], close [id] or select <id>")
@@ -75,7 +81,7 @@ tab select <id> makes commands without --tab use this tab (kept in the state fil
 					if len(rest) == 1 {
 						req.URL = rest[0]
 					}
-					return c.lifecycle(target, *profile, protocol.OpNewTab, req)
+					return c.lifecycle(target, *node, *profile, protocol.OpNewTab, req)
 				case sub == "close" && len(rest) <= 1:
 					return c.closeTab(target, rest)
 				case sub == "select" && len(rest) == 1:
@@ -97,27 +103,92 @@ func declareProfile(fs *pflag.FlagSet, all bool) *string {
 	return fs.String("profile", "", "the browser profile `NAME` ("+def+"); a session's profile is named by its domain")
 }
 
+// declareNode declares --node; all says that without it the command
+// covers every node.
+func declareNode(fs *pflag.FlagSet, all bool) *string {
+	def := "default: any node that has the profile"
+	if all {
+		def = "default: every node"
+	}
+	return fs.String("node", "", "the `NAME` of the node to ask ("+def+")")
+}
+
 // lifecycle sends one lifecycle request to a profile ("" for the default
-// one, or for status every profile) and prints the reply; a reply with ok
+// one, or for status every profile) of a node ("": any that has it, or
+// for status and pages every node) and prints the reply; a reply with ok
 // false is a failure.
-func (c *cli) lifecycle(target clientFlags, profile, op string, req any) error {
+func (c *cli) lifecycle(target clientFlags, node, profile, op string, req any) error {
 	if profile != "" {
 		if err := protocol.CheckProfileName(profile); err != nil {
 			return usagef("--profile: %v", err)
 		}
 	}
+	if node != "" {
+		if err := protocol.CheckNodeName(node); err != nil {
+			return usagef("--node: %v", err)
+		}
+	}
+	switch {
+	case op == protocol.OpStatus && profile == "":
+		return c.gathered(target, func(ctx context.Context, cl *client) (any, error) { return nodeStatus(ctx, cl, node) })
+	case node == "" && op == protocol.OpPages:
+		return c.gathered(target, func(ctx context.Context, cl *client) (any, error) { return cl.bc.Pages(ctx, "", profile) })
+	}
 	subject := func(cl *client) string {
-		if op == protocol.OpStatus && profile == "" {
-			return cl.subj.BrowserStatus()
+		switch {
+		case node != "":
+			return cl.subj.NodeProfile(node, cmp.Or(profile, protocol.DefaultProfile), op)
 		}
 		return cl.subj.Profile(cmp.Or(profile, protocol.DefaultProfile), op)
 	}
 	return c.send(target, subject, req, func(cl *client, err error) error {
-		if profile != "" && errors.Is(err, nats.ErrNoResponders) {
+		switch {
+		case node != "" && errors.Is(err, nats.ErrNoResponders):
+			return protocol.NodeUnavailable(node, "profile "+cmp.Or(profile, protocol.DefaultProfile))
+		case profile != "" && errors.Is(err, nats.ErrNoResponders):
 			return cl.noProfile(c.ctx, profile, err)
 		}
 		return errNoNode(err)
 	})
+}
+
+// nodeStatus is the status of every node's profiles, or of one node's
+// (node_unavailable when it does not answer).
+func nodeStatus(ctx context.Context, cl *client, node string) (protocol.StatusReply, error) {
+	st, err := cl.bc.Status(ctx)
+	if err != nil || node == "" {
+		return st, err
+	}
+	answered := slices.ContainsFunc(st.Nodes, func(n protocol.NodeState) bool { return n.Node == node && n.State == protocol.NodeAnswered })
+	if !answered && st.Node != node {
+		return protocol.StatusReply{}, protocol.NodeUnavailable(node, "status")
+	}
+	st.Profiles = slices.DeleteFunc(st.Profiles, func(p protocol.ProfileStatus) bool { return p.Node != node })
+	st.Node, st.Nodes = node, nil
+	return st, nil
+}
+
+// gathered connects, asks every node (ask gathers their answers, see
+// busclient's GatherWait) and prints the reply.
+func (c *cli) gathered(target clientFlags, ask func(context.Context, *client) (any, error)) error {
+	cl, err := c.connect(target)
+	if err != nil {
+		return err
+	}
+	defer cl.close()
+	ctx, cancel := context.WithTimeout(c.ctx, tabsTimeout)
+	defer cancel()
+	reply, err := ask(ctx, cl)
+	switch {
+	case err != nil && interrupted(ctx):
+		return errInterrupted("the nodes to answer", "nothing was changed")
+	case protocol.CodeOf(err) == protocol.CodeNodeUnavailable:
+		return err
+	case err != nil:
+		return busError(err, errNoNode)
+	}
+	c.printJSON(reply)
+	return nil
 }
 
 // send connects, sends req (JSON; none when nil) to the subject and prints
@@ -227,11 +298,11 @@ func (c *cli) closeTabIn(target clientFlags, id string) error {
 	if err != nil {
 		return err
 	}
-	profile := ""
+	profile, node := "", ""
 	if found != nil {
-		profile = found.Profile
+		profile, node = found.Profile, found.Node
 	}
-	return c.lifecycle(target, profile, protocol.OpCloseTab, protocol.CloseTabRequest{Tab: id})
+	return c.lifecycle(target, node, profile, protocol.OpCloseTab, protocol.CloseTabRequest{Tab: id})
 }
 
 // findTab looks a tab up in the node's list: nil when it is not there.
@@ -254,21 +325,19 @@ func (c *cli) findTab(target clientFlags, id string) (*protocol.TabInfo, []proto
 }
 
 // noProfile is the error for a profile nothing answers for: the
-// profiles the node has, when it answers at all.
+// profiles the nodes have (each once), when any answers at all.
 func (cl *client) noProfile(ctx context.Context, profile string, cause error) error {
 	ctx, cancel := context.WithTimeout(ctx, tabsTimeout)
 	defer cancel()
-	data, err := cl.bc.RequestData(ctx, cl.subj.BrowserStatus(), nil)
+	st, err := cl.bc.Status(ctx)
 	if err != nil {
 		return errNoNode(cause)
 	}
-	var st protocol.StatusReply
-	if err := json.Unmarshal(data, &st); err != nil {
-		return protocol.Errorf(protocol.CodeInternal, "status reply: invalid JSON: %v", err)
-	}
 	var names []string
 	for _, p := range st.Profiles {
-		names = append(names, p.Name)
+		if !slices.Contains(names, p.Name) {
+			names = append(names, p.Name)
+		}
 	}
 	return protocol.ProfileNotFound(profile, names)
 }

@@ -119,7 +119,7 @@ func TestSessionAndProfileCommands(t *testing.T) {
 	started := mustOK(t, n.env, "session", "start", "localhost", site("/"))
 	id, _ := started["session"].(string)
 	dir := filepath.Join(profiles, "localhost")
-	if id == "" || started["created"] != true || started["profile"].(map[string]any)["dir"] != dir {
+	if id == "" || started["created"] != true || started["profile"].(map[string]any)["dir"] != dir || started["node"] != n.state.Node {
 		t.Fatalf("session start: %v", started)
 	}
 	if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
@@ -135,7 +135,7 @@ func TestSessionAndProfileCommands(t *testing.T) {
 	if p := one["profiles"].([]any); len(p) != 1 || p[0].(map[string]any)["session"] != id {
 		t.Fatalf("status --profile localhost: %v", one)
 	}
-	if list := mustOK(t, n.env, "session", "list"); len(list["sessions"].([]any)) != 1 {
+	if list := mustOK(t, n.env, "session", "list"); len(list["sessions"].([]any)) != 1 || list["sessions"].([]any)[0].(map[string]any)["node"] != n.state.Node {
 		t.Fatalf("session list: %v", list)
 	}
 	for _, tc := range []struct {

@@ -151,6 +151,7 @@ func (c *cli) serve(o serveOptions) error {
 	}
 	ctx, cancel := context.WithTimeout(c.ctx, startTimeout)
 	node, err := actors.StartNode(ctx, actors.NodeOptions{
+		Name:          cfg.Node.Name,
 		Bus:           busOpts,
 		Launch:        launch,
 		Prefix:        cfg.Bus.Prefix,
@@ -175,7 +176,7 @@ func (c *cli) serve(o serveOptions) error {
 	// Ready means reachable: the node answers on the bus.
 	nc, err := node.Bus().Connect("serve")
 	if err == nil {
-		_, err = awaitTabs(c.ctx, nc, node.Subjects())
+		_, err = awaitTabs(c.ctx, nc, node.Subjects(), node.Name())
 		nc.Close()
 	}
 	if err != nil {
@@ -188,7 +189,7 @@ func (c *cli) serve(o serveOptions) error {
 			return err
 		}
 	}
-	st := nodeState{OK: true, Bus: node.Bus().ClientURL(), WebSocket: node.Bus().WebSocketURL(), Prefix: node.Subjects().Prefix, PID: os.Getpid(), Tabs: node.Tabs()}
+	st := nodeState{OK: true, Node: node.Name(), Bus: node.Bus().ClientURL(), WebSocket: node.Bus().WebSocketURL(), Prefix: node.Subjects().Prefix, PID: os.Getpid(), Tabs: node.Tabs()}
 	if err := writeState(path, st); err != nil {
 		node.Close()
 		local.remove()
@@ -363,6 +364,7 @@ func splitList(s string) []string {
 func declareServeFlags(fs *pflag.FlagSet) *string {
 	d := defaultConfig()
 	configFile := fs.String("config", "", "YAML configuration `file` (default $"+envConfig+", else "+defaultConfigHint()+" when it exists); flags override it")
+	fs.String("node", "", "the node's `name`, unique among the live nodes of the bus: letters, digits, '-' and '_' (node.name; default: the host name and a short random suffix)")
 	boolVarP(fs, new(bool), "headed", "", "show the browser window (default: headless)")
 	timeout := msDuration(time.Duration(d.Browser.Timeout) * time.Millisecond)
 	fs.Var(&timeout, "timeout", "default deadline of an action that sets none, a duration or milliseconds (browser.timeout)")

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"strings"
 
@@ -46,7 +47,7 @@ session list                  the sessions running`,
 				case sub == "stop" && len(rest) == 1:
 					return c.stopSession(target, rest[0])
 				case sub == "list" && len(rest) == 0:
-					return c.send(target, func(cl *client) string { return cl.subj.SessionList() }, nil, noNode)
+					return c.gathered(target, func(ctx context.Context, cl *client) (any, error) { return cl.bc.Sessions(ctx) })
 				}
 				return usagef("session: want start <domain> [url], stop <id> or list, got %q", args)
 			}

@@ -15,8 +15,9 @@ import (
 // nodeState is what serve prints on its first line and keeps in the state
 // file while it runs, so client commands find the node.
 type nodeState struct {
-	OK  bool   `json:"ok"`
-	Bus string `json:"bus"`
+	OK   bool   `json:"ok"`
+	Node string `json:"node"` // the node's name
+	Bus  string `json:"bus"`
 	// WebSocket is the bus's WebSocket listener (ws://HOST:PORT), if any.
 	WebSocket string             `json:"websocket,omitempty"`
 	Prefix    string             `json:"prefix"`

@@ -1,0 +1,133 @@
+package client_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/framebus/framebus/actors"
+	"github.com/framebus/framebus/cdpdriver"
+	"github.com/framebus/framebus/internal/bustest"
+	"github.com/framebus/framebus/protocol"
+)
+
+// A node the registry names that does not answer (an entry written as a
+// node that died a moment ago would have left it) is in the gathered
+// tabs, status and session list as unreachable, never left out; once
+// the bucket forgets it, it is gone from them. A plan to a tab its last
+// listing put on a node that is gone is node_unavailable, naming it; to
+// a tab no node ever listed, tab_not_found.
+func TestGatherReportsUnreachableNodes(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	node, err := actors.StartNode(ctx, actors.NodeOptions{Name: "live", Launch: cdpdriver.LaunchOptions{Headless: true}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { node.Close() })
+	agentCreds := bustest.AddUser(t, node.Bus(), protocol.RoleAgent)
+	agent := connect(t, agentCreds.URL, &agentCreds, nil)
+
+	list, err := agent.Tabs(ctx)
+	if err != nil || len(list.Nodes) != 1 || list.Nodes[0] != (protocol.NodeState{Node: "live", State: protocol.NodeAnswered}) || list.Tabs[0].Node != "live" {
+		t.Fatalf("tabs of one node: %+v %v", list, err)
+	}
+
+	// The ghost: an entry in the registry, and nothing on the bus.
+	admin := bustest.Connect(t, node.Bus(), protocol.RoleAdmin)
+	js, _ := jetstream.New(admin)
+	kv, err := js.KeyValue(ctx, node.Subjects().NodesBucket())
+	if err != nil {
+		t.Fatal(err)
+	}
+	// It renews its entry, as a node that hangs without answering would,
+	// until the test stops it.
+	ghost, _ := json.Marshal(protocol.NodeEntry{Node: "ghost", Host: "nowhere", PID: 1})
+	rev, err := kv.Create(ctx, "ghost", ghost)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stopGhost := make(chan struct{})
+	ghostStopped := make(chan struct{})
+	go func() {
+		defer close(ghostStopped)
+		for {
+			select {
+			case <-stopGhost:
+				return
+			case <-time.After(protocol.NodeHeartbeat / 2):
+				uctx, ucancel := context.WithTimeout(context.Background(), 5*time.Second)
+				next, err := kv.Update(uctx, "ghost", ghost, rev)
+				ucancel()
+				if err != nil {
+					t.Errorf("renew the ghost: %v", err)
+					return
+				}
+				rev = next
+			}
+		}
+	}()
+	t.Cleanup(func() { // when the test fails before it stops the ghost
+		select {
+		case <-stopGhost:
+		default:
+			close(stopGhost)
+		}
+		<-ghostStopped
+	})
+	wantStates := func(got []protocol.NodeState, want ...protocol.NodeState) bool {
+		return slices.Equal(got, want)
+	}
+	live := protocol.NodeState{Node: "live", State: protocol.NodeAnswered}
+	gone := protocol.NodeState{Node: "ghost", State: protocol.NodeUnreachable}
+	deadline := time.Now().Add(10 * time.Second) // the node's watch sees the ghost
+	for {
+		list, err = agent.Tabs(ctx)
+		if err == nil && wantStates(list.Nodes, gone, live) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("tabs with a ghost in the registry: %+v %v", list, err)
+		}
+	}
+	st, err := agent.Status(ctx)
+	if err != nil || !wantStates(st.Nodes, gone, live) || st.Profiles[0].Node != "live" {
+		t.Fatalf("status with a ghost: %+v %v", st, err)
+	}
+	sl, err := agent.Sessions(ctx)
+	if err != nil || !wantStates(sl.Nodes, gone, live) {
+		t.Fatalf("sessions with a ghost: %+v %v", sl, err)
+	}
+
+	close(stopGhost)
+	<-ghostStopped
+	// No one renews it: within NodeTTL (and a second for the server's
+	// expiry timer) it is gone, and the gather ends as soon as the live
+	// node answered.
+	waitForGone := time.Now().Add(protocol.NodeTTL + 2*time.Second)
+	for {
+		_, err := kv.Get(ctx, "ghost")
+		if errors.Is(err, jetstream.ErrKeyNotFound) {
+			break
+		}
+		if time.Now().After(waitForGone) {
+			t.Fatalf("the ghost's entry is still there: %v", err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	list, err = agent.Tabs(ctx)
+	if err != nil || !wantStates(list.Nodes, live) {
+		t.Fatalf("tabs once the ghost expired: %+v %v", list, err)
+	}
+
+	// A tab no node ever listed.
+	_, err = agent.Plan(ctx, "NOSUCHTAB", protocol.Plan{Action: &protocol.Action{Type: "eval", Expression: "1"}})
+	if codeOf(err) != protocol.CodeTabNotFound {
+		t.Fatalf("a plan to an unknown tab: %v", err)
+	}
+}
