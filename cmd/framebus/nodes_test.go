@@ -57,6 +57,14 @@ func TestTwoNodesOneBusAndKill9(t *testing.T) {
 	if one.state.Node != "one" || two.state.Node != "two" || one.state.Tabs[0].Node != "one" || two.state.Tabs[0].Node != "two" {
 		t.Fatalf("the state files: %+v / %+v", one.state, two.state)
 	}
+	// The second's login to the first's bus stays in its state file
+	// (0600): serve prints and logs the URL without the password.
+	if joined, _ := url.Parse(join); joined != nil {
+		password, _ := joined.User.Password()
+		if strings.Contains(two.stdout.String()+two.stderr.String(), password) {
+			t.Errorf("serve printed or logged the bus URL's password")
+		}
+	}
 	agent, err := readCredentials(one.credsFile(agentCredsFile))
 	if err != nil {
 		t.Fatal(err)

@@ -195,8 +195,12 @@ func (c *cli) serve(o serveOptions) error {
 		local.remove()
 		return protocol.Errorf(protocol.CodeInternal, "write state file %s: %v", path, err)
 	}
-	c.printJSON(st)
-	log.Info().Str("bus", st.Bus).Str("tabs", describeTabs(st.Tabs)).Str("state", path).
+	// The state file (0600) keeps an external bus's login; what is
+	// printed and logged, which others may read, does not.
+	shown := st
+	shown.Bus = withoutPassword(st.Bus)
+	c.printJSON(shown)
+	log.Info().Str("bus", shown.Bus).Str("tabs", describeTabs(st.Tabs)).Str("state", path).
 		Msg("node ready; stop it with Ctrl-C or SIGTERM")
 
 	// A browser that exits on its own leaves the node running without

@@ -5,8 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"net/url"
 	"os"
 	"path/filepath"
+	"strings"
 	"syscall"
 
 	"github.com/framebus/framebus/protocol"
@@ -84,6 +86,21 @@ func writeState(path string, st nodeState) error {
 		return err
 	}
 	return writePrivate(path, append(data, '\n'))
+}
+
+// withoutPassword is a bus URL (or a comma-separated list of them) with
+// any password replaced by "xxxxx".
+func withoutPassword(urls string) string {
+	parts := strings.Split(urls, ",")
+	for i, p := range parts {
+		if u, err := url.Parse(strings.TrimSpace(p)); err == nil && u.User != nil {
+			if _, has := u.User.Password(); has {
+				u.User = url.UserPassword(u.User.Username(), "xxxxx")
+				parts[i] = u.String()
+			}
+		}
+	}
+	return strings.Join(parts, ",")
 }
 
 // removeState removes the state file if it still describes the node of
