@@ -128,16 +128,46 @@ const objectChunk = 128 << 10
 // ErrNoJetStream: the bus has no JetStream, so there is no history.
 var ErrNoJetStream = errors.New("the bus has no JetStream")
 
-// haveJetStream fails, wrapping ErrNoJetStream, when the bus has no
-// JetStream for js's account; what names the caller in other errors.
-func haveJetStream(ctx context.Context, js jetstream.JetStream, what string) error {
-	if _, err := js.AccountInfo(ctx); err != nil {
-		if errors.Is(err, jetstream.ErrJetStreamNotEnabled) || errors.Is(err, jetstream.ErrJetStreamNotEnabledForAccount) {
-			return fmt.Errorf("%w: %w", ErrNoJetStream, err)
+// retryJetStream runs a JetStream call a few seconds at a time until it
+// answers or ctx ends: on a cluster still forming (electing leaders,
+// placing a replicated stream) a request may get no answer at all. An
+// answer that is an API error is final.
+func retryJetStream(ctx context.Context, call func(context.Context) error) error {
+	for {
+		try, cancel := context.WithTimeout(ctx, 3*time.Second)
+		err := call(try)
+		cancel()
+		var apiErr *jetstream.APIError
+		if err == nil || errors.As(err, &apiErr) || ctx.Err() != nil || !errors.Is(err, context.DeadlineExceeded) {
+			return err
 		}
-		return fmt.Errorf("%s: %w", what, err)
 	}
-	return nil
+}
+
+// haveJetStream fails, wrapping ErrNoJetStream, when the bus has no
+// JetStream for js's account; what names the caller in other errors. On
+// a cluster that is still electing JetStream's leader nothing answers
+// yet, and a request sent then may never be: it asks again, a few
+// seconds at a time, until ctx ends.
+func haveJetStream(ctx context.Context, js jetstream.JetStream, what string) error {
+	for {
+		try, cancel := context.WithTimeout(ctx, 2*time.Second)
+		_, err := js.AccountInfo(try)
+		cancel()
+		switch {
+		case err == nil:
+			return nil
+		case errors.Is(err, jetstream.ErrJetStreamNotEnabled) || errors.Is(err, jetstream.ErrJetStreamNotEnabledForAccount):
+			return fmt.Errorf("%w: %w", ErrNoJetStream, err)
+		case ctx.Err() != nil:
+			return fmt.Errorf("%s: %w", what, err)
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("%s: %w", what, err)
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
 }
 
 // StartHistory creates the frame stream and the content bucket on nc's
@@ -157,7 +187,7 @@ func StartHistory(ctx context.Context, nc *nats.Conn, subj protocol.Subjects, op
 	if err := haveJetStream(ctx, js, "history"); err != nil {
 		return nil, err
 	}
-	stream, err := js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{
+	streamConfig := jetstream.StreamConfig{
 		Name:              subj.FrameStream(),
 		Description:       "framebus frames of every tab, by tab subject",
 		Subjects:          []string{subj.AllFrames()},
@@ -179,17 +209,26 @@ func StartHistory(ctx context.Context, nc *nats.Conn, subj protocol.Subjects, op
 		// from making them without end.
 		MaxConsumers: maxHistoryConsumers,
 		Replicas:     opts.Replicas,
+	}
+	var stream jetstream.Stream
+	err = retryJetStream(ctx, func(try context.Context) (err error) {
+		stream, err = js.CreateOrUpdateStream(try, streamConfig)
+		return err
 	})
 	if err != nil {
 		return nil, fmt.Errorf("history: stream %s: %w", subj.FrameStream(), err)
 	}
-	content, err := js.CreateOrUpdateObjectStore(ctx, jetstream.ObjectStoreConfig{
-		Bucket:      subj.ContentBucket(),
-		Description: "framebus frame content too large for one message",
-		TTL:         opts.MaxAge,
-		MaxBytes:    opts.MaxBytes,
-		Storage:     opts.storage(),
-		Replicas:    opts.Replicas,
+	var content jetstream.ObjectStore
+	err = retryJetStream(ctx, func(try context.Context) (err error) {
+		content, err = js.CreateOrUpdateObjectStore(try, jetstream.ObjectStoreConfig{
+			Bucket:      subj.ContentBucket(),
+			Description: "framebus frame content too large for one message",
+			TTL:         opts.MaxAge,
+			MaxBytes:    opts.MaxBytes,
+			Storage:     opts.storage(),
+			Replicas:    opts.Replicas,
+		})
+		return err
 	})
 	if err != nil {
 		return nil, fmt.Errorf("history: content bucket %s: %w", subj.ContentBucket(), err)

@@ -452,7 +452,7 @@ func (n *Node) joinRegistry(ctx context.Context) error {
 		return protocol.NodeEntry{Node: n.name, Host: host, PID: pid, Prefix: n.subj.Prefix, Started: n.started.UTC(),
 			Tabs: len(n.Tabs()), MemAvailable: memAvailable()}
 	}
-	n.registry, err = joinRegistry(ctx, js, n.subj, entry, n.log.With().Str("component", "registry").Logger())
+	n.registry, err = joinRegistry(ctx, js, n.subj, n.opts.History.Replicas, entry, n.log.With().Str("component", "registry").Logger())
 	if errors.Is(err, ErrNoJetStream) {
 		n.log.Warn().Err(err).Msg("no node registry: the bus has no JetStream, so this node's name is not checked against the others' and clients cannot tell a node that died from one that never was")
 		return nil

@@ -66,7 +66,9 @@ type liveNode struct {
 // joinRegistry makes the bucket if it is missing, creates the node's
 // entry (node_name_taken when a live node holds the name) and starts
 // renewing it and watching the others.
-func joinRegistry(ctx context.Context, js jetstream.JetStream, subj protocol.Subjects, entry func() protocol.NodeEntry, log zerolog.Logger) (*registry, error) {
+// replicas is how many servers of a cluster keep the bucket (as many as
+// keep the history).
+func joinRegistry(ctx context.Context, js jetstream.JetStream, subj protocol.Subjects, replicas int, entry func() protocol.NodeEntry, log zerolog.Logger) (*registry, error) {
 	cctx, cancel := context.WithTimeout(ctx, registryTimeout)
 	defer cancel()
 	if err := haveJetStream(cctx, js, "node registry"); err != nil {
@@ -79,8 +81,13 @@ func joinRegistry(ctx context.Context, js jetstream.JetStream, subj protocol.Sub
 		TTL:            protocol.NodeTTL,
 		LimitMarkerTTL: protocol.NodeTTL,
 		Storage:        jetstream.MemoryStorage, // liveness, nothing to keep over a restart
+		Replicas:       max(replicas, 1),
 	}
-	kv, err := js.CreateOrUpdateKeyValue(cctx, cfg)
+	var kv jetstream.KeyValue
+	err := retryJetStream(cctx, func(try context.Context) (err error) {
+		kv, err = js.CreateOrUpdateKeyValue(try, cfg)
+		return err
+	})
 	if errors.Is(err, jetstream.ErrLimitMarkerTTLNotSupported) {
 		// A server before 2.11 leaves no marker when it forgets an
 		// entry: watchers do not see a node that died go, and Peers

@@ -109,6 +109,33 @@ type filesConfig struct {
 	Roots []string `yaml:"roots" json:"roots"`
 }
 
+// clusterOptions are the bus's cluster options, the secret read from its
+// file; nil without a cluster.
+func (cfg config) clusterOptions() (*bus.ClusterOptions, error) {
+	c := cfg.Bus.Cluster
+	if c.Listen == "" {
+		return nil, nil
+	}
+	if c.SecretFile == "" {
+		return nil, usagef("bus.cluster.secretFile (--cluster-secret-file): a cluster needs the secret its routes log in with")
+	}
+	data, err := readSmallFile(c.SecretFile)
+	if err != nil {
+		return nil, usagef("bus.cluster.secretFile: %v", err)
+	}
+	return &bus.ClusterOptions{Name: c.Name, Listen: c.Listen, Routes: c.Routes, Secret: strings.TrimSpace(string(data))}, nil
+}
+
+// clusterConfig: the embedded server as a cluster member (bus.ClusterOptions).
+type clusterConfig struct {
+	Listen string   `yaml:"listen" json:"listen,omitempty"` // host:port the other members route to; "" no cluster
+	Routes []string `yaml:"routes" json:"routes,omitempty"` // every member's nats-route://host:port
+	// SecretFile holds the password every member's routes log in with
+	// (the same file on every member; keep it 0600).
+	SecretFile string `yaml:"secretFile" json:"secretFile,omitempty"`
+	Name       string `yaml:"name" json:"name,omitempty"` // the cluster's name (default framebus)
+}
+
 type busConfig struct {
 	Listen string `yaml:"listen" json:"listen"` // the embedded server's listener
 	URL    string `yaml:"url" json:"url"`       // an existing server instead
@@ -122,6 +149,8 @@ type busConfig struct {
 	// AllowRemote lets Listen and WebSocket be non-loopback addresses:
 	// every connection logs in, but there is no TLS.
 	AllowRemote bool `yaml:"allowRemote" json:"allowRemote,omitempty"`
+	// Cluster makes the embedded server a member of a NATS cluster.
+	Cluster clusterConfig `yaml:"cluster" json:"cluster,omitempty"`
 	// Users may log in besides the node's own agent and admin (and those
 	// creds add made, kept in users.json beside the state file).
 	Users []userConfig `yaml:"users" json:"users,omitempty"`
@@ -377,6 +406,12 @@ func (cfg *config) applyFlags(fs *pflag.FlagSet) {
 		v, _ := fs.GetString("websocket-origins")
 		cfg.Bus.WebSocketOrigins = splitList(v)
 	}
+	str("cluster", &cfg.Bus.Cluster.Listen)
+	str("cluster-secret-file", &cfg.Bus.Cluster.SecretFile)
+	if fs.Changed("routes") {
+		v, _ := fs.GetString("routes")
+		cfg.Bus.Cluster.Routes = splitList(v)
+	}
 	if fs.Changed("allow-remote") {
 		cfg.Bus.AllowRemote, _ = fs.GetBool("allow-remote")
 	}
@@ -419,6 +454,12 @@ func (cfg config) validate() error {
 		if _, _, err := splitListen(cfg.Bus.Listen, cfg.Bus.AllowRemote); err != nil {
 			return err
 		}
+	}
+	if c := cfg.Bus.Cluster; c.Listen == "" && (len(c.Routes) > 0 || c.SecretFile != "") {
+		return usagef("bus.cluster: routes and secretFile need listen (--cluster host:port)")
+	}
+	if cfg.Bus.URL != "" && cfg.Bus.Cluster.Listen != "" {
+		return usagef("bus.cluster (--cluster) is the embedded server's; an external bus (bus.url) is clustered as its servers are")
 	}
 	if cfg.Bus.URL != "" && (cfg.Bus.WebSocket != "" || len(cfg.Bus.Users) > 0) {
 		return usagef("bus.websocket (--websocket) and bus.users are the embedded server's; an external bus (bus.url) has its own")

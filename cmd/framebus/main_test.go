@@ -287,9 +287,24 @@ func startNode(t *testing.T, extra ...string) *node {
 // startNodeOf is startNode running the framebus binary at bin.
 func startNodeOf(t *testing.T, bin string, extra ...string) *node {
 	t.Helper()
+	n := launchNode(t, bin, extra...)
+	n.ready(t)
+	return n
+}
+
+// launchNode starts framebus serve at bin without waiting for it (nodes
+// of one cluster start together: JetStream's cluster needs its members).
+func launchNode(t *testing.T, bin string, extra ...string) *node {
+	t.Helper()
 	stateFile := filepath.Join(t.TempDir(), "node.json")
 	env := testEnv(append([]string{envState + "=" + stateFile}, extra...)...)
-	p := startProcessOf(t, bin, env, "serve")
+	return &node{process: startProcessOf(t, bin, env, "serve"), stateFile: stateFile, env: env}
+}
+
+// ready waits for serve's first line and reads the node's state from it.
+func (n *node) ready(t *testing.T) {
+	t.Helper()
+	p := n.process
 	var line string
 	waitFor(t, "serve prints its first line", 60*time.Second, func() bool {
 		if p.exited() {
@@ -299,7 +314,6 @@ func startNodeOf(t *testing.T, bin string, extra ...string) *node {
 		line = first
 		return err == nil
 	})
-	n := &node{process: p, stateFile: stateFile, env: env}
 	if err := json.Unmarshal([]byte(line), &n.state); err != nil {
 		t.Fatalf("serve's first line %q: %v", line, err)
 	}
@@ -307,7 +321,6 @@ func startNodeOf(t *testing.T, bin string, extra ...string) *node {
 	if err != nil || !n.state.OK || bus.Scheme != "nats" || bus.Hostname() != "127.0.0.1" || len(n.state.Tabs) != 1 {
 		t.Fatalf("serve's first line: %s", line)
 	}
-	return n
 }
 
 func (n *node) tab() string { return n.state.Tabs[0].Tab }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"io"
@@ -87,6 +88,15 @@ func (c *cli) serve(o serveOptions) error {
 		}
 		busOpts.Host, busOpts.Port, busOpts.AllowRemote = host, port, cfg.Bus.AllowRemote
 		busOpts.WebSocket, busOpts.WebSocketOrigins = cfg.Bus.WebSocket, cfg.Bus.WebSocketOrigins
+		if busOpts.Cluster, err = cfg.clusterOptions(); err != nil {
+			return err
+		}
+		if busOpts.Cluster != nil {
+			// Every member of a cluster is a server of its own name:
+			// the node's.
+			cfg.Node.Name = cmp.Or(cfg.Node.Name, actors.DefaultNodeName())
+			busOpts.Name = cfg.Node.Name
+		}
 		dir := filepath.Dir(path)
 		if err := privateDir(dir); err != nil {
 			log.Warn().Err(err).Msg("the credentials' directory")
@@ -96,7 +106,7 @@ func (c *cli) serve(o serveOptions) error {
 			return err
 		}
 		var own []bus.User
-		if local, own, err = makeLocalUsers(dir); err != nil {
+		if local, own, err = makeLocalUsers(dir, localUserSuffix(busOpts.Cluster, cfg.Node.Name)); err != nil {
 			return protocol.Errorf(protocol.CodeInternal, "credentials: %v", err)
 		}
 		busOpts.Users = append(own, configured...)
@@ -142,6 +152,11 @@ func (c *cli) serve(o serveOptions) error {
 	history, err := cfg.historyOptions(filepath.Dir(path))
 	if err != nil {
 		return err
+	}
+	if c := busOpts.Cluster; c != nil {
+		// As many members as the cluster has keep the history and the
+		// node registry, up to three.
+		history.Replicas = min(3, max(1, len(c.Routes)))
 	}
 	if history.Dir != "" {
 		// The history is the node's alone, like its state file.
@@ -224,6 +239,14 @@ func (c *cli) serve(o serveOptions) error {
 		}
 	}()
 	start := time.Now()
+	if local != nil && busOpts.Cluster != nil {
+		// The cluster shares its users: this node's own leave with it.
+		for _, name := range []string{local.agent.User, local.admin.User} {
+			if err := node.Bus().RemoveUser(name); err != nil {
+				log.Warn().Err(err).Str("user", name).Msg("remove the node's own user from the cluster")
+			}
+		}
+	}
 	closeErr := node.Close()
 	close(closed)
 	if err := removeState(path, os.Getpid()); err != nil {
@@ -376,6 +399,9 @@ func declareServeFlags(fs *pflag.FlagSet) *string {
 	fs.String("browser-user", "", "the `account` Chromium runs as when framebus runs as root, sandbox on (default "+cdpdriver.DefaultBrowserUser+", created when missing); root keeps it root without its sandbox")
 	fs.String("listen", d.Bus.Listen, "`host:port` of the embedded NATS server's listener, loopback unless --allow-remote; port 0 picks a free port")
 	fs.String("websocket", "", "`host:port` of a NATS-over-WebSocket listener too (browser-based clients; same users), loopback unless --allow-remote; port 0 picks a free port")
+	fs.String("cluster", "", "`host:port` where other cluster members route to this node's embedded server (bus.cluster.listen); loopback unless --allow-remote")
+	fs.String("routes", "", "comma-separated `URLs` of every cluster member's route listener, nats-route://host:port (bus.cluster.routes)")
+	fs.String("cluster-secret-file", "", "`file` holding the password cluster routes log in with, the same on every member (bus.cluster.secretFile)")
 	fs.String("websocket-origins", "", "comma-separated `origins` (scheme://host[:port]) of the web pages that may use --websocket; none: no web page (clients that are no browser are not affected)")
 	boolVarP(fs, new(bool), "allow-remote", "", "let --listen and --websocket be addresses other machines reach: every client logs in, but without TLS")
 	fs.String("bus-url", "", "use the NATS server at this `URL` (nats://host:port) instead of embedding one")

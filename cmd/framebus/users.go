@@ -35,15 +35,26 @@ type localUsers struct {
 	agent, admin protocol.Credentials
 }
 
-// makeLocalUsers makes the agent and admin users and their passwords.
-func makeLocalUsers(dir string) (*localUsers, []bus.User, error) {
+// localUserSuffix is what the node's own users' names end with: nothing
+// alone, "-<node>" on a cluster, whose members share their users (each
+// node's agent and admin are its own).
+func localUserSuffix(cluster *bus.ClusterOptions, node string) string {
+	if cluster == nil {
+		return ""
+	}
+	return "-" + node
+}
+
+// makeLocalUsers makes the agent and admin users (their names with
+// suffix) and their passwords.
+func makeLocalUsers(dir, suffix string) (*localUsers, []bus.User, error) {
 	lu := &localUsers{dir: dir}
 	var users []bus.User
 	for _, u := range []struct {
 		creds *protocol.Credentials
 		name  string
 		role  string
-	}{{&lu.agent, localAgentUser, protocol.RoleAgent}, {&lu.admin, localAdminUser, protocol.RoleAdmin}} {
+	}{{&lu.agent, localAgentUser + suffix, protocol.RoleAgent}, {&lu.admin, localAdminUser + suffix, protocol.RoleAdmin}} {
 		password := newPassword()
 		hash, err := bus.HashPassword(password)
 		if err != nil {

@@ -1,0 +1,86 @@
+package main
+
+import (
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// Two serve processes, each with its embedded server in one cluster
+// (serve --cluster --routes --cluster-secret-file): node one's own agent
+// logs in to node two's server (the members share their users), lists
+// both nodes' tabs with their names there, and runs a plan on node one's
+// tab through node two's server. A node's own users leave the cluster
+// with it.
+func TestTwoNodesClustered(t *testing.T) {
+	secret := filepath.Join(t.TempDir(), "cluster-secret")
+	if err := os.WriteFile(secret, []byte("a-secret-the-members-share\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var listen, routes []string
+	for range 2 {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		listen, routes = append(listen, l.Addr().String()), append(routes, "nats-route://"+l.Addr().String())
+		l.Close()
+	}
+	var nodes []*node
+	for i, name := range []string{"one", "two"} {
+		nodes = append(nodes, launchNode(t, binary, envNode+"="+name,
+			envConfig+"="+memberConfig(t, listen[i], routes, secret)))
+	}
+	for _, n := range nodes {
+		n.ready(t)
+	}
+	one, two := nodes[0], nodes[1]
+	defer two.stop(syscall.SIGTERM, 30*time.Second)
+	agent, err := readCredentials(one.credsFile(agentCredsFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if agent.User != "agent-one" {
+		t.Errorf("node one's agent is %q, want agent-one (a cluster's members share their users)", agent.User)
+	}
+	// Node one's agent, at node two's server.
+	agent.URL = two.state.Bus
+	file := filepath.Join(t.TempDir(), "agent-one-at-two.json")
+	if err := writeCredentials(file, agent); err != nil {
+		t.Fatal(err)
+	}
+	env := testEnv(envCreds+"="+file, envBusURL+"="+two.state.Bus)
+	var tabs map[string]any
+	waitFor(t, "both nodes' tabs through node two's server", 30*time.Second, func() bool {
+		tabs = mustOK(t, env, "pages")
+		text := fmt.Sprint(tabs["tabs"])
+		return strings.Contains(text, "node:one") && strings.Contains(text, "node:two")
+	})
+	res := mustOK(t, env, "eval", "location.href", "--tab", one.tab())
+	if res["ok"] != true {
+		t.Fatalf("a plan on node one's tab through node two's server: %v", res)
+	}
+	// Node one stops: its agent can no longer log in anywhere.
+	one.stop(syscall.SIGTERM, 30*time.Second)
+	waitFor(t, "node one's agent gone from the cluster", 30*time.Second, func() bool {
+		r := framebus(t, env, "", "pages")
+		return r.status != 0 && strings.Contains(r.stdout+r.stderr, "uthoriz")
+	})
+}
+
+// memberConfig writes a configuration file that makes serve a cluster
+// member.
+func memberConfig(t *testing.T, listen string, routes []string, secret string) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "config.yaml")
+	yaml := "bus:\n  cluster:\n    listen: " + listen + "\n    secretFile: " + secret + "\n    routes: [" + strings.Join(routes, ", ") + "]\n"
+	if err := os.WriteFile(path, []byte(yaml), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
