@@ -50,6 +50,11 @@ type Proxy struct {
 	denied  atomic.Int64
 	tunnels sync.WaitGroup
 	closing chan struct{}
+	// tunnelsMu orders a new tunnel's Add before Close's Wait (a
+	// WaitGroup may not grow while it is waited on); closed says Close
+	// has begun, after which no tunnel starts.
+	tunnelsMu sync.Mutex
+	closed    bool
 }
 
 // Start listens on a free loopback port and serves until Close. It
@@ -127,6 +132,9 @@ func (p *Proxy) Denied() int64 { return p.denied.Load() }
 
 // Close stops the proxy and ends its tunnels.
 func (p *Proxy) Close() error {
+	p.tunnelsMu.Lock()
+	p.closed = true
+	p.tunnelsMu.Unlock()
 	close(p.closing)
 	err := p.srv.Close()
 	p.tunnels.Wait()
@@ -195,7 +203,15 @@ func (p *Proxy) tunnel(w http.ResponseWriter, r *http.Request) {
 		down.Close()
 		return
 	}
+	p.tunnelsMu.Lock()
+	if p.closed {
+		p.tunnelsMu.Unlock()
+		up.Close()
+		down.Close()
+		return
+	}
 	p.tunnels.Add(1)
+	p.tunnelsMu.Unlock()
 	go func() {
 		defer p.tunnels.Done()
 		p.pipe(up, down, buf.Reader)
