@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"strings"
 	"testing"
 	"time"
@@ -15,6 +14,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/framebus/framebus/bus"
+	"github.com/framebus/framebus/internal/bustest"
 	"github.com/framebus/framebus/protocol"
 )
 
@@ -356,15 +356,7 @@ func TestHistoryNeedsJetStream(t *testing.T) {
 // member: the frame stream and the content bucket each have two
 // replicas beside their leader. Replicas out of range are bad requests.
 func TestHistoryReplicatedOnACluster(t *testing.T) {
-	var listen, routes []string
-	for range 3 {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		listen, routes = append(listen, l.Addr().String()), append(routes, "nats-route://"+l.Addr().String())
-		l.Close()
-	}
+	listen, routes := bustest.ClusterRoutes(t, 3)
 	var conns []*nats.Conn
 	for i := range 3 {
 		b, err := bus.Start(bus.Options{Name: fmt.Sprintf("h%d", i+1), JetStream: &bus.JetStreamOptions{},

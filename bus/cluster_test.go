@@ -3,7 +3,6 @@ package bus_test
 import (
 	"context"
 	"fmt"
-	"net"
 	"net/url"
 	"strings"
 	"testing"
@@ -14,6 +13,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/framebus/framebus/bus"
+	"github.com/framebus/framebus/internal/bustest"
 	"github.com/framebus/framebus/protocol"
 )
 
@@ -24,16 +24,7 @@ const clusterSecret = "a-cluster-secret-for-tests"
 // cluster wants its routes configured, not only learned).
 func startCluster(t testing.TB, n int, users []bus.User) []*bus.Bus {
 	t.Helper()
-	var listen, routes []string
-	for range n {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		listen = append(listen, l.Addr().String())
-		routes = append(routes, "nats-route://"+l.Addr().String())
-		l.Close()
-	}
+	listen, routes := bustest.ClusterRoutes(t, n)
 	var members []*bus.Bus
 	for i := range n {
 		c := &bus.ClusterOptions{Listen: listen[i], Secret: clusterSecret, Routes: routes}

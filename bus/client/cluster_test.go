@@ -3,7 +3,6 @@ package client_test
 import (
 	"context"
 	"fmt"
-	"net"
 	"strings"
 	"testing"
 	"time"
@@ -13,6 +12,7 @@ import (
 
 	"github.com/framebus/framebus/bus"
 	"github.com/framebus/framebus/bus/client"
+	"github.com/framebus/framebus/internal/bustest"
 	"github.com/framebus/framebus/protocol"
 )
 
@@ -29,15 +29,7 @@ func TestWatchSurvivesALostClusterMember(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var listen, routes []string
-	for range 3 {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		listen, routes = append(listen, l.Addr().String()), append(routes, "nats-route://"+l.Addr().String())
-		l.Close()
-	}
+	listen, routes := bustest.ClusterRoutes(t, 3)
 	var members []*bus.Bus
 	for i := range 3 {
 		b, err := bus.Start(bus.Options{Name: fmt.Sprintf("w%d", i+1), JetStream: &bus.JetStreamOptions{},

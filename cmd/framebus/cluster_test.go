@@ -2,13 +2,14 @@ package main
 
 import (
 	"fmt"
-	"net"
 	"os"
 	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/framebus/framebus/internal/bustest"
 )
 
 // Two serve processes, each with its embedded server in one cluster
@@ -22,15 +23,7 @@ func TestTwoNodesClustered(t *testing.T) {
 	if err := os.WriteFile(secret, []byte("a-secret-the-members-share\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	var listen, routes []string
-	for range 2 {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		listen, routes = append(listen, l.Addr().String()), append(routes, "nats-route://"+l.Addr().String())
-		l.Close()
-	}
+	listen, routes := bustest.ClusterRoutes(t, 2)
 	var nodes []*node
 	for i, name := range []string{"one", "two"} {
 		nodes = append(nodes, launchNode(t, binary, envNode+"="+name,

@@ -5,6 +5,7 @@ package bustest
 import (
 	"crypto/rand"
 	"encoding/hex"
+	"net"
 	"testing"
 
 	"github.com/nats-io/nats.go"
@@ -51,4 +52,20 @@ func Connect(t testing.TB, b *bus.Bus, role string, opts ...nats.Option) *nats.C
 	}
 	t.Cleanup(nc.Close)
 	return nc
+}
+
+// ClusterRoutes picks n free loopback ports for a cluster's route
+// listeners: each member's Listen, and every member's route URL (each
+// member lists them all, JetStream's cluster wants them configured).
+func ClusterRoutes(t testing.TB, n int) (listen, routes []string) {
+	t.Helper()
+	for range n {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		listen, routes = append(listen, l.Addr().String()), append(routes, "nats-route://"+l.Addr().String())
+		l.Close()
+	}
+	return listen, routes
 }
