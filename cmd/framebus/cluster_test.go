@@ -27,7 +27,7 @@ func TestTwoNodesClustered(t *testing.T) {
 	var nodes []*node
 	for i, name := range []string{"one", "two"} {
 		nodes = append(nodes, launchNode(t, binary, envNode+"="+name,
-			envConfig+"="+memberConfig(t, listen[i], routes, secret)))
+			envConfig+"="+memberConfig(t, listen[i], routes, secret, "")))
 	}
 	for _, n := range nodes {
 		n.ready(t)
@@ -67,11 +67,11 @@ func TestTwoNodesClustered(t *testing.T) {
 }
 
 // memberConfig writes a configuration file that makes serve a cluster
-// member.
-func memberConfig(t *testing.T, listen string, routes []string, secret string) string {
+// member, with extra YAML after its bus section.
+func memberConfig(t *testing.T, listen string, routes []string, secret, extra string) string {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "config.yaml")
-	yaml := "bus:\n  cluster:\n    listen: " + listen + "\n    secretFile: " + secret + "\n    routes: [" + strings.Join(routes, ", ") + "]\n"
+	yaml := "bus:\n  cluster:\n    listen: " + listen + "\n    secretFile: " + secret + "\n    routes: [" + strings.Join(routes, ", ") + "]\n" + extra
 	if err := os.WriteFile(path, []byte(yaml), 0o644); err != nil {
 		t.Fatal(err)
 	}
