@@ -465,7 +465,7 @@ func TestStopAnswersQueuedPlans(t *testing.T) {
 }
 
 // waitUntil polls cond with a deadline.
-func waitUntil(t *testing.T, cond func() bool) {
+func waitUntil(t testing.TB, cond func() bool) {
 	t.Helper()
 	deadline := time.Now().Add(20 * time.Second)
 	for !cond() {
