@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"sync"
+	"sync/atomic"
 
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
@@ -35,6 +36,8 @@ type Bus struct {
 
 	auth     *authenticator // who may log in; nil external
 	registry *usersRegistry // a cluster's shared users; nil otherwise
+	// usersChanged is told when another member changed the users.
+	usersChanged atomic.Pointer[func()]
 
 	closeOnce sync.Once
 	closeErr  error

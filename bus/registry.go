@@ -107,8 +107,8 @@ func (r *usersRegistry) follow(ctx context.Context) {
 func (r *usersRegistry) apply(e jetstream.KeyValueEntry) {
 	name := e.Key()
 	if e.Operation() != jetstream.KeyValuePut {
-		if r.b.hasUser(name) {
-			_ = r.b.removeLocal(name)
+		if r.b.hasUser(name) && r.b.removeLocal(name) == nil {
+			r.b.tellUsersChanged()
 		}
 		return
 	}
@@ -125,6 +125,19 @@ func (r *usersRegistry) apply(e jetstream.KeyValueEntry) {
 	}
 	if err := r.b.addLocal(u); err != nil {
 		r.b.log.Warn().Err(err).Str("user", name).Msg("users registry: add")
+		return
+	}
+	r.b.tellUsersChanged()
+}
+
+// OnUsersChanged sets f to be called (on a goroutine of the bus) after
+// this member followed a change of a cluster's users made elsewhere:
+// whoever keeps a list of users learns that one of them went.
+func (b *Bus) OnUsersChanged(f func()) { b.usersChanged.Store(&f) }
+
+func (b *Bus) tellUsersChanged() {
+	if f := b.usersChanged.Load(); f != nil {
+		(*f)()
 	}
 }
 

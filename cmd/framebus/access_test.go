@@ -252,7 +252,9 @@ func TestStoredContentCannotMakeUsers(t *testing.T) {
 	if err := nc.PublishRequest("framebus.js.API.DIRECT.GET.FRAMEBUS_FRAMES", "framebus.admin.users.add", []byte(`{"last_by_subj":"framebus.tab.STORED.frame"}`)); err != nil {
 		t.Fatal(err)
 	}
-	spy := []byte(`{"stream_name":"FRAMEBUS_FRAMES","config":{"name":"spy","deliver_subject":"framebus.admin.users.add","filter_subject":"framebus.tab.STORED.frame","ack_policy":"none"}}`)
+	// The user requests are a queue group: a push consumer reaches them
+	// with that deliver group.
+	spy := []byte(`{"stream_name":"FRAMEBUS_FRAMES","config":{"name":"spy","deliver_subject":"framebus.admin.users.add","deliver_group":"framebus-users","filter_subject":"framebus.tab.STORED.frame","ack_policy":"none"}}`)
 	for _, api := range []string{"framebus.js.API", "$JS.API"} {
 		if _, err := nc.Request(api+".CONSUMER.CREATE.FRAMEBUS_FRAMES", spy, 2*time.Second); err == nil {
 			t.Fatalf("the observer made a consumer through %s", api)

@@ -58,6 +58,40 @@ func TestTwoNodesClustered(t *testing.T) {
 	if res["ok"] != true {
 		t.Fatalf("a plan on node one's tab through node two's server: %v", res)
 	}
+	// The cluster's users are kept (users.json, for a restart) by the one
+	// node that took the creds add, never by another node too, and no
+	// node keeps another's own users.
+	mustOK(t, two.env, "creds", "add", "twos-observer", "--role", "observer", "--out", filepath.Join(t.TempDir(), "o2.json"))
+	mustOK(t, one.env, "creds", "add", "ones-observer", "--role", "observer", "--out", filepath.Join(t.TempDir(), "o1.json"))
+	keptBy := map[string][]string{}
+	for _, n := range nodes {
+		waitFor(t, "both users at "+n.state.Node, 10*time.Second, func() bool {
+			text := fmt.Sprint(mustOK(t, n.env, "creds", "list")["users"])
+			return strings.Contains(text, "ones-observer") && strings.Contains(text, "twos-observer")
+		})
+		kept, err := readUsersFile(n.credsFile(usersFile))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, u := range kept {
+			keptBy[u.Name] = append(keptBy[u.Name], n.state.Node)
+		}
+	}
+	if len(keptBy) != 2 || len(keptBy["ones-observer"]) != 1 || len(keptBy["twos-observer"]) != 1 {
+		t.Errorf("the nodes' users.json keep %v, want each added user kept by one node", keptBy)
+	}
+	// A user removed at any member leaves the file of the node that made
+	// it.
+	for _, n := range []*node{two, one} {
+		mustOK(t, n.env, "creds", "remove", map[*node]string{one: "twos-observer", two: "ones-observer"}[n])
+	}
+	for _, n := range nodes {
+		waitFor(t, "users.json of "+n.state.Node+" without the removed user", 10*time.Second, func() bool {
+			kept, err := readUsersFile(n.credsFile(usersFile))
+			return err == nil && len(kept) == 0
+		})
+	}
+
 	// Node one stops: its agent can no longer log in anywhere.
 	one.stop(syscall.SIGTERM, 30*time.Second)
 	waitFor(t, "node one's agent gone from the cluster", 30*time.Second, func() bool {

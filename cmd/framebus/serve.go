@@ -277,7 +277,11 @@ func (c *cli) serveUsers(node *actors.Node, local *localUsers, log zerolog.Logge
 	})
 	nc, err := node.Bus().Connect("users")
 	if err == nil {
-		ua := &userAdmin{bus: node.Bus(), path: filepath.Join(local.dir, usersFile), keep: keep, log: log}
+		ua := &userAdmin{bus: node.Bus(), path: filepath.Join(local.dir, usersFile), keep: keep, mine: map[string]bool{}, log: log}
+		for _, u := range added {
+			ua.mine[u.Name] = true
+		}
+		node.Bus().OnUsersChanged(ua.forgetRemoved)
 		err = ua.serve(nc, node.Subjects())
 	}
 	if err != nil {

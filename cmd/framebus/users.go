@@ -135,12 +135,19 @@ func readUsersFile(path string) ([]bus.User, error) {
 
 // userAdmin answers the admin's user requests on the bus: only admin may
 // publish to their subjects. Users it adds are kept in users.json.
+// usersQueue is the queue group of the user requests.
+const usersQueue = "framebus-users"
+
 type userAdmin struct {
 	bus  *bus.Bus
 	path string   // users.json
 	keep []string // the users not in users.json (configured, local)
+	// mine are the users this node's creds add made (users.json): in a
+	// cluster the bus also knows the other nodes' users, which are
+	// theirs to keep.
+	mine map[string]bool
 	log  zerolog.Logger
-	mu   sync.Mutex
+	mu   sync.Mutex // guards mine and users.json
 }
 
 // serve registers the user requests as an instance of the node's micro
@@ -182,8 +189,11 @@ func (ua *userAdmin) serve(nc *nats.Conn, subj protocol.Subjects) error {
 			data, _ := json.Marshal(reply)
 			_ = r.Respond(data)
 		}
+		// One node takes each request (in a cluster every node serves
+		// them, and the users are the cluster's): the one that keeps
+		// the user it adds.
 		if err := svc.AddEndpoint("users-"+op, micro.HandlerFunc(handle),
-			micro.WithEndpointSubject(subj.AdminUsers(op)), micro.WithEndpointQueueGroupDisabled()); err != nil {
+			micro.WithEndpointSubject(subj.AdminUsers(op)), micro.WithEndpointQueueGroup(usersQueue)); err != nil {
 			_ = svc.Stop()
 			return err
 		}
@@ -203,7 +213,9 @@ func (ua *userAdmin) add(req protocol.UserRequest) error {
 	if err := ua.bus.AddUser(bus.User{Name: req.Name, PasswordHash: req.PasswordHash, Role: req.Role}); err != nil {
 		return protocol.Errorf(protocol.CodeBadRequest, "%v", err)
 	}
+	ua.mine[req.Name] = true
 	if err := ua.save(); err != nil {
+		delete(ua.mine, req.Name)
 		_ = ua.bus.RemoveUser(req.Name)
 		return protocol.Errorf(protocol.CodeInternal, "keep user %s: %v", req.Name, err)
 	}
@@ -221,17 +233,39 @@ func (ua *userAdmin) remove(req protocol.UserRequest) error {
 		return protocol.Errorf(protocol.CodeBadRequest, "%v", err)
 	}
 	ua.log.Info().Str("user", req.Name).Msg("user removed")
+	delete(ua.mine, req.Name)
 	if err := ua.save(); err != nil {
 		return protocol.Errorf(protocol.CodeInternal, "user %s is removed until the node stops, but %s still names it: %v", req.Name, ua.path, err)
 	}
 	return nil
 }
 
-// save writes users.json: the users creds add made, hashes only.
+// forgetRemoved drops from users.json the users of this node's creds add
+// that another member removed from the cluster.
+func (ua *userAdmin) forgetRemoved() {
+	ua.mu.Lock()
+	defer ua.mu.Unlock()
+	gone := false
+	for name := range ua.mine {
+		if !slices.ContainsFunc(ua.bus.Users(), func(u bus.User) bool { return u.Name == name }) {
+			delete(ua.mine, name)
+			gone = true
+		}
+	}
+	if !gone {
+		return
+	}
+	if err := ua.save(); err != nil {
+		ua.log.Error().Err(err).Str("file", ua.path).Msg("a user removed elsewhere in the cluster is still in the file")
+	}
+}
+
+// save writes users.json: the users this node's creds add made that the
+// bus still has (another member may have removed one), hashes only.
 func (ua *userAdmin) save() error {
 	added := []bus.User{}
 	for _, u := range ua.bus.Users() {
-		if !slices.Contains(ua.keep, u.Name) {
+		if ua.mine[u.Name] {
 			added = append(added, u)
 		}
 	}
