@@ -48,20 +48,25 @@ func (p *Profile) serveLifecycle() error {
 	nc := p.node.nc
 	var endpoints []endpoint
 	for _, op := range []struct {
-		name  string
-		h     micro.HandlerFunc
-		queue string // on the shared subject
+		name   string
+		h      micro.HandlerFunc // on this node's subject
+		shared micro.HandlerFunc // on the shared subject; nil: h
+		queue  string            // on the shared subject
 	}{
-		{protocol.OpStatus, p.answerStatus, ""},
-		{protocol.OpLaunch, p.answerLaunch, lifecycleQueue},
-		{protocol.OpConnect, p.answerConnect, lifecycleQueue},
-		{protocol.OpClose, p.answerClose, lifecycleQueue},
-		{protocol.OpPages, p.answerPages, ""},
-		{protocol.OpNewTab, p.answerNewTab, lifecycleQueue},
-		{protocol.OpCloseTab, p.answerCloseTab, lifecycleQueue},
+		{protocol.OpStatus, p.answerStatus, nil, ""},
+		{protocol.OpLaunch, p.answerLaunch, func(m micro.Request) { p.place(m, protocol.OpLaunch, p.launchHere) }, lifecycleQueue},
+		{protocol.OpConnect, p.answerConnect, nil, lifecycleQueue},
+		{protocol.OpClose, p.answerClose, p.closeWhereRunning, lifecycleQueue},
+		{protocol.OpPages, p.answerPages, nil, ""},
+		{protocol.OpNewTab, p.answerNewTab, func(m micro.Request) { p.place(m, protocol.OpNewTab, p.newTab) }, lifecycleQueue},
+		{protocol.OpCloseTab, p.answerCloseTab, p.closeTabWhereItIs, lifecycleQueue},
 	} {
+		shared := op.shared
+		if shared == nil {
+			shared = op.h
+		}
 		endpoints = append(endpoints,
-			endpoint{name: op.name, subject: p.node.subj.Profile(p.name, op.name), handle: op.h, queue: op.queue},
+			endpoint{name: op.name, subject: p.node.subj.Profile(p.name, op.name), handle: shared, queue: op.queue},
 			endpoint{name: "node-" + op.name, subject: p.node.subj.NodeProfile(p.node.name, p.name, op.name), handle: op.h})
 	}
 	svc, err := addService(nc, "framebus profile", map[string]string{"profile": p.name, "node": p.node.name}, endpoints)
@@ -162,22 +167,43 @@ func (p *Profile) Close() error {
 	return p.closeBrowser()
 }
 
-func (p *Profile) answerStatus(m micro.Request) {
-	respond(m, protocol.StatusReply{OK: true, Node: p.node.name, Profiles: []protocol.ProfileStatus{p.Status()}}, p.log)
+func (p *Profile) answerStatus(m micro.Request) { respond(m, p.statusReply(), p.log) }
+
+func (p *Profile) statusReply() protocol.StatusReply {
+	return protocol.StatusReply{OK: true, Node: p.node.name, Profiles: []protocol.ProfileStatus{p.Status()}}
 }
 
-func (p *Profile) answerLaunch(m micro.Request) { p.answerStart(m, p.Launch) }
+func (p *Profile) answerLaunch(m micro.Request) { respond(m, p.launchHere(m.Data()), p.log) }
+
+// launchHere starts the profile's browser here and is the reply: its status,
+// or node_full when its first tab would be one more than MaxTabs.
+func (p *Profile) launchHere(_ []byte) any {
+	if p.Managed() && p.Browser() == nil {
+		release, err := p.node.reserveTab("launch profile " + p.name)
+		if err != nil {
+			return protocol.NewErrorReply(err)
+		}
+		defer p.node.publishEntry()
+		defer release()
+	}
+	return p.startReply(p.Launch)
+}
 
 func (p *Profile) answerConnect(m micro.Request) { p.answerStart(m, p.Connect) }
 
 func (p *Profile) answerStart(m micro.Request, start func(context.Context) error) {
+	respond(m, p.startReply(start), p.log)
+}
+
+// startReply starts the browser by start, and is the reply: the status or
+// the error.
+func (p *Profile) startReply(start func(context.Context) error) any {
 	ctx, cancel := context.WithTimeout(context.Background(), lifecycleTimeout)
 	defer cancel()
 	if err := start(ctx); err != nil {
-		respond(m, protocol.NewErrorReply(startError(err)), p.log)
-		return
+		return protocol.NewErrorReply(startError(err))
 	}
-	p.answerStatus(m)
+	return p.statusReply()
 }
 
 // startError gives a failed launch or connect its code.
@@ -206,12 +232,15 @@ func (p *Profile) answerPages(m micro.Request) {
 	respond(m, protocol.TabList{OK: true, Node: p.node.name, Tabs: p.Tabs()}, p.log)
 }
 
-func (p *Profile) answerNewTab(m micro.Request) {
+func (p *Profile) answerNewTab(m micro.Request) { respond(m, p.newTab(m.Data()), p.log) }
+
+// newTab opens a tab here and is the reply: node_full when the node has
+// MaxTabs already.
+func (p *Profile) newTab(data []byte) any {
 	var req protocol.NewTabRequest
-	if len(m.Data()) > 0 {
-		if err := protocol.DecodeRequest(m.Data(), "newtab", &req); err != nil {
-			respond(m, protocol.NewErrorReply(err), p.log)
-			return
+	if len(data) > 0 {
+		if err := protocol.DecodeRequest(data, "newtab", &req); err != nil {
+			return protocol.NewErrorReply(err)
 		}
 	}
 	if req.URL != "" {
@@ -219,45 +248,49 @@ func (p *Profile) answerNewTab(m micro.Request) {
 		// bad request now, not a tab that never answers.
 		target, err := cdpdriver.ResolveURL(req.URL, "about:blank")
 		if err != nil {
-			respond(m, protocol.NewErrorReply(protocol.Errorf(protocol.CodeBadRequest, "newtab: url: %v", err)), p.log)
-			return
+			return protocol.NewErrorReply(protocol.Errorf(protocol.CodeBadRequest, "newtab: url: %v", err))
 		}
 		if err := p.node.allow(target); err != nil {
-			respond(m, protocol.NewErrorReply(protocol.Errorf(protocol.CodePermissionDenied, "%v", err)), p.log)
-			return
+			return protocol.NewErrorReply(protocol.Errorf(protocol.CodePermissionDenied, "%v", err))
 		}
 		req.URL = target
 	}
+	release, err := p.node.reserveTab("newtab in profile " + p.name)
+	if err != nil {
+		return protocol.NewErrorReply(err)
+	}
+	defer p.node.publishEntry() // after release: the entry counts the tab, once
+	defer release()
 	ctx, cancel := context.WithTimeout(context.Background(), lifecycleTimeout)
 	defer cancel()
 	tab, err := p.OpenTab(ctx, req.URL)
 	var unloaded *FirstPageError
 	switch {
 	case errors.As(err, &unloaded):
-		respond(m, protocol.TabReply{Tab: tab.Info(), Error: err.Error(), Code: protocol.CodeOf(err)}, p.log)
+		return protocol.TabReply{Tab: tab.Info(), Error: err.Error(), Code: protocol.CodeOf(err)}
 	case err != nil:
-		respond(m, protocol.NewErrorReply(err), p.log)
-	default:
-		respond(m, protocol.TabReply{OK: true, Tab: tab.Info()}, p.log)
+		return protocol.NewErrorReply(err)
 	}
+	return protocol.TabReply{OK: true, Tab: tab.Info()}
 }
 
-func (p *Profile) answerCloseTab(m micro.Request) {
+func (p *Profile) answerCloseTab(m micro.Request) { respond(m, p.closeTab(m.Data()), p.log) }
+
+// closeTab closes a tab of this node's and is the reply.
+func (p *Profile) closeTab(data []byte) any {
 	var req protocol.CloseTabRequest
-	if err := protocol.DecodeRequest(m.Data(), "closetab", &req); err != nil {
-		respond(m, protocol.NewErrorReply(err), p.log)
-		return
+	if err := protocol.DecodeRequest(data, "closetab", &req); err != nil {
+		return protocol.NewErrorReply(err)
 	}
 	if req.Tab == "" {
-		respond(m, protocol.NewErrorReply(protocol.Errorf(protocol.CodeBadRequest, `closetab: want {"tab": "ID"}`)), p.log)
-		return
+		return protocol.NewErrorReply(protocol.Errorf(protocol.CodeBadRequest, `closetab: want {"tab": "ID"}`))
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), lifecycleTimeout)
 	defer cancel()
 	info, err := p.CloseTab(ctx, req.Tab)
 	if err != nil {
-		respond(m, protocol.NewErrorReply(err), p.log)
-		return
+		return protocol.NewErrorReply(err)
 	}
-	respond(m, protocol.TabReply{OK: true, Tab: info}, p.log)
+	p.node.publishEntry()
+	return protocol.TabReply{OK: true, Tab: info}
 }

@@ -85,6 +85,9 @@ type NodeOptions struct {
 	// JetStream for it; on an external bus without JetStream the node
 	// warns and runs without history.
 	History HistoryOptions
+	// MaxTabs is how many tabs the node takes (see capacity); 0: no bound.
+	// Placement sends tabs to the nodes with the most room.
+	MaxTabs int
 	Logger  zerolog.Logger
 }
 
@@ -102,6 +105,7 @@ type Node struct {
 	profiles map[string]*Profile
 	order    []string // profile names, the default first
 	sessions sessions
+	capacity capacity
 
 	egress    *egress.Proxy  // nil without a whitelist
 	dialer    *egress.Dialer // the proxy's, checked addresses only
@@ -285,6 +289,13 @@ func (n *Node) Profiles() []*Profile {
 	return out
 }
 
+// profileNames are the names of the node's profiles, the default first.
+func (n *Node) profileNames() []string {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return slices.Clone(n.order)
+}
+
 func (n *Node) defaultProfile() *Profile { return n.Profile(protocol.DefaultProfile) }
 
 // OpenTab opens a new tab at url in the default profile.
@@ -446,18 +457,19 @@ func (n *Node) joinRegistry(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	host, _ := os.Hostname()
-	pid := os.Getpid()
-	entry := func() protocol.NodeEntry {
-		return protocol.NodeEntry{Node: n.name, Host: host, PID: pid, Prefix: n.subj.Prefix, Started: n.started.UTC(),
-			Tabs: len(n.Tabs()), MemAvailable: memAvailable()}
-	}
-	n.registry, err = joinRegistry(ctx, js, n.subj, n.opts.History.Replicas, entry, n.log.With().Str("component", "registry").Logger())
+	n.registry, err = joinRegistry(ctx, js, n.subj, n.opts.History.Replicas, n.ownEntry, n.log.With().Str("component", "registry").Logger())
 	if errors.Is(err, ErrNoJetStream) {
 		n.log.Warn().Err(err).Msg("no node registry: the bus has no JetStream, so this node's name is not checked against the others' and clients cannot tell a node that died from one that never was")
 		return nil
 	}
 	return err
+}
+
+// ownEntry is the node's registry entry as of now.
+func (n *Node) ownEntry() protocol.NodeEntry {
+	host, _ := os.Hostname()
+	return protocol.NodeEntry{Node: n.name, Host: host, PID: os.Getpid(), Prefix: n.subj.Prefix, Started: n.started.UTC(),
+		Tabs: n.tabCount(), MaxTabs: n.opts.MaxTabs, Profiles: n.profileNames(), MemAvailable: memAvailable()}
 }
 
 // Peers are the live nodes of the bus by the registry, this one

@@ -423,6 +423,7 @@ func (p *Profile) startTab(ctx context.Context, page *cdpdriver.Page) (*Tab, err
 	p.pages[tab.ID()] = page
 	p.known[tab.ID()] = true
 	p.mu.Unlock()
+	n.tabsChanged()
 	go p.retireWhenDone(tab)
 	return tab, nil
 }
@@ -431,6 +432,7 @@ func (p *Profile) startTab(ctx context.Context, page *cdpdriver.Page) (*Tab, err
 // page went away), so it is no longer listed.
 func (p *Profile) retireWhenDone(tab *Tab) {
 	<-tab.Done()
+	defer p.node.tabsChanged()
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	for i, t := range p.tabs {

@@ -48,9 +48,16 @@ type registry struct {
 	entry func() protocol.NodeEntry // the node's entry as of now
 	log   zerolog.Logger
 
-	mu   sync.Mutex // guards rev, live
-	rev  uint64     // the revision of the node's entry it wrote last
-	live map[string]liveNode
+	// writing serialises the writes of the node's entry (the beat, a
+	// prompt write when its tabs change, the delete as it leaves), so
+	// each is an Update on the revision the one before wrote.
+	writing sync.Mutex
+	mu      sync.Mutex // guards rev, live
+	rev     uint64     // the revision of the node's entry it wrote last
+	live    map[string]liveNode
+
+	ctx     context.Context // the watch's and the beat's; done once the node leaves
+	changed chan struct{}   // a prompt write is due (see touch)
 
 	watcher jetstream.KeyWatcher
 	stop    context.CancelFunc // ends the watch and the heartbeat
@@ -99,12 +106,12 @@ func joinRegistry(ctx context.Context, js jetstream.JetStream, subj protocol.Sub
 		return nil, fmt.Errorf("node registry %s: %w", subj.NodesBucket(), err)
 	}
 	first := entry()
-	r := &registry{kv: kv, name: first.Node, entry: entry, log: log, live: map[string]liveNode{}, done: make(chan struct{})}
+	r := &registry{kv: kv, name: first.Node, entry: entry, log: log, live: map[string]liveNode{}, done: make(chan struct{}), changed: make(chan struct{}, 1)}
 	if r.rev, err = r.claim(ctx, first); err != nil {
 		return nil, err
 	}
 	wctx, stop := context.WithCancel(context.Background())
-	r.stop = stop
+	r.ctx, r.stop = wctx, stop
 	if r.watcher, err = kv.WatchAll(wctx); err != nil {
 		stop()
 		r.remove()
@@ -198,6 +205,8 @@ func (r *registry) run(ctx context.Context) {
 			if kve != nil {
 				r.note(kve)
 			}
+		case <-r.changed:
+			r.renew(ctx)
 		case <-beat.C:
 			r.renew(ctx)
 			if updates == nil {
@@ -210,10 +219,29 @@ func (r *registry) run(ctx context.Context) {
 	}
 }
 
+// touch asks for a prompt write of the node's entry (its tabs changed),
+// not waiting for it: placements read the entries.
+func (r *registry) touch() {
+	select {
+	case r.changed <- struct{}{}:
+	default: // one is due already, and will read the entry as of then
+	}
+}
+
+// publish writes the node's entry now, and returns once the bucket has
+// it: a placement that starts after it sees this node's tabs as of now.
+func (r *registry) publish() { r.renew(r.ctx) }
+
 // renew writes the node's entry again, on the revision it wrote last.
 // When the bucket forgot it (the node was cut off longer than NodeTTL),
-// the node takes its name again if no other took it meanwhile.
+// the node takes its name again if no other took it meanwhile. Nothing
+// is written once the node left (ctx done).
 func (r *registry) renew(ctx context.Context) {
+	r.writing.Lock()
+	defer r.writing.Unlock()
+	if ctx.Err() != nil {
+		return
+	}
 	e := r.entry()
 	data, _ := json.Marshal(e)
 	cctx, cancel := context.WithTimeout(ctx, registryTimeout)
@@ -281,6 +309,39 @@ func (r *registry) Entries() map[string]protocol.NodeEntry {
 	return out
 }
 
+// Current reads the live nodes' entries from the bucket now, not from
+// the watch, which may lag behind a write that another node made just
+// before it answered: what a placement reads, so two placements in a row
+// see the first one's tab. Every entry there is live (the bucket forgets
+// the others).
+func (r *registry) Current(ctx context.Context) (map[string]protocol.NodeEntry, error) {
+	ctx, cancel := context.WithTimeout(ctx, registryTimeout)
+	defer cancel()
+	w, err := r.kv.WatchAll(ctx, jetstream.IgnoreDeletes())
+	if err != nil {
+		return nil, err
+	}
+	defer w.Stop()
+	out := map[string]protocol.NodeEntry{}
+	for {
+		select {
+		case kve, ok := <-w.Updates():
+			if !ok {
+				return nil, fmt.Errorf("node registry: the read of the entries ended early")
+			}
+			if kve == nil { // every entry came
+				return out, nil
+			}
+			var e protocol.NodeEntry
+			if json.Unmarshal(kve.Value(), &e) == nil {
+				out[kve.Key()] = e
+			}
+		case <-ctx.Done():
+			return nil, fmt.Errorf("node registry: read the entries: %w", ctx.Err())
+		}
+	}
+}
+
 // leave stops renewing and watching, and deletes the node's entry.
 func (r *registry) leave() {
 	r.stop()
@@ -291,6 +352,8 @@ func (r *registry) leave() {
 
 // remove deletes the node's entry, unless another node holds it now.
 func (r *registry) remove() {
+	r.writing.Lock()
+	defer r.writing.Unlock()
 	ctx, cancel := context.WithTimeout(context.Background(), registryTimeout)
 	defer cancel()
 	r.mu.Lock()

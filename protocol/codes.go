@@ -32,6 +32,7 @@ const (
 	CodeUnavailable       Code = "unavailable"
 	CodeNodeUnavailable   Code = "node_unavailable"
 	CodeNodeNameTaken     Code = "node_name_taken"
+	CodeNodeFull          Code = "node_full"
 	CodeInternal          Code = "internal"
 )
 
@@ -66,6 +67,7 @@ var Codes = []struct {
 	{CodeUnavailable, "nothing answered on the bus (no node running, or it is shutting down)"},
 	{CodeNodeUnavailable, "the node that has the tab (or session) is gone: it stopped or died, and nothing answers for it; the message names the node"},
 	{CodeNodeNameTaken, "another live node on the bus has this node name; the message names its host and process. Pick another name (--node), or stop that node"},
+	{CodeNodeFull, "the node has as many tabs as it takes (serve --max-tabs, node.maxTabs), or every node that has the profile has: nothing was opened; the message names the nodes and their bound. Close a tab, or pin another node with --node"},
 	{CodeInternal, "a framebus bug or an unexpected browser reply"},
 }
 

@@ -48,6 +48,9 @@ type NodeEntry struct {
 	// how many it takes (0: no bound).
 	Tabs    int `json:"tabs"`
 	MaxTabs int `json:"maxTabs,omitempty"`
+	// Profiles are the node's profiles by name (placement takes a tab
+	// of a profile only to a node that has it).
+	Profiles []string `json:"profiles,omitempty"`
 	// MemAvailable is the memory the node's machine has available, in
 	// bytes (Linux's MemAvailable; 0 when unknown).
 	MemAvailable int64 `json:"memAvailable,omitempty"`

@@ -60,6 +60,9 @@ type nodeConfig struct {
 	// Name is unique among the live nodes of the bus (one subject token);
 	// "": the host name and a short random suffix, made at start.
 	Name string `yaml:"name" json:"name,omitempty"`
+	// MaxTabs is how many tabs the node takes (0: no bound); placement
+	// sends tabs to the nodes with the most room.
+	MaxTabs int `yaml:"maxTabs" json:"maxTabs,omitempty"`
 }
 
 type browserConfig struct {
@@ -392,6 +395,9 @@ func (cfg *config) applyFlags(fs *pflag.FlagSet) {
 		cfg.Files.Roots = splitList(v)
 	}
 	str("node", &cfg.Node.Name)
+	if fs.Changed("max-tabs") {
+		cfg.Node.MaxTabs, _ = fs.GetInt("max-tabs")
+	}
 	str("profile-dir", &cfg.Browser.ProfileDir)
 	str("browser-user", &cfg.Browser.User)
 	str("start-url", &cfg.Browser.StartURL)
@@ -449,6 +455,9 @@ func (cfg config) validate() error {
 	}
 	if cfg.Node.Name != "" && !protocol.ValidNodeName(cfg.Node.Name) {
 		return usagef("node.name (--node): %q is not a node name (letters, digits, '-' and '_', at most %d)", cfg.Node.Name, protocol.MaxNodeName)
+	}
+	if cfg.Node.MaxTabs < 0 {
+		return usagef("node.maxTabs (--max-tabs): %d is not a number of tabs (0: no bound)", cfg.Node.MaxTabs)
 	}
 	if cfg.Bus.URL == "" {
 		if _, _, err := splitListen(cfg.Bus.Listen, cfg.Bus.AllowRemote); err != nil {

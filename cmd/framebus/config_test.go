@@ -15,6 +15,8 @@ func TestConfigLayers(t *testing.T) {
 	dir := t.TempDir()
 	file := filepath.Join(dir, "framebus.yaml")
 	yaml := `
+node:
+  maxTabs: 4
 browser:
   headless: false
   timeout: 12000
@@ -56,6 +58,12 @@ files:
 	if fromFile.Browser.Headless || fromFile.Browser.Timeout != 12000 || fromFile.Whitelist == nil || len(*fromFile.Whitelist) != 2 || fromFile.Frames.FullPage != "html" || fromFile.Bus.Prefix != "acme" ||
 		len(fromFile.Profiles) != 2 || fromFile.Profiles["chrome"].Attach != "http://127.0.0.1:9222" || len(fromFile.Files.Roots) != 1 || fromFile.Files.Roots[0] != dir {
 		t.Fatalf("from the file: %+v", fromFile)
+	}
+	if fromFile.Node.MaxTabs != 4 || def.Node.MaxTabs != 0 {
+		t.Fatalf("node.maxTabs: %d from the file, %d by default", fromFile.Node.MaxTabs, def.Node.MaxTabs)
+	}
+	if n := show(testEnv(), "--config", file, "--max-tabs", "6").Node.MaxTabs; n != 6 {
+		t.Fatalf("--max-tabs 6 over the file's 4: %d", n)
 	}
 	// The environment overrides the file ($FRAMEBUS_CONFIG names it).
 	env := testEnv(envConfig+"="+file, envTimeout+"=5s", envWhitelist+"=only.test", envHeadless+"=true")
@@ -121,6 +129,7 @@ func TestConfigErrors(t *testing.T) {
 		{"bus:\n  users: [{name: a.b, role: agent, password: x}]\n", "not a user name"},
 		{"bus:\n  websocket: \"0.0.0.0:8222\"\n", "not a loopback address"},
 		{"bus:\n  url: nats://127.0.0.1:4222\n  websocket: \"127.0.0.1:0\"\n", "an external bus (bus.url) has its own"},
+		{"node:\n  maxTabs: -1\n", "node.maxTabs (--max-tabs): -1"},
 		{"history:\n  storage: disk\n", `history.storage (--history): "disk" is not memory, file or off`},
 		{"history:\n  maxAge: forever\n", `history.maxAge: "forever" is not a duration`},
 		{"history:\n  maxPerTab: 0\n", "history.maxPerTab: 0"},

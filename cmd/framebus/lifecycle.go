@@ -34,7 +34,7 @@ func lifecycleOp(name, op, summary string) command {
 			var target clientFlags
 			target.declare(fs, false)
 			profile := declareProfile(fs, op == protocol.OpStatus)
-			node := declareNode(fs, op == protocol.OpStatus || op == protocol.OpPages)
+			node := declareNode(fs, nodeDefaults[op])
 			return func(c *cli, args []string) error {
 				if len(args) > 0 {
 					return usagef("%s: takes no arguments, got %q", name, args)
@@ -70,7 +70,7 @@ tab select <id> makes commands without --tab use this tab (kept in the state fil
 			var target clientFlags
 			target.declare(fs, false)
 			profile := declareProfile(fs, false)
-			node := declareNode(fs, false)
+			node := declareNode(fs, "tab new: placed on the node with the most room that has the profile; tab close: the node that has the tab")
 			return func(c *cli, args []string) error {
 				if len(args) == 0 {
 					return usagef("tab: want new [url], close [id] or select <id>")
@@ -103,14 +103,18 @@ func declareProfile(fs *pflag.FlagSet, all bool) *string {
 	return fs.String("profile", "", "the browser profile `NAME` ("+def+"); a session's profile is named by its domain")
 }
 
-// declareNode declares --node; all says that without it the command
-// covers every node.
-func declareNode(fs *pflag.FlagSet, all bool) *string {
-	def := "default: any node that has the profile"
-	if all {
-		def = "default: every node"
-	}
-	return fs.String("node", "", "the `NAME` of the node to ask ("+def+")")
+// nodeDefaults say which node a lifecycle command without --node asks.
+var nodeDefaults = map[string]string{
+	protocol.OpStatus:  "every node",
+	protocol.OpPages:   "every node",
+	protocol.OpLaunch:  "placed on the node with the most room (fewest tabs) that has the profile",
+	protocol.OpConnect: "any node that has the profile",
+	protocol.OpClose:   "the node that runs the profile's browser",
+}
+
+// declareNode declares --node; def says what the command asks without it.
+func declareNode(fs *pflag.FlagSet, def string) *string {
+	return fs.String("node", "", "the `NAME` of the node to ask (default: "+def+")")
 }
 
 // lifecycle sends one lifecycle request to a profile ("" for the default

@@ -182,6 +182,7 @@ func (c *cli) serve(o serveOptions) error {
 		ProfileDir:    profiles,
 		FileRoots:     roots,
 		History:       history,
+		MaxTabs:       cfg.Node.MaxTabs,
 	})
 	cancel()
 	if err != nil {
@@ -396,6 +397,7 @@ func declareServeFlags(fs *pflag.FlagSet) *string {
 	d := defaultConfig()
 	configFile := fs.String("config", "", "YAML configuration `file` (default $"+envConfig+", else "+defaultConfigHint()+" when it exists); flags override it")
 	fs.String("node", "", "the node's `name`, unique among the live nodes of the bus: letters, digits, '-' and '_' (node.name; default: the host name and a short random suffix)")
+	fs.Int("max-tabs", 0, "how many tabs the node takes, `N`; past it a new tab is refused node_full and placement sends tabs elsewhere (node.maxTabs; 0: no bound)")
 	boolVarP(fs, new(bool), "headed", "", "show the browser window (default: headless)")
 	timeout := msDuration(time.Duration(d.Browser.Timeout) * time.Millisecond)
 	fs.Var(&timeout, "timeout", "default deadline of an action that sets none, a duration or milliseconds (browser.timeout)")
