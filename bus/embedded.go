@@ -70,7 +70,7 @@ func (b *Bus) startEmbedded() error {
 		}
 	}
 	if o.Leaf != nil {
-		leafRemote(sopts, o.Leaf)
+		leafRemote(sopts, o.Leaf, b.subjects)
 		sopts.ServerName = leafServerName(o.Name)
 	}
 	if js := o.JetStream; js != nil {

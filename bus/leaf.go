@@ -61,8 +61,17 @@ func leafURL(hub, user, password string) (*url.URL, error) {
 // leafRemote binds the node's account to the hub: opts gets the remote,
 // and with a JetStream domain the mapping of the node account's
 // JetStream API to the hub's.
-func leafRemote(sopts *server.Options, l *LeafOptions) {
-	remote := &server.RemoteLeafOpts{LocalAccount: NodeAccount, Credentials: l.CredentialsFile}
+//
+// The user administration requests do not cross, either way: each
+// leaf's users are its own, so neither a client of the hub nor an admin
+// of another leaf changes them (the user requests are answered by every
+// node that hears them). Measured: the denied import alone stops both
+// ways (the leaf takes no interest of the hub's in them either), the
+// denied export alone only the leaf's own; the export is denied too so
+// that the outgoing side does not rest on that.
+func leafRemote(sopts *server.Options, l *LeafOptions, subj protocol.Subjects) {
+	admin := []string{subj.AdminUsers(">")}
+	remote := &server.RemoteLeafOpts{LocalAccount: NodeAccount, Credentials: l.CredentialsFile, DenyImports: admin, DenyExports: admin}
 	for _, hub := range l.URLs {
 		u, _ := leafURL(hub, l.User, l.Password) // checked by withDefaults
 		remote.URLs = append(remote.URLs, u)

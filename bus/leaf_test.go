@@ -101,9 +101,10 @@ func TestLeafNodeOfAHub(t *testing.T) {
 	if err != nil {
 		t.Fatalf("the frame stream, at the hub: %v", err)
 	}
-	if m, err := stream.GetLastMsgForSubject(ctx, subj.TabFrames("T1")); err != nil || string(m.Data) != `{"tab":"T1","sequence":1}` {
-		t.Fatalf("the history at the hub: %v %v", m, err)
-	}
+	waitUntil(t, "the frame in the history at the hub", func() bool { // stored just after it is delivered
+		m, err := stream.GetLastMsgForSubject(ctx, subj.TabFrames("T1"))
+		return err == nil && string(m.Data) == `{"tab":"T1","sequence":1}`
+	})
 
 	// The leaf's own agent reads the same history through its imports.
 	agent := mustDialAs(t, b.ClientURL(), "agent")
@@ -117,6 +118,41 @@ func TestLeafNodeOfAHub(t *testing.T) {
 	}
 	if _, err := agentStream.GetLastMsgForSubject(ctx, subj.TabFrames("T1")); err != nil {
 		t.Fatalf("the history for the leaf's agent: %v", err)
+	}
+
+	// The user administration stays on each side.
+	if _, err := node.Subscribe(subj.AdminUsers(protocol.UsersList), func(m *nats.Msg) { m.Respond([]byte(`{}`)) }); err != nil {
+		t.Fatal(err)
+	}
+	if err := node.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := hubClient.Request(subj.AdminUsers(protocol.UsersList), nil, time.Second); !errors.Is(err, nats.ErrNoResponders) {
+		t.Errorf("the leaf's user administration from the hub: %v, want no responders", err)
+	}
+	hubAdmin := subscribeSync(t, hubClient, subj.AdminUsers(">"))
+	// The hub tells the leaf of its interests in order: once a frame of
+	// a tab it subscribed to after the user requests comes, it has
+	// asked for those too.
+	probe := subscribeSync(t, hubClient, subj.TabFrames("T2"))
+	waitUntil(t, "the hub's interest after the user requests", func() bool {
+		if err := node.Publish(subj.TabFrames("T2"), []byte(`{}`)); err != nil {
+			t.Fatal(err)
+		}
+		_, err := probe.NextMsg(200 * time.Millisecond)
+		return err == nil
+	})
+	for _, s := range []string{subj.AdminUsers(protocol.UsersAdd), subj.TabFrames("T2")} {
+		if err := node.Publish(s, []byte(`{}`)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitUntil(t, "the frame after the user request", func() bool {
+		_, err := probe.NextMsg(200 * time.Millisecond)
+		return err == nil
+	})
+	if m, err := hubAdmin.NextMsg(10 * time.Millisecond); err == nil {
+		t.Errorf("a user request from the leaf reached the hub: %s", m.Subject)
 	}
 
 	// Nothing reached the other account, nor does its request reach
