@@ -42,19 +42,7 @@ func TestNodesAsLeavesOfAHub(t *testing.T) {
 	}
 	defer bc.Close()
 
-	var list protocol.TabList
-	waitFor(t, "both nodes' tabs from the hub", 30*time.Second, func() bool {
-		list, err = bc.Tabs(ctx)
-		states := nodeStates(list.Nodes)
-		return err == nil && states["one"] == protocol.NodeAnswered && states["two"] == protocol.NodeAnswered
-	})
-	byTab := map[string]string{}
-	for _, tab := range list.Tabs {
-		byTab[tab.Tab] = tab.Node
-	}
-	if byTab[one.tab()] != "one" || byTab[two.tab()] != "two" {
-		t.Fatalf("the tabs from the hub: %+v", list)
-	}
+	waitForTwoNodesTabs(t, ctx, bc, one, two, 30*time.Second)
 
 	w, err := bc.Watch(ctx, one.tab(), 1)
 	if err != nil {
