@@ -143,7 +143,8 @@ func StartNode(ctx context.Context, opts NodeOptions) (n *Node, err error) {
 	}()
 	opts.Bus.Logger = opts.Logger.With().Str("component", "bus").Logger()
 	opts.Bus.Prefix = subj.Prefix // the users' permissions are for the node's subjects
-	if h := opts.History; opts.Bus.URL == "" && opts.Bus.JetStream == nil {
+	// A leaf node's JetStream is its hub's (bus.LeafOptions.JSDomain).
+	if h := opts.History; opts.Bus.URL == "" && opts.Bus.JetStream == nil && opts.Bus.Leaf == nil {
 		if !h.Disabled && h.Storage == HistoryFile && h.Dir == "" {
 			return nil, protocol.Errorf(protocol.CodeBadRequest, "history: file storage needs a directory")
 		}

@@ -69,6 +69,10 @@ func (b *Bus) startEmbedded() error {
 			sopts.Routes = append(sopts.Routes, u)
 		}
 	}
+	if o.Leaf != nil {
+		leafRemote(sopts, o.Leaf, b.subjects)
+		sopts.ServerName = leafServerName(o.Name)
+	}
 	if js := o.JetStream; js != nil {
 		dir := js.StoreDir
 		if dir == "" {
@@ -117,6 +121,7 @@ func (b *Bus) startEmbedded() error {
 
 	// Start opens the client listener before it returns; a taken port shows
 	// up as a Fatalf, which our logger records instead of exiting.
+	started := time.Now()
 	srv.Start()
 	if err := b.waitReady(srv, slog, where); err != nil {
 		srv.Shutdown()
@@ -140,6 +145,13 @@ func (b *Bus) startEmbedded() error {
 			return fmt.Errorf("%w on %s: server reports no TCP listener", ErrServerStart, where)
 		}
 		b.clientURL = clientURL(o.Host, addr.Port)
+	}
+	if o.Leaf != nil {
+		if err := b.waitLeaf(slog, started.Add(o.ReadyTimeout)); err != nil {
+			srv.Shutdown()
+			srv.WaitForShutdown()
+			return err
+		}
 	}
 	if o.Cluster != nil && o.JetStream != nil {
 		if err := b.startRegistry(min(3, max(1, len(o.Cluster.Routes)))); err != nil {

@@ -16,8 +16,9 @@ import (
 type serverLogger struct {
 	log zerolog.Logger
 
-	mu    sync.Mutex
-	fatal string // first Fatalf message; "" when none
+	mu      sync.Mutex
+	fatal   string // first Fatalf message; "" when none
+	lastErr string // last Errorf message; "" when none
 }
 
 func newServerLogger(l zerolog.Logger) *serverLogger {
@@ -63,6 +64,20 @@ func (l *serverLogger) Fatalf(format string, v ...any) {
 	l.mu.Unlock()
 }
 
-func (l *serverLogger) Errorf(format string, v ...any) { l.log.Error().Msgf(format, v...) }
+func (l *serverLogger) Errorf(format string, v ...any) {
+	msg := fmt.Sprintf(format, v...)
+	l.log.Error().Msg(msg)
+	l.mu.Lock()
+	l.lastErr = msg
+	l.mu.Unlock()
+}
+
+// lastError returns the last message passed to Errorf, or "": why a
+// leaf connection keeps failing, for one.
+func (l *serverLogger) lastError() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.lastErr
+}
 func (l *serverLogger) Debugf(format string, v ...any) { l.log.Debug().Msgf(format, v...) }
 func (l *serverLogger) Tracef(format string, v ...any) { l.log.Trace().Msgf(format, v...) }

@@ -104,6 +104,38 @@ type Options struct {
 	// external server has it or not as it is configured). It carries the
 	// node's frame history.
 	JetStream *JetStreamOptions
+	// Leaf, when set, connects the embedded server to an existing NATS
+	// deployment (the hub) as a leaf node: the node's account there is
+	// the account the hub logs the leaf connection in to. The server
+	// keeps its own listeners and users for local clients.
+	Leaf *LeafOptions
+}
+
+// LeafOptions make the embedded server a leaf node of a hub.
+//
+// Only the node's account (NodeAccount) is bound to the hub: its
+// subjects cross the connection both ways, as far as the other side has
+// interest; the local users' accounts and the system account do not.
+// The node's account then has no JetStream of its own: with JSDomain,
+// its JetStream API ($JS.API, $KV, $OBJ) is the hub's, through the leaf
+// connection (nats-server's default_js_domain), so the history and the
+// registries of every node that is a leaf of the hub are one.
+type LeafOptions struct {
+	// URLs are the hub's leaf node listeners (nats://host:port,
+	// tls://host:port); the server tries them in turn. No user or
+	// password in them: they come from User and Password, or
+	// CredentialsFile.
+	URLs []string
+	// User and Password log the leaf connection in to the hub.
+	User, Password string
+	// CredentialsFile is a NATS credentials file (a user JWT and its
+	// nkey seed, as nsc writes it) for a hub in operator mode; the
+	// server reads it itself. Not with User.
+	CredentialsFile string
+	// JSDomain is the JetStream domain of the hub (its jetstream {
+	// domain: ... }), where the node's JetStream calls go. "": the
+	// node's account has no JetStream (no history, no registry).
+	JSDomain string
 }
 
 // ClusterOptions make the embedded server a cluster member.
@@ -191,6 +223,9 @@ func (o Options) withDefaults() (Options, error) {
 		if c.Name != "" && !protocol.ValidTabID(c.Name) {
 			return o, fmt.Errorf("%w: Cluster.Name %q: letters, digits, '-' and '_'", ErrInvalidOptions, c.Name)
 		}
+	}
+	if err := o.checkLeaf(); err != nil {
+		return o, err
 	}
 	for _, origin := range o.WebSocketOrigins {
 		if err := checkOrigin(origin); err != nil {

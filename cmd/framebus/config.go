@@ -129,6 +129,46 @@ func (cfg config) clusterOptions() (*bus.ClusterOptions, error) {
 	return &bus.ClusterOptions{Name: c.Name, Listen: c.Listen, Routes: c.Routes, Secret: strings.TrimSpace(string(data))}, nil
 }
 
+// leafOptions are the bus's leaf node options, the login read from its
+// file; nil without a hub.
+func (cfg config) leafOptions() (*bus.LeafOptions, error) {
+	l := cfg.Bus.Leaf
+	if len(l.URLs) == 0 {
+		return nil, nil
+	}
+	o := &bus.LeafOptions{URLs: l.URLs, JSDomain: l.JSDomain}
+	if l.Credentials == "" {
+		return o, nil
+	}
+	data, err := readSecretFile(l.Credentials)
+	if err != nil {
+		return nil, usagef("bus.leaf.credentials (--leaf-credentials): %v", err)
+	}
+	text := strings.TrimSpace(string(data))
+	if strings.Contains(text, natsCredsHeader) {
+		o.CredentialsFile = l.Credentials // the server reads it itself
+		return o, nil
+	}
+	user, password, ok := strings.Cut(text, ":")
+	if !ok || user == "" || strings.ContainsAny(text, "\r\n") {
+		return nil, usagef("bus.leaf.credentials (--leaf-credentials): %s holds neither user:password on one line nor a NATS credentials file (.creds)", l.Credentials)
+	}
+	o.User, o.Password = user, password
+	return o, nil
+}
+
+// natsCredsHeader starts the user JWT of a NATS credentials file.
+const natsCredsHeader = "-----BEGIN NATS USER JWT-----"
+
+// leafConfig: the embedded server as a leaf node of a hub (bus.LeafOptions).
+type leafConfig struct {
+	URLs []string `yaml:"urls" json:"urls,omitempty"` // the hub's leaf node listeners; none: no hub
+	// Credentials is a file (0600) that logs the leaf connection in to
+	// the hub: user:password on one line, or a NATS credentials file.
+	Credentials string `yaml:"credentials" json:"credentials,omitempty"`
+	JSDomain    string `yaml:"jsDomain" json:"jsDomain,omitempty"` // the hub's JetStream domain
+}
+
 // clusterConfig: the embedded server as a cluster member (bus.ClusterOptions).
 type clusterConfig struct {
 	Listen string   `yaml:"listen" json:"listen,omitempty"` // host:port the other members route to; "" no cluster
@@ -154,6 +194,8 @@ type busConfig struct {
 	AllowRemote bool `yaml:"allowRemote" json:"allowRemote,omitempty"`
 	// Cluster makes the embedded server a member of a NATS cluster.
 	Cluster clusterConfig `yaml:"cluster" json:"cluster,omitempty"`
+	// Leaf makes the embedded server a leaf node of a NATS deployment.
+	Leaf leafConfig `yaml:"leaf" json:"leaf,omitempty"`
 	// Users may log in besides the node's own agent and admin (and those
 	// creds add made, kept in users.json beside the state file).
 	Users []userConfig `yaml:"users" json:"users,omitempty"`
@@ -418,6 +460,12 @@ func (cfg *config) applyFlags(fs *pflag.FlagSet) {
 		v, _ := fs.GetString("routes")
 		cfg.Bus.Cluster.Routes = splitList(v)
 	}
+	if fs.Changed("leaf") {
+		v, _ := fs.GetString("leaf")
+		cfg.Bus.Leaf.URLs = splitList(v)
+	}
+	str("leaf-credentials", &cfg.Bus.Leaf.Credentials)
+	str("leaf-js-domain", &cfg.Bus.Leaf.JSDomain)
 	if fs.Changed("allow-remote") {
 		cfg.Bus.AllowRemote, _ = fs.GetBool("allow-remote")
 	}
@@ -469,6 +517,12 @@ func (cfg config) validate() error {
 	}
 	if cfg.Bus.URL != "" && cfg.Bus.Cluster.Listen != "" {
 		return usagef("bus.cluster (--cluster) is the embedded server's; an external bus (bus.url) is clustered as its servers are")
+	}
+	if l := cfg.Bus.Leaf; len(l.URLs) == 0 && (l.Credentials != "" || l.JSDomain != "") {
+		return usagef("bus.leaf: credentials and jsDomain need urls (--leaf nats://hub:7422)")
+	}
+	if len(cfg.Bus.Leaf.URLs) > 0 && (cfg.Bus.URL != "" || cfg.Bus.Cluster.Listen != "") {
+		return usagef("bus.leaf (--leaf) excludes bus.url and bus.cluster: a node joins a NATS deployment as a leaf node, as a cluster member or as a client")
 	}
 	if cfg.Bus.URL != "" && (cfg.Bus.WebSocket != "" || len(cfg.Bus.Users) > 0) {
 		return usagef("bus.websocket (--websocket) and bus.users are the embedded server's; an external bus (bus.url) has its own")

@@ -34,6 +34,28 @@ func joinURL(t *testing.T, first *node) string {
 	return u.String()
 }
 
+// waitForTwoNodesTabs waits until nodes one and two both answer bc's
+// tab list, and checks that it has their tabs, each under its node's
+// name. It returns the list.
+func waitForTwoNodesTabs(t *testing.T, ctx context.Context, bc *busclient.Client, one, two *node, deadline time.Duration) protocol.TabList {
+	t.Helper()
+	var list protocol.TabList
+	var err error
+	waitFor(t, "both nodes answer tabs", deadline, func() bool {
+		list, err = bc.Tabs(ctx)
+		states := nodeStates(list.Nodes)
+		return err == nil && states["one"] == protocol.NodeAnswered && states["two"] == protocol.NodeAnswered
+	})
+	byTab := map[string]string{}
+	for _, tab := range list.Tabs {
+		byTab[tab.Tab] = tab.Node
+	}
+	if byTab[one.tab()] != "one" || byTab[two.tab()] != "two" || len(list.Tabs) != 2 {
+		t.Fatalf("tabs of two nodes: %+v", list)
+	}
+	return list
+}
+
 // nodeStates are the states of a gathered reply's nodes, by name.
 func nodeStates(nodes []protocol.NodeState) map[string]string {
 	out := map[string]string{}
@@ -78,19 +100,7 @@ func TestTwoNodesOneBusAndKill9(t *testing.T) {
 	defer bc.Close()
 
 	// Both nodes, named, in every listing.
-	var list protocol.TabList
-	waitFor(t, "both nodes answer tabs", 10*time.Second, func() bool {
-		list, err = bc.Tabs(ctx)
-		states := nodeStates(list.Nodes)
-		return err == nil && states["one"] == protocol.NodeAnswered && states["two"] == protocol.NodeAnswered
-	})
-	byTab := map[string]string{}
-	for _, tab := range list.Tabs {
-		byTab[tab.Tab] = tab.Node
-	}
-	if byTab[one.tab()] != "one" || byTab[two.tab()] != "two" || len(list.Tabs) != 2 {
-		t.Fatalf("tabs of two nodes: %+v", list)
-	}
+	list := waitForTwoNodesTabs(t, ctx, bc, one, two, 10*time.Second)
 	st, err := bc.Status(ctx)
 	if err != nil || len(st.Profiles) != 2 || st.Profiles[0].Node == st.Profiles[1].Node {
 		t.Fatalf("status of two nodes: %+v %v", st, err)

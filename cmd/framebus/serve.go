@@ -91,9 +91,12 @@ func (c *cli) serve(o serveOptions) error {
 		if busOpts.Cluster, err = cfg.clusterOptions(); err != nil {
 			return err
 		}
-		if busOpts.Cluster != nil {
-			// Every member of a cluster is a server of its own name:
-			// the node's.
+		if busOpts.Leaf, err = cfg.leafOptions(); err != nil {
+			return err
+		}
+		if busOpts.Cluster != nil || busOpts.Leaf != nil {
+			// Every member of a cluster, every leaf of a hub, is a
+			// server of its own name: the node's.
 			cfg.Node.Name = cmp.Or(cfg.Node.Name, actors.DefaultNodeName())
 			busOpts.Name = cfg.Node.Name
 		}
@@ -408,6 +411,9 @@ func declareServeFlags(fs *pflag.FlagSet) *string {
 	fs.String("cluster", "", "`host:port` where other cluster members route to this node's embedded server (bus.cluster.listen); loopback unless --allow-remote")
 	fs.String("routes", "", "comma-separated `URLs` of every cluster member's route listener, nats-route://host:port (bus.cluster.routes)")
 	fs.String("cluster-secret-file", "", "`file` holding the password cluster routes log in with, the same on every member (bus.cluster.secretFile)")
+	fs.String("leaf", "", "comma-separated `URLs` of a NATS deployment's leaf node listeners (nats://host:port): the embedded server joins it as a leaf node (bus.leaf.urls)")
+	fs.String("leaf-credentials", "", "`file` (0600) logging the leaf node in to the hub: user:password on one line, or a NATS .creds file (bus.leaf.credentials)")
+	fs.String("leaf-js-domain", "", "the hub's JetStream `domain`, which keeps the node's history and registry (bus.leaf.jsDomain); none: no history")
 	fs.String("websocket-origins", "", "comma-separated `origins` (scheme://host[:port]) of the web pages that may use --websocket; none: no web page (clients that are no browser are not affected)")
 	boolVarP(fs, new(bool), "allow-remote", "", "let --listen and --websocket be addresses other machines reach: every client logs in, but without TLS")
 	fs.String("bus-url", "", "use the NATS server at this `URL` (nats://host:port) instead of embedding one")

@@ -51,3 +51,21 @@ func fileKind(m os.FileMode) string {
 	}
 	return m.Type().String()
 }
+
+// readSecretFile reads a small file that holds a secret: only its owner
+// may read or write it (0600 or less), else it is refused, as ssh does
+// a private key that others can read.
+func readSecretFile(path string) ([]byte, error) {
+	data, err := readSmallFile(path)
+	if err != nil {
+		return nil, err
+	}
+	fi, err := os.Stat(path)
+	if err != nil {
+		return nil, err
+	}
+	if perm := fi.Mode().Perm(); perm&0o077 != 0 {
+		return nil, fmt.Errorf("%s is open to others (%s): it holds a secret; chmod 600 it", path, perm)
+	}
+	return data, nil
+}
