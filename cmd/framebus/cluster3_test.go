@@ -70,16 +70,22 @@ func frameLines(t *testing.T, out string) []protocol.Frame {
 }
 
 // framebus bus is a cluster member or nothing: without --cluster, or
-// without the routes' secret, it refuses to start and says why.
+// without the routes' secret (in a file only its owner reads), it
+// refuses to start and says why.
 func TestBusNeedsACluster(t *testing.T) {
 	secret := filepath.Join(t.TempDir(), "secret")
 	if err := os.WriteFile(secret, []byte("a-secret-the-members-share\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	open := filepath.Join(t.TempDir(), "open-secret")
+	if err := os.WriteFile(open, []byte("a-secret-the-members-share\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	for _, c := range []struct {
 		args []string
 		want string
 	}{
+		{[]string{"bus", "--cluster", "127.0.0.1:0", "--cluster-secret-file", open}, "chmod 600 it"},
 		{[]string{"bus"}, "--cluster (bus.cluster.listen) is required"},
 		{[]string{"bus", "--cluster", "127.0.0.1:0"}, "needs the secret its routes log in with"},
 		{[]string{"bus", "--cluster", "127.0.0.1:0", "--cluster-secret-file", "/nonexistent/secret"}, "bus.cluster.secretFile"},

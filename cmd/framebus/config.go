@@ -122,7 +122,7 @@ func (cfg config) clusterOptions() (*bus.ClusterOptions, error) {
 	if c.SecretFile == "" {
 		return nil, usagef("bus.cluster.secretFile (--cluster-secret-file): a cluster needs the secret its routes log in with")
 	}
-	data, err := readSmallFile(c.SecretFile)
+	data, err := readSecretFile(c.SecretFile)
 	if err != nil {
 		return nil, usagef("bus.cluster.secretFile: %v", err)
 	}
