@@ -169,6 +169,9 @@ func StartNode(ctx context.Context, opts NodeOptions) (n *Node, err error) {
 	if err = n.joinRegistry(ctx); err != nil {
 		return nil, err
 	}
+	if err = n.openSessionRegistry(ctx); err != nil {
+		return nil, err
+	}
 	if n.stageDir, err = nodeStageDir(); err != nil {
 		return nil, err
 	}
@@ -213,6 +216,7 @@ func StartNode(ctx context.Context, opts NodeOptions) (n *Node, err error) {
 		{name: "sessions", subject: subj.SessionList(), handle: n.answerSessions},
 		// One node of those sharing the bus takes each session start.
 		{name: "session-start", subject: subj.SessionStart(), handle: n.answerSessionStart, queue: "framebus-sessions"},
+		{name: "node-session-start", subject: subj.NodeSessionStart(n.name), handle: n.answerNodeSessionStart},
 	})
 	if err != nil {
 		return nil, err
@@ -220,6 +224,13 @@ func StartNode(ctx context.Context, opts NodeOptions) (n *Node, err error) {
 	if err = n.nc.FlushTimeout(startFlushTimeout); err != nil {
 		return nil, err
 	}
+	// The sessions this node ran when it stopped start again beside it.
+	rctx, stopRestore := context.WithCancel(context.Background())
+	n.sessions.stopRestore, n.sessions.restored = stopRestore, make(chan struct{})
+	go func() {
+		defer close(n.sessions.restored)
+		n.restoreSessions(rctx)
+	}()
 	return n, nil
 }
 
@@ -373,6 +384,10 @@ func (n *Node) Close() error {
 		}
 		if n.svc != nil {
 			_ = n.svc.Stop()
+		}
+		if n.sessions.stopRestore != nil {
+			n.sessions.stopRestore()
+			<-n.sessions.restored
 		}
 		profiles := n.Profiles()
 		var wg sync.WaitGroup

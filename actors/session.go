@@ -2,14 +2,14 @@ package actors
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"io/fs"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 
+	"github.com/nats-io/nats.go/jetstream"
 	"github.com/nats-io/nats.go/micro"
 
 	"github.com/framebus/framebus/actors/whitelist"
@@ -20,13 +20,23 @@ import (
 // runs that domain's own persistent profile, <ProfileDir>/<domain>/,
 // created on first use and reused after, so its cookies and localStorage
 // come back and no other domain's profile sees them. A session has an id;
-// stopping it closes its browser cleanly, which saves its state. One node
-// of those sharing a bus takes each start (a queue group); the stop
-// subject names the session, so only the node running it answers.
+// stopping it closes its browser cleanly, which saves its state.
+//
+// A domain has one session on the bus, registered in the session registry
+// (sessionregistry.go). One node of those sharing a bus takes each start
+// (a queue group): it hands it to the node that runs the domain's session,
+// or, when none does, to the node placement chooses (placeNew), on that
+// node's own start subject (Subjects.NodeSessionStart), where a start
+// pinned to a node (--node) arrives too. The stop subject names the
+// session, so only the node running it answers.
 
 type sessions struct {
 	mu   sync.Mutex // guards byID and the making of domain profiles
 	byID map[string]*session
+	kv   jetstream.KeyValue // the session registry; nil on a bus without JetStream
+
+	stopRestore context.CancelFunc // ends restoreSessions
+	restored    chan struct{}      // closed when restoreSessions returned
 }
 
 type session struct {
@@ -36,7 +46,10 @@ type session struct {
 	stopSvc micro.Service // its stop endpoint
 }
 
-// StartSession starts (or returns, when it runs) the session of a domain.
+// StartSession starts (or returns, when it runs) the session of a domain
+// on this node. When the domain's session runs on another live node the
+// error is a *sessionElsewhere naming it, for the caller to hand the
+// start there.
 func (n *Node) StartSession(ctx context.Context, req protocol.SessionStartRequest) (protocol.SessionReply, error) {
 	domain, err := sessionDomain(req.Domain)
 	if err != nil {
@@ -54,13 +67,31 @@ func (n *Node) StartSession(ctx context.Context, req protocol.SessionStartReques
 		return protocol.SessionReply{}, protocol.Errorf(protocol.CodeBadRequest,
 			"sessions keep a profile per domain and need a profile directory; set browser.profileDir (or $FRAMEBUS_PROFILE_DIR)")
 	}
+	claim, err := n.claimSession(ctx, domain, req.URL)
+	if err != nil {
+		return protocol.SessionReply{}, err
+	}
+	reply, err := n.runSession(ctx, domain, req.URL, claim.entry.Session)
+	if err != nil {
+		if claim.made { // a start that failed leaves no entry
+			n.releaseSession(domain, claim.entry.Session)
+		}
+		return protocol.SessionReply{}, err
+	}
+	reply.TakenFrom = claim.takenFrom
+	return reply, nil
+}
+
+// runSession launches the profile of domain and runs the session id on
+// it, or returns the session running there.
+func (n *Node) runSession(ctx context.Context, domain, url, id string) (protocol.SessionReply, error) {
 	p, created, err := n.domainProfile(domain)
 	if err != nil {
 		return protocol.SessionReply{}, err
 	}
 	// Launching takes seconds; other sessions' requests go on meanwhile
 	// (the profile serialises its own launch and close).
-	p.setStartURL(req.URL)
+	p.setStartURL(url)
 	if err := p.Launch(ctx); err != nil {
 		return protocol.SessionReply{}, startError(err)
 	}
@@ -68,7 +99,7 @@ func (n *Node) StartSession(ctx context.Context, req protocol.SessionStartReques
 	defer n.sessions.mu.Unlock()
 	s := n.sessionOf(p)
 	if s == nil {
-		if s, err = n.newSession(domain, p); err != nil {
+		if s, err = n.newSession(id, domain, p); err != nil {
 			_ = p.Close()
 			return protocol.SessionReply{}, err
 		}
@@ -97,11 +128,9 @@ func (n *Node) domainProfile(domain string) (p *Profile, created bool, err error
 	return p, errors.Is(statErr, fs.ErrNotExist), nil
 }
 
-// newSession gives a started profile a session id and serves its stop.
-func (n *Node) newSession(domain string, p *Profile) (*session, error) {
-	var b [6]byte
-	_, _ = rand.Read(b[:])
-	s := &session{id: "s" + hex.EncodeToString(b[:]), domain: domain, profile: p}
+// newSession runs session id on a started profile and serves its stop.
+func (n *Node) newSession(id, domain string, p *Profile) (*session, error) {
+	s := &session{id: id, domain: domain, profile: p}
 	svc, err := addService(n.nc, "framebus session", map[string]string{"session": s.id, "domain": domain, "node": n.name},
 		[]endpoint{{name: "stop", subject: n.subj.SessionStop(s.id), handle: n.answerSessionStop}})
 	if err != nil {
@@ -146,7 +175,9 @@ func (n *Node) StopSession(id string) (protocol.SessionReply, error) {
 	s.profile.mu.Lock()
 	s.profile.session = ""
 	s.profile.mu.Unlock()
-	if err := s.profile.Close(); err != nil { // it saves the state as it exits
+	err := s.profile.Close() // it saves the state as it exits
+	n.releaseSession(s.domain, id)
+	if err != nil {
 		return protocol.SessionReply{}, protocol.Errorf(protocol.CodeInternal, "stop session %s: %v", id, err)
 	}
 	info := s.info()
@@ -154,7 +185,7 @@ func (n *Node) StopSession(id string) (protocol.SessionReply, error) {
 	return protocol.SessionReply{OK: true, SessionInfo: info}, nil
 }
 
-// Sessions lists the node's sessions.
+// Sessions lists the node's sessions, running.
 func (n *Node) Sessions() []protocol.SessionInfo {
 	n.sessions.mu.Lock()
 	defer n.sessions.mu.Unlock()
@@ -185,7 +216,35 @@ func sessionDomain(raw string) (string, error) {
 	return u.Host, nil
 }
 
+// answerSessionStart takes a start on the shared subject (one node of a
+// queue group): the node that runs the domain's session answers it, else
+// the node placement chooses.
 func (n *Node) answerSessionStart(m micro.Request) {
+	var req protocol.SessionStartRequest
+	if err := protocol.DecodeRequest(m.Data(), "session start", &req); err != nil {
+		respond(m, protocol.NewErrorReply(err), n.log)
+		return
+	}
+	domain, err := sessionDomain(req.Domain)
+	if err != nil {
+		respond(m, protocol.NewErrorReply(err), n.log)
+		return
+	}
+	node := n.sessionOwner(context.Background(), domain)
+	if node == "" {
+		node = n.placeNew(domain)
+	}
+	if node != n.name {
+		n.forward(m, n.subj.NodeSessionStart(node), node, "session start "+domain)
+		return
+	}
+	n.answerNodeSessionStart(m)
+}
+
+// answerNodeSessionStart starts a session on this node (its own start
+// subject), unless the domain's session runs on another live node: then
+// that node answers.
+func (n *Node) answerNodeSessionStart(m micro.Request) {
 	var req protocol.SessionStartRequest
 	if err := protocol.DecodeRequest(m.Data(), "session start", &req); err != nil {
 		respond(m, protocol.NewErrorReply(err), n.log)
@@ -194,11 +253,15 @@ func (n *Node) answerSessionStart(m micro.Request) {
 	ctx, cancel := context.WithTimeout(context.Background(), lifecycleTimeout)
 	defer cancel()
 	reply, err := n.StartSession(ctx, req)
-	if err != nil {
+	var elsewhere *sessionElsewhere
+	switch {
+	case errors.As(err, &elsewhere):
+		n.forward(m, n.subj.NodeSessionStart(elsewhere.entry.Node), elsewhere.entry.Node, "session start "+elsewhere.entry.Domain)
+	case err != nil:
 		respond(m, protocol.NewErrorReply(err), n.log)
-		return
+	default:
+		respond(m, reply, n.log)
 	}
-	respond(m, reply, n.log)
 }
 
 func (n *Node) answerSessionStop(m micro.Request) {
@@ -210,8 +273,23 @@ func (n *Node) answerSessionStop(m micro.Request) {
 	respond(m, reply, n.log)
 }
 
+// answerSessions lists this node's sessions and, from the registry, those
+// of nodes that are not live (every node lists these: a client gathering
+// the answers keeps one of each).
 func (n *Node) answerSessions(m micro.Request) {
-	respond(m, protocol.SessionList{OK: true, Node: n.name, Sessions: n.Sessions(), Peers: n.Peers()}, n.log)
+	peers := n.Peers()
+	list := n.Sessions()
+	entries, err := n.sessionEntries(context.Background())
+	if err != nil {
+		n.log.Warn().Err(err).Msg("session list: the registry does not answer; listing this node's sessions only")
+	}
+	for _, e := range entries {
+		if !slices.Contains(peers, e.Node) {
+			list = append(list, protocol.SessionInfo{Session: e.Session, Node: e.Node, Domain: e.Domain,
+				Profile: protocol.ProfileStatus{Name: e.Domain, Node: e.Node, Driver: protocol.DriverManaged}, Tabs: []protocol.TabInfo{}, State: protocol.NodeUnreachable})
+		}
+	}
+	respond(m, protocol.SessionList{OK: true, Node: n.name, Sessions: list, Peers: peers}, n.log)
 }
 
 // sessionOfStopSubject is the id token of <prefix>.session.<id>.stop.
