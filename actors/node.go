@@ -210,14 +210,19 @@ func StartNode(ctx context.Context, opts NodeOptions) (n *Node, err error) {
 			n.log.Warn().Err(err).Str("profile", po.Name).Msg("attach profile not connected; connect it once its browser runs")
 		}
 	}
-	n.svc, err = addService(n.nc, "framebus node", map[string]string{"prefix": subj.Prefix, "node": n.name}, []endpoint{
+	endpoints := []endpoint{
 		{name: "tabs", subject: subj.Tabs(), handle: n.answerTabs},
 		{name: "status", subject: subj.BrowserStatus(), handle: n.answerStatus},
 		{name: "sessions", subject: subj.SessionList(), handle: n.answerSessions},
 		// One node of those sharing the bus takes each session start.
 		{name: "session-start", subject: subj.SessionStart(), handle: n.answerSessionStart, queue: "framebus-sessions"},
 		{name: "node-session-start", subject: subj.NodeSessionStart(n.name), handle: n.answerNodeSessionStart},
-	})
+	}
+	if n.sessions.kv != nil {
+		// A registered session that no node runs is stopped by one of them.
+		endpoints = append(endpoints, endpoint{name: "gone-session-stop", subject: subj.SessionStop("*"), handle: n.answerGoneSessionStop, queue: "framebus-sessions"})
+	}
+	n.svc, err = addService(n.nc, "framebus node", map[string]string{"prefix": subj.Prefix, "node": n.name}, endpoints)
 	if err != nil {
 		return nil, err
 	}

@@ -31,8 +31,9 @@ import (
 // session, so only the node running it answers.
 
 type sessions struct {
-	mu   sync.Mutex // guards byID and the making of domain profiles
-	byID map[string]*session
+	mu       sync.Mutex // guards byID, stopping and the making of domain profiles
+	byID     map[string]*session
+	stopping map[string]bool // ids being stopped (out of byID, entry not yet deleted)
 	kv   jetstream.KeyValue // the session registry; nil on a bus without JetStream
 
 	stopRestore context.CancelFunc // ends restoreSessions
@@ -167,6 +168,17 @@ func (n *Node) StopSession(id string) (protocol.SessionReply, error) {
 	n.sessions.mu.Lock()
 	s := n.sessions.byID[id]
 	delete(n.sessions.byID, id)
+	if s != nil {
+		if n.sessions.stopping == nil {
+			n.sessions.stopping = map[string]bool{}
+		}
+		n.sessions.stopping[id] = true
+		defer func() {
+			n.sessions.mu.Lock()
+			delete(n.sessions.stopping, id)
+			n.sessions.mu.Unlock()
+		}()
+	}
 	n.sessions.mu.Unlock()
 	if s == nil {
 		return protocol.SessionReply{}, protocol.Errorf(protocol.CodeSessionNotFound, "no session %s on this node", id)
@@ -290,6 +302,40 @@ func (n *Node) answerSessions(m micro.Request) {
 		}
 	}
 	respond(m, protocol.SessionList{OK: true, Node: n.name, Sessions: list, Peers: peers}, n.log)
+}
+
+// answerGoneSessionStop stops a session that no node runs: its node is
+// gone, or it is this node and the session did not start again here.
+// Every node with a session registry takes <prefix>.session.*.stop in a
+// queue group, beside the running sessions' own subjects; it deletes the
+// entry, so the session does not start again. A session its live node
+// runs is left to that node's answer; an id the registry does not have is
+// session_not_found.
+func (n *Node) answerGoneSessionStop(m micro.Request) {
+	id := sessionOfStopSubject(m.Subject())
+	entries, err := n.sessionEntries(context.Background())
+	if err != nil {
+		respond(m, protocol.NewErrorReply(registryError(id, err)), n.log)
+		return
+	}
+	i := slices.IndexFunc(entries, func(e protocol.SessionEntry) bool { return e.Session == id })
+	if i < 0 {
+		respond(m, protocol.NewErrorReply(protocol.Errorf(protocol.CodeSessionNotFound, "no session %s on the bus (session list shows them)", id)), n.log)
+		return
+	}
+	e := entries[i]
+	n.sessions.mu.Lock()
+	_, runsHere := n.sessions.byID[id]
+	runsHere = runsHere || n.sessions.stopping[id]
+	n.sessions.mu.Unlock()
+	if runsHere || e.Node != n.name && slices.Contains(n.Peers(), e.Node) {
+		return // its node answers
+	}
+	if !n.forgetSession(e) {
+		return // a node took it over meanwhile: its answer is the one
+	}
+	respond(m, protocol.SessionReply{OK: true, SessionInfo: protocol.SessionInfo{Session: e.Session, Node: e.Node, Domain: e.Domain,
+		Profile: protocol.ProfileStatus{Name: e.Domain, Node: e.Node, Driver: protocol.DriverManaged}, Tabs: []protocol.TabInfo{}}}, n.log)
 }
 
 // sessionOfStopSubject is the id token of <prefix>.session.<id>.stop.

@@ -35,7 +35,10 @@ import (
 // The bucket is on file: a node that stops, cleanly or not, leaves its
 // entries, and starts the sessions that still name it when it starts
 // again with the same name, same ids. Only session stop deletes an entry
-// (on the revision read, so it never deletes another node's).
+// (on the revision read, so it never deletes another node's): the node
+// running the session answers it, and for a session whose node is gone
+// one of the live nodes does (a queue group on every session's stop
+// subject), so a session listed as unreachable can be forgotten.
 
 // sessionElsewhere is StartSession's error when the domain's session runs
 // on another live node: the start belongs there.
@@ -169,18 +172,27 @@ func (n *Node) sessionOwner(ctx context.Context, domain string) string {
 // releaseSession deletes the entry of domain if it still names session on
 // this node (never another node's).
 func (n *Node) releaseSession(domain, session string) {
+	n.forgetSession(protocol.SessionEntry{Session: session, Domain: domain, Node: n.name})
+}
+
+// forgetSession deletes the entry of want.Domain if it still names
+// want.Session on want.Node, on the revision read; it reports whether it
+// did.
+func (n *Node) forgetSession(want protocol.SessionEntry) bool {
 	if n.sessions.kv == nil {
-		return
+		return false
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), registryTimeout)
 	defer cancel()
-	e, rev, err := n.sessionEntry(ctx, domain)
-	if err != nil || e.Session != session || e.Node != n.name {
-		return
+	e, rev, err := n.sessionEntry(ctx, want.Domain)
+	if err != nil || e.Session != want.Session || e.Node != want.Node {
+		return false
 	}
-	if err := n.sessions.kv.Delete(ctx, domain, jetstream.LastRevision(rev)); err != nil {
-		n.log.Warn().Err(err).Str("domain", domain).Msg("session registry: entry not deleted")
+	if err := n.sessions.kv.Delete(ctx, want.Domain, jetstream.LastRevision(rev)); err != nil {
+		n.log.Warn().Err(err).Str("domain", want.Domain).Msg("session registry: entry not deleted")
+		return false
 	}
+	return true
 }
 
 // sessionEntries are every entry of the registry.

@@ -138,7 +138,8 @@ func TestOneSessionPerDomainOnTheBus(t *testing.T) {
 // (listed as unreachable) and starts them again, same ids, when it starts
 // again with its name and profile directory. A node that dies (its
 // registry entry expires) loses its session to the next start of the
-// domain: same id, on the node asked, which says whose it was.
+// domain: same id, on the node asked, which says whose it was; a stop of
+// its other session is answered by a live node, which forgets it.
 func TestSessionsOutliveTheirNode(t *testing.T) {
 	alpha, beta, betaOpts := twoSessionNodes(t, "fbsessback")
 	subj := alpha.Subjects()
@@ -171,8 +172,22 @@ func TestSessionsOutliveTheirNode(t *testing.T) {
 		t.Fatalf("the session after beta came back: %+v", back)
 	}
 
+	docs := startOn(t, nc, subj.NodeSessionStart("beta"), "docs.example.test")
 	die(again)
 	waitUntil(t, func() bool { return !slices.Contains(alpha.Peers(), "beta") })
+	// A dead node's session can be stopped: a live node forgets it.
+	c := &busClient{t: t, nc: nc}
+	var stopped protocol.SessionReply
+	if raw := c.ask(subj.SessionStop(docs.Session), nil, &stopped); !stopped.OK || stopped.Node != "beta" {
+		t.Fatalf("stop of a dead node's session: %s", raw)
+	}
+	if e, ok := registered(t, kv, "docs.example.test"); ok {
+		t.Fatalf("the entry of a dead node's session after its stop: %+v", e)
+	}
+	var none protocol.PlanResult
+	if raw := c.ask(subj.SessionStop(docs.Session), nil, &none); none.Code != protocol.CodeSessionNotFound {
+		t.Fatalf("stop of a session no longer registered: %s", raw)
+	}
 	moved := startOn(t, nc, subj.SessionStart(), domain)
 	if moved.Session != started.Session || moved.Node != "alpha" || moved.TakenFrom != "beta" || !moved.Profile.Running {
 		t.Fatalf("the session of a dead node, started again: %+v", moved)
