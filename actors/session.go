@@ -33,8 +33,8 @@ import (
 type sessions struct {
 	mu       sync.Mutex // guards byID, stopping and the making of domain profiles
 	byID     map[string]*session
-	stopping map[string]bool // ids being stopped (out of byID, entry not yet deleted)
-	kv   jetstream.KeyValue // the session registry; nil on a bus without JetStream
+	stopping map[string]bool    // ids being stopped (out of byID, entry not yet deleted)
+	kv       jetstream.KeyValue // the session registry; nil on a bus without JetStream
 
 	stopRestore context.CancelFunc // ends restoreSessions
 	restored    chan struct{}      // closed when restoreSessions returned
