@@ -31,14 +31,15 @@ func twoSessionNodes(t *testing.T, prefix string) (alpha, beta *Node, betaOpts N
 	return alpha, beta, betaOpts
 }
 
-// sessionsKV is the session registry, read as a test's own client.
-func sessionsKV(t *testing.T, node *Node) jetstream.KeyValue {
+// bucketOf is a key-value bucket of node's bus (e.g. its
+// Subjects().SessionsBucket()), read as a test's own client.
+func bucketOf(t *testing.T, node *Node, bucket string) jetstream.KeyValue {
 	t.Helper()
 	js, err := jetstream.New(testConnOf(t, node))
 	if err != nil {
 		t.Fatal(err)
 	}
-	kv, err := js.KeyValue(t.Context(), node.Subjects().SessionsBucket())
+	kv, err := js.KeyValue(t.Context(), bucket)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -116,7 +117,7 @@ func TestOneSessionPerDomainOnTheBus(t *testing.T) {
 	if p := other.Profile(domain); p != nil {
 		t.Fatalf("node %s made a profile of %s too: %+v", other.Name(), domain, p.Status())
 	}
-	kv := sessionsKV(t, alpha)
+	kv := bucketOf(t, alpha, alpha.Subjects().SessionsBucket())
 	if e, ok := registered(t, kv, domain); !ok || e.Session != first.Session || e.Node != first.Node {
 		t.Fatalf("registry entry: %+v %v, want session %s on %s", e, ok, first.Session, first.Node)
 	}
@@ -144,7 +145,7 @@ func TestSessionsOutliveTheirNode(t *testing.T) {
 	alpha, beta, betaOpts := twoSessionNodes(t, "fbsessback")
 	subj := alpha.Subjects()
 	nc := bustest.Connect(t, alpha.Bus(), protocol.RoleAgent)
-	kv := sessionsKV(t, alpha)
+	kv := bucketOf(t, alpha, alpha.Subjects().SessionsBucket())
 	const domain = "mail.example.test"
 
 	started := startOn(t, nc, subj.NodeSessionStart("beta"), domain)
