@@ -80,10 +80,22 @@ func (n *Node) openSessionRegistry(ctx context.Context) error {
 	cctx, cancel := context.WithTimeout(ctx, registryTimeout)
 	defer cancel()
 	var kv jetstream.KeyValue
-	err = retryJetStream(cctx, func(try context.Context) (err error) {
-		kv, err = js.CreateOrUpdateKeyValue(try, cfg)
-		return err
-	})
+	create := func() error {
+		return retryJetStream(cctx, func(try context.Context) (err error) {
+			kv, err = js.CreateOrUpdateKeyValue(try, cfg)
+			return err
+		})
+	}
+	err = create()
+	var apiErr *jetstream.APIError
+	if errors.As(err, &apiErr) {
+		// A JetStream without file storage (max_file_store 0, no room)
+		// or a bucket made in memory before: the sessions are kept as
+		// long as the servers run, rather than the node not starting.
+		n.log.Warn().Err(err).Msg("session registry: no file storage; keeping it in memory, so sessions come back after a node's restart only while the bus's servers keep running")
+		cfg.Storage = jetstream.MemoryStorage
+		err = create()
+	}
 	if err != nil {
 		return fmt.Errorf("session registry %s: %w", n.subj.SessionsBucket(), err)
 	}

@@ -74,6 +74,11 @@ func startOn(t *testing.T, nc *nats.Conn, subject, domain string) protocol.Sessi
 	return r
 }
 
+// runs reports whether node runs the session id.
+func runs(node *Node, id string) bool {
+	return slices.ContainsFunc(node.Sessions(), func(s protocol.SessionInfo) bool { return s.Session == id })
+}
+
 // die ends a node as kill -9 would, as far as the bus can tell: its
 // registry entry is no longer renewed (nor deleted), its browsers are
 // killed and its connection drops with every subscription.
@@ -137,7 +142,7 @@ func TestOneSessionPerDomainOnTheBus(t *testing.T) {
 
 // A node's sessions outlive it: a node that stops leaves their entries
 // (listed as unreachable) and starts them again, same ids, when it starts
-// again with its name and profile directory. A node that dies (its
+// again with its name and profile directory, after a kill too. A node that dies (its
 // registry entry expires) loses its session to the next start of the
 // domain: same id, on the node asked, which says whose it was; a stop of
 // its other session is answered by a live node, which forgets it.
@@ -166,15 +171,19 @@ func TestSessionsOutliveTheirNode(t *testing.T) {
 	}
 
 	again := startTestNode(t, betaOpts)
-	waitUntil(t, func() bool {
-		return slices.ContainsFunc(again.Sessions(), func(s protocol.SessionInfo) bool { return s.Session == started.Session })
-	})
+	waitUntil(t, func() bool { return runs(again, started.Session) })
 	if back := startOn(t, nc, subj.SessionStart(), domain); back.Session != started.Session || back.Node != "beta" || back.TakenFrom != "" {
 		t.Fatalf("the session after beta came back: %+v", back)
 	}
 
 	docs := startOn(t, nc, subj.NodeSessionStart("beta"), "docs.example.test")
+	// Back after a kill too (its browsers killed, profiles left locked).
 	die(again)
+	waitUntil(t, func() bool { return !slices.Contains(alpha.Peers(), "beta") })
+	third := startTestNode(t, betaOpts)
+	waitUntil(t, func() bool { return runs(third, started.Session) && runs(third, docs.Session) })
+
+	die(third)
 	waitUntil(t, func() bool { return !slices.Contains(alpha.Peers(), "beta") })
 	// A dead node's session can be stopped: a live node forgets it.
 	c := &busClient{t: t, nc: nc}
@@ -195,5 +204,29 @@ func TestSessionsOutliveTheirNode(t *testing.T) {
 	}
 	if e, _ := registered(t, kv, domain); e.Node != "alpha" || e.Session != started.Session {
 		t.Fatalf("the entry after the takeover: %+v", e)
+	}
+}
+
+// A bus whose session registry cannot be on file (here: a bucket made in
+// memory before) still takes the node, with the registry in memory.
+func TestSessionRegistryInMemory(t *testing.T) {
+	first := startTestNode(t, NodeOptions{Name: "alpha", Prefix: "fbsessmem"})
+	js, err := jetstream.New(testConnOf(t, first))
+	if err != nil {
+		t.Fatal(err)
+	}
+	bucket := first.Subjects().SessionsBucket()
+	if err := js.DeleteKeyValue(t.Context(), bucket); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := js.CreateKeyValue(t.Context(), jetstream.KeyValueConfig{Bucket: bucket, Storage: jetstream.MemoryStorage}); err != nil {
+		t.Fatal(err)
+	}
+	opts := secondNodeOptions(t, first, "beta")
+	opts.Prefix = "fbsessmem"
+	second := startTestNode(t, opts)
+	st, err := second.sessions.kv.Status(t.Context())
+	if err != nil || st.(*jetstream.KeyValueBucketStatus).StreamInfo().Config.Storage != jetstream.MemoryStorage {
+		t.Fatalf("the session registry of the second node: %+v %v", st, err)
 	}
 }
