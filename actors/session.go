@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/nats-io/nats.go/micro"
@@ -291,7 +292,12 @@ func (n *Node) answerSessionStop(m micro.Request) {
 func (n *Node) answerSessions(m micro.Request) {
 	peers := n.Peers()
 	list := n.Sessions()
-	entries, err := n.sessionEntries(context.Background())
+	// Well within the client's wait for every node's answer
+	// (client.GatherWait), so a slow registry never makes this node
+	// look unreachable.
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	entries, err := n.sessionEntries(ctx)
 	if err != nil {
 		n.log.Warn().Err(err).Msg("session list: the registry does not answer; listing this node's sessions only")
 	}
