@@ -254,14 +254,7 @@ func TestNodeRestartAfterDeath(t *testing.T) {
 		t.Fatal(err)
 	}
 	host, _ := os.Hostname()
-	js, err := jetstream.New(testConnOf(t, first))
-	if err != nil {
-		t.Fatal(err)
-	}
-	kv, err := js.KeyValue(t.Context(), first.Subjects().NodesBucket())
-	if err != nil {
-		t.Fatal(err)
-	}
+	kv := bucketOf(t, first, first.Subjects().NodesBucket())
 	entry, _ := json.Marshal(protocol.NodeEntry{Node: "phoenix", Host: host, PID: dead.Process.Pid})
 	if _, err := kv.Create(t.Context(), "phoenix", entry); err != nil {
 		t.Fatal(err)

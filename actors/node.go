@@ -174,6 +174,9 @@ func StartNode(ctx context.Context, opts NodeOptions) (n *Node, err error) {
 	if err = n.joinRegistry(ctx); err != nil {
 		return nil, err
 	}
+	if err = n.openSessionRegistry(ctx); err != nil {
+		return nil, err
+	}
 	if n.stageDir, err = nodeStageDir(); err != nil {
 		return nil, err
 	}
@@ -212,19 +215,32 @@ func StartNode(ctx context.Context, opts NodeOptions) (n *Node, err error) {
 			n.log.Warn().Err(err).Str("profile", po.Name).Msg("attach profile not connected; connect it once its browser runs")
 		}
 	}
-	n.svc, err = addService(n.nc, "framebus node", map[string]string{"prefix": subj.Prefix, "node": n.name}, []endpoint{
+	endpoints := []endpoint{
 		{name: "tabs", subject: subj.Tabs(), handle: n.answerTabs},
 		{name: "status", subject: subj.BrowserStatus(), handle: n.answerStatus},
 		{name: "sessions", subject: subj.SessionList(), handle: n.answerSessions},
 		// One node of those sharing the bus takes each session start.
 		{name: "session-start", subject: subj.SessionStart(), handle: n.answerSessionStart, queue: "framebus-sessions"},
-	})
+		{name: "node-session-start", subject: subj.NodeSessionStart(n.name), handle: n.answerNodeSessionStart},
+	}
+	if n.sessions.kv != nil {
+		// A registered session that no node runs is stopped by one of them.
+		endpoints = append(endpoints, endpoint{name: "gone-session-stop", subject: subj.SessionStop("*"), handle: n.answerGoneSessionStop, queue: "framebus-sessions"})
+	}
+	n.svc, err = addService(n.nc, "framebus node", map[string]string{"prefix": subj.Prefix, "node": n.name}, endpoints)
 	if err != nil {
 		return nil, err
 	}
 	if err = n.nc.FlushTimeout(startFlushTimeout); err != nil {
 		return nil, err
 	}
+	// The sessions this node ran when it stopped start again beside it.
+	rctx, stopRestore := context.WithCancel(context.Background())
+	n.sessions.stopRestore, n.sessions.restored = stopRestore, make(chan struct{})
+	go func() {
+		defer close(n.sessions.restored)
+		n.restoreSessions(rctx)
+	}()
 	return n, nil
 }
 
@@ -385,6 +401,10 @@ func (n *Node) Close() error {
 		}
 		if n.svc != nil {
 			_ = n.svc.Stop()
+		}
+		if n.sessions.stopRestore != nil {
+			n.sessions.stopRestore()
+			<-n.sessions.restored
 		}
 		profiles := n.Profiles()
 		var wg sync.WaitGroup

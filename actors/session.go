@@ -2,14 +2,15 @@ package actors
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"io/fs"
 	"os"
+	"slices"
 	"strings"
 	"sync"
+	"time"
 
+	"github.com/nats-io/nats.go/jetstream"
 	"github.com/nats-io/nats.go/micro"
 
 	"github.com/framebus/framebus/actors/whitelist"
@@ -20,13 +21,24 @@ import (
 // runs that domain's own persistent profile, <ProfileDir>/<domain>/,
 // created on first use and reused after, so its cookies and localStorage
 // come back and no other domain's profile sees them. A session has an id;
-// stopping it closes its browser cleanly, which saves its state. One node
-// of those sharing a bus takes each start (a queue group); the stop
-// subject names the session, so only the node running it answers.
+// stopping it closes its browser cleanly, which saves its state.
+//
+// A domain has one session on the bus, registered in the session registry
+// (sessionregistry.go). One node of those sharing a bus takes each start
+// (a queue group): it hands it to the node that runs the domain's session,
+// or, when none does, to the node placement chooses (placeNew), on that
+// node's own start subject (Subjects.NodeSessionStart), where a start
+// pinned to a node (--node) arrives too. The stop subject names the
+// session, so only the node running it answers.
 
 type sessions struct {
-	mu   sync.Mutex // guards byID and the making of domain profiles
-	byID map[string]*session
+	mu       sync.Mutex // guards byID, stopping and the making of domain profiles
+	byID     map[string]*session
+	stopping map[string]bool    // ids being stopped (out of byID, entry not yet deleted)
+	kv       jetstream.KeyValue // the session registry; nil on a bus without JetStream
+
+	stopRestore context.CancelFunc // ends restoreSessions
+	restored    chan struct{}      // closed when restoreSessions returned
 }
 
 type session struct {
@@ -36,7 +48,10 @@ type session struct {
 	stopSvc micro.Service // its stop endpoint
 }
 
-// StartSession starts (or returns, when it runs) the session of a domain.
+// StartSession starts (or returns, when it runs) the session of a domain
+// on this node. When the domain's session runs on another live node the
+// error is a *sessionElsewhere naming it, for the caller to hand the
+// start there.
 func (n *Node) StartSession(ctx context.Context, req protocol.SessionStartRequest) (protocol.SessionReply, error) {
 	domain, err := sessionDomain(req.Domain)
 	if err != nil {
@@ -54,13 +69,31 @@ func (n *Node) StartSession(ctx context.Context, req protocol.SessionStartReques
 		return protocol.SessionReply{}, protocol.Errorf(protocol.CodeBadRequest,
 			"sessions keep a profile per domain and need a profile directory; set browser.profileDir (or $FRAMEBUS_PROFILE_DIR)")
 	}
+	claim, err := n.claimSession(ctx, domain, req.URL)
+	if err != nil {
+		return protocol.SessionReply{}, err
+	}
+	reply, err := n.runSession(ctx, domain, req.URL, claim.entry.Session)
+	if err != nil {
+		if claim.made { // a start that failed leaves no entry
+			n.releaseSession(domain, claim.entry.Session)
+		}
+		return protocol.SessionReply{}, err
+	}
+	reply.TakenFrom = claim.takenFrom
+	return reply, nil
+}
+
+// runSession launches the profile of domain and runs the session id on
+// it, or returns the session running there.
+func (n *Node) runSession(ctx context.Context, domain, url, id string) (protocol.SessionReply, error) {
 	p, created, err := n.domainProfile(domain)
 	if err != nil {
 		return protocol.SessionReply{}, err
 	}
 	// Launching takes seconds; other sessions' requests go on meanwhile
 	// (the profile serialises its own launch and close).
-	p.setStartURL(req.URL)
+	p.setStartURL(url)
 	if err := p.Launch(ctx); err != nil {
 		return protocol.SessionReply{}, startError(err)
 	}
@@ -68,7 +101,7 @@ func (n *Node) StartSession(ctx context.Context, req protocol.SessionStartReques
 	defer n.sessions.mu.Unlock()
 	s := n.sessionOf(p)
 	if s == nil {
-		if s, err = n.newSession(domain, p); err != nil {
+		if s, err = n.newSession(id, domain, p); err != nil {
 			_ = p.Close()
 			return protocol.SessionReply{}, err
 		}
@@ -97,11 +130,9 @@ func (n *Node) domainProfile(domain string) (p *Profile, created bool, err error
 	return p, errors.Is(statErr, fs.ErrNotExist), nil
 }
 
-// newSession gives a started profile a session id and serves its stop.
-func (n *Node) newSession(domain string, p *Profile) (*session, error) {
-	var b [6]byte
-	_, _ = rand.Read(b[:])
-	s := &session{id: "s" + hex.EncodeToString(b[:]), domain: domain, profile: p}
+// newSession runs session id on a started profile and serves its stop.
+func (n *Node) newSession(id, domain string, p *Profile) (*session, error) {
+	s := &session{id: id, domain: domain, profile: p}
 	svc, err := addService(n.nc, "framebus session", map[string]string{"session": s.id, "domain": domain, "node": n.name},
 		[]endpoint{{name: "stop", subject: n.subj.SessionStop(s.id), handle: n.answerSessionStop}})
 	if err != nil {
@@ -138,6 +169,17 @@ func (n *Node) StopSession(id string) (protocol.SessionReply, error) {
 	n.sessions.mu.Lock()
 	s := n.sessions.byID[id]
 	delete(n.sessions.byID, id)
+	if s != nil {
+		if n.sessions.stopping == nil {
+			n.sessions.stopping = map[string]bool{}
+		}
+		n.sessions.stopping[id] = true
+		defer func() {
+			n.sessions.mu.Lock()
+			delete(n.sessions.stopping, id)
+			n.sessions.mu.Unlock()
+		}()
+	}
 	n.sessions.mu.Unlock()
 	if s == nil {
 		return protocol.SessionReply{}, protocol.Errorf(protocol.CodeSessionNotFound, "no session %s on this node", id)
@@ -146,7 +188,9 @@ func (n *Node) StopSession(id string) (protocol.SessionReply, error) {
 	s.profile.mu.Lock()
 	s.profile.session = ""
 	s.profile.mu.Unlock()
-	if err := s.profile.Close(); err != nil { // it saves the state as it exits
+	err := s.profile.Close() // it saves the state as it exits
+	n.releaseSession(s.domain, id)
+	if err != nil {
 		return protocol.SessionReply{}, protocol.Errorf(protocol.CodeInternal, "stop session %s: %v", id, err)
 	}
 	info := s.info()
@@ -154,7 +198,7 @@ func (n *Node) StopSession(id string) (protocol.SessionReply, error) {
 	return protocol.SessionReply{OK: true, SessionInfo: info}, nil
 }
 
-// Sessions lists the node's sessions.
+// Sessions lists the node's sessions, running.
 func (n *Node) Sessions() []protocol.SessionInfo {
 	n.sessions.mu.Lock()
 	defer n.sessions.mu.Unlock()
@@ -185,7 +229,35 @@ func sessionDomain(raw string) (string, error) {
 	return u.Host, nil
 }
 
+// answerSessionStart takes a start on the shared subject (one node of a
+// queue group): the node that runs the domain's session answers it, else
+// the node placement chooses.
 func (n *Node) answerSessionStart(m micro.Request) {
+	var req protocol.SessionStartRequest
+	if err := protocol.DecodeRequest(m.Data(), "session start", &req); err != nil {
+		respond(m, protocol.NewErrorReply(err), n.log)
+		return
+	}
+	domain, err := sessionDomain(req.Domain)
+	if err != nil {
+		respond(m, protocol.NewErrorReply(err), n.log)
+		return
+	}
+	node := n.sessionOwner(context.Background(), domain)
+	if node == "" {
+		node = n.placeNew(domain)
+	}
+	if node != n.name {
+		n.forward(m, n.subj.NodeSessionStart(node), node, "session start "+domain)
+		return
+	}
+	n.answerNodeSessionStart(m)
+}
+
+// answerNodeSessionStart starts a session on this node (its own start
+// subject), unless the domain's session runs on another live node: then
+// that node answers.
+func (n *Node) answerNodeSessionStart(m micro.Request) {
 	var req protocol.SessionStartRequest
 	if err := protocol.DecodeRequest(m.Data(), "session start", &req); err != nil {
 		respond(m, protocol.NewErrorReply(err), n.log)
@@ -194,11 +266,15 @@ func (n *Node) answerSessionStart(m micro.Request) {
 	ctx, cancel := context.WithTimeout(context.Background(), lifecycleTimeout)
 	defer cancel()
 	reply, err := n.StartSession(ctx, req)
-	if err != nil {
+	var elsewhere *sessionElsewhere
+	switch {
+	case errors.As(err, &elsewhere):
+		n.forward(m, n.subj.NodeSessionStart(elsewhere.entry.Node), elsewhere.entry.Node, "session start "+elsewhere.entry.Domain)
+	case err != nil:
 		respond(m, protocol.NewErrorReply(err), n.log)
-		return
+	default:
+		respond(m, reply, n.log)
 	}
-	respond(m, reply, n.log)
 }
 
 func (n *Node) answerSessionStop(m micro.Request) {
@@ -210,8 +286,62 @@ func (n *Node) answerSessionStop(m micro.Request) {
 	respond(m, reply, n.log)
 }
 
+// answerSessions lists this node's sessions and, from the registry, those
+// of nodes that are not live (every node lists these: a client gathering
+// the answers keeps one of each).
 func (n *Node) answerSessions(m micro.Request) {
-	respond(m, protocol.SessionList{OK: true, Node: n.name, Sessions: n.Sessions(), Peers: n.Peers()}, n.log)
+	peers := n.Peers()
+	list := n.Sessions()
+	// Well within the client's wait for every node's answer
+	// (client.GatherWait), so a slow registry never makes this node
+	// look unreachable.
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	entries, err := n.sessionEntries(ctx)
+	if err != nil {
+		n.log.Warn().Err(err).Msg("session list: the registry does not answer; listing this node's sessions only")
+	}
+	for _, e := range entries {
+		if !slices.Contains(peers, e.Node) {
+			list = append(list, protocol.SessionInfo{Session: e.Session, Node: e.Node, Domain: e.Domain,
+				Profile: protocol.ProfileStatus{Name: e.Domain, Node: e.Node, Driver: protocol.DriverManaged}, Tabs: []protocol.TabInfo{}, State: protocol.NodeUnreachable})
+		}
+	}
+	respond(m, protocol.SessionList{OK: true, Node: n.name, Sessions: list, Peers: peers}, n.log)
+}
+
+// answerGoneSessionStop stops a session that no node runs: its node is
+// gone, or it is this node and the session did not start again here.
+// Every node with a session registry takes <prefix>.session.*.stop in a
+// queue group, beside the running sessions' own subjects; it deletes the
+// entry, so the session does not start again. A session its live node
+// runs is left to that node's answer; an id the registry does not have is
+// session_not_found.
+func (n *Node) answerGoneSessionStop(m micro.Request) {
+	id := sessionOfStopSubject(m.Subject())
+	entries, err := n.sessionEntries(context.Background())
+	if err != nil {
+		respond(m, protocol.NewErrorReply(registryError(id, err)), n.log)
+		return
+	}
+	i := slices.IndexFunc(entries, func(e protocol.SessionEntry) bool { return e.Session == id })
+	if i < 0 {
+		respond(m, protocol.NewErrorReply(protocol.Errorf(protocol.CodeSessionNotFound, "no session %s on the bus (session list shows them)", id)), n.log)
+		return
+	}
+	e := entries[i]
+	n.sessions.mu.Lock()
+	_, runsHere := n.sessions.byID[id]
+	runsHere = runsHere || n.sessions.stopping[id]
+	n.sessions.mu.Unlock()
+	if runsHere || e.Node != n.name && slices.Contains(n.Peers(), e.Node) {
+		return // its node answers
+	}
+	if !n.forgetSession(e) {
+		return // a node took it over meanwhile: its answer is the one
+	}
+	respond(m, protocol.SessionReply{OK: true, SessionInfo: protocol.SessionInfo{Session: e.Session, Node: e.Node, Domain: e.Domain,
+		Profile: protocol.ProfileStatus{Name: e.Domain, Node: e.Node, Driver: protocol.DriverManaged}, Tabs: []protocol.TabInfo{}}}, n.log)
 }
 
 // sessionOfStopSubject is the id token of <prefix>.session.<id>.stop.

@@ -127,6 +127,7 @@ func (s Subjects) RoleServices(role string) []Service {
 		Service{Subject: p + ".tab.*.cancel"},
 		Service{Subject: p + ".tab.*.stage"},
 		Service{Subject: s.SessionStart()},
+		Service{Subject: p + ".node.*.session.start"}, // a session start on one node
 		Service{Subject: p + ".session.*.stop"},
 	)
 }

@@ -1,6 +1,9 @@
 package protocol
 
-import "strings"
+import (
+	"strings"
+	"time"
+)
 
 // Browser lifecycle on the bus (ADR-006): requests on
 // <prefix>.browser.<profile>.<op>, answered by the node that runs the
@@ -123,6 +126,26 @@ type SessionInfo struct {
 	Domain  string        `json:"domain"`
 	Profile ProfileStatus `json:"profile"`
 	Tabs    []TabInfo     `json:"tabs"`
+	// State is NodeUnreachable for a session whose node is not live (it
+	// stopped or died): registered (SessionEntry), not running; it runs
+	// again when its node comes back, or on another node that takes it
+	// over at the next start of its domain. "" for a running session.
+	State string `json:"state,omitempty"`
+}
+
+// SessionEntry is a session's value in Subjects.SessionsBucket, under its
+// domain: the one session of that domain on the bus and the node that
+// runs it. The node that starts the session creates it (a
+// compare-and-set: of two nodes starting one domain at once, one wins
+// and the other hands the start to it); stop deletes it; a node that
+// stops or dies leaves it, so the session comes back when the node
+// starts again.
+type SessionEntry struct {
+	Session string    `json:"session"`
+	Domain  string    `json:"domain"`
+	Node    string    `json:"node"`
+	URL     string    `json:"url,omitempty"` // where its first tab opened; a restart opens it there again
+	Started time.Time `json:"started"`
 }
 
 // SessionReply answers session start and stop.
@@ -131,6 +154,11 @@ type SessionReply struct {
 	SessionInfo
 	// Created: this start made the domain's profile directory (first use).
 	Created bool `json:"created,omitempty"`
+	// TakenFrom names the node that ran the session before, when this
+	// start took it over because that node is gone: same id, but the
+	// profile is this node's (the cookies stayed on the other's disk,
+	// unless both share the profile directory).
+	TakenFrom string `json:"takenFrom,omitempty"`
 }
 
 // SessionList answers session list.

@@ -20,7 +20,8 @@ const DefaultPrefix = "framebus"
 //	<prefix>.browser.status         every profile's status (request/reply)
 //	<prefix>.browser.<profile>.<op> a profile's lifecycle on any node that has it (request/reply; see Op*)
 //	<prefix>.node.<node>.browser.<profile>.<op> a profile's lifecycle on one node (request/reply)
-//	<prefix>.session.start          start a domain's session (request/reply, one node of a queue group)
+//	<prefix>.session.start          start a domain's session (request/reply, one node of a queue group, which places it)
+//	<prefix>.node.<node>.session.start start a domain's session on one node (request/reply)
 //	<prefix>.session.list           the sessions (request/reply)
 //	<prefix>.session.<id>.stop      stop a session (request/reply)
 type Subjects struct {
@@ -114,6 +115,18 @@ func (s Subjects) Profile(name, op string) string { return s.Browser(ProfileToke
 
 // SessionStart is where a node (one of a queue group) starts sessions.
 func (s Subjects) SessionStart() string { return s.p() + ".session.start" }
+
+// NodeSessionStart is where one node starts sessions itself: a start
+// pinned to it, or placed on it by the node that took SessionStart. A
+// domain whose session runs on another live node is handed to that node.
+func (s Subjects) NodeSessionStart(node string) string {
+	return fmt.Sprintf("%s.node.%s.session.start", s.p(), node)
+}
+
+// SessionsBucket is the JetStream key-value bucket where the sessions are
+// registered, one entry (SessionEntry) per domain, so that a domain has
+// one session on the whole bus: FRAMEBUS_SESSIONS for the default prefix.
+func (s Subjects) SessionsBucket() string { return streamToken(s.p()) + "_SESSIONS" }
 
 // SessionList is where a node answers its sessions.
 func (s Subjects) SessionList() string { return s.p() + ".session.list" }

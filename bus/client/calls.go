@@ -126,15 +126,29 @@ func (c *Client) StopSession(ctx context.Context, id string) (protocol.SessionRe
 	return reply, err
 }
 
-// Sessions lists the sessions of every node, gathered (as Tabs).
+// Sessions lists the sessions of every node, gathered (as Tabs), and
+// those of nodes that are gone (State protocol.NodeUnreachable).
 func (c *Client) Sessions(ctx context.Context) (protocol.SessionList, error) {
 	lists, nodes, err := gatherAs[protocol.SessionList](ctx, c, c.subj.SessionList())
 	if err != nil {
 		return protocol.SessionList{}, err
 	}
 	out := protocol.SessionList{OK: true, Sessions: []protocol.SessionInfo{}, Nodes: nodes}
+	// Every node lists the sessions of the nodes that are gone: keep one
+	// of each, and a session that runs over one said to be unreachable
+	// (an answer from before its node came back).
+	at := map[string]int{}
 	for _, l := range lists {
-		out.Sessions = append(out.Sessions, l.Sessions...)
+		for _, s := range l.Sessions {
+			i, seen := at[s.Session]
+			switch {
+			case !seen:
+				at[s.Session] = len(out.Sessions)
+				out.Sessions = append(out.Sessions, s)
+			case out.Sessions[i].State != "" && s.State == "":
+				out.Sessions[i] = s
+			}
+		}
 	}
 	if len(lists) == 1 {
 		out.Node = lists[0].Node

@@ -138,11 +138,17 @@ func TestSessionAndProfileCommands(t *testing.T) {
 	if list := mustOK(t, n.env, "session", "list"); len(list["sessions"].([]any)) != 1 || list["sessions"].([]any)[0].(map[string]any)["node"] != n.state.Node {
 		t.Fatalf("session list: %v", list)
 	}
+	// Pinned to its node, the running session is returned; pinned to a
+	// node that is not there, node_unavailable names it.
+	if pinned := mustOK(t, n.env, "session", "start", "localhost", "--node", n.state.Node); pinned["session"] != id || pinned["node"] != n.state.Node {
+		t.Fatalf("session start --node %s: %v", n.state.Node, pinned)
+	}
 	for _, tc := range []struct {
 		args []string
 		code string
 		says string
 	}{
+		{[]string{"session", "start", "localhost", "--node", "ghost"}, "node_unavailable", "node ghost"},
 		{[]string{"status", "--profile", "nosuch"}, "profile_not_found", "default, localhost"},
 		{[]string{"launch", "--profile", "nosuch"}, "profile_not_found", "nosuch"},
 		{[]string{"connect"}, "bad_request", "use launch"},

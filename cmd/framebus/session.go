@@ -18,18 +18,22 @@ import (
 func sessionCommand() command {
 	return command{
 		name:    "session",
-		args:    "start <domain> [url] | stop <id> | list",
+		args:    "start <domain> [url] [--node NAME] | stop <id> | list",
 		summary: "run a domain's own persistent browser profile (cookies and localStorage kept), stop it, list them",
 		group:   groupNode,
 		details: `session start <domain> [url]  starts the session of a domain in its profile,
                               <profileDir>/<domain>/ (made on first use, reused
                               after); prints its id and tab, and makes that tab
-                              the one commands use without --tab
+                              the one commands use without --tab. A domain has
+                              one session on the bus: when it runs, on any node,
+                              that one is returned (its node in "node")
 session stop <id>             closes the session's browser, saving its state
-session list                  the sessions running`,
+session list                  the sessions, those of nodes that are gone
+                              with "state": "unreachable"`,
 		setup: func(fs *pflag.FlagSet) func(c *cli, args []string) error {
 			var target clientFlags
 			target.declare(fs, false)
+			node := fs.String("node", "", "session start: the `NAME` of the node to start it on (default: the node with the most room); a session that runs on another node is returned there")
 			return func(c *cli, args []string) error {
 				if len(args) == 0 {
 					return usagef("session: want start <domain> [url], stop <id> or list")
@@ -43,7 +47,9 @@ session list                  the sessions running`,
 					if len(rest) == 2 {
 						req.URL = rest[1]
 					}
-					return c.startSession(target, req)
+					return c.startSession(target, *node, req)
+				case *node != "":
+					return usagef("session: --node is for session start")
 				case sub == "stop" && len(rest) == 1:
 					return c.stopSession(target, rest[0])
 				case sub == "list" && len(rest) == 0:
@@ -55,9 +61,22 @@ session list                  the sessions running`,
 	}
 }
 
-func (c *cli) startSession(target clientFlags, req protocol.SessionStartRequest) error {
+func (c *cli) startSession(target clientFlags, node string, req protocol.SessionStartRequest) error {
+	subject, noReply := func(cl *client) string { return cl.subj.SessionStart() }, noNode
+	if node != "" {
+		if err := protocol.CheckNodeName(node); err != nil {
+			return usagef("--node: %v", err)
+		}
+		subject = func(cl *client) string { return cl.subj.NodeSessionStart(node) }
+		noReply = func(_ *client, err error) error {
+			if errors.Is(err, nats.ErrNoResponders) {
+				return protocol.NodeUnavailable(node, "session start "+req.Domain)
+			}
+			return errNoNode(err)
+		}
+	}
 	var reply protocol.SessionReply
-	err := c.send(target, func(cl *client) string { return cl.subj.SessionStart() }, req, noNode, &reply)
+	err := c.send(target, subject, req, noReply, &reply)
 	if err != nil {
 		return err
 	}
