@@ -142,7 +142,9 @@ func (s *frameStore) message(f protocol.Frame, deadline time.Time) (*nats.Msg, e
 // while the store has no leader, until deadline.
 func (s *frameStore) putContent(seq int64, content string, deadline time.Time) (ref *protocol.ContentRef, err error) {
 	for {
-		ctx, cancel := context.WithDeadline(context.Background(), deadline)
+		// A put whose chunks went to a leader that went away waits for
+		// their acks to the end of its context: one try is bounded.
+		ctx, cancel := context.WithDeadline(context.Background(), earliest(deadline, time.Now().Add(putTry(len(content)))))
 		ref, err = s.history.putContent(ctx, s.tab, seq, content)
 		cancel()
 		if err == nil || !storeRetryable(err) || !s.pause(deadline) {
@@ -155,11 +157,7 @@ func (s *frameStore) putContent(seq int64, content string, deadline time.Time) (
 // again until one comes or deadline passes.
 func (s *frameStore) publishAcked(msg *nats.Msg, deadline time.Time) error {
 	for tries := 1; ; tries++ {
-		try := time.Now().Add(storeTry)
-		if deadline.Before(try) {
-			try = deadline
-		}
-		ctx, cancel := context.WithDeadline(context.Background(), try)
+		ctx, cancel := context.WithDeadline(context.Background(), earliest(deadline, time.Now().Add(storeTry)))
 		_, err := s.history.js.PublishMsg(ctx, msg, jetstream.WithExpectStream(s.stream))
 		cancel()
 		switch {
@@ -174,6 +172,17 @@ func (s *frameStore) publishAcked(msg *nats.Msg, deadline time.Time) error {
 			return fmt.Errorf("no ack from the frame stream %s within %s (%d tries): %w", s.stream, s.storeTimeout, tries, err)
 		}
 	}
+}
+
+// putTry bounds one put of size bytes: storeTry, and a second a MiB
+// (the chunks of a large page take a while to be stored on three servers).
+func putTry(size int) time.Duration { return storeTry + time.Duration(size>>20)*time.Second }
+
+func earliest(a, b time.Time) time.Time {
+	if a.Before(b) {
+		return a
+	}
+	return b
 }
 
 // pause waits a little before another try; false when deadline passed.

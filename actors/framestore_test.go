@@ -3,6 +3,7 @@ package actors
 import (
 	"context"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -168,4 +169,66 @@ func historyTab(t *testing.T, nc *nats.Conn, h *History) *Tab {
 	}
 	t.Cleanup(func() { tab.Stop(); _ = testBrowser.ClosePage(ctx, page) })
 	return tab
+}
+
+// Large contents put in the object store (three replicas) one after
+// another while the server leading the bucket's stream goes away: each
+// put that fails during the election is made again until the new leader
+// takes it, and every content reads back whole.
+func TestHistoryContentThroughALeaderChange(t *testing.T) {
+	members, conns := historyCluster(t, "content-leader-change")
+	h := startReplicatedHistory(t, conns[0])
+	bucketStream := "OBJ_" + protocol.DefaultSubjects.ContentBucket()
+	var leader int
+	waitUntil(t, func() bool {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		s, err := h.js.Stream(ctx, bucketStream)
+		if err != nil || s.CachedInfo().Cluster == nil {
+			return false
+		}
+		_, err = fmt.Sscanf(s.CachedInfo().Cluster.Leader, "s%d", &leader)
+		return err == nil
+	})
+	leader--
+	node := (leader + 1) % len(members)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	h, err := StartHistory(ctx, conns[node], protocol.DefaultSubjects, HistoryOptions{Replicas: 3}, zerolog.Nop())
+	if err != nil {
+		t.Fatal(err)
+	}
+	store := h.startStore(conns[node], "T1", protocol.DefaultSubjects, newContentStore(), zerolog.Nop())
+	defer store.close()
+
+	content := func(seq int64) string { return strings.Repeat(fmt.Sprintf("frame %d's page. ", seq), 20000) } // about 350 KB
+	closed := make(chan struct{})
+	seq := int64(0)
+	put := func() {
+		seq++
+		if _, err := store.putContent(seq, content(seq), time.Now().Add(h.opts.StoreTimeout)); err != nil {
+			t.Fatalf("content %d: %v", seq, err)
+		}
+	}
+	for range 3 {
+		put()
+	}
+	go func() { members[leader].Close(); close(closed) }()
+	for closing := true; closing; put() {
+		select {
+		case <-closed:
+			closing = false
+		default:
+		}
+	}
+	for range 3 {
+		put()
+	}
+	for n := int64(1); n <= seq; n++ {
+		got, err := h.content.GetString(ctx, protocol.ContentObject("T1", n))
+		if err != nil || got != content(n) {
+			t.Errorf("content %d: %d bytes, want %d: %v", n, len(got), len(content(n)), err)
+		}
+	}
+	t.Logf("%d contents put, the bucket's leader s%d lost after the third", seq, leader+1)
 }
