@@ -57,7 +57,7 @@ type frameStore struct {
 	content      *contentStore
 	contentSubj  string
 	objects      []int64 // frames whose content is in the object store, oldest first
-	queue        chan protocol.Frame
+	queue        chan storeItem
 	done         chan struct{}
 	log          zerolog.Logger
 	storeTimeout time.Duration
@@ -72,7 +72,7 @@ func (h *History) startStore(nc *nats.Conn, tab string, subj protocol.Subjects, 
 		stream:       subj.FrameStream(),
 		content:      content,
 		contentSubj:  subj.TabContent(tab),
-		queue:        make(chan protocol.Frame, frameQueue),
+		queue:        make(chan storeItem, frameQueue),
 		done:         make(chan struct{}),
 		log:          log,
 		storeTimeout: h.opts.StoreTimeout,
@@ -81,8 +81,22 @@ func (h *History) startStore(nc *nats.Conn, tab string, subj protocol.Subjects, 
 	return s
 }
 
+// storeItem is a frame to store, or (with synced) a request to say when
+// the frames before it are stored.
+type storeItem struct {
+	frame  protocol.Frame
+	synced chan struct{}
+}
+
 // add hands frame f, the next in sequence, to the store.
-func (s *frameStore) add(f protocol.Frame) { s.queue <- f }
+func (s *frameStore) add(f protocol.Frame) { s.queue <- storeItem{frame: f} }
+
+// sync waits until the frames handed over are stored or given up.
+func (s *frameStore) sync() {
+	synced := make(chan struct{})
+	s.queue <- storeItem{synced: synced}
+	<-synced
+}
 
 // close waits until the frames handed over are stored or given up.
 func (s *frameStore) close() {
@@ -92,8 +106,12 @@ func (s *frameStore) close() {
 
 func (s *frameStore) run() {
 	defer close(s.done)
-	for f := range s.queue {
-		if s.store(f) {
+	for item := range s.queue {
+		if item.synced != nil {
+			close(item.synced)
+			continue
+		}
+		if s.store(item.frame) {
 			continue
 		}
 		// The stream took nothing for a whole StoreTimeout: the
@@ -101,7 +119,12 @@ func (s *frameStore) run() {
 		// stream keeps them if it can; they are still in order), so
 		// observers are held up once, not once per frame.
 		for n := len(s.queue); n > 0; n-- {
-			s.publishUnacked(<-s.queue)
+			switch item := <-s.queue; {
+			case item.synced != nil:
+				close(item.synced)
+			default:
+				s.publishUnacked(item.frame)
+			}
 		}
 	}
 }

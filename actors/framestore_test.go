@@ -232,3 +232,43 @@ func TestHistoryContentThroughALeaderChange(t *testing.T) {
 	}
 	t.Logf("%d contents put, the bucket's leader s%d lost after the third", seq, leader+1)
 }
+
+// A cluster that lost two of three servers has no leader for the frame
+// stream: the tab still answers every plan, and its frames still reach
+// live subscribers, in order, each once the store gave it up
+// (StoreTimeout) or with the frames queued behind it.
+func TestTabGoesOnWithoutTheStream(t *testing.T) {
+	members, conns := historyCluster(t, "no-stream-leader-secret")
+	startReplicatedHistory(t, conns[0])
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	h, err := StartHistory(ctx, conns[0], protocol.DefaultSubjects, HistoryOptions{Replicas: 3, StoreTimeout: time.Second}, zerolog.Nop())
+	if err != nil {
+		t.Fatal(err)
+	}
+	tab := historyTab(t, conns[0], h)
+	frames := watchFrames(t, conns[0], protocol.DefaultSubjects.TabFrames(tab.ID()))
+	first := tab.Info().Sequence // published before the subscription
+	members[1].Close()
+	members[2].Close()
+	var last int64
+	for range 5 {
+		res, err := request(conns[0], tab.ID(), evals(1))
+		if err != nil || !res.OK {
+			t.Fatalf("plan without a stream leader: %+v %v", res, err)
+		}
+		last = res.Sequence
+	}
+	deadline := time.Now().Add(time.Minute) // a frame sent again and again comes again and again
+	for want := first + 1; want <= last; {  // a frame sent again may come twice
+		if time.Now().After(deadline) {
+			t.Fatalf("frame %d not delivered within a minute", want)
+		}
+		switch f := frames.next(); {
+		case f.Sequence == want:
+			want++
+		case f.Sequence > want:
+			t.Fatalf("frame %d came before frame %d", f.Sequence, want)
+		}
+	}
+}

@@ -196,6 +196,11 @@ func StartTab(ctx context.Context, opts TabOptions) (*Tab, error) {
 	}
 	t.emit(ctx, frames.Change{URL: url, Title: title, Action: protocol.FrameOpen, Source: protocol.SourceBrowser, NewDocument: true}, "", true)
 	t.flush()
+	if t.store != nil {
+		// Once StartTab returns, the tab's first frame is its current
+		// one in the history too, as it was with a plain publish.
+		t.store.sync()
+	}
 	err = t.svc.AddEndpoint("plan", answerableOnly(t.takePlan), micro.WithEndpointSubject(t.subj.TabPlan(t.id)), micro.WithEndpointQueueGroupDisabled())
 	if err == nil {
 		// Once StartTab returns the tab takes plans: the server has the
