@@ -261,47 +261,58 @@ func joinNote(a, b string) string {
 }
 
 // frameHeaderRoom is what a frame's message needs beside its JSON: the
-// Nats-Msg-Id header, which counts against the bus's message size.
+// Nats-Msg-Id header (and, for the history, Nats-Expected-Stream), which
+// counts against the bus's message size.
 const frameHeaderRoom = 256
 
-// publish sends a frame to the tab's frame subject, with its message id
-// (so the history stores it once). A frame too large for the bus goes
-// out with its content by reference (see content.go and history.go),
-// never dropped or cut.
+// publish sends a frame to the tab's frame subject, with its message id.
+// With history, the tab's frameStore sends it and waits for the stream's
+// ack (see framestore.go); without, it goes out here as a plain publish.
+// A frame too large for the bus goes out with its content by reference
+// (see content.go and history.go), never dropped or cut.
 func (t *Tab) publish(f protocol.Frame) {
-	data, err := protocol.Marshal(f)
-	if max := t.nc.MaxPayload(); err == nil && int64(len(data)+frameHeaderRoom) > max && f.FullPage != nil {
-		content := *f.FullPage
-		f.FullPage = nil
-		f.FullPageRef, f.Note = t.keepContent(f.Sequence, content, max, f.Note)
-		data, err = protocol.Marshal(f)
+	if t.store != nil {
+		t.store.add(f)
+		return
 	}
+	msg, err := frameMessage(f, t.frameSubject, t.nc.MaxPayload(), func(content string, max int64) (*protocol.ContentRef, string) {
+		return keepChunks(t.content, t.subj.TabContent(t.id), f.Sequence, content, max)
+	})
 	if err == nil {
-		msg := &nats.Msg{Subject: t.frameSubject, Data: data, Header: nats.Header{}}
-		msg.Header.Set(jetstream.MsgIDHeader, protocol.FrameMsgID(t.id, f.Sequence))
 		err = t.nc.PublishMsg(msg)
 	}
 	if err != nil {
 		t.log.Error().Err(err).Int64("sequence", f.Sequence).Msg("publish frame")
 	}
-	if t.frameHistory != nil && len(t.objects) > 0 {
-		t.objects = t.frameHistory.dropContent(t.id, t.objects, f.Sequence)
-	}
 }
 
-// keepContent stores a frame's content too large for one message: in the
-// history's object store, or (without history, or when that fails) in
-// the tab's own chunk store. It returns the frame's reference and note.
-func (t *Tab) keepContent(seq int64, content string, max int64, note string) (*protocol.ContentRef, string) {
-	if t.frameHistory != nil {
-		ref, err := t.frameHistory.putContent(t.id, seq, content)
-		if err == nil {
-			t.objects = append(t.objects, seq)
-			return ref, joinNote(note, fmt.Sprintf("content of %d bytes is more than one bus message carries: it is object %s in the bucket %s (fullPageRef)", len(content), ref.Object, ref.Bucket))
-		}
-		t.log.Warn().Err(err).Int64("sequence", seq).Msg("store frame content in the history; the tab keeps it instead")
+// frameMessage is frame f's message on subject, with its message id (so
+// the history stores it once). When it would be more than max bytes, its
+// content goes by the reference and note that keep returns.
+func frameMessage(f protocol.Frame, subject string, max int64, keep func(content string, max int64) (*protocol.ContentRef, string)) (*nats.Msg, error) {
+	data, err := protocol.Marshal(f)
+	if err == nil && int64(len(data)+frameHeaderRoom) > max && f.FullPage != nil {
+		content := *f.FullPage
+		f.FullPage = nil
+		var note string
+		f.FullPageRef, note = keep(content, max)
+		f.Note = joinNote(f.Note, note)
+		data, err = protocol.Marshal(f)
 	}
-	chunks := t.content.keep(seq, content, max)
-	ref := &protocol.ContentRef{Subject: t.subj.TabContent(t.id), Sequence: seq, Bytes: len(content), Chunks: chunks}
-	return ref, joinNote(note, fmt.Sprintf("content of %d bytes is more than one bus message carries: fetch it in %d chunks (fullPageRef)", len(content), chunks))
+	if err != nil {
+		return nil, err
+	}
+	msg := &nats.Msg{Subject: subject, Data: data, Header: nats.Header{}}
+	msg.Header.Set(jetstream.MsgIDHeader, protocol.FrameMsgID(f.Tab, f.Sequence))
+	return msg, nil
+}
+
+// keepChunks keeps a frame's content too large for one message in the
+// tab's chunk store (without history, or when the history's object store
+// did not take it), which serves it on subject; it returns the frame's
+// reference and note.
+func keepChunks(store *contentStore, subject string, seq int64, content string, max int64) (*protocol.ContentRef, string) {
+	chunks := store.keep(seq, content, max)
+	ref := &protocol.ContentRef{Subject: subject, Sequence: seq, Bytes: len(content), Chunks: chunks}
+	return ref, fmt.Sprintf("content of %d bytes is more than one bus message carries: fetch it in %d chunks (fullPageRef)", len(content), chunks)
 }

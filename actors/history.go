@@ -43,6 +43,9 @@ const (
 	DefaultHistoryAge        = 24 * time.Hour
 	DefaultHistoryBytes      = 256 << 20
 	DefaultHistoryDuplicates = 2 * time.Minute
+	// DefaultStoreTimeout outlasts an election after a server is lost
+	// without a word (raft's election timeout is 4 to 9 s).
+	DefaultStoreTimeout = 20 * time.Second
 )
 
 // maxHistoryConsumers bounds the consumers on the frame stream: every
@@ -75,6 +78,11 @@ type HistoryOptions struct {
 	// recognised by its message id and stored once
 	// (DefaultHistoryDuplicates, at most MaxAge).
 	Duplicates time.Duration
+	// StoreTimeout bounds how long a tab's frame is sent again while the
+	// frame stream does not ack it (a cluster electing its leader)
+	// before it is given up, logged, and left out of the history
+	// (DefaultStoreTimeout when 0). See framestore.go.
+	StoreTimeout time.Duration
 	// Replicas is how many servers of a NATS cluster keep the history
 	// (1 when 0; at most 5, and a cluster needs that many JetStream
 	// servers): 3 on a cluster of three or more survives one server lost.
@@ -87,6 +95,7 @@ func (o HistoryOptions) withDefaults() (HistoryOptions, error) {
 	o.MaxAge = cmp.Or(o.MaxAge, DefaultHistoryAge)
 	o.MaxBytes = cmp.Or(o.MaxBytes, DefaultHistoryBytes)
 	o.Duplicates = min(cmp.Or(o.Duplicates, DefaultHistoryDuplicates), o.MaxAge)
+	o.StoreTimeout = cmp.Or(o.StoreTimeout, DefaultStoreTimeout)
 	switch {
 	case o.Storage != HistoryMemory && o.Storage != HistoryFile:
 		return o, protocol.Errorf(protocol.CodeBadRequest, "history storage: %q is not %s or %s", o.Storage, HistoryMemory, HistoryFile)
@@ -96,6 +105,8 @@ func (o HistoryOptions) withDefaults() (HistoryOptions, error) {
 		return o, protocol.Errorf(protocol.CodeBadRequest, "history maxAge: %s; want at least 1s", o.MaxAge)
 	case o.MaxBytes < 1<<20:
 		return o, protocol.Errorf(protocol.CodeBadRequest, "history maxBytes: %d; want at least 1 MiB", o.MaxBytes)
+	case o.StoreTimeout < 0:
+		return o, protocol.Errorf(protocol.CodeBadRequest, "history storeTimeout: %s; want 0 (the default) or more", o.StoreTimeout)
 	case o.Replicas < 0 || o.Replicas > 5:
 		return o, protocol.Errorf(protocol.CodeBadRequest, "history replicas: %d; want 1 to 5", o.Replicas)
 	}
@@ -244,9 +255,7 @@ func (h *History) Stream() jetstream.Stream { return h.stream }
 
 // putContent stores a frame's large content; the reference goes in the
 // frame.
-func (h *History) putContent(tab string, seq int64, content string) (*protocol.ContentRef, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), historyTimeout)
-	defer cancel()
+func (h *History) putContent(ctx context.Context, tab string, seq int64, content string) (*protocol.ContentRef, error) {
 	name := protocol.ContentObject(tab, seq)
 	// Chunks of the library's default size, or smaller on a bus whose
 	// messages are (the chunk's headers need room too).

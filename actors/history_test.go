@@ -14,7 +14,6 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/framebus/framebus/bus"
-	"github.com/framebus/framebus/internal/bustest"
 	"github.com/framebus/framebus/protocol"
 )
 
@@ -356,29 +355,8 @@ func TestHistoryNeedsJetStream(t *testing.T) {
 // member: the frame stream and the content bucket each have two
 // replicas beside their leader. Replicas out of range are bad requests.
 func TestHistoryReplicatedOnACluster(t *testing.T) {
-	listen, routes := bustest.ClusterRoutes(t, 3)
-	var conns []*nats.Conn
-	for i := range 3 {
-		b, err := bus.Start(bus.Options{Name: fmt.Sprintf("h%d", i+1), JetStream: &bus.JetStreamOptions{},
-			Cluster: &bus.ClusterOptions{Listen: listen[i], Routes: routes, Secret: "history-cluster-secret"}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { b.Close() })
-		nc, err := b.Connect("history")
-		if err != nil {
-			t.Fatal(err)
-		}
-		conns = append(conns, nc)
-	}
-	var h *History
-	waitUntil(t, func() bool { // the cluster elects JetStream's leader first
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		var err error
-		h, err = StartHistory(ctx, conns[0], protocol.DefaultSubjects, HistoryOptions{Replicas: 3}, zerolog.Nop())
-		return err == nil
-	})
+	_, conns := historyCluster(t, "history-cluster-secret")
+	h := startReplicatedHistory(t, conns[0])
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	info, err := h.Stream().Info(ctx)

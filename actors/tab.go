@@ -107,19 +107,18 @@ type Tab struct {
 	// outbox holds frames appended but not yet published: a plan's last
 	// frame goes out right after the plan's reply, so the reply is not
 	// delayed by encoding a frame that may carry a whole page.
-	outbox       []protocol.Frame
-	pending      *pendingFrame // the frame whose content waits for its load
-	content      *contentStore // large frame contents, without history
-	frameHistory *History      // nil: none
-	objects      []int64       // frames whose content is in the history's object store
-	stage        *files.Stage  // files to upload, removed when the tab stops
-	roots        *files.Roots
-	cancels      cancelState
-	svc          micro.Service // the tab's endpoints: plan, cancel, content, stage
-	quit         chan struct{}
-	done         chan struct{}
-	info         atomic.Pointer[protocol.TabInfo]
-	stopped      atomic.Bool
+	outbox  []protocol.Frame
+	pending *pendingFrame // the frame whose content waits for its load
+	content *contentStore // large frame contents, without history
+	store   *frameStore   // stores frames in the history; nil: none
+	stage   *files.Stage  // files to upload, removed when the tab stops
+	roots   *files.Roots
+	cancels cancelState
+	svc     micro.Service // the tab's endpoints: plan, cancel, content, stage
+	quit    chan struct{}
+	done    chan struct{}
+	info    atomic.Pointer[protocol.TabInfo]
+	stopped atomic.Bool
 }
 
 // startFlushTimeout bounds the round trip that confirms a new tab's
@@ -149,7 +148,6 @@ func StartTab(ctx context.Context, opts TabOptions) (*Tab, error) {
 		subj:          opts.Subjects,
 		frameSubject:  opts.Subjects.TabFrames(opts.ID),
 		content:       newContentStore(),
-		frameHistory:  opts.History,
 		frames:        frames.New(opts.ID, opts.Frames),
 		nav:           newNavState(opts.UserFrames),
 		settleTimeout: opts.SettleTimeout,
@@ -193,8 +191,16 @@ func StartTab(ctx context.Context, opts TabOptions) (*Tab, error) {
 	if err != nil {
 		return nil, fmt.Errorf("tab %s: serve: %w", t.id, err)
 	}
+	if opts.History != nil {
+		t.store = opts.History.startStore(t.nc, t.id, t.subj, t.content, t.log)
+	}
 	t.emit(ctx, frames.Change{URL: url, Title: title, Action: protocol.FrameOpen, Source: protocol.SourceBrowser, NewDocument: true}, "", true)
 	t.flush()
+	if t.store != nil {
+		// Once StartTab returns, the tab's first frame is its current
+		// one in the history too, as it was with a plain publish.
+		t.store.sync()
+	}
 	err = t.svc.AddEndpoint("plan", answerableOnly(t.takePlan), micro.WithEndpointSubject(t.subj.TabPlan(t.id)), micro.WithEndpointQueueGroupDisabled())
 	if err == nil {
 		// Once StartTab returns the tab takes plans: the server has the
@@ -204,6 +210,9 @@ func StartTab(ctx context.Context, opts TabOptions) (*Tab, error) {
 	if err != nil {
 		_ = t.svc.Stop()
 		t.closeStage()
+		if t.store != nil {
+			t.store.close()
+		}
 		return nil, fmt.Errorf("tab %s: subscribe: %w", t.id, err)
 	}
 	go t.run()
@@ -323,6 +332,9 @@ func (t *Tab) run() {
 			t.completePending(context.Background(), "tab stopped before the page finished loading; content left out", false)
 		}
 		t.flush()
+		if t.store != nil {
+			t.store.close() // the frames so far reach the history first
+		}
 	}()
 	for {
 		select {

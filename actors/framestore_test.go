@@ -1,0 +1,274 @@
+package actors
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/rs/zerolog"
+
+	"github.com/framebus/framebus/bus"
+	"github.com/framebus/framebus/internal/bustest"
+	"github.com/framebus/framebus/protocol"
+)
+
+// A tab makes frames steadily on a cluster of three whose frame stream
+// has three replicas, while the server that leads the stream goes away:
+// the history ends with every frame of the tab once, in order. The
+// frames made while the cluster elects the stream's next leader are
+// sent again until the new leader acks them (a core publish then is
+// stored by no one).
+func TestHistoryKeepsEveryFrameThroughALeaderChange(t *testing.T) {
+	members, conns := historyCluster(t, "leader-change-secret")
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	h := startReplicatedHistory(t, conns[0])
+	leader := streamLeader(t, h)
+	// The tab's node: on a member that stays.
+	node := (leader + 1) % len(members)
+	h, err := StartHistory(ctx, conns[node], protocol.DefaultSubjects, HistoryOptions{Replicas: 3}, zerolog.Nop())
+	if err != nil {
+		t.Fatal(err)
+	}
+	tab := historyTab(t, conns[node], h)
+
+	// Plans of one frame each, paced, from the node's member, until
+	// told to stop.
+	stop := make(chan struct{})
+	planErr := make(chan error, 1)
+	failed := func() bool { return len(planErr) > 0 }
+	var wg sync.WaitGroup
+	halt := sync.OnceFunc(func() { close(stop); wg.Wait() })
+	defer halt()
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		tick := time.NewTicker(10 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			select {
+			case <-stop:
+				return
+			case <-tick.C:
+			}
+			if res, err := request(conns[node], tab.ID(), evals(1)); err != nil || !res.OK {
+				planErr <- fmt.Errorf("plan: %+v %v", res, err)
+				return
+			}
+		}
+	}()
+	atSequence := func(n int64) func() bool { return func() bool { return tab.Info().Sequence >= n || failed() } }
+	waitUntil(t, atSequence(20))
+	lost := fmt.Sprintf("s%d", leader+1)
+	members[leader].Close()
+	// Frames go on through the election, and some after it.
+	waitUntil(t, func() bool {
+		ctx, cancel := context.WithTimeout(ctx, 3*time.Second) // no answer during the election
+		defer cancel()
+		info, err := h.Stream().Info(ctx)
+		return failed() || (err == nil && info.Cluster != nil && info.Cluster.Leader != "" && info.Cluster.Leader != lost)
+	})
+	waitUntil(t, atSequence(tab.Info().Sequence+20))
+	halt()
+	if failed() {
+		t.Fatal(<-planErr)
+	}
+	last := tab.Info().Sequence
+	tab.Stop() // its frames have reached the stream, or were given up
+
+	subject := protocol.DefaultSubjects.TabFrames(tab.ID())
+	info, err := h.Stream().Info(ctx, jetstream.WithSubjectFilter(subject))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if stored := info.State.Subjects[subject]; stored != uint64(last) {
+		t.Errorf("the history has %d frames of the tab, want %d", stored, last)
+	}
+	for i, m := range replay(t, follow(t, conns[node], protocol.DefaultSubjects, subject), int(min(uint64(last), info.State.Subjects[subject]))) {
+		if f, err := protocol.DecodeFrame(m.Data()); err != nil || f.Sequence != int64(i+1) {
+			t.Fatalf("stored frame %d is frame %d (%v); want every frame once, in order", i+1, f.Sequence, err)
+		}
+	}
+	t.Logf("%d frames, the stream's leader %s lost after frame 20", last, lost)
+}
+
+// historyCluster starts a cluster of three buses with JetStream and
+// connects a node to each.
+func historyCluster(t *testing.T, secret string) ([]*bus.Bus, []*nats.Conn) {
+	t.Helper()
+	listen, routes := bustest.ClusterRoutes(t, 3)
+	var members []*bus.Bus
+	var conns []*nats.Conn
+	for i := range 3 {
+		b, err := bus.Start(bus.Options{Name: fmt.Sprintf("s%d", i+1), JetStream: &bus.JetStreamOptions{},
+			Cluster: &bus.ClusterOptions{Listen: listen[i], Routes: routes, Secret: secret}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { b.Close() })
+		nc, err := b.Connect("node")
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(nc.Close)
+		members, conns = append(members, b), append(conns, nc)
+	}
+	return members, conns
+}
+
+// startReplicatedHistory starts a history with three replicas once the
+// cluster has elected JetStream's leader.
+func startReplicatedHistory(t *testing.T, nc *nats.Conn) *History {
+	t.Helper()
+	var h *History
+	waitUntil(t, func() bool {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		var err error
+		h, err = StartHistory(ctx, nc, protocol.DefaultSubjects, HistoryOptions{Replicas: 3}, zerolog.Nop())
+		return err == nil
+	})
+	return h
+}
+
+// streamLeader is the index (s1 is 0) of the member leading h's frame
+// stream.
+func streamLeader(t *testing.T, h *History) int {
+	t.Helper()
+	leader := -1
+	waitUntil(t, func() bool {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		info, err := h.Stream().Info(ctx)
+		if err != nil || info.Cluster == nil {
+			return false
+		}
+		_, err = fmt.Sscanf(info.Cluster.Leader, "s%d", &leader)
+		leader--
+		return err == nil
+	})
+	return leader
+}
+
+// historyTab opens a tab on nc whose frames h keeps.
+func historyTab(t *testing.T, nc *nats.Conn, h *History) *Tab {
+	t.Helper()
+	ctx := context.Background()
+	page, err := testBrowser.OpenPage(ctx, "about:blank")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tab, err := StartTab(ctx, TabOptions{ID: page.TargetID(), Page: page, Conn: nc, Subjects: protocol.DefaultSubjects, Viewport: protocol.DefaultViewport, History: h})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { tab.Stop(); _ = testBrowser.ClosePage(ctx, page) })
+	return tab
+}
+
+// Large contents put in the object store (three replicas) one after
+// another while the server leading the bucket's stream goes away: each
+// put that fails during the election is made again until the new leader
+// takes it, and every content reads back whole.
+func TestHistoryContentThroughALeaderChange(t *testing.T) {
+	members, conns := historyCluster(t, "content-leader-change")
+	h := startReplicatedHistory(t, conns[0])
+	bucketStream := "OBJ_" + protocol.DefaultSubjects.ContentBucket()
+	var leader int
+	waitUntil(t, func() bool {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		s, err := h.js.Stream(ctx, bucketStream)
+		if err != nil || s.CachedInfo().Cluster == nil {
+			return false
+		}
+		_, err = fmt.Sscanf(s.CachedInfo().Cluster.Leader, "s%d", &leader)
+		return err == nil
+	})
+	leader--
+	node := (leader + 1) % len(members)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	h, err := StartHistory(ctx, conns[node], protocol.DefaultSubjects, HistoryOptions{Replicas: 3}, zerolog.Nop())
+	if err != nil {
+		t.Fatal(err)
+	}
+	store := h.startStore(conns[node], "T1", protocol.DefaultSubjects, newContentStore(), zerolog.Nop())
+	defer store.close()
+
+	content := func(seq int64) string { return strings.Repeat(fmt.Sprintf("frame %d's page. ", seq), 20000) } // about 350 KB
+	closed := make(chan struct{})
+	seq := int64(0)
+	put := func() {
+		seq++
+		if _, err := store.putContent(seq, content(seq), time.Now().Add(h.opts.StoreTimeout)); err != nil {
+			t.Fatalf("content %d: %v", seq, err)
+		}
+	}
+	for range 3 {
+		put()
+	}
+	go func() { members[leader].Close(); close(closed) }()
+	for closing := true; closing; put() {
+		select {
+		case <-closed:
+			closing = false
+		default:
+		}
+	}
+	for range 3 {
+		put()
+	}
+	for n := int64(1); n <= seq; n++ {
+		got, err := h.content.GetString(ctx, protocol.ContentObject("T1", n))
+		if err != nil || got != content(n) {
+			t.Errorf("content %d: %d bytes, want %d: %v", n, len(got), len(content(n)), err)
+		}
+	}
+	t.Logf("%d contents put, the bucket's leader s%d lost after the third", seq, leader+1)
+}
+
+// A cluster that lost two of three servers has no leader for the frame
+// stream: the tab still answers every plan, and its frames still reach
+// live subscribers, in order, each once the store gave it up
+// (StoreTimeout) or with the frames queued behind it.
+func TestTabGoesOnWithoutTheStream(t *testing.T) {
+	members, conns := historyCluster(t, "no-stream-leader-secret")
+	startReplicatedHistory(t, conns[0])
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	h, err := StartHistory(ctx, conns[0], protocol.DefaultSubjects, HistoryOptions{Replicas: 3, StoreTimeout: time.Second}, zerolog.Nop())
+	if err != nil {
+		t.Fatal(err)
+	}
+	tab := historyTab(t, conns[0], h)
+	frames := watchFrames(t, conns[0], protocol.DefaultSubjects.TabFrames(tab.ID()))
+	first := tab.Info().Sequence // published before the subscription
+	members[1].Close()
+	members[2].Close()
+	var last int64
+	for range 5 {
+		res, err := request(conns[0], tab.ID(), evals(1))
+		if err != nil || !res.OK {
+			t.Fatalf("plan without a stream leader: %+v %v", res, err)
+		}
+		last = res.Sequence
+	}
+	deadline := time.Now().Add(time.Minute) // a frame sent again and again comes again and again
+	for want := first + 1; want <= last; {  // a frame sent again may come twice
+		if time.Now().After(deadline) {
+			t.Fatalf("frame %d not delivered within a minute", want)
+		}
+		switch f := frames.next(); {
+		case f.Sequence == want:
+			want++
+		case f.Sequence > want:
+			t.Fatalf("frame %d came before frame %d", f.Sequence, want)
+		}
+	}
+}
