@@ -191,6 +191,15 @@ func (c *cli) serve(o serveOptions) error {
 	if err != nil {
 		return startError(c.ctx, err)
 	}
+	if local != nil && busOpts.Cluster != nil {
+		// The name is this node's now (the registry's compare-and-set):
+		// its own users are too, over any a dead node of this name left
+		// in the cluster, which would keep that one's passwords.
+		if err := node.Bus().ClaimUsers(local.agent.User, local.admin.User); err != nil {
+			node.Close()
+			return startError(c.ctx, err)
+		}
+	}
 
 	// Ready means reachable: the node answers on the bus.
 	nc, err := node.Bus().Connect("serve")
