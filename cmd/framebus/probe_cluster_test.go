@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -9,6 +10,7 @@ import (
 	"time"
 
 	"github.com/framebus/framebus/internal/bustest"
+	"github.com/framebus/framebus/protocol"
 )
 
 // A node killed with kill -9 leaves its own users (agent-one, admin-one)
@@ -35,20 +37,8 @@ func TestNodeRestartedAfterKill9OwnsItsCredentials(t *testing.T) {
 	}
 	<-one.done
 	// Its name is free once its registry entry expires (node_name_taken
-	// until then): start it again until it starts.
-	var again *node
-	waitFor(t, "node one starts again under its name", 30*time.Second, func() bool {
-		n := &node{process: startProcessOf(t, binary, one.env, "serve"), stateFile: one.stateFile, env: one.env}
-		waitFor(t, "serve prints a line or exits", 90*time.Second, func() bool {
-			return n.exited() || strings.Contains(n.stdout.String(), "\n")
-		})
-		if strings.Contains(n.stdout.String(), `"ok":false`) {
-			<-n.done
-			return false
-		}
-		again = n
-		return true
-	})
+	// until then).
+	again := serveUntilStarted(t, one.env, one.stateFile)
 	again.ready(t)
 	defer again.stop(syscall.SIGTERM, 30*time.Second)
 
@@ -61,4 +51,84 @@ func TestNodeRestartedAfterKill9OwnsItsCredentials(t *testing.T) {
 	if out := framebus(t, oldEnv, "", "status"); out.status == 0 {
 		t.Errorf("the dead node's credentials still log in at b2: %s", out.stdout)
 	}
+}
+
+// In a cluster any node may take a creds remove (a queue group). A
+// live node's own users (agent-<node>, admin-<node>) are refused
+// whichever node takes it, also by a node that started before the
+// other: before, a node refused only the users it knew at its start,
+// so a later node's own users were removed when the earlier node took
+// the request (at random, the queue group's choice), cutting the later
+// node's credentials files off.
+func TestCredsRemoveSparesEveryLiveNodesOwnUsers(t *testing.T) {
+	secret := filepath.Join(t.TempDir(), "cluster-secret")
+	if err := os.WriteFile(secret, []byte("a-secret-the-members-share\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	listen, routes := bustest.ClusterRoutes(t, 4)
+	// Two bus members first: the history's three replicas and JetStream's
+	// meta leader need them before the first node can start alone.
+	// Three configured members (one, b3, b4); two joins them.
+	three := []string{routes[0], routes[2], routes[3]}
+	startBusMember(t, "b3", memberConfig(t, listen[2], three, secret, ""), t.TempDir())
+	startBusMember(t, "b4", memberConfig(t, listen[3], three, secret, ""), t.TempDir())
+	// One after the other: node one answers user requests before node
+	// two's users exist.
+	var nodes []*node
+	for i, name := range []string{"one", "two"} {
+		state := filepath.Join(t.TempDir(), "node.json")
+		env := testEnv(envState+"="+state, envNode+"="+name, envConfig+"="+memberConfig(t, listen[i], append([]string{routes[i]}, three[1:]...), secret, ""))
+		nodes = append(nodes, serveUntilStarted(t, env, state))
+	}
+	one, two := nodes[0], nodes[1]
+	defer two.stop(syscall.SIGTERM, 30*time.Second)
+	defer one.stop(syscall.SIGTERM, 30*time.Second)
+	waitFor(t, "each node lists the other", 10*time.Second, func() bool {
+		text := fmt.Sprint(mustOK(t, one.env, "status")["nodes"], mustOK(t, two.env, "status")["nodes"])
+		return strings.Count(text, "answered") == 4
+	})
+	removed := 0
+	for _, try := range []struct {
+		by   *node
+		user string
+	}{{one, "agent-two"}, {one, "admin-two"}, {two, "agent-one"}, {two, "admin-one"}, {one, "agent-two"}, {two, "agent-one"}} {
+		out := framebus(t, try.by.env, "", "creds", "remove", try.user)
+		if out.status == 0 {
+			removed++
+			t.Errorf("creds remove %s by %s's admin: removed", try.user, try.by.state.Node)
+		} else if m := out.reply(t); m["code"] != string(protocol.CodeBadRequest) {
+			t.Errorf("creds remove %s: %s %s", try.user, out.stdout, out.stderr)
+		}
+	}
+	for _, n := range nodes {
+		if out := framebus(t, n.env, "", "creds", "list"); out.status != 0 {
+			t.Errorf("%s's admin after the removals: %s %s", n.state.Node, out.stdout, out.stderr)
+		}
+		if out := framebus(t, n.env, "", "status"); out.status != 0 {
+			t.Errorf("%s's agent after the removals: %s %s", n.state.Node, out.stdout, out.stderr)
+		}
+	}
+	t.Logf("%d of 6 removals of a live node's own user went through", removed)
+}
+
+// serveUntilStarted starts serve with env until it starts (ready), while
+// it exits at once: its name still taken by a node that died, or the
+// cluster's JetStream still electing its leader.
+func serveUntilStarted(t *testing.T, env []string, stateFile string) *node {
+	t.Helper()
+	var started *node
+	waitFor(t, "serve starts", 60*time.Second, func() bool {
+		n := &node{process: startProcessOf(t, binary, env, "serve"), stateFile: stateFile, env: env}
+		waitFor(t, "serve prints a line or exits", 90*time.Second, func() bool {
+			return n.exited() || strings.Contains(n.stdout.String(), "\n")
+		})
+		if strings.Contains(n.stdout.String(), `"ok":false`) {
+			<-n.done
+			return false
+		}
+		started = n
+		return true
+	})
+	started.ready(t)
+	return started
 }

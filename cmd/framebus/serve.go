@@ -290,7 +290,7 @@ func (c *cli) serveUsers(node *actors.Node, local *localUsers, log zerolog.Logge
 	})
 	nc, err := node.Bus().Connect("users")
 	if err == nil {
-		ua := &userAdmin{bus: node.Bus(), path: filepath.Join(local.dir, usersFile), keep: keep, mine: map[string]bool{}, log: log}
+		ua := &userAdmin{bus: node.Bus(), path: filepath.Join(local.dir, usersFile), keep: keep, mine: map[string]bool{}, liveNodes: node.Peers, log: log}
 		for _, u := range added {
 			ua.mine[u.Name] = true
 		}
