@@ -132,3 +132,59 @@ func serveUntilStarted(t *testing.T, env []string, stateFile string) *node {
 	started.ready(t)
 	return started
 }
+
+// Another user of the machine (uid 65534) reads nothing a bus member
+// keeps on disk: not the cluster secret (0600, a file open to others is
+// refused), not the JetStream files under --store, whether the member
+// made the directory or was given one open to everyone. The probe
+// counts what it can read, and sees a file once it is made readable.
+func TestBusMemberFilesAreItsUsersAlone(t *testing.T) {
+	setpriv := needSetpriv(t)
+	open := nobodyHome(t) // 0755: anyone may look in
+	secret := filepath.Join(open, "cluster-secret")
+	if err := os.WriteFile(secret, []byte("a-secret-the-members-share\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	given := filepath.Join(open, "given")
+	if err := os.Mkdir(given, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	made := filepath.Join(open, "made")
+	listen, routes := bustest.ClusterRoutes(t, 2)
+	for i, store := range []string{given, made} {
+		m := startBusMember(t, fmt.Sprintf("b%d", i+1), memberConfig(t, listen[i], routes, secret, ""), store)
+		defer m.stop(syscall.SIGTERM, 30*time.Second)
+	}
+	files := func() int {
+		n := 0
+		_ = filepath.WalkDir(open, func(_ string, d os.DirEntry, err error) error {
+			if err == nil && d.Type().IsRegular() {
+				n++
+			}
+			return nil
+		})
+		return n
+	}
+	waitFor(t, "JetStream files in both stores", 30*time.Second, func() bool { return files() > 3 })
+	readable := func() []string {
+		r := framebusAs(t, setpriv, "/usr/bin/find", nil, "", open, "-type", "f", "-readable")
+		return strings.Fields(r.stdout)
+	}
+	if got := readable(); len(got) != 0 {
+		t.Errorf("uid 65534 reads %d of %d files: %v", len(got), files(), got)
+	}
+	if r := framebusAs(t, setpriv, "/bin/cat", nil, "", secret); r.status == 0 {
+		t.Errorf("uid 65534 read the cluster secret: %q", r.stdout)
+	}
+	if info, err := os.Stat(made); err != nil || info.Mode().Perm() != 0o700 {
+		t.Errorf("the store bus made: %v %v", info.Mode(), err)
+	}
+	// The probe sees a readable file.
+	if err := os.Chmod(secret, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if got := readable(); len(got) != 1 {
+		t.Errorf("the probe reads %v, want the secret made readable", got)
+	}
+	t.Logf("%d files in the stores and the secret; 0 readable by uid 65534", files())
+}
