@@ -146,6 +146,14 @@ var roleRequests = []struct {
 	{"fb.browser.work.connect", true, false},
 	{"fb.session.start", true, false},
 	{"fb.session.s1.stop", true, false},
+	// One node's, for a cluster (placement hands requests to these).
+	{"fb.node.one.browser.default.status", true, true},
+	{"fb.node.one.browser.default.pages", true, true},
+	{"fb.node.one.browser.default.launch", true, false},
+	{"fb.node.one.browser.default.close", true, false},
+	{"fb.node.one.browser.default.newtab", true, false},
+	{"fb.node.one.browser.default.closetab", true, false},
+	{"fb.node.one.browser.work.connect", true, false},
 	{"fb.admin.users.add", false, false},
 	{"fb.admin.users.list", false, false},
 }

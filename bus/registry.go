@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
+	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -22,6 +24,9 @@ type usersRegistry struct {
 	kv     jetstream.KeyValue
 	cancel context.CancelFunc
 	done   chan struct{}
+	// applied is the revision of the last entry this member followed, so
+	// ClaimUsers can wait for its own put to be the one in force.
+	applied atomic.Uint64
 }
 
 // registryWait bounds how long AddUser and RemoveUser wait for the
@@ -98,6 +103,7 @@ func (r *usersRegistry) follow(ctx context.Context) {
 			}
 			if e != nil {
 				r.apply(e)
+				r.applied.Store(e.Revision())
 			}
 		}
 	}
@@ -182,6 +188,51 @@ func (r *usersRegistry) holds(ctx context.Context, name string, data []byte) boo
 		}
 	}
 	return false
+}
+
+// ClaimUsers puts this member's own users (of Options.Users) named in
+// the cluster's registry as this member has them, over what is there: a
+// member of the same name that died (kill -9 takes no user out) left its
+// users, whose entries would otherwise win over the fresh passwords of
+// the member that starts again under its name, and keep the dead one's
+// passwords working everywhere. Call it only once the name is known to be
+// this member's alone (the node registry's compare-and-set), never
+// before: a second node under a live one's name would take its users.
+// It returns once this member follows its own entries again. Without a
+// cluster (no registry) it does nothing.
+func (b *Bus) ClaimUsers(names ...string) error {
+	r := b.registry
+	if r == nil {
+		return nil
+	}
+	if err := r.wait(); err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), registryWait)
+	defer cancel()
+	var last uint64
+	for _, name := range names {
+		i := slices.IndexFunc(b.opts.Users, func(u User) bool { return u.Name == name })
+		if i < 0 {
+			return fmt.Errorf("%w: ClaimUsers: %q is not one of this member's users", ErrInvalidOptions, name)
+		}
+		data, _ := json.Marshal(b.opts.Users[i])
+		rev, err := r.kv.Put(ctx, name, data)
+		if err != nil {
+			return fmt.Errorf("bus: the cluster's users: claim %s: %w", name, err)
+		}
+		last = max(last, rev)
+	}
+	for r.applied.Load() < last {
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("bus: the cluster's users: this member did not follow its own users within %s", registryWait)
+		case <-r.done:
+			return fmt.Errorf("bus: the cluster's users: the registry stopped")
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+	return nil
 }
 
 // remove takes a user out of the registry.

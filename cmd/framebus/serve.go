@@ -191,6 +191,15 @@ func (c *cli) serve(o serveOptions) error {
 	if err != nil {
 		return startError(c.ctx, err)
 	}
+	if local != nil && busOpts.Cluster != nil {
+		// The name is this node's now (the registry's compare-and-set):
+		// its own users are too, over any a dead node of this name left
+		// in the cluster, which would keep that one's passwords.
+		if err := node.Bus().ClaimUsers(local.agent.User, local.admin.User); err != nil {
+			node.Close()
+			return startError(c.ctx, err)
+		}
+	}
 
 	// Ready means reachable: the node answers on the bus.
 	nc, err := node.Bus().Connect("serve")
@@ -281,7 +290,7 @@ func (c *cli) serveUsers(node *actors.Node, local *localUsers, log zerolog.Logge
 	})
 	nc, err := node.Bus().Connect("users")
 	if err == nil {
-		ua := &userAdmin{bus: node.Bus(), path: filepath.Join(local.dir, usersFile), keep: keep, mine: map[string]bool{}, log: log}
+		ua := &userAdmin{bus: node.Bus(), path: filepath.Join(local.dir, usersFile), keep: keep, mine: map[string]bool{}, liveNodes: node.Peers, log: log}
 		for _, u := range added {
 			ua.mine[u.Name] = true
 		}

@@ -42,8 +42,12 @@ func localUserSuffix(cluster *bus.ClusterOptions, node string) string {
 	if cluster == nil {
 		return ""
 	}
-	return "-" + node
+	return clusterUserSuffix(node)
 }
+
+// clusterUserSuffix ends the names of node's own users in a cluster:
+// agent-<node>, admin-<node>.
+func clusterUserSuffix(node string) string { return "-" + node }
 
 // makeLocalUsers makes the agent and admin users (their names with
 // suffix) and their passwords.
@@ -146,8 +150,12 @@ type userAdmin struct {
 	// cluster the bus also knows the other nodes' users, which are
 	// theirs to keep.
 	mine map[string]bool
-	log  zerolog.Logger
-	mu   sync.Mutex // guards mine and users.json
+	// liveNodes are the nodes of the cluster's registry now: their own
+	// users (agent-<node>, admin-<node>) are theirs, whichever node takes
+	// a request (keep knows only those there when this node started).
+	liveNodes func() []string
+	log       zerolog.Logger
+	mu        sync.Mutex // guards mine and users.json
 }
 
 // serve registers the user requests as an instance of the node's micro
@@ -226,7 +234,7 @@ func (ua *userAdmin) add(req protocol.UserRequest) error {
 func (ua *userAdmin) remove(req protocol.UserRequest) error {
 	ua.mu.Lock()
 	defer ua.mu.Unlock()
-	if slices.Contains(ua.keep, req.Name) {
+	if slices.Contains(ua.keep, req.Name) || ua.aLiveNodesOwn(req.Name) {
 		return protocol.Errorf(protocol.CodeBadRequest, "user %q is the node's own or configured (bus.users), not one creds add made", req.Name)
 	}
 	if err := ua.bus.RemoveUser(req.Name); err != nil {
@@ -238,6 +246,19 @@ func (ua *userAdmin) remove(req protocol.UserRequest) error {
 		return protocol.Errorf(protocol.CodeInternal, "user %s is removed until the node stops, but %s still names it: %v", req.Name, ua.path, err)
 	}
 	return nil
+}
+
+// aLiveNodesOwn reports whether name is a live node's own user.
+func (ua *userAdmin) aLiveNodesOwn(name string) bool {
+	if ua.liveNodes == nil {
+		return false
+	}
+	for _, node := range ua.liveNodes() {
+		if name == localAgentUser+clusterUserSuffix(node) || name == localAdminUser+clusterUserSuffix(node) {
+			return true
+		}
+	}
+	return false
 }
 
 // forgetRemoved drops from users.json the users of this node's creds add
