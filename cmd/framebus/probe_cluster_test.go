@@ -13,7 +13,8 @@ import (
 	"github.com/framebus/framebus/protocol"
 )
 
-// A node killed with kill -9 leaves its own users (agent-one, admin-one)
+// A second node under a live node's name takes none of its users. A
+// node killed with kill -9 leaves its own users (agent-one, admin-one)
 // in the cluster's shared users. Started again under its name, it writes
 // fresh credentials files: those log in at every member, and a copy of
 // the dead node's credentials file no longer does (before, the dead
@@ -31,6 +32,21 @@ func TestNodeRestartedAfterKill9OwnsItsCredentials(t *testing.T) {
 	old := credentialsAt(t, one.credsFile(agentCredsFile), b2.state.Bus)
 	oldEnv := testEnv(envCreds+"="+old, envBusURL+"="+b2.state.Bus)
 	mustOK(t, oldEnv, "status")
+
+	// A second serve under the live node's name, a member too, is
+	// refused (node_name_taken) and takes nothing: the live node's
+	// credentials still log in.
+	twinListen, _ := bustest.ClusterRoutes(t, 1)
+	twin := launchNode(t, binary, envNode+"=one", envConfig+"="+memberConfig(t, twinListen[0], routes, secret, ""))
+	waitFor(t, "the twin exits", 90*time.Second, twin.exited)
+	if !strings.Contains(twin.stdout.String(), string(protocol.CodeNodeNameTaken)) {
+		t.Errorf("a second node under a live node's name: %s", twin.stdout)
+	}
+	for _, env := range [][]string{one.env, oldEnv} {
+		if out := framebus(t, env, "", "status"); out.status != 0 {
+			t.Errorf("the live node's credentials after the twin: %d %s %s", out.status, out.stdout, out.stderr)
+		}
+	}
 
 	if err := one.cmd.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
