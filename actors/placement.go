@@ -60,8 +60,10 @@ func (n *Node) placeNew(profile string) string {
 // from the bucket now (registry.Current), this node's as of now.
 func (n *Node) rankNodes(profile string) (ranked, full []protocol.NodeEntry) {
 	entries := map[string]protocol.NodeEntry{}
-	if n.registry != nil && len(n.registry.Entries()) > 1 {
-		// Alone on the bus (as the watch has it), there is nothing to read.
+	if n.registry != nil {
+		// Read even when the watch has this node alone: on a loaded
+		// machine the watch may have taken a live node whose writes came
+		// late for gone.
 		var err error
 		if entries, err = n.registry.Current(context.Background()); err != nil {
 			n.log.Warn().Err(err).Msg("placement: the registry's entries as the watch last saw them")
