@@ -56,7 +56,7 @@ type frameStore struct {
 	// tab serves it in chunks); safe from any goroutine.
 	content      *contentStore
 	contentSubj  string
-	objects      []int64 // frames whose content is in the object store, oldest first
+	objects      []storedContent // frames whose content is in the object store, oldest first
 	queue        chan storeItem
 	done         chan struct{}
 	log          zerolog.Logger
@@ -153,7 +153,6 @@ func (s *frameStore) message(f protocol.Frame, deadline time.Time) (*nats.Msg, e
 	return frameMessage(f, s.subject, s.nc.MaxPayload(), func(content string, max int64) (*protocol.ContentRef, string) {
 		ref, err := s.putContent(f.Sequence, content, deadline)
 		if err == nil {
-			s.objects = append(s.objects, f.Sequence)
 			return ref, fmt.Sprintf("content of %d bytes is more than one bus message carries: it is object %s in the bucket %s (fullPageRef)", len(content), ref.Object, ref.Bucket)
 		}
 		s.log.Warn().Err(err).Int64("sequence", f.Sequence).Msg("store frame content in the history; the tab keeps it instead")
@@ -163,12 +162,25 @@ func (s *frameStore) message(f protocol.Frame, deadline time.Time) (*nats.Msg, e
 
 // putContent puts a frame's large content in the object store, again
 // while the store has no leader, until deadline.
+//
+// Each try puts under a name of its own: a try that failed may still be
+// stored later (its meta reached a leader that went away, and the next
+// one applies it), and under one name its late meta would stand over the
+// next try's, naming chunks that are gone (a corrupt object). Every name
+// tried is deleted when the frame leaves the history.
 func (s *frameStore) putContent(seq int64, content string, deadline time.Time) (ref *protocol.ContentRef, err error) {
-	for {
+	stored := storedContent{seq: seq}
+	defer func() { s.objects = append(s.objects, stored) }()
+	for try := 1; ; try++ {
+		name := protocol.ContentObject(s.tab, seq)
+		if try > 1 {
+			name += fmt.Sprintf(".%d", try)
+		}
+		stored.names = append(stored.names, name)
 		// A put whose chunks went to a leader that went away waits for
 		// their acks to the end of its context: one try is bounded.
 		ctx, cancel := context.WithDeadline(context.Background(), earliest(deadline, time.Now().Add(putTry(len(content)))))
-		ref, err = s.history.putContent(ctx, s.tab, seq, content)
+		ref, err = s.history.putContent(ctx, name, seq, content)
 		cancel()
 		if err == nil || !storeRetryable(err) || !s.pause(deadline) {
 			return ref, err

@@ -204,11 +204,14 @@ func TestHistoryContentThroughALeaderChange(t *testing.T) {
 	content := func(seq int64) string { return strings.Repeat(fmt.Sprintf("frame %d's page. ", seq), 20000) } // about 350 KB
 	closed := make(chan struct{})
 	seq := int64(0)
+	names := map[int64]string{}
 	put := func() {
 		seq++
-		if _, err := store.putContent(seq, content(seq), time.Now().Add(h.opts.StoreTimeout)); err != nil {
+		ref, err := store.putContent(seq, content(seq), time.Now().Add(h.opts.StoreTimeout))
+		if err != nil {
 			t.Fatalf("content %d: %v", seq, err)
 		}
+		names[seq] = ref.Object
 	}
 	for range 3 {
 		put()
@@ -225,7 +228,7 @@ func TestHistoryContentThroughALeaderChange(t *testing.T) {
 		put()
 	}
 	for n := int64(1); n <= seq; n++ {
-		got, err := h.content.GetString(ctx, protocol.ContentObject("T1", n))
+		got, err := h.content.GetString(ctx, names[n])
 		if err != nil || got != content(n) {
 			t.Errorf("content %d: %d bytes, want %d: %v", n, len(got), len(content(n)), err)
 		}

@@ -255,8 +255,7 @@ func (h *History) Stream() jetstream.Stream { return h.stream }
 
 // putContent stores a frame's large content; the reference goes in the
 // frame.
-func (h *History) putContent(ctx context.Context, tab string, seq int64, content string) (*protocol.ContentRef, error) {
-	name := protocol.ContentObject(tab, seq)
+func (h *History) putContent(ctx context.Context, name string, seq int64, content string) (*protocol.ContentRef, error) {
 	// Chunks of the library's default size, or smaller on a bus whose
 	// messages are (the chunk's headers need room too).
 	meta := jetstream.ObjectMeta{Name: name, Opts: &jetstream.ObjectMetaOptions{ChunkSize: uint32(min(objectChunk, h.maxPayload-chunkOverhead))}}
@@ -266,22 +265,31 @@ func (h *History) putContent(ctx context.Context, tab string, seq int64, content
 	return &protocol.ContentRef{Bucket: h.bucket, Object: name, Sequence: seq, Bytes: len(content)}, nil
 }
 
+// storedContent is a frame's large content in the object store: every
+// name a put of it was tried under (see frameStore.putContent).
+type storedContent struct {
+	seq   int64
+	names []string
+}
+
 // dropContent deletes the large contents of a tab's frames that have left
 // the history (the stream keeps MaxPerTab frames of a tab); kept lists
 // the tab's frames with large content, oldest first, and what remains of
 // it is returned. Age removes the rest (the bucket's TTL is the stream's
 // MaxAge).
-func (h *History) dropContent(tab string, kept []int64, current int64) []int64 {
+func (h *History) dropContent(tab string, kept []storedContent, current int64) []storedContent {
 	n := 0
-	for _, seq := range kept {
-		if seq > current-h.opts.MaxPerTab {
+	for _, c := range kept {
+		if c.seq > current-h.opts.MaxPerTab {
 			break
 		}
-		ctx, cancel := context.WithTimeout(context.Background(), historyTimeout)
-		err := h.content.Delete(ctx, protocol.ContentObject(tab, seq))
-		cancel()
-		if err != nil && !errors.Is(err, jetstream.ErrObjectNotFound) {
-			h.log.Warn().Err(err).Str("tab", tab).Int64("sequence", seq).Msg("delete frame content")
+		for _, name := range c.names {
+			ctx, cancel := context.WithTimeout(context.Background(), historyTimeout)
+			err := h.content.Delete(ctx, name)
+			cancel()
+			if err != nil && !errors.Is(err, jetstream.ErrObjectNotFound) {
+				h.log.Warn().Err(err).Str("tab", tab).Int64("sequence", c.seq).Msg("delete frame content")
+			}
 		}
 		n++
 	}

@@ -31,6 +31,22 @@ import (
 // one of the nodes that have the profile takes each.
 const lifecycleQueue = "framebus-lifecycle"
 
+// newTabsAtOnce is how many newtab requests a profile carries out at
+// once; more wait for one of them to end.
+const newTabsAtOnce = 8
+
+// concurrently runs h on a goroutine of its own, at most cap(slots) at
+// once: a subscription's handler runs one request at a time otherwise.
+func concurrently(slots chan struct{}, h micro.HandlerFunc) micro.HandlerFunc {
+	return func(m micro.Request) {
+		slots <- struct{}{}
+		go func() {
+			defer func() { <-slots }()
+			h(m)
+		}()
+	}
+}
+
 // lifecycleTimeout bounds launching the browser or opening a tab on request.
 const lifecycleTimeout = time.Minute
 
@@ -46,6 +62,9 @@ type lifecycle struct {
 // serveLifecycle subscribes to the profile's lifecycle requests.
 func (p *Profile) serveLifecycle() error {
 	nc := p.node.nc
+	// A new tab waits for its page (up to the action timeout): the ones
+	// asked for meanwhile do not wait behind it.
+	newTabs := make(chan struct{}, newTabsAtOnce)
 	var endpoints []endpoint
 	for _, op := range []struct {
 		name   string
@@ -58,7 +77,7 @@ func (p *Profile) serveLifecycle() error {
 		{protocol.OpConnect, p.answerConnect, nil, lifecycleQueue},
 		{protocol.OpClose, p.answerClose, p.closeWhereRunning, lifecycleQueue},
 		{protocol.OpPages, p.answerPages, nil, ""},
-		{protocol.OpNewTab, p.answerNewTab, func(m micro.Request) { p.place(m, protocol.OpNewTab, p.newTab) }, lifecycleQueue},
+		{protocol.OpNewTab, concurrently(newTabs, p.answerNewTab), concurrently(newTabs, func(m micro.Request) { p.place(m, protocol.OpNewTab, p.newTab) }), lifecycleQueue},
 		{protocol.OpCloseTab, p.answerCloseTab, p.closeTabWhereItIs, lifecycleQueue},
 	} {
 		shared := op.shared

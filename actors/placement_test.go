@@ -2,6 +2,8 @@ package actors
 
 import (
 	"encoding/json"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -178,4 +180,45 @@ func TestCloseReachesTheNodeThatHasIt(t *testing.T) {
 	if json.Unmarshal(msg.Data, &st) != nil || !st.OK || st.Node != "alpha" || alpha.Browser() != nil {
 		t.Fatalf("close with only alpha running: %s", msg.Data)
 	}
+}
+
+// A tab whose page never loads does not hold up the next tab new: the
+// node opens tabs side by side (a subscription's handler otherwise takes
+// one request at a time, and the first waits out its timeout).
+func TestNewTabsDoNotWaitForEachOther(t *testing.T) {
+	node := startTestNode(t, NodeOptions{Name: "solo", ActionTimeout: 5 * time.Second})
+	nc := testConnOf(t, node)
+	requested := make(chan struct{}, 1)
+	hang := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case requested <- struct{}{}:
+		default:
+		}
+		<-r.Context().Done()
+	}))
+	defer hang.Close()
+	slow := make(chan error, 1)
+	go func() {
+		data, _ := json.Marshal(protocol.NewTabRequest{URL: hang.URL + "/"})
+		_, err := nc.Request(node.Subjects().NodeProfile("solo", protocol.DefaultProfile, protocol.OpNewTab), data, time.Minute)
+		slow <- err
+	}()
+	<-requested // the first tab waits for its page now
+	data, _ := json.Marshal(protocol.NewTabRequest{})
+	msg, err := nc.Request(node.Subjects().NodeProfile("solo", protocol.DefaultProfile, protocol.OpNewTab), data, 4*time.Second)
+	if err != nil {
+		t.Fatalf("a blank tab new while another waits for its page: %v", err)
+	}
+	var blank protocol.TabReply
+	if err := json.Unmarshal(msg.Data, &blank); err != nil || !blank.OK {
+		t.Fatalf("blank tab new: %s %v", msg.Data, err)
+	}
+	select {
+	case err := <-slow:
+		t.Fatalf("the slow tab new answered first (%v)", err)
+	default:
+	}
+	hang.CloseClientConnections()
+	hang.Close()
+	<-slow
 }
