@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"maps"
@@ -9,10 +10,12 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
 
+	busclient "github.com/framebus/framebus/bus/client"
 	"github.com/framebus/framebus/internal/bustest"
 	"github.com/framebus/framebus/internal/testdir"
 	"github.com/framebus/framebus/protocol"
@@ -26,6 +29,10 @@ import (
 //     node one's server receives their frames.
 //   - tabs and status from every server list both nodes' tabs, named.
 //   - session start example.test from two clients at once: one session.
+//   - kill -9 node two: a plan to its tab fails within 1 s with
+//     node_unavailable naming it, listings mark or drop it within 5 s,
+//     and node one answers every plan throughout; node two started again
+//     under its name is back.
 //   - kill -9 the server an observer watches through: its watch
 //     reconnects to another member, no frame missing or twice.
 func TestThreeServersTwoNodes(t *testing.T) {
@@ -38,10 +45,11 @@ func TestThreeServersTwoNodes(t *testing.T) {
 		return memberConfig(t, listen[i], routes, secret, extra)
 	}
 	var nodes []*node
+	var nodeConfigs []string
 	for i, name := range []string{"one", "two"} {
 		profiles := filepath.Join(testdir.Enterable(t), "profiles")
-		nodes = append(nodes, launchNode(t, binary, envNode+"="+name,
-			envConfig+"="+config(i, "browser:\n  profileDir: "+profiles+"\n")))
+		nodeConfigs = append(nodeConfigs, config(i, "browser:\n  profileDir: "+profiles+"\n"))
+		nodes = append(nodes, launchNode(t, binary, envNode+"="+name, envConfig+"="+nodeConfigs[i]))
 	}
 	threeConfig, threeStore := config(2, ""), t.TempDir()
 	three := startBusMember(t, "three", threeConfig, threeStore)
@@ -126,6 +134,88 @@ func TestThreeServersTwoNodes(t *testing.T) {
 		t.Errorf("session list has %d sessions of example.test: %+v", n, list)
 	}
 
+	// kill -9 node two while an agent at one's server keeps planning on
+	// node one's tab.
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	logEvents := func(who string) func(busclient.Event) {
+		return func(e busclient.Event) { t.Logf("%s: %s %v %s", who, e.Kind, e.Err, e.URL) }
+	}
+	bc, err := busclient.Connect(ctx, busclient.Options{CredentialsFile: credentialsAt(t, agentFile, three.state.Bus), OnEvent: logEvents("agent at three")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer bc.Close()
+	oc, err := busclient.Connect(ctx, busclient.Options{CredentialsFile: credentialsAt(t, agentFile, one.state.Bus), OnEvent: logEvents("agent at one")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer oc.Close()
+	var failed, done atomic.Int64
+	stop := make(chan struct{})
+	var busy sync.WaitGroup
+	busy.Go(func() {
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			pctx, pcancel := context.WithTimeout(ctx, 10*time.Second)
+			res, err := oc.Plan(pctx, one.tab(), protocol.Plan{Action: &protocol.Action{Type: "eval", Expression: "1+1"}})
+			pcancel()
+			if err != nil || !res.OK {
+				failed.Add(1)
+				t.Logf("a plan on node one during two's death: %+v %v", res, err)
+			}
+			done.Add(1)
+		}
+	})
+	stopBusy := sync.OnceFunc(func() { close(stop); busy.Wait() })
+	defer stopBusy()
+	if err := two.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	<-two.done
+	killed := time.Now()
+	pctx, pcancel := context.WithTimeout(ctx, time.Second)
+	_, err = bc.Plan(pctx, two.tab(), protocol.Plan{Action: &protocol.Action{Type: "eval", Expression: "1+1"}})
+	pcancel()
+	t.Logf("a plan to the killed node's tab failed %s after the kill: %v", time.Since(killed), err)
+	if protocol.CodeOf(err) != protocol.CodeNodeUnavailable || !strings.Contains(err.Error(), "two") {
+		t.Errorf("a plan to the killed node's tab: %v (%s), want node_unavailable naming two", err, protocol.CodeOf(err))
+	}
+	// Within 5 s listings mark node two unreachable or drop it; once its
+	// registry entry expires (3 s), they drop it.
+	dropped := func(tabs protocol.TabList) bool {
+		return !slices.ContainsFunc(tabs.Tabs, func(tab protocol.TabInfo) bool { return tab.Node == "two" }) &&
+			!slices.ContainsFunc(tabs.Nodes, func(n protocol.NodeState) bool { return n.Node == "two" })
+	}
+	waitFor(t, "listings at three mark or drop node two", 5*time.Second, func() bool {
+		tabs, err := bc.Tabs(ctx)
+		return err == nil && (dropped(tabs) || slices.ContainsFunc(tabs.Nodes, func(n protocol.NodeState) bool { return n.Node == "two" && n.State == protocol.NodeUnreachable }))
+	})
+	t.Logf("listings mark or drop node two %s after the kill", time.Since(killed))
+	waitFor(t, "listings at three drop node two", 15*time.Second, func() bool {
+		tabs, err := bc.Tabs(ctx)
+		return err == nil && dropped(tabs)
+	})
+	t.Logf("listings without node two %s after the kill", time.Since(killed))
+	after := done.Load()
+	waitFor(t, "node one's plans go on after", 30*time.Second, func() bool { return done.Load() >= after+3 })
+	stopBusy()
+	if failed.Load() != 0 || done.Load() == 0 {
+		t.Errorf("node one's plans while two died: %d of %d failed", failed.Load(), done.Load())
+	}
+
+	// Node two starts again under its name: it is back in the listings.
+	two = launchNode(t, binary, envNode+"=two", envConfig+"="+nodeConfigs[1])
+	two.ready(t)
+	waitFor(t, "node two back in listings at three", 60*time.Second, func() bool {
+		tabs, err := bc.Tabs(ctx)
+		return err == nil && slices.ContainsFunc(tabs.Nodes, func(n protocol.NodeState) bool { return n.Node == "two" && n.State == protocol.NodeAnswered })
+	})
+
 	// kill -9 the server an observer watches through (three): it goes on
 	// at another member, every frame once.
 	watchAtThree := startProcess(t, testEnv(envCreds+"="+credentialsAt(t, observerFile, three.state.Bus)), "watch", "--tab", one.tab())
@@ -160,9 +250,4 @@ func TestThreeServersTwoNodes(t *testing.T) {
 		t.Errorf("the observer's watch logged no reconnect:\n%s", watchAtThree.stderr)
 	}
 	watchAtThree.stop(syscall.SIGTERM, 30*time.Second)
-	// kill -9 of a node on this cluster (a plan to its tab fails at
-	// once, listings drop it) is TestTwoNodesOneBusAndKill9's, on one
-	// server: here, with a member restarted just before, the agent's
-	// connection to that member was cut (EOF, closed) as node two died;
-	// left for issue 21.
 }
