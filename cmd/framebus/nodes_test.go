@@ -137,19 +137,7 @@ func TestTwoNodesOneBusAndKill9(t *testing.T) {
 		t.Fatalf("two's entry: %v", err)
 	}
 
-	if err := two.cmd.Process.Signal(syscall.SIGKILL); err != nil {
-		t.Fatal(err)
-	}
-	<-two.done
-	killed := time.Now()
-	// A plan to its tab: node_unavailable, naming two, within 1 s.
-	pctx, pcancel := context.WithTimeout(ctx, time.Second)
-	_, err = bc.Plan(pctx, two.tab(), protocol.Plan{Action: &protocol.Action{Type: "eval", Expression: "1+1"}})
-	pcancel()
-	t.Logf("plan to the killed node's tab failed after %s: %v", time.Since(killed), err)
-	if protocol.CodeOf(err) != protocol.CodeNodeUnavailable || !strings.Contains(err.Error(), "two") {
-		t.Fatalf("a plan to the killed node's tab: %v (%s)", err, protocol.CodeOf(err))
-	}
+	killed := killNode(t, ctx, bc, two)
 	// The CLI, which never listed the tab, finds its node in the history
 	// (frames name their node).
 	out = framebus(t, one.env, "", "eval", "1+1", "--tab", two.tab())
@@ -175,4 +163,24 @@ func TestTwoNodesOneBusAndKill9(t *testing.T) {
 	if res, err := bc.Plan(ctx, one.tab(), protocol.Plan{Action: &protocol.Action{Type: "eval", Expression: "1+1"}}); err != nil || !res.OK {
 		t.Fatalf("a plan on one: %+v %v", res, err)
 	}
+}
+
+// killNode kills n with kill -9 and checks that a plan to its tab, sent
+// through bc, fails within 1 s with node_unavailable naming it. It
+// returns when n was killed.
+func killNode(t *testing.T, ctx context.Context, bc *busclient.Client, n *node) time.Time {
+	t.Helper()
+	if err := n.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	<-n.done
+	killed := time.Now()
+	pctx, pcancel := context.WithTimeout(ctx, time.Second)
+	_, err := bc.Plan(pctx, n.tab(), protocol.Plan{Action: &protocol.Action{Type: "eval", Expression: "1+1"}})
+	pcancel()
+	t.Logf("a plan to the killed node's tab failed %s after the kill: %v", time.Since(killed), err)
+	if protocol.CodeOf(err) != protocol.CodeNodeUnavailable || !strings.Contains(err.Error(), "node "+n.state.Node) {
+		t.Fatalf("a plan to the killed node's tab: %v (%s), want node_unavailable naming node %s", err, protocol.CodeOf(err), n.state.Node)
+	}
+	return killed
 }

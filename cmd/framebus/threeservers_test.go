@@ -173,18 +173,7 @@ func TestThreeServersTwoNodes(t *testing.T) {
 	})
 	stopBusy := sync.OnceFunc(func() { close(stop); busy.Wait() })
 	defer stopBusy()
-	if err := two.cmd.Process.Signal(syscall.SIGKILL); err != nil {
-		t.Fatal(err)
-	}
-	<-two.done
-	killed := time.Now()
-	pctx, pcancel := context.WithTimeout(ctx, time.Second)
-	_, err = bc.Plan(pctx, two.tab(), protocol.Plan{Action: &protocol.Action{Type: "eval", Expression: "1+1"}})
-	pcancel()
-	t.Logf("a plan to the killed node's tab failed %s after the kill: %v", time.Since(killed), err)
-	if protocol.CodeOf(err) != protocol.CodeNodeUnavailable || !strings.Contains(err.Error(), "two") {
-		t.Errorf("a plan to the killed node's tab: %v (%s), want node_unavailable naming two", err, protocol.CodeOf(err))
-	}
+	killed := killNode(t, ctx, bc, two)
 	// Within 5 s listings mark node two unreachable or drop it; once its
 	// registry entry expires (3 s), they drop it.
 	dropped := func(tabs protocol.TabList) bool {
