@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"strings"
 	"time"
 
@@ -141,15 +142,24 @@ var ErrNoJetStream = errors.New("the bus has no JetStream")
 
 // retryJetStream runs a JetStream call a few seconds at a time until it
 // answers or ctx ends: on a cluster still forming (electing leaders,
-// placing a replicated stream) a request may get no answer at all. An
-// answer that is an API error is final.
+// placing a replicated stream) a request may get no answer at all, or
+// the answer 503 (no leader yet). Any other API error is final.
 func retryJetStream(ctx context.Context, call func(context.Context) error) error {
 	for {
 		try, cancel := context.WithTimeout(ctx, 3*time.Second)
 		err := call(try)
 		cancel()
 		var apiErr *jetstream.APIError
-		if err == nil || errors.As(err, &apiErr) || ctx.Err() != nil || !errors.Is(err, context.DeadlineExceeded) {
+		switch {
+		case err == nil || ctx.Err() != nil:
+			return err
+		case errors.As(err, &apiErr) && apiErr.Code == http.StatusServiceUnavailable:
+			select { // answered at once: pause before asking again
+			case <-ctx.Done():
+				return err
+			case <-time.After(250 * time.Millisecond):
+			}
+		case errors.As(err, &apiErr) || !errors.Is(err, context.DeadlineExceeded):
 			return err
 		}
 	}
@@ -158,9 +168,17 @@ func retryJetStream(ctx context.Context, call func(context.Context) error) error
 // haveJetStream fails, wrapping ErrNoJetStream, when the bus has no
 // JetStream for js's account; what names the caller in other errors. On
 // a cluster that is still electing JetStream's leader nothing answers
-// yet, and a request sent then may never be: it asks again, a few
-// seconds at a time, until ctx ends.
-func haveJetStream(ctx context.Context, js jetstream.JetStream, what string) error {
+// yet, or the answer is 503: it asks again until ctx ends, saying in the
+// log what it waits for, and past ctx the error is unavailable. (A
+// cluster's first start elects no leader before every member in the
+// routes is up: servers started one at a time wait for the last.)
+func haveJetStream(ctx context.Context, js jetstream.JetStream, what string, log zerolog.Logger) error {
+	if _, ok := ctx.Deadline(); !ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, jetStreamWait)
+		defer cancel()
+	}
+	began, told := time.Now(), time.Now()
 	for {
 		try, cancel := context.WithTimeout(ctx, 2*time.Second)
 		_, err := js.AccountInfo(try)
@@ -171,15 +189,26 @@ func haveJetStream(ctx context.Context, js jetstream.JetStream, what string) err
 		case errors.Is(err, jetstream.ErrJetStreamNotEnabled) || errors.Is(err, jetstream.ErrJetStreamNotEnabledForAccount):
 			return fmt.Errorf("%w: %w", ErrNoJetStream, err)
 		case ctx.Err() != nil:
-			return fmt.Errorf("%s: %w", what, err)
+			return protocol.Errorf(protocol.CodeUnavailable, "%s: the bus's JetStream did not answer within %s (a cluster elects its leader only once a majority of its members are up, and on its first start every member listed in its routes): %w",
+				what, time.Since(began).Round(time.Second), err)
+		}
+		if time.Since(told) >= jetStreamWaitLog {
+			log.Warn().Err(err).Dur("waited", time.Since(began)).Msgf("%s: waiting for the bus's JetStream (a cluster still electing its leader: are the other members up?)", what)
+			told = time.Now()
 		}
 		select {
 		case <-ctx.Done():
-			return fmt.Errorf("%s: %w", what, err)
 		case <-time.After(100 * time.Millisecond):
 		}
 	}
 }
+
+// jetStreamWait bounds haveJetStream when its caller set no deadline,
+// and jetStreamWaitLog is how often it says it still waits.
+const (
+	jetStreamWait    = 2 * time.Minute
+	jetStreamWaitLog = 5 * time.Second
+)
 
 // StartHistory creates the frame stream and the content bucket on nc's
 // JetStream, or updates them to opts (an existing history is kept). On a
@@ -193,11 +222,13 @@ func StartHistory(ctx context.Context, nc *nats.Conn, subj protocol.Subjects, op
 	if err != nil {
 		return nil, err
 	}
-	ctx, cancel := context.WithTimeout(ctx, historyTimeout)
-	defer cancel()
-	if err := haveJetStream(ctx, js, "history"); err != nil {
+	// The wait for JetStream itself is the caller's: a cluster may still
+	// be starting. Then each call has historyTimeout.
+	if err := haveJetStream(ctx, js, "history", log); err != nil {
 		return nil, err
 	}
+	ctx, cancel := context.WithTimeout(ctx, historyTimeout)
+	defer cancel()
 	streamConfig := jetstream.StreamConfig{
 		Name:              subj.FrameStream(),
 		Description:       "framebus frames of every tab, by tab subject",

@@ -76,11 +76,11 @@ type liveNode struct {
 // replicas is how many servers of a cluster keep the bucket (as many as
 // keep the history).
 func joinRegistry(ctx context.Context, js jetstream.JetStream, subj protocol.Subjects, replicas int, entry func() protocol.NodeEntry, log zerolog.Logger) (*registry, error) {
-	cctx, cancel := context.WithTimeout(ctx, registryTimeout)
-	defer cancel()
-	if err := haveJetStream(cctx, js, "node registry"); err != nil {
+	if err := haveJetStream(ctx, js, "node registry", log); err != nil { // the caller's deadline: a cluster may still be starting
 		return nil, err
 	}
+	cctx, cancel := context.WithTimeout(ctx, registryTimeout)
+	defer cancel()
 	cfg := jetstream.KeyValueConfig{
 		Bucket:         subj.NodesBucket(),
 		Description:    "framebus live nodes: each renews its entry or the bucket forgets it",

@@ -1,0 +1,67 @@
+package actors
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/framebus/framebus/bus"
+	"github.com/framebus/framebus/internal/bustest"
+	"github.com/framebus/framebus/protocol"
+)
+
+// A cluster's first start elects JetStream's leader only once every
+// member in its routes is up, and until then the JetStream API answers
+// 503. A node on a member of a cluster whose last member is not up yet
+// waits for it within its caller's deadline; past it the error is
+// unavailable and says what it waited for (it was internal, the 503,
+// after a fixed 30 s). Once the last member comes up, the node starts.
+func TestHistoryWaitsForTheClusterToForm(t *testing.T) {
+	listen, routes := bustest.ClusterRoutes(t, 3)
+	start := func(i int) *bus.Bus {
+		b, err := bus.Start(bus.Options{Name: fmt.Sprintf("s%d", i+1), JetStream: &bus.JetStreamOptions{},
+			Cluster: &bus.ClusterOptions{Listen: listen[i], Routes: routes, Secret: "electing-cluster-secret"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { b.Close() })
+		return b
+	}
+	start(0)
+	second := start(1)
+	nc, err := second.Connect("node")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	history := func(ctx context.Context) (*History, error) {
+		return StartHistory(ctx, nc, protocol.DefaultSubjects, HistoryOptions{Replicas: 3}, zerolog.Nop())
+	}
+
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Second)
+	_, err = history(ctx)
+	cancel()
+	if protocol.CodeOf(err) != protocol.CodeUnavailable || !strings.Contains(err.Error(), "every member listed in its routes") {
+		t.Fatalf("the history with two of three members up, on the cluster's first start: %v (code %s); want unavailable, saying what it waits for", err, protocol.CodeOf(err))
+	}
+
+	started := make(chan error, 1)
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		h, err := history(ctx)
+		if err == nil && h.Stream().CachedInfo().Config.Replicas != 3 {
+			err = fmt.Errorf("the frame stream has %d replicas", h.Stream().CachedInfo().Config.Replicas)
+		}
+		started <- err
+	}()
+	time.Sleep(time.Second)
+	start(2)
+	if err := <-started; err != nil {
+		t.Fatalf("the history once the last member is up: %v", err)
+	}
+}
