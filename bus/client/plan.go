@@ -53,10 +53,11 @@ func (c *Client) PlanData(ctx context.Context, tab string, data []byte) (protoco
 	if err != nil {
 		return protocol.PlanResult{}, nil, err
 	}
-	out, err := c.planRoundTrip(ctx, tab, data)
-	if errors.Is(err, nats.ErrNoResponders) {
-		return protocol.PlanResult{}, nil, c.tabNotFound(ctx, tab, err)
-	}
+	var out []byte
+	err = c.reachTab(ctx, tab, func() (err error) {
+		out, err = c.planRoundTrip(ctx, tab, data)
+		return err
+	})
 	if err != nil {
 		return protocol.PlanResult{}, nil, err
 	}
@@ -141,11 +142,43 @@ func WithPlanID(data []byte) ([]byte, string, error) {
 // Cancel cancels a tab's plan by id (running or queued).
 func (c *Client) Cancel(ctx context.Context, tab, planID string) (protocol.CancelReply, error) {
 	var reply protocol.CancelReply
-	err := c.Request(ctx, c.subj.TabCancel(tab), protocol.CancelRequest{PlanID: planID}, &reply)
-	if errors.Is(err, nats.ErrNoResponders) {
-		return reply, c.tabNotFound(ctx, tab, err)
-	}
+	err := c.reachTab(ctx, tab, func() error {
+		return c.Request(ctx, c.subj.TabCancel(tab), protocol.CancelRequest{PlanID: planID}, &reply)
+	})
 	return reply, err
+}
+
+// A tab opened a moment ago on a node at another member of a cluster
+// takes requests there at once, but its subscription reaches this
+// client's server a moment later (routes carry it, beside the reply that
+// told of the tab): until then NATS answers "no responders". So a
+// request to a tab that a live node lists, yet that nothing here answers
+// for, is sent again (nobody got it) every tabArrivalRetry, for up to
+// tabArrival; past that it is unavailable (ErrTabNotHereYet).
+const (
+	tabArrival      = 3 * time.Second
+	tabArrivalRetry = 50 * time.Millisecond
+)
+
+// ErrTabNotHereYet is in the error for a request to a tab that a live
+// node lists but that nothing at the client's server answers for.
+var ErrTabNotHereYet = errors.New("the tab's subscription has not reached this server")
+
+// reachTab runs send, a request to tab, and again while the tab is on
+// its way (see tabArrival); a tab nothing answers for is tabNotFound's
+// error.
+func (c *Client) reachTab(ctx context.Context, tab string, send func() error) error {
+	deadline := time.Now().Add(tabArrival)
+	for {
+		err := send()
+		if !errors.Is(err, nats.ErrNoResponders) {
+			return err
+		}
+		err = c.tabNotFound(ctx, tab, err)
+		if !errors.Is(err, ErrTabNotHereYet) || time.Now().After(deadline) || sleepCtx(ctx, tabArrivalRetry) != nil {
+			return err
+		}
+	}
 }
 
 // goneLookup bounds the look at the nodes' tabs that tells a tab whose
@@ -165,7 +198,8 @@ func (c *Client) tabNotFound(ctx context.Context, tab string, cause error) error
 // TabNotFound is the error for a request to tab that no one answers
 // (cause, e.g. nats.ErrNoResponders): node_unavailable naming the node
 // that had the tab when it is gone, unavailable when no node answers at
-// all, else tab_not_found. It takes at most a second.
+// all or (wrapping ErrTabNotHereYet) when a live node lists the tab,
+// else tab_not_found. It takes at most a second.
 func (c *Client) TabNotFound(ctx context.Context, tab string, cause error) error {
 	ctx, cancel := context.WithTimeout(ctx, goneLookup)
 	defer cancel()
@@ -202,6 +236,10 @@ func (c *Client) TabNotFound(ctx context.Context, tab string, cause error) error
 	}
 	var ids []string
 	for _, t := range list.Tabs {
+		if t.Tab == tab && slices.Contains(list.Nodes, protocol.NodeState{Node: t.Node, State: protocol.NodeAnswered}) {
+			return &protocol.Error{Code: protocol.CodeUnavailable, Err: errors.Join(ErrTabNotHereYet, cause),
+				Message: "tab " + tab + " is on node " + t.Node + ", which answers, but nothing at this server takes its requests yet (a tab opened a moment ago at another member of a cluster); ask again"}
+		}
 		ids = append(ids, t.Tab)
 	}
 	has := strings.Join(ids, ", ")

@@ -263,7 +263,10 @@ func (cl *client) checkTab(ctx context.Context, tab string) error {
 	_, err := cl.bc.RequestData(ctx, cl.subj.TabPlan(tab), nil)
 	switch {
 	case errors.Is(err, nats.ErrNoResponders):
-		return cl.tabNotFound(ctx, tab)
+		if err := cl.tabNotFound(ctx, tab); !errors.Is(err, busclient.ErrTabNotHereYet) {
+			return err
+		}
+		return nil // a live node has it; its subscription is on its way here
 	case protocol.CodeOf(err) == protocol.CodePermissionDenied:
 		return nil // an observer may not send plans, and watches all the same
 	}
