@@ -129,6 +129,8 @@ func (s Subjects) RoleServices(role string) []Service {
 		Service{Subject: s.SessionStart()},
 		Service{Subject: p + ".node.*.session.start"}, // a session start on one node
 		Service{Subject: p + ".session.*.stop"},
+		Service{Subject: s.HTTPFetch()},   // the http resource: an observer makes no requests to the web
+		Service{Subject: s.SearchQuery()}, // the search resource
 	)
 }
 

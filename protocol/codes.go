@@ -33,6 +33,8 @@ const (
 	CodeNodeUnavailable   Code = "node_unavailable"
 	CodeNodeNameTaken     Code = "node_name_taken"
 	CodeNodeFull          Code = "node_full"
+	CodeFetchFailed       Code = "fetch_failed"
+	CodeSearchFailed      Code = "search_failed"
 	CodeInternal          Code = "internal"
 )
 
@@ -68,6 +70,8 @@ var Codes = []struct {
 	{CodeNodeUnavailable, "the node that has the tab (or session) is gone: it stopped or died, and nothing answers for it; the message names the node"},
 	{CodeNodeNameTaken, "another live node on the bus has this node name; the message names its host and process. Pick another name (--node), or stop that node"},
 	{CodeNodeFull, "the node has as many tabs as it takes (serve --max-tabs, node.maxTabs), or every node that has the profile has: nothing was opened; the message names the nodes and their bound. Close a tab, or pin another node with --node"},
+	{CodeFetchFailed, "an http fetch got no HTTP answer: the server could not be reached, closed the connection early, answered something that is not HTTP, or redirected more often than allowed (a loop); the message says which and where"},
+	{CodeSearchFailed, "the search engine answered, but not with results: a captcha or block page, a quota or key error, a page it does not know how to read; the message says which"},
 	{CodeInternal, "a framebus bug or an unexpected browser reply"},
 }
 

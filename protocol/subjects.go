@@ -82,6 +82,14 @@ func (s Subjects) TabEvents(tab, kind string) string {
 	return fmt.Sprintf("%s.tab.%s.event.%s", s.p(), tab, kind)
 }
 
+// HTTPFetch is the http resource's subject: one HTTP request
+// (FetchRequest), answered by any node (a queue group).
+func (s Subjects) HTTPFetch() string { return s.p() + ".http.fetch" }
+
+// SearchQuery is the search resource's subject: one web search
+// (SearchRequest), answered by any node (a queue group).
+func (s Subjects) SearchQuery() string { return s.p() + ".search.query" }
+
 // Tabs is the request subject every node answers with its tabs.
 func (s Subjects) Tabs() string { return s.p() + ".tabs" }
 
