@@ -29,6 +29,30 @@ func (t *Tab) runPlan(ctx context.Context, plan protocol.Plan) protocol.PlanResu
 			break
 		}
 		a = t.withNodeTimeout(a)
+		if err := protocol.ResolveUse(&a, res.Results); err != nil {
+			stop(&res, i, err, nil, t.frames.Sequence())
+			break
+		}
+		if spec, _ := protocol.LookupAction(a.Type); spec.Resource != "" {
+			// A fetch or search: no page, no frame; only its guard.
+			t.absorb(ctx)
+			if err := t.frames.Check(a.BasedOnSequence); err != nil {
+				stop(&res, i, err, a.BasedOnSequence, t.frames.Sequence())
+				break
+			}
+			r := t.runResourceAction(ctx, i, a)
+			if !r.OK && ctx.Err() != nil {
+				err := cancelledError(plan, a)
+				r.Code, r.Error = protocol.CodeOf(err), err.Error()
+			}
+			res.Results = append(res.Results, r)
+			if !r.OK {
+				stop(&res, i, &protocol.Error{Code: r.Code, Message: r.Error}, nil, t.frames.Sequence())
+				break
+			}
+			res.Executed++
+			continue
+		}
 		// The action's deadline runs from here: waiting for the page's
 		// own navigation to land counts against it.
 		deadline := time.Now().Add(a.EffectiveTimeout())

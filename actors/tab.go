@@ -61,6 +61,9 @@ type TabOptions struct {
 	// browser framebus runs, every change the agent did not cause is the
 	// page's.
 	UserFrames bool
+	// Resources carry out a plan's fetch and search actions (the node's);
+	// nil refuses them.
+	Resources Resources
 	// Viewport is what the tab's pages are laid out for, set before its
 	// first frame; zero leaves the browser window's own size.
 	Viewport protocol.Viewport
@@ -98,6 +101,7 @@ type Tab struct {
 	dialogs       dialogPolicy
 	allow         func(url string) error
 	actionTimeout time.Duration
+	resources     Resources
 	viewport      protocol.Viewport // what resize last set, or the node's
 	log           zerolog.Logger
 	inbox         chan micro.Request // plans, from the plan endpoint
@@ -154,6 +158,7 @@ func StartTab(ctx context.Context, opts TabOptions) (*Tab, error) {
 		dialogs:       newDialogPolicy(opts.DialogTimeout, opts.DialogDefault),
 		allow:         opts.Allow,
 		actionTimeout: opts.ActionTimeout,
+		resources:     opts.Resources,
 		viewport:      opts.Viewport,
 		stage:         newStage(opts),
 		roots:         opts.FileRoots,

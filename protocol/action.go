@@ -54,13 +54,35 @@ type Action struct {
 	IdleTimeout     Duration `json:"idleTimeout,omitempty"`
 	Timeout         Duration `json:"timeout,omitempty"`
 	BasedOnSequence *int64   `json:"basedOnSequence,omitempty"`
+
+	// The http and search resources' parameters (fetch, search).
+	Method       string            `json:"method,omitempty"`
+	Headers      map[string]string `json:"headers,omitempty"`
+	Body         string            `json:"body,omitempty"`
+	BodyBase64   bool              `json:"bodyBase64,omitempty"`
+	MaxRedirects int               `json:"maxRedirects,omitempty"`
+	NoRedirects  bool              `json:"noRedirects,omitempty"`
+	MaxBytes     int               `json:"maxBytes,omitempty"`
+	CookiesFrom  string            `json:"cookiesFrom,omitempty"`
+	Readable     bool              `json:"readable,omitempty"`
+	Query        string            `json:"query,omitempty"`
+	Engine       string            `json:"engine,omitempty"`
+	Limit        int               `json:"limit,omitempty"`
+	Site         string            `json:"site,omitempty"`
+	Region       string            `json:"region,omitempty"`
+
+	// Use fills parameters from what earlier actions of the plan returned:
+	// parameter name -> "<index>.<path>", the index of an earlier action
+	// and a path into its value ({"url": "0.results.0.url"}: the first
+	// result of the search that is action 0). See ResolveUse.
+	Use map[string]string `json:"use,omitempty"`
 }
 
 // Based returns a pointer to seq, for filling BasedOnSequence in literals.
 func Based(seq int64) *int64 { return &seq }
 
 // field returns a pointer to the Action field of a declared parameter:
-// *string, *[]string, *bool, *int, *float64 or *Duration. It is the one place that ties
+// *string, *[]string, *map[string]string, *bool, *int, *float64 or *Duration. It is the one place that ties
 // parameter names to fields; TestEveryActionDeclared checks it covers
 // every declared parameter with the declared kind.
 func (a *Action) field(name string) any {
@@ -145,6 +167,34 @@ func (a *Action) field(name string) any {
 		return &a.IdleTimeout
 	case "timeout":
 		return &a.Timeout
+	case "method":
+		return &a.Method
+	case "headers":
+		return &a.Headers
+	case "body":
+		return &a.Body
+	case "bodyBase64":
+		return &a.BodyBase64
+	case "maxRedirects":
+		return &a.MaxRedirects
+	case "noRedirects":
+		return &a.NoRedirects
+	case "maxBytes":
+		return &a.MaxBytes
+	case "cookiesFrom":
+		return &a.CookiesFrom
+	case "readable":
+		return &a.Readable
+	case "query":
+		return &a.Query
+	case "engine":
+		return &a.Engine
+	case "limit":
+		return &a.Limit
+	case "site":
+		return &a.Site
+	case "region":
+		return &a.Region
 	}
 	return nil
 }

@@ -20,6 +20,7 @@ const (
 	KindStrings // a list; on the CLI the positional rest of the line
 	KindInt     // a non-negative integer
 	KindNumber  // a non-negative decimal number
+	KindMap     // names to strings (a JSON object); on the CLI "Name: value", repeated
 )
 
 // Param declares one parameter of an action.
@@ -63,7 +64,18 @@ type ActionSpec struct {
 	// Check validates what the parameters cannot say one by one (which
 	// combinations are allowed); nil when there is nothing to check.
 	Check func(a Action) error
+	// Resource is "http" or "search" for an action of a resource beside
+	// the browser: it touches no tab, so alone (the CLI, the REPL) it is
+	// a request to the resource's subject, and in a plan the tab's node
+	// carries it out; "" for the browser's actions.
+	Resource string
 }
+
+// The resources beside the browser (ADR-006).
+const (
+	ResourceHTTP   = "http"
+	ResourceSearch = "search"
+)
 
 // DefaultActionTimeout is the deadline of an action that declares none.
 const DefaultActionTimeout = 30 * time.Second
@@ -227,6 +239,33 @@ var actionSpecs = []ActionSpec{
 			timeoutParam("the resize"),
 		},
 		Check: func(a Action) error { _, err := ActionViewport(a); return err }},
+	{Type: "fetch", Resource: ResourceHTTP, DefaultTimeout: 30 * time.Second,
+		Summary: "an HTTP request without the browser (the http resource), under the browser's whitelist, every redirect hop checked; answers status, headers, redirects and the body",
+		Params: []Param{
+			{Name: "url", Positional: true, Required: true, Help: "the URL (http or https)"},
+			{Name: "method", Short: "X", Choices: FetchMethods, Help: "the HTTP method (default GET)"},
+			{Name: "headers", Kind: KindMap, Short: "H", Help: "request headers; on the command line 'Name: value', repeated"},
+			{Name: "body", Short: "d", Help: "the request body: text, or base64 with body-base64"},
+			{Name: "bodyBase64", Kind: KindBool, Help: "the body is base64 of bytes (binary)"},
+			{Name: "readable", Kind: KindBool, Help: "add the main text of an HTML page (a reader view's title, byline and text)"},
+			{Name: "maxRedirects", Kind: KindInt, Help: "follow at most this many redirects (default 10)"},
+			{Name: "noRedirects", Kind: KindBool, Help: "follow no redirect: answer the redirect itself"},
+			{Name: "maxBytes", Kind: KindInt, Help: "keep at most this many bytes of the body (default and most: the node's http.maxBytes); past it the body is cut and truncated is set"},
+			{Name: "cookiesFrom", Help: "send the cookies a browser profile holds for each URL (opt-in: a logged-in profile's session goes with the request)"},
+			timeoutParam("the request, redirects and body included"),
+		},
+		Check: checkFetch},
+	{Type: "search", Resource: ResourceSearch, DefaultTimeout: 30 * time.Second,
+		Summary: "a web search without the browser (the search resource): title, URL and snippet of each result, ads and the engine's own links removed",
+		Params: []Param{
+			{Name: "query", Positional: true, Required: true, Rest: true, Help: "what to search for"},
+			{Name: "engine", Choices: SearchEngines, Help: "the engine: duckduckgo (its HTML results) or google (the Custom Search JSON API, when the node has its key); default: the node's"},
+			{Name: "limit", Kind: KindInt, Help: fmt.Sprintf("at most this many results (1 to %d, default %d)", MaxSearchLimit, DefaultSearchLimit)},
+			{Name: "site", Help: "only results from this site (example.com)"},
+			{Name: "region", Help: "the engine's region or language (DuckDuckGo's kl, e.g. de-de; Google's gl, e.g. de)"},
+			timeoutParam("the search"),
+		},
+		Check: checkSearch},
 	{Type: "title", Summary: "the page's title", Params: []Param{timeoutParam("reading")}},
 	{Type: "url", Summary: "the page's URL", Params: []Param{timeoutParam("reading")}},
 }

@@ -103,6 +103,9 @@ func DecodePlan(data []byte) (Plan, error) {
 		if err != nil {
 			return Plan{}, err
 		}
+		if err := checkUseOrder(a, 0); err != nil {
+			return Plan{}, err
+		}
 		p.Actions = []Action{a}
 	case hasMany:
 		var raws []json.RawMessage
@@ -120,12 +123,31 @@ func DecodePlan(data []byte) (Plan, error) {
 			if err != nil {
 				return Plan{}, err
 			}
+			if err := checkUseOrder(a, i); err != nil {
+				return Plan{}, err
+			}
 			p.Actions = append(p.Actions, a)
 		}
 	default:
 		return Plan{}, badRequest("plan: has no action; send {\"action\": {...}} or {\"actions\": [...]}")
 	}
 	return p, nil
+}
+
+// checkUseOrder: action i of a plan takes values only from actions
+// before it.
+func checkUseOrder(a Action, i int) error {
+	for name, ref := range a.Use {
+		step, _, _ := strings.Cut(ref, ".")
+		if n, _ := strconv.Atoi(step); n >= i {
+			before := fmt.Sprintf("an action takes values from actions 0 to %d", i-1)
+			if i == 0 {
+				before = "the first action of a plan has none before it"
+			}
+			return badRequest("actions[%d].use.%s: %q names action %d, which does not run before this one (%s)", i, name, ref, n, before)
+		}
+	}
+	return nil
 }
 
 // Validate checks an Action built in Go (not decoded from JSON) by encoding
@@ -175,6 +197,11 @@ func decodeAction(data []byte, path string) (Action, error) {
 			}
 			a.BasedOnSequence = &v
 			continue
+		case "use":
+			if err := a.decodeUse(spec, raw, field); err != nil {
+				return Action{}, err
+			}
+			continue
 		}
 		param, ok := spec.param(name)
 		if !ok {
@@ -188,20 +215,13 @@ func decodeAction(data []byte, path string) (Action, error) {
 			return Action{}, err
 		}
 	}
-	for _, p := range spec.Params {
-		if !p.Required {
-			continue
+	for name := range a.Use {
+		if _, given := seen[name]; given {
+			return Action{}, badRequest("%s.use.%s: %s is given, and taken from an earlier action too; give one", path, name, name)
 		}
-		switch v := a.field(p.Name).(type) {
-		case *string:
-			if *v == "" && !p.MayBeEmpty {
-				return Action{}, badRequest("%s.%s: missing; %s needs %s", path, p.Name, a.Type, LowerFirst(p.Help))
-			}
-		case *[]string:
-			if len(*v) == 0 {
-				return Action{}, badRequest("%s.%s: missing; %s needs %s", path, p.Name, a.Type, LowerFirst(p.Help))
-			}
-		}
+	}
+	if err := checkRequired(a, path); err != nil {
+		return Action{}, err
 	}
 	if spec.Check != nil {
 		if err := spec.Check(a); err != nil {
@@ -209,6 +229,58 @@ func decodeAction(data []byte, path string) (Action, error) {
 		}
 	}
 	return a, nil
+}
+
+// checkRequired refuses an action without a required parameter, unless
+// the plan fills it from an earlier action (Use) when it runs.
+func checkRequired(a Action, path string) error {
+	spec, _ := LookupAction(a.Type)
+	for _, p := range spec.Params {
+		if _, used := a.Use[p.Name]; !p.Required || used {
+			continue
+		}
+		missing := false
+		switch v := a.field(p.Name).(type) {
+		case *string:
+			missing = *v == "" && !p.MayBeEmpty
+		case *[]string:
+			missing = len(*v) == 0
+		}
+		if missing {
+			return badRequest("%s.%s: missing; %s needs %s", path, p.Name, a.Type, LowerFirst(p.Help))
+		}
+	}
+	return nil
+}
+
+// decodeUse reads an action's use: parameter -> "<index>.<path>" (see
+// Action.Use). Only string and integer parameters can be filled so.
+func (a *Action) decodeUse(spec ActionSpec, raw json.RawMessage, field string) error {
+	var use map[string]string
+	if err := json.Unmarshal(raw, &use); err != nil || isNull(raw) {
+		return badRequest("%s: must be an object of parameter names to \"<index>.<path>\" (e.g. {\"url\": \"0.results.0.url\"}), got %s", field, describeJSON(raw))
+	}
+	for name, ref := range use {
+		p, ok := spec.param(name)
+		if !ok {
+			return badRequest("%s.%s: %s does not take %q (it takes %s)", field, name, a.Type, name, spec.paramNames())
+		}
+		if p.Kind != KindString && p.Kind != KindInt {
+			return badRequest("%s.%s: only text and integer parameters can be taken from an earlier action", field, name)
+		}
+		step, _, _ := strings.Cut(ref, ".")
+		if n, err := strconv.Atoi(step); err != nil || n < 0 {
+			return badRequest("%s.%s: %q is not \"<index>.<path>\" (the index of an earlier action of the plan, from 0, then a dotted path into its value, e.g. 0.results.0.url)", field, name, ref)
+		}
+		if p.Name != name {
+			delete(use, name)
+			use[p.Name] = ref
+		}
+	}
+	if len(use) > 0 {
+		a.Use = use
+	}
+	return nil
 }
 
 func (s ActionSpec) param(name string) (Param, bool) {
@@ -259,6 +331,12 @@ func (a *Action) set(p Param, raw json.RawMessage, field string) error {
 			}
 		}
 		*dst = list
+	case *map[string]string:
+		var m map[string]string
+		if err := json.Unmarshal(raw, &m); err != nil || isNull(raw) {
+			return badRequest("%s: must be an object of names to strings, got %s", field, describeJSON(raw))
+		}
+		*dst = m
 	case *bool:
 		if err := json.Unmarshal(raw, dst); err != nil || isNull(raw) {
 			return badRequest("%s: must be true or false", field)

@@ -146,6 +146,8 @@ func TestEveryActionDeclared(t *testing.T) {
 				ok = p.Kind == KindString
 			case *[]string:
 				ok = p.Kind == KindStrings
+			case *map[string]string:
+				ok = p.Kind == KindMap
 			case *bool:
 				ok = p.Kind == KindBool
 			case *Duration:

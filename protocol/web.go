@@ -1,5 +1,14 @@
 package protocol
 
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+)
+
 // The http and search resources (ADR-006): stateless request/reply
 // services beside the browser, which any node answers (a queue group),
 // under the same whitelist as the browser. They touch no tab and make no
@@ -127,4 +136,184 @@ type SearchReply struct {
 	Query   string         `json:"query"`
 	Results []SearchResult `json:"results"`
 	Took    Duration       `json:"took"`
+}
+
+// checkFetch: a fetch follows no redirect or at most some, not both.
+// Header names and values must be what HTTP carries.
+func checkFetch(a Action) error {
+	if a.NoRedirects && a.MaxRedirects > 0 {
+		return badRequest("fetch: noRedirects and maxRedirects cannot be combined; give one")
+	}
+	for name, value := range a.Headers {
+		if name == "" || strings.IndexFunc(name, func(r rune) bool { return !isTokenChar(r) }) >= 0 {
+			return badRequest("fetch.headers: %q is not a header name (letters, digits and !#$%%&'*+-.^_`|~, no spaces or colons)", name)
+		}
+		if strings.ContainsAny(value, "\r\n\x00") {
+			return badRequest("fetch.headers.%s: the value has a line break or NUL, which HTTP does not carry", name)
+		}
+	}
+	return nil
+}
+
+// isTokenChar: a character of an HTTP token (RFC 9110 tchar).
+func isTokenChar(r rune) bool {
+	return r < 0x7f && (r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("!#$%&'*+-.^_`|~", r))
+}
+
+// checkSearch: a search's limit is 1 to MaxSearchLimit when given.
+func checkSearch(a Action) error {
+	if a.Limit > MaxSearchLimit {
+		return badRequest("search.limit: %d is more than %d", a.Limit, MaxSearchLimit)
+	}
+	return nil
+}
+
+// FetchRequest is a fetch action's request to the http resource.
+func (a Action) FetchRequest() FetchRequest {
+	return FetchRequest{URL: a.URL, Method: a.Method, Headers: a.Headers, Body: a.Body, BodyBase64: a.BodyBase64,
+		Timeout: a.Timeout, MaxRedirects: a.MaxRedirects, NoRedirects: a.NoRedirects, MaxBytes: a.MaxBytes,
+		CookiesFrom: a.CookiesFrom, Readable: a.Readable}
+}
+
+// SearchRequest is a search action's request to the search resource.
+func (a Action) SearchRequest() SearchRequest {
+	return SearchRequest{Query: a.Query, Engine: a.Engine, Limit: a.Limit, Site: a.Site, Region: a.Region, Timeout: a.Timeout}
+}
+
+// DecodeFetchRequest parses and validates a request to the http resource
+// with the fetch action's rules (bad_request naming the field).
+func DecodeFetchRequest(data []byte) (FetchRequest, error) {
+	a, err := decodeResourceRequest(data, "fetch")
+	return a.FetchRequest(), err
+}
+
+// DecodeSearchRequest parses and validates a request to the search
+// resource with the search action's rules.
+func DecodeSearchRequest(data []byte) (SearchRequest, error) {
+	a, err := decodeResourceRequest(data, "search")
+	return a.SearchRequest(), err
+}
+
+// decodeResourceRequest decodes a resource's request as the action typ
+// (its fields are the action's parameters, and nothing else).
+func decodeResourceRequest(data []byte, typ string) (Action, error) {
+	if err := checkText(data, "", typ); err != nil {
+		return Action{}, err
+	}
+	fields, err := decodeObject(data, typ)
+	if err != nil {
+		return Action{}, err
+	}
+	for _, name := range []string{"type", "use", "basedOnSequence"} {
+		if _, ok := fields[name]; ok {
+			return Action{}, badRequest("%s.%s: not a field of a request to the %s resource (it is a plan action's)", typ, name, resourceOf(typ))
+		}
+	}
+	fields["type"] = json.RawMessage(strconv.Quote(typ))
+	obj, err := json.Marshal(fields)
+	if err != nil {
+		return Action{}, badRequest("%s: %v", typ, err)
+	}
+	return decodeAction(obj, typ)
+}
+
+func resourceOf(typ string) string {
+	spec, _ := LookupAction(typ)
+	return spec.Resource
+}
+
+// ResolveUse fills a's parameters named in a.Use from the values of the
+// plan's earlier actions (results, by index), and clears Use. A path that
+// leads nowhere, or to something that is not a string (or a number, for
+// an integer parameter), is bad_request naming it and saying what is
+// there.
+func ResolveUse(a *Action, results []ActionResult) error {
+	if len(a.Use) == 0 {
+		return nil
+	}
+	spec, _ := LookupAction(a.Type)
+	for name, ref := range a.Use {
+		field := a.Type + ".use." + name
+		step, path, _ := strings.Cut(ref, ".")
+		i, err := strconv.Atoi(step)
+		if err != nil || i < 0 || i >= len(results) {
+			return badRequest("%s: %q names action %s, which has not run (%d ran before this one)", field, ref, step, len(results))
+		}
+		v, err := valueAt(results[i].Value, path)
+		if err != nil {
+			return badRequest("%s: %q: %v", field, ref, err)
+		}
+		param, _ := spec.param(name)
+		raw, err := json.Marshal(v)
+		if err != nil {
+			return badRequest("%s: %v", field, err)
+		}
+		if n, isNumber := v.(json.Number); isNumber && param.Kind == KindString {
+			raw, _ = json.Marshal(n.String())
+		}
+		if err := a.set(param, raw, field); err != nil {
+			return err
+		}
+	}
+	a.Use = nil
+	return checkRequired(*a, a.Type)
+}
+
+// valueAt walks a JSON value along a dotted path of object keys and
+// array indexes ("" is the value itself).
+func valueAt(raw json.RawMessage, path string) (any, error) {
+	if len(raw) == 0 {
+		return nil, fmt.Errorf("that action returned no value")
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	var v any
+	if err := dec.Decode(&v); err != nil {
+		return nil, fmt.Errorf("that action's value is not JSON: %v", err)
+	}
+	if path == "" {
+		return v, nil
+	}
+	walked := ""
+	for _, key := range strings.Split(path, ".") {
+		switch node := v.(type) {
+		case map[string]any:
+			next, ok := node[key]
+			if !ok {
+				return nil, fmt.Errorf("%s has no %q (it has %s)", orValue(walked), key, strings.Join(sortedKeys(node), ", "))
+			}
+			v = next
+		case []any:
+			i, err := strconv.Atoi(key)
+			if err != nil || i < 0 || i >= len(node) {
+				return nil, fmt.Errorf("%s has %d items; %q is not one of them", orValue(walked), len(node), key)
+			}
+			v = node[i]
+		default:
+			return nil, fmt.Errorf("%s is %s, not an object or array", orValue(walked), describeJSON(mustJSON(node)))
+		}
+		walked = strings.TrimPrefix(walked+"."+key, ".")
+	}
+	return v, nil
+}
+
+func orValue(walked string) string {
+	if walked == "" {
+		return "the value"
+	}
+	return walked
+}
+
+func sortedKeys(m map[string]any) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
+
+func mustJSON(v any) []byte {
+	data, _ := json.Marshal(v)
+	return data
 }

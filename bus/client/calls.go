@@ -163,3 +163,31 @@ func withDefaultTimeout(ctx context.Context, d time.Duration) (context.Context, 
 	}
 	return context.WithTimeout(ctx, d)
 }
+
+// Fetch asks the http resource (any node) for one HTTP request. The
+// request's timeout, or the action default, bounds it when ctx has a
+// later deadline.
+func (c *Client) Fetch(ctx context.Context, req protocol.FetchRequest) (protocol.FetchReply, error) {
+	var reply protocol.FetchReply
+	ctx, cancel := resourceDeadline(ctx, req.Timeout, "fetch")
+	defer cancel()
+	err := c.Request(ctx, c.subj.HTTPFetch(), req, &reply)
+	return reply, err
+}
+
+// Search asks the search resource (any node) for results.
+func (c *Client) Search(ctx context.Context, req protocol.SearchRequest) (protocol.SearchReply, error) {
+	var reply protocol.SearchReply
+	ctx, cancel := resourceDeadline(ctx, req.Timeout, "search")
+	defer cancel()
+	err := c.Request(ctx, c.subj.SearchQuery(), req, &reply)
+	return reply, err
+}
+
+// resourceDeadline bounds a resource request: the request's own timeout
+// (else the action's default) and a few seconds for the bus, so the
+// node's timeout answers first.
+func resourceDeadline(ctx context.Context, timeout protocol.Duration, action string) (context.Context, context.CancelFunc) {
+	wait := protocol.Action{Type: action, Timeout: timeout}.EffectiveTimeout()
+	return context.WithTimeout(ctx, wait+5*time.Second)
+}

@@ -41,10 +41,13 @@ func actionCommand(spec protocol.ActionSpec) command {
 		details: actionDetails(spec, positional),
 		setup: func(fs *pflag.FlagSet) func(c *cli, args []string) error {
 			var target clientFlags
-			target.declare(fs, true)
+			onTab := spec.Resource == "" // a resource's action touches no tab
+			target.declare(fs, onTab)
 			var basedOn intFlag
 			var dryRun bool
-			fs.Var(&basedOn, "based-on", "run only while frame `N` is the tab's current frame (sets basedOnSequence)")
+			if onTab {
+				fs.Var(&basedOn, "based-on", "run only while frame `N` is the tab's current frame (sets basedOnSequence)")
+			}
 			boolVarP(fs, &dryRun, "dry-run", "", "print the plan instead of sending it (needs no node)")
 			var flags []paramFlag
 			for _, p := range spec.Params {
@@ -90,10 +93,37 @@ func actionCommand(spec protocol.ActionSpec) command {
 					c.printJSON(json.RawMessage(data))
 					return nil
 				}
+				if !onTab {
+					return c.runResource(target, plan.Actions[0])
+				}
 				return c.runAction(target, data, plan, local)
 			}
 		},
 	}
+}
+
+// runResource sends a resource's action (fetch, search) to its resource,
+// which any node answers, and prints the reply.
+func (c *cli) runResource(target clientFlags, a protocol.Action) error {
+	cl, err := c.connect(target)
+	if err != nil {
+		return err
+	}
+	defer cl.close()
+	var reply any
+	switch a.Type {
+	case "fetch":
+		reply, err = cl.bc.Fetch(c.ctx, a.FetchRequest())
+	case "search":
+		reply, err = cl.bc.Search(c.ctx, a.SearchRequest())
+	default:
+		return protocol.Errorf(protocol.CodeInternal, "%s: no resource carries it out", a.Type)
+	}
+	if err != nil {
+		return errNoNode(err)
+	}
+	c.printJSON(reply)
+	return nil
 }
 
 func (c *cli) runAction(target clientFlags, data []byte, plan protocol.Plan, local map[string]any) error {
@@ -240,9 +270,12 @@ func actionDetails(spec protocol.ActionSpec, params []protocol.Param) string {
 		}
 		b.WriteString("Put -- before an argument that starts with a dash: framebus " + spec.Type + " -- -x.\n\n")
 	}
-	if spec.Mutates {
+	switch {
+	case spec.Resource != "":
+		fmt.Fprintf(&b, "The %s resource, which any node answers: touches no tab, produces no frame.\n", spec.Resource)
+	case spec.Mutates:
 		b.WriteString("Changes page state: produces exactly one frame; its number is \"sequence\" in the reply.\n")
-	} else {
+	default:
 		b.WriteString("Read-only: produces no frame.\n")
 	}
 	b.WriteString(`Prints {"ok":true,...} with what the action returned, or {"ok":false,"error":...,"code":...} and exits 1.`)
@@ -393,6 +426,10 @@ func declareParam(fs *pflag.FlagSet, p protocol.Param) paramFlag {
 	case protocol.KindStrings:
 		v := fs.StringArrayP(name, p.Short, nil, help+" (repeat the flag for more)")
 		return paramFlag{p, name, func() any { return *v }}
+	case protocol.KindMap:
+		v := mapFlag{}
+		fs.VarP(v, name, p.Short, help+" (repeat the flag for more)")
+		return paramFlag{p, name, func() any { return map[string]string(v) }}
 	}
 	v := fs.StringP(name, p.Short, "", help)
 	return paramFlag{p, name, func() any { return *v }}

@@ -79,14 +79,16 @@ func TestActionCommands(t *testing.T) {
 			want := map[protocol.ParamKind]string{
 				protocol.KindBool: "bool", protocol.KindDuration: "duration",
 				protocol.KindString: "string", protocol.KindStrings: "stringArray", protocol.KindInt: "int", protocol.KindNumber: "number",
+				protocol.KindMap: "'Name: value'",
 			}[p.Kind]
 			if f == nil || f.Value.Type() != want {
 				t.Errorf("%s: parameter %q is not a %s flag", spec.Type, p.Name, want)
 			}
 		}
 		for _, name := range []string{"tab", "bus", "based-on", "prefix"} {
-			if fs.Lookup(name) == nil {
-				t.Errorf("%s: no --%s", spec.Type, name)
+			onTab := name == "tab" || name == "based-on"
+			if has := fs.Lookup(name) != nil; has != (spec.Resource == "" || !onTab) {
+				t.Errorf("%s: --%s declared %v (a resource's action touches no tab)", spec.Type, name, has)
 			}
 		}
 	}

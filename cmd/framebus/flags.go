@@ -4,7 +4,9 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"sort"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/framebus/framebus/protocol"
@@ -141,3 +143,28 @@ func (b *boolFlag) IsBoolFlag() bool { return true }
 func boolVarP(fs *pflag.FlagSet, p *bool, name, short, usage string) {
 	fs.VarPF((*boolFlag)(p), name, short, usage).NoOptDefVal = "true"
 }
+
+// mapFlag collects "Name: value" entries (curl's -H) into a map; a name
+// given again takes the later value.
+type mapFlag map[string]string
+
+func (m mapFlag) Set(s string) error {
+	name, value, ok := strings.Cut(s, ":")
+	name = strings.TrimSpace(name)
+	if !ok || name == "" {
+		return fmt.Errorf("%q is not 'Name: value'", s)
+	}
+	m[name] = strings.TrimSpace(value)
+	return nil
+}
+
+func (m mapFlag) String() string {
+	var parts []string
+	for k, v := range m {
+		parts = append(parts, k+": "+v)
+	}
+	sort.Strings(parts)
+	return strings.Join(parts, ", ")
+}
+
+func (m mapFlag) Type() string { return "'Name: value'" }

@@ -47,7 +47,10 @@ func writeActionsTable(w io.Writer) {
 			}
 		}
 		kind := "read-only"
-		if spec.Mutates {
+		switch {
+		case spec.Resource != "":
+			kind = "the " + spec.Resource + " resource: no tab, no frame"
+		case spec.Mutates:
 			kind = "makes a frame"
 		}
 		fmt.Fprintf(w, "| `%s` | %s | %s (%s) |\n", use, mdCode(strings.Join(flags, " ")), mdCell(spec.Summary), kind)
@@ -68,6 +71,8 @@ func flagValueHint(p protocol.Param) string {
 		return " N"
 	case p.Kind == protocol.KindNumber:
 		return " X"
+	case p.Kind == protocol.KindMap:
+		return " 'NAME: VALUE'"
 	}
 	return " " + strings.ToUpper(flagName(p))
 }
