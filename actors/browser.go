@@ -169,3 +169,6 @@ func (b *Browser) Close() error {
 	b.conn.Close()
 	return b.proc.Close()
 }
+
+// Cookies are the cookies the browser holds (its default context).
+func (b *Browser) Cookies(ctx context.Context) ([]cdpdriver.Cookie, error) { return b.conn.Cookies(ctx) }

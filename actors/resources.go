@@ -4,8 +4,13 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net/http"
+	"net/http/cookiejar"
+	"net/url"
+	"strings"
 
 	"github.com/framebus/framebus/protocol"
+	"golang.org/x/net/publicsuffix"
 )
 
 // Resources carry out the requests of the resources beside the browser
@@ -54,4 +59,44 @@ func (t *Tab) runResourceAction(ctx context.Context, index int, a protocol.Actio
 func resourceOf(a protocol.Action) string {
 	spec, _ := protocol.LookupAction(a.Type)
 	return spec.Resource
+}
+
+// profileCookies are the cookies a profile's browser would send to u
+// (the http resource's cookiesFrom): its cookie store, matched to u by
+// net/http's cookie jar (domain, path, secure, expiry; the public suffix
+// list keeps a cookie set for a public suffix from matching).
+func (n *Node) profileCookies(ctx context.Context, profile string, u *url.URL) ([]*http.Cookie, error) {
+	p := n.Profile(profile)
+	if p == nil {
+		var names []string
+		for _, p := range n.Profiles() {
+			names = append(names, p.Name())
+		}
+		return nil, protocol.ProfileNotFound(profile, names)
+	}
+	b := p.Browser()
+	if b == nil {
+		return nil, p.notRunning()
+	}
+	held, err := b.Cookies(ctx)
+	if err != nil {
+		return nil, protocol.Errorf(codeOf(err), "cookies of profile %s: %v", profile, err)
+	}
+	jar, err := cookiejar.New(&cookiejar.Options{PublicSuffixList: publicsuffix.List})
+	if err != nil {
+		return nil, err
+	}
+	for _, c := range held {
+		host, domainCookie := strings.CutPrefix(c.Domain, ".")
+		set := &http.Cookie{Name: c.Name, Value: c.Value, Path: c.Path, Secure: c.Secure, HttpOnly: c.HTTPOnly, Expires: c.Expires}
+		if domainCookie {
+			set.Domain = host
+		}
+		scheme := "http"
+		if c.Secure {
+			scheme = "https"
+		}
+		jar.SetCookies(&url.URL{Scheme: scheme, Host: host, Path: c.Path}, []*http.Cookie{set})
+	}
+	return jar.Cookies(u), nil
 }
