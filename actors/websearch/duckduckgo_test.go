@@ -1,7 +1,9 @@
 package websearch
 
 import (
+	"bytes"
 	"context"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -167,6 +169,40 @@ func TestDuckDuckGoAds(t *testing.T) {
 	}
 	if !slices.Equal(reply.Results, want) {
 		t.Errorf("results\n %+v\nwant\n %+v", reply.Results, want)
+	}
+}
+
+// TestDuckDuckGoAdsByMarkup: an ad is left out by its block's markup
+// (result--ad, the lite layout's result-sponsored rows) even when its link
+// is not DuckDuckGo's y.js but the advertiser's own.
+func TestDuckDuckGoAdsByMarkup(t *testing.T) {
+	yjs := regexp.MustCompile(`https://duckduckgo\.com/y\.js\?[^"]*`)
+	for _, tc := range []struct {
+		fixture, query, ddgPath string
+		organic                 int
+	}{
+		{"ddg-ads.html", "running shoes", "/html/", 3},
+		{"ddg-lite.html", "lisbon", "/lite/", 4},
+	} {
+		t.Run(tc.fixture, func(t *testing.T) {
+			page := fixture(t, tc.fixture)
+			direct := yjs.ReplaceAll(page, []byte("https://advertiser.example/landing"))
+			if bytes.Equal(direct, page) {
+				t.Fatal("the fixture has no y.js ad links")
+			}
+			ddg := ddgServer(t, map[string]answer{tc.query: {200, "text/html", direct}})
+			s, err := New(Options{Fetch: httpFetch, DuckDuckGoURL: ddg.URL + tc.ddgPath})
+			if err != nil {
+				t.Fatal(err)
+			}
+			reply, err := s.Search(context.Background(), protocol.SearchRequest{Query: tc.query})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if slices.Contains(urls(reply.Results), "https://advertiser.example/landing") || len(reply.Results) != tc.organic {
+				t.Errorf("results %v, want the %d organic ones and no ad", urls(reply.Results), tc.organic)
+			}
+		})
 	}
 }
 
