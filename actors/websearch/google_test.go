@@ -13,6 +13,7 @@ func natsServer(t *testing.T) *engineServer {
 		"nats jetstream":          jsonAnswer(t, 200, "google-results.json"),
 		"nats jetstream start=11": jsonAnswer(t, 200, "google-results-2.json"),
 		"quota":                   jsonAnswer(t, 429, "google-quota.json"),
+		"daily limit":             jsonAnswer(t, 403, "google-daily-limit.json"),
 		"html page":               htmlAnswer(t, 200, "not-results.html"),
 		"bad gateway":             answer{502, "text/html", []byte("<html><body><h1>502 Bad Gateway</h1></body></html>")},
 	})
@@ -105,6 +106,7 @@ func TestGoogleErrors(t *testing.T) {
 	}{
 		{"quota", "quota", testGoogleKey, []string{"HTTP 429 RESOURCE_EXHAUSTED (rateLimitExceeded)",
 			"Quota exceeded for quota metric 'Queries' and limit 'Queries per day' of service 'customsearch.googleapis.com'"}},
+		{"daily limit (the older error shape)", "daily limit", testGoogleKey, []string{"HTTP 403 (dailyLimitExceeded): Daily Limit Exceeded"}},
 		{"key invalid", "nats jetstream", "AIzaSyWRONG-key-9876543210", []string{"HTTP 400 INVALID_ARGUMENT (badRequest)", "API key not valid. Please pass a valid API key."}},
 		{"not JSON", "html page", testGoogleKey, []string{"not a Custom Search JSON API response", "Network Login"}},
 		{"HTTP 502", "bad gateway", testGoogleKey, []string{"HTTP 502 Bad Gateway"}},
