@@ -61,20 +61,7 @@ func TestDuckDuckGoResults(t *testing.T) {
 	if !reply.OK || reply.Engine != protocol.EngineDuckDuckGo || reply.Query != "golang http client" {
 		t.Errorf("reply ok %v engine %q query %q", reply.OK, reply.Engine, reply.Query)
 	}
-	if !slices.Equal(reply.Results, golangResults) {
-		for i := range max(len(reply.Results), len(golangResults)) {
-			var got, want protocol.SearchResult
-			if i < len(reply.Results) {
-				got = reply.Results[i]
-			}
-			if i < len(golangResults) {
-				want = golangResults[i]
-			}
-			if got != want {
-				t.Errorf("result %d:\n got %+v\nwant %+v", i, got, want)
-			}
-		}
-	}
+	checkResults(t, reply.Results, golangResults)
 	reqs := ddg.got()
 	if len(reqs) != 1 {
 		t.Fatalf("%d requests, want 1 (12 results are on the first page)", len(reqs))
@@ -167,9 +154,7 @@ func TestDuckDuckGoAds(t *testing.T) {
 		{Title: "Which daily trainer should I buy? : r/running", URL: "https://www.reddit.example/r/running/comments/1b2c3d/which_daily_trainer/",
 			Snippet: "I'm looking for a daily trainer for ~40 km a week. Budget ~120 €."},
 	}
-	if !slices.Equal(reply.Results, want) {
-		t.Errorf("results\n %+v\nwant\n %+v", reply.Results, want)
-	}
+	checkResults(t, reply.Results, want)
 }
 
 // TestDuckDuckGoAdsByMarkup: an ad is left out by its block's markup
@@ -229,9 +214,7 @@ func TestDuckDuckGoLiteLayout(t *testing.T) {
 		{Title: "Lisbon in 3 Days: The Perfect Itinerary", URL: "https://travel.example.com/lisbon-in-3-days",
 			Snippet: "Three days is just enough for the highlights: Alfama, Belém and a day trip to Sintra."},
 	}
-	if !slices.Equal(reply.Results, want) {
-		t.Errorf("results\n %+v\nwant\n %+v", reply.Results, want)
-	}
+	checkResults(t, reply.Results, want)
 	reqs := ddg.got()
 	if reqs[0].path != "/lite/" || reqs[0].form.Get("kl") != "pt-pt" {
 		t.Errorf("first request %s %v, want /lite/ with kl=pt-pt", reqs[0].path, reqs[0].form)

@@ -136,20 +136,26 @@ func (es *engineServer) got() []recorded {
 	return append([]recorded(nil), es.requests...)
 }
 
-// ddgServer serves DuckDuckGo's pages: first by the query q, later pages
-// (a posted Next form) by q and its s; anything else is the no-results
-// page, as DuckDuckGo answers past the last page.
-func ddgServer(t *testing.T, pages map[string]answer) *engineServer {
-	return newEngineServer(t, func(r recorded) answer {
+// byQuery answers a request by its q and, past the first page, its
+// pageParam (q, or "q s=12"); else otherwise.
+func byQuery(pages map[string]answer, pageParam string, otherwise answer) func(recorded) answer {
+	return func(r recorded) answer {
 		key := r.form.Get("q")
-		if s := r.form.Get("s"); s != "" {
-			key += " s=" + s
+		if p := r.form.Get(pageParam); p != "" {
+			key += " " + pageParam + "=" + p
 		}
 		if a, ok := pages[key]; ok {
 			return a
 		}
-		return htmlAnswer(t, 200, "ddg-no-results.html")
-	})
+		return otherwise
+	}
+}
+
+// ddgServer serves DuckDuckGo's pages: first by the query q, later pages
+// (a posted Next form) by q and its s; anything else is the no-results
+// page, as DuckDuckGo answers past the last page.
+func ddgServer(t *testing.T, pages map[string]answer) *engineServer {
+	return newEngineServer(t, byQuery(pages, "s", htmlAnswer(t, 200, "ddg-no-results.html")))
 }
 
 const (
@@ -160,18 +166,12 @@ const (
 // googleServer serves the Custom Search JSON API: by q and start, after
 // checking the key and cx like the API (a wrong key is keyInvalid).
 func googleServer(t *testing.T, pages map[string]answer) *engineServer {
+	route := byQuery(pages, "start", jsonAnswer(t, 200, "google-no-results.json"))
 	return newEngineServer(t, func(r recorded) answer {
 		if r.form.Get("key") != testGoogleKey || r.form.Get("cx") != testGoogleCX {
 			return jsonAnswer(t, 400, "google-key-invalid.json")
 		}
-		key := r.form.Get("q")
-		if s := r.form.Get("start"); s != "" {
-			key += " start=" + s
-		}
-		if a, ok := pages[key]; ok {
-			return a
-		}
-		return jsonAnswer(t, 200, "google-no-results.json")
+		return route(r)
 	})
 }
 
@@ -204,6 +204,23 @@ func wantCode(t *testing.T, err error, code protocol.Code) string {
 		t.Fatalf("code %s (%v), want %s", got, err, code)
 	}
 	return err.Error()
+}
+
+// checkResults fails t, result by result, unless got is want.
+func checkResults(t *testing.T, got, want []protocol.SearchResult) {
+	t.Helper()
+	for i := range max(len(got), len(want)) {
+		var g, w protocol.SearchResult
+		if i < len(got) {
+			g = got[i]
+		}
+		if i < len(want) {
+			w = want[i]
+		}
+		if g != w {
+			t.Errorf("result %d:\n got %+v\nwant %+v", i, g, w)
+		}
+	}
 }
 
 func urls(results []protocol.SearchResult) []string {
