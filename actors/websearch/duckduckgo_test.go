@@ -126,15 +126,33 @@ func TestDuckDuckGoLimit(t *testing.T) {
 }
 
 // TestDuckDuckGoNoResults: DuckDuckGo's "No results." page is an empty
-// answer, not an error.
+// answer, not an error; so is the lite layout's notice (that one written
+// from memory of the lite page, not from a saved one: its results table
+// holding the notice alone).
 func TestDuckDuckGoNoResults(t *testing.T) {
-	ddg := ddgServer(t, nil)
-	reply, err := newSearcher(t, ddg, nil).Search(context.Background(), protocol.SearchRequest{Query: "zqxjv flurbomatic 7781 qq"})
-	if err != nil {
-		t.Fatal(err)
+	lite := string(fixture(t, "ddg-lite.html"))
+	start, end := strings.Index(lite, "<table border=\"0\">"), strings.LastIndex(lite, "</table>")
+	if start < 0 || end < 0 {
+		t.Fatal("the lite fixture changed: its results table is not where it was")
 	}
-	if !reply.OK || reply.Results == nil || len(reply.Results) != 0 {
-		t.Errorf("reply %+v, want ok with results []", reply)
+	liteNone := lite[:start] + "<table border=\"0\">\n<tr><td>&nbsp;&nbsp;&nbsp;</td><td>No results.</td></tr>\n" + lite[end:]
+	for _, tc := range []struct {
+		name   string
+		answer answer
+	}{
+		{"html", htmlAnswer(t, 200, "ddg-no-results.html")},
+		{"lite", answer{200, "text/html", []byte(liteNone)}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ddg := ddgServer(t, map[string]answer{"zqxjv flurbomatic 7781 qq": tc.answer})
+			reply, err := newSearcher(t, ddg, nil).Search(context.Background(), protocol.SearchRequest{Query: "zqxjv flurbomatic 7781 qq"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !reply.OK || reply.Results == nil || len(reply.Results) != 0 {
+				t.Errorf("reply %+v, want ok with results []", reply)
+			}
+		})
 	}
 }
 

@@ -89,6 +89,10 @@ func engineURL(option, raw, def string) (*url.URL, error) {
 	return u, nil
 }
 
+// maxQueryBytes bounds a query: Google answers a longer one with an
+// error, and DuckDuckGo cuts it.
+const maxQueryBytes = 2048
+
 // engine is one search engine's way of answering a validated request
 // with at most req.Limit results.
 type engine func(ctx context.Context, req protocol.SearchRequest) ([]protocol.SearchResult, error)
@@ -138,6 +142,9 @@ func (s *Searcher) normalize(req protocol.SearchRequest) (protocol.SearchRequest
 	req.Query = strings.TrimSpace(req.Query)
 	if req.Query == "" {
 		return req, protocol.Errorf(protocol.CodeBadRequest, "query: required (the words to search for)")
+	}
+	if len(req.Query) > maxQueryBytes {
+		return req, protocol.Errorf(protocol.CodeBadRequest, "query: %d bytes, at most %d", len(req.Query), maxQueryBytes)
 	}
 	if req.Engine == "" {
 		req.Engine = s.defaultEngine

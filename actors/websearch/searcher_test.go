@@ -26,6 +26,7 @@ func TestBadInput(t *testing.T) {
 	}{
 		{"no query", protocol.SearchRequest{}, "query: "},
 		{"blank query", protocol.SearchRequest{Query: " \t\n"}, "query: "},
+		{"query too long", protocol.SearchRequest{Query: strings.Repeat("word ", 410)}, "query: "},
 		{"limit below 1", protocol.SearchRequest{Query: "x", Limit: -1}, "limit: "},
 		{"limit past the maximum", protocol.SearchRequest{Query: "x", Limit: protocol.MaxSearchLimit + 1}, "limit: "},
 		{"unknown engine", protocol.SearchRequest{Query: "x", Engine: "bing"}, "engine: "},
