@@ -31,8 +31,8 @@ func (s *Searcher) searchDuckDuckGo(ctx context.Context, req protocol.SearchRequ
 	for page := 0; page < maxDuckDuckGoPages && form != nil; page++ {
 		found, next, err := s.duckDuckGoPage(ctx, req, form)
 		if err != nil {
-			if page > 0 && len(results) > 0 {
-				break
+			if len(results) > 0 {
+				break // a later page failed: answer what the earlier ones had
 			}
 			return nil, err
 		}

@@ -110,6 +110,19 @@ func TestDuckDuckGoLimit(t *testing.T) {
 			t.Errorf("second request %v, want the first page's Next form", next)
 		}
 	})
+	t.Run("a later page fails", func(t *testing.T) {
+		ddg := ddgServer(t, map[string]answer{
+			"golang http client":      htmlAnswer(t, 200, "ddg-results.html"),
+			"golang http client s=12": htmlAnswer(t, 202, "ddg-challenge.html"),
+		})
+		reply, err := newSearcher(t, ddg, nil).Search(context.Background(), protocol.SearchRequest{Query: "golang http client", Limit: 20})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Equal(urls(reply.Results), urls(golangResults)) || len(ddg.got()) != 2 {
+			t.Errorf("results %v after %d requests, want the first page's 12 after 2", urls(reply.Results), len(ddg.got()))
+		}
+	})
 	t.Run("the last page", func(t *testing.T) {
 		ddg := golangServer(t)
 		reply, err := newSearcher(t, ddg, nil).Search(context.Background(), protocol.SearchRequest{Query: "golang http client", Limit: protocol.MaxSearchLimit})

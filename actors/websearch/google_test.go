@@ -85,6 +85,22 @@ func TestGoogleLimit(t *testing.T) {
 	}
 }
 
+// TestGoogleLaterPageFails: a quota error on the second page answers the
+// first page's results.
+func TestGoogleLaterPageFails(t *testing.T) {
+	g := googleServer(t, map[string]answer{
+		"nats jetstream":          jsonAnswer(t, 200, "google-results.json"),
+		"nats jetstream start=11": jsonAnswer(t, 429, "google-quota.json"),
+	})
+	reply, err := newSearcher(t, nil, g).Search(context.Background(), protocol.SearchRequest{Query: "nats jetstream", Engine: "google", Limit: 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(reply.Results) != 10 || len(g.got()) != 2 {
+		t.Errorf("%d results after %d requests, want the first page's 10 after 2", len(reply.Results), len(g.got()))
+	}
+}
+
 func TestGoogleNoResults(t *testing.T) {
 	reply, err := newSearcher(t, nil, natsServer(t)).Search(context.Background(), protocol.SearchRequest{Query: "zqxjv flurbomatic", Engine: "google"})
 	if err != nil {
