@@ -160,7 +160,7 @@ func TestGoogleNotConfigured(t *testing.T) {
 		}
 		_, err = s.Search(context.Background(), protocol.SearchRequest{Query: "nats", Engine: "google"})
 		msg := wantCode(t, err, protocol.CodeBadRequest)
-		if !strings.HasPrefix(msg, "engine: ") || !strings.Contains(msg, "search.google.key") || !strings.Contains(msg, "search.google.cx") {
+		if !strings.HasPrefix(msg, "search.engine: ") || !strings.Contains(msg, "search.google.key") || !strings.Contains(msg, "search.google.cx") {
 			t.Errorf("message %q does not name the field and the settings", msg)
 		}
 	}

@@ -116,7 +116,7 @@ func (s *Searcher) Search(ctx context.Context, req protocol.SearchRequest) (prot
 	case protocol.EngineGoogle:
 		if s.googleKey == "" || s.googleCX == "" {
 			return protocol.SearchReply{}, protocol.Errorf(protocol.CodeBadRequest,
-				"engine: google is not configured on this node: it needs the Custom Search JSON API's key "+
+				"search.engine: google is not configured on this node: it needs the Custom Search JSON API's key "+
 					"and engine id (search.google.key or search.google.keyFile, and search.google.cx)")
 		}
 		run = s.searchGoogle
@@ -141,36 +141,36 @@ func (s *Searcher) Search(ctx context.Context, req protocol.SearchRequest) (prot
 func (s *Searcher) normalize(req protocol.SearchRequest) (protocol.SearchRequest, error) {
 	req.Query = strings.TrimSpace(req.Query)
 	if req.Query == "" {
-		return req, protocol.Errorf(protocol.CodeBadRequest, "query: required (the words to search for)")
+		return req, protocol.Errorf(protocol.CodeBadRequest, "search.query: required (the words to search for)")
 	}
 	if len(req.Query) > maxQueryBytes {
-		return req, protocol.Errorf(protocol.CodeBadRequest, "query: %d bytes, at most %d", len(req.Query), maxQueryBytes)
+		return req, protocol.Errorf(protocol.CodeBadRequest, "search.query: %d bytes, at most %d", len(req.Query), maxQueryBytes)
 	}
 	if req.Engine == "" {
 		req.Engine = s.defaultEngine
 	}
 	if !slices.Contains(protocol.SearchEngines, req.Engine) {
-		return req, protocol.Errorf(protocol.CodeBadRequest, "engine: unknown engine %q (one of %s)",
+		return req, protocol.Errorf(protocol.CodeBadRequest, "search.engine: unknown engine %q (one of %s)",
 			req.Engine, strings.Join(protocol.SearchEngines, ", "))
 	}
 	switch {
 	case req.Limit == 0:
 		req.Limit = protocol.DefaultSearchLimit
 	case req.Limit < 1 || req.Limit > protocol.MaxSearchLimit:
-		return req, protocol.Errorf(protocol.CodeBadRequest, "limit: %d is out of range (1 to %d)", req.Limit, protocol.MaxSearchLimit)
+		return req, protocol.Errorf(protocol.CodeBadRequest, "search.limit: %d is out of range (1 to %d)", req.Limit, protocol.MaxSearchLimit)
 	}
 	req.Site = strings.TrimSpace(req.Site)
 	if req.Site != "" && !validSite(req.Site) {
 		return req, protocol.Errorf(protocol.CodeBadRequest,
-			"site: %q is not a site (a domain such as example.com, optionally with a path)", req.Site)
+			"search.site: %q is not a site (a domain such as example.com, optionally with a path)", req.Site)
 	}
 	req.Region = strings.TrimSpace(req.Region)
 	if strings.ContainsFunc(req.Region, func(r rune) bool { return !isRegionRune(r) }) {
 		return req, protocol.Errorf(protocol.CodeBadRequest,
-			"region: %q is not a region code (letters, digits and '-', e.g. de-de or de)", req.Region)
+			"search.region: %q is not a region code (letters, digits and '-', e.g. de-de or de)", req.Region)
 	}
 	if req.Timeout < 0 {
-		return req, protocol.Errorf(protocol.CodeBadRequest, "timeout: %s is negative", req.Timeout.Std())
+		return req, protocol.Errorf(protocol.CodeBadRequest, "search.timeout: %s is negative", req.Timeout.Std())
 	}
 	return req, nil
 }

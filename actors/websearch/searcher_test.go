@@ -24,19 +24,19 @@ func TestBadInput(t *testing.T) {
 		req   protocol.SearchRequest
 		field string
 	}{
-		{"no query", protocol.SearchRequest{}, "query: "},
-		{"blank query", protocol.SearchRequest{Query: " \t\n"}, "query: "},
-		{"query too long", protocol.SearchRequest{Query: strings.Repeat("word ", 410)}, "query: "},
-		{"limit below 1", protocol.SearchRequest{Query: "x", Limit: -1}, "limit: "},
-		{"limit past the maximum", protocol.SearchRequest{Query: "x", Limit: protocol.MaxSearchLimit + 1}, "limit: "},
-		{"unknown engine", protocol.SearchRequest{Query: "x", Engine: "bing"}, "engine: "},
-		{"engine in capitals", protocol.SearchRequest{Query: "x", Engine: "Google"}, "engine: "},
-		{"site with a scheme", protocol.SearchRequest{Query: "x", Site: "https://example.com"}, "site: "},
-		{"site with a space", protocol.SearchRequest{Query: "x", Site: "example .com"}, "site: "},
-		{"site without a dot", protocol.SearchRequest{Query: "x", Site: "example"}, "site: "},
-		{"region with a space", protocol.SearchRequest{Query: "x", Region: "de de"}, "region: "},
-		{"region with an ampersand", protocol.SearchRequest{Query: "x", Region: "de&x=1"}, "region: "},
-		{"negative timeout", protocol.SearchRequest{Query: "x", Timeout: protocol.Duration(-time.Second)}, "timeout: "},
+		{"no query", protocol.SearchRequest{}, "search.query: "},
+		{"blank query", protocol.SearchRequest{Query: " \t\n"}, "search.query: "},
+		{"query too long", protocol.SearchRequest{Query: strings.Repeat("word ", 410)}, "search.query: "},
+		{"limit below 1", protocol.SearchRequest{Query: "x", Limit: -1}, "search.limit: "},
+		{"limit past the maximum", protocol.SearchRequest{Query: "x", Limit: protocol.MaxSearchLimit + 1}, "search.limit: "},
+		{"unknown engine", protocol.SearchRequest{Query: "x", Engine: "bing"}, "search.engine: "},
+		{"engine in capitals", protocol.SearchRequest{Query: "x", Engine: "Google"}, "search.engine: "},
+		{"site with a scheme", protocol.SearchRequest{Query: "x", Site: "https://example.com"}, "search.site: "},
+		{"site with a space", protocol.SearchRequest{Query: "x", Site: "example .com"}, "search.site: "},
+		{"site without a dot", protocol.SearchRequest{Query: "x", Site: "example"}, "search.site: "},
+		{"region with a space", protocol.SearchRequest{Query: "x", Region: "de de"}, "search.region: "},
+		{"region with an ampersand", protocol.SearchRequest{Query: "x", Region: "de&x=1"}, "search.region: "},
+		{"negative timeout", protocol.SearchRequest{Query: "x", Timeout: protocol.Duration(-time.Second)}, "search.timeout: "},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := s.Search(context.Background(), tc.req)
