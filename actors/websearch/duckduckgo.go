@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/url"
 	"strings"
+	"unicode/utf8"
 
 	"golang.org/x/net/html"
 
@@ -102,9 +103,13 @@ func titled(title string) string {
 	return " (title " + quote(title) + ")"
 }
 
+// quote quotes s, cut to about 120 bytes (at a character's start).
 func quote(s string) string {
-	if len(s) > 120 {
-		s = s[:120] + "…"
+	if n := 120; len(s) > n {
+		for n > 0 && !utf8.RuneStart(s[n]) {
+			n--
+		}
+		s = s[:n] + "…"
 	}
 	return `"` + s + `"`
 }
@@ -127,12 +132,13 @@ type duckDuckGoPage struct {
 func readDuckDuckGoPage(doc *html.Node) duckDuckGoPage {
 	var page duckDuckGoPage
 	page.title = text(find(doc, func(n *html.Node) bool { return isElement(n, "title") }))
+	challengeText := false
 	for n := range doc.Descendants() {
 		switch {
 		case n.Type == html.ElementNode && (attr(n, "id") == "challenge-form" || hasClassPrefix(n, "anomaly-modal")):
 			page.challenge = true
 		case n.Type == html.TextNode && strings.Contains(strings.ToLower(n.Data), "bots use duckduckgo too"):
-			page.challenge = true
+			challengeText = true
 		case hasClass(n, "no-results") || hasClass(n, "result--no-result"):
 			page.noResults = true
 		case isElement(n, "td") && strings.EqualFold(text(n), "No results."):
@@ -166,6 +172,9 @@ func readDuckDuckGoPage(doc *html.Node) duckDuckGoPage {
 		}
 		page.add(title, snippet)
 	}
+	// The challenge's words alone make a challenge only on a page without
+	// results: a result about the challenge quotes them too.
+	page.challenge = page.challenge || (challengeText && page.blocks == 0)
 	page.next = nextPageForm(doc)
 	return page
 }

@@ -169,6 +169,36 @@ func TestDuckDuckGoNoResults(t *testing.T) {
 	}
 }
 
+// TestDuckDuckGoResultQuotingTheChallenge: a result whose snippet quotes
+// the challenge's words is a result, not a challenge.
+func TestDuckDuckGoResultQuotingTheChallenge(t *testing.T) {
+	page := string(fixture(t, "ddg-results.html"))
+	quoting := strings.Replace(page, "Package httptest provides utilities for <b>HTTP</b> testing.",
+		"&quot;Unfortunately, bots use DuckDuckGo too.&quot; Why the <b>HTTP</b> client got a captcha.", 1)
+	if quoting == page {
+		t.Fatal("the fixture changed: the httptest snippet is not there")
+	}
+	ddg := ddgServer(t, map[string]answer{"golang http client": {200, "text/html", []byte(quoting)}})
+	reply, err := newSearcher(t, ddg, nil).Search(context.Background(), protocol.SearchRequest{Query: "golang http client", Limit: 12})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(reply.Results) != 12 || !strings.HasPrefix(reply.Results[10].Snippet, `"Unfortunately, bots use DuckDuckGo too."`) {
+		t.Errorf("%d results, the 11th %+v; want 12, the 11th quoting the challenge", len(reply.Results), reply.Results[10:])
+	}
+}
+
+// TestQuote: a long title is cut at a character's start.
+func TestQuote(t *testing.T) {
+	long := strings.Repeat("a", 119) + "ü" + strings.Repeat("b", 10) // ü is bytes 119 and 120
+	if got, want := quote(long), `"`+strings.Repeat("a", 119)+`…"`; got != want {
+		t.Errorf("quote = %q, want %q", got, want)
+	}
+	if got := quote("short"); got != `"short"` {
+		t.Errorf("quote = %q", got)
+	}
+}
+
 // TestDuckDuckGoAds: ads (result--ad blocks, y.js links) and the engine's
 // own links (its shopping page, a related search) are not results.
 func TestDuckDuckGoAds(t *testing.T) {
@@ -269,11 +299,17 @@ func TestDuckDuckGoNotResults(t *testing.T) {
 	if strings.Contains(unknownLayout, "no-result") {
 		t.Fatal("the no-results fixture changed: its notice is not there")
 	}
+	challenge := string(fixture(t, "ddg-challenge.html"))
+	renamed := strings.NewReplacer("anomaly-modal", "puzzle", "challenge-form", "verify-form").Replace(challenge)
+	if !strings.Contains(renamed, "bots use DuckDuckGo too") || strings.Contains(renamed, "anomaly-modal") {
+		t.Fatal("the challenge fixture changed")
+	}
 	for _, tc := range []struct {
 		name   string
 		answer answer
 		want   []string
 	}{
+		{"challenge with its markup renamed", answer{202, "text/html", []byte(renamed)}, []string{"bot challenge", "HTTP 202"}},
 		{"challenge 202", htmlAnswer(t, 202, "ddg-challenge.html"), []string{"bot challenge", "HTTP 202"}},
 		{"challenge 200", htmlAnswer(t, 200, "ddg-challenge.html"), []string{"bot challenge", "HTTP 200"}},
 		{"HTTP 503", answer{503, "text/html", []byte("<html><head><title>503 Service Temporarily Unavailable</title></head><body>nginx</body></html>")},
