@@ -21,19 +21,20 @@ func (f *Fetcher) follow(ctx context.Context, p prepared) (protocol.FetchReply, 
 	u, method, body, header := p.url, p.method, p.body, p.header.Clone()
 	var hops []protocol.FetchHop
 	for {
-		if err := f.check(u, hops); err != nil {
+		where := asking(u, hops)
+		if err := f.check(u, where); err != nil {
 			return protocol.FetchReply{}, err
 		}
 		resp, addr, err := f.send(ctx, p, u, method, header, body)
 		if err != nil {
-			return protocol.FetchReply{}, f.failed(ctx, p, u, err)
+			return protocol.FetchReply{}, f.failed(ctx, p, where, err)
 		}
 		next, isRedirect := redirectTarget(u, resp)
 		if !isRedirect || p.maxRedirects < 0 {
 			defer resp.Body.Close()
 			reply, err := f.answer(p, method, resp, addr)
 			if err != nil {
-				return protocol.FetchReply{}, f.failed(ctx, p, u, err)
+				return protocol.FetchReply{}, f.failed(ctx, p, where, err)
 			}
 			reply.URL, reply.Redirects = u.String(), hops
 			return reply, nil
@@ -61,15 +62,20 @@ func (f *Fetcher) follow(ctx context.Context, p prepared) (protocol.FetchReply, 
 	}
 }
 
+// asking says which request is made, for errors: the first URL, or
+// which redirect of which URL.
+func asking(u *url.URL, hops []protocol.FetchHop) string {
+	if len(hops) == 0 {
+		return "fetch " + u.String()
+	}
+	return fmt.Sprintf("redirect %d from %s to %s", len(hops), hops[len(hops)-1].URL, u)
+}
+
 // check runs the whitelist on a URL about to be asked: a denied URL is
 // permission_denied naming its domain. The URL is given as it will be
 // sent (Go's parse of it, written out again), so the check and the
 // connection see the same host.
-func (f *Fetcher) check(u *url.URL, hops []protocol.FetchHop) error {
-	where := "fetch " + u.String()
-	if len(hops) > 0 {
-		where = fmt.Sprintf("redirect %d from %s to %s", len(hops), hops[len(hops)-1].URL, u)
-	}
+func (f *Fetcher) check(u *url.URL, where string) error {
 	if f.o.Check != nil {
 		if err := f.o.Check(u.String()); err != nil {
 			return protocol.Errorf(protocol.CodePermissionDenied, "%s: %w; nothing was sent to it", where, err)
