@@ -173,20 +173,29 @@ func redirectedMethod(status int, method string, body []byte, header http.Header
 
 func sameHost(a, b *url.URL) bool { return strings.EqualFold(a.Hostname(), b.Hostname()) }
 
-// tooManyRedirects names the chain, and says when it is a loop.
+// tooManyRedirects names the chain; a loop is named up to where it
+// comes round again.
 func tooManyRedirects(hops []protocol.FetchHop, next *url.URL, max int) error {
-	chain := make([]string, 0, len(hops)+1)
-	loop := false
-	seen := map[string]bool{}
+	urls := make([]string, 0, len(hops)+1)
 	for _, h := range hops {
-		chain = append(chain, fmt.Sprintf("%s (%d)", h.URL, h.Status))
-		loop = loop || seen[h.URL]
-		seen[h.URL] = true
+		urls = append(urls, h.URL)
 	}
-	chain = append(chain, next.String())
-	what := "too many redirects"
-	if loop || seen[next.String()] {
-		what = "a redirect loop"
+	urls = append(urls, next.String())
+	what, end := "too many redirects", len(urls)
+	seen := map[string]bool{}
+	for i, u := range urls {
+		if seen[u] {
+			what, end = "a redirect loop", i+1
+			break
+		}
+		seen[u] = true
+	}
+	chain := make([]string, 0, end)
+	for i, u := range urls[:end] {
+		if i < len(hops) {
+			u = fmt.Sprintf("%s (%d)", u, hops[i].Status)
+		}
+		chain = append(chain, u)
 	}
 	return protocol.Errorf(protocol.CodeFetchFailed, "fetch %s: %s (more than %d): %s",
 		hops[0].URL, what, max, strings.Join(chain, " -> "))

@@ -153,6 +153,7 @@ func wantCode(t testing.TB, err error, code protocol.Code, words ...string) {
 	if !errors.As(err, &pe) {
 		t.Fatalf("error %v (%T), want a *protocol.Error %s", err, err, code)
 	}
+	t.Logf("%s: %s", pe.Code, pe.Message)
 	if pe.Code != code {
 		t.Fatalf("code %s (%v), want %s", pe.Code, pe, code)
 	}

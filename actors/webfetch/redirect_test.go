@@ -168,7 +168,10 @@ func TestRedirectLoop(t *testing.T) {
 	srv := serveOn(t, allowedAddr, http.HandlerFunc(redirector))
 	f := newFetcher(t, Options{MaxRedirects: 5})
 	_, err := fetch(t, f, protocol.FetchRequest{URL: srv.URL + "/loop"})
-	wantCode(t, err, protocol.CodeFetchFailed, "redirect loop", "more than 5", srv.URL+"/loop (302) -> "+srv.URL+"/loop")
+	wantCode(t, err, protocol.CodeFetchFailed, "redirect loop", "more than 5", ": "+srv.URL+"/loop (302) -> "+srv.URL+"/loop (302)")
+	if strings.Count(err.Error(), "/loop") != 3 {
+		t.Errorf("the loop is named more than once round: %v", err)
+	}
 
 	_, err = fetch(t, f, protocol.FetchRequest{URL: srv.URL + "/chain/3", MaxRedirects: 2})
 	wantCode(t, err, protocol.CodeFetchFailed, "too many redirects", "more than 2", "/chain/3 (301) -> ", "/chain/1 (301) -> "+srv.URL+"/chain/0")
