@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"mime"
+	"slices"
 	"net/http"
 	"strconv"
 	"strings"
@@ -58,19 +59,27 @@ func (f *Fetcher) answer(p prepared, method string, resp *http.Response, addr st
 
 // readCapped reads body up to max bytes and one more to know whether
 // there is more: the rest is never read (the caller closes the body, and
-// with it the connection).
+// with it the connection). A declared length sizes the buffer once.
 func readCapped(body io.Reader, declared int64, max int) ([]byte, bool, error) {
-	size := 512
-	if declared > 0 {
-		size = int(min(declared, int64(max)) + 1)
+	size := 4 << 10
+	if declared >= 0 {
+		size = int(min(declared, int64(max))) + 1
 	}
-	buf := bytes.NewBuffer(make([]byte, 0, size))
-	_, err := buf.ReadFrom(io.LimitReader(body, int64(max)+1))
-	data := buf.Bytes()
-	if len(data) > max {
-		return data[:max], true, nil
+	buf := make([]byte, 0, size)
+	for len(buf) <= max {
+		if len(buf) == cap(buf) {
+			buf = slices.Grow(buf, min(cap(buf), max+1-len(buf)))
+		}
+		n, err := body.Read(buf[len(buf):min(cap(buf), max+1)])
+		buf = buf[:len(buf)+n]
+		if err == io.EOF {
+			return buf, false, nil
+		}
+		if err != nil {
+			return buf, false, err
+		}
 	}
-	return data, false, err
+	return buf[:max], true, nil
 }
 
 // decodeText decodes data as text in its declared charset (a byte order
