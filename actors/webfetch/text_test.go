@@ -36,6 +36,10 @@ func testdataServer(t *testing.T) string {
 			w.Header().Set("Content-Type", "image/png")
 			w.Write([]byte("\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR\xff\xfe"))
 			return
+		case "/archive.zip": // bytes that happen to be valid UTF-8, of a binary type
+			w.Header().Set("Content-Type", "application/zip")
+			w.Write([]byte("PK\x03\x04\x14\x00\x00\x00\x08\x00"))
+			return
 		case "/lying.txt": // says UTF-8, is not
 			w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 			w.Write([]byte("caf\xe9"))
@@ -86,6 +90,7 @@ func TestCharsets(t *testing.T) {
 	}
 	for _, c := range []struct{ path, want string }{
 		{"/image.png", "\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR\xff\xfe"},
+		{"/archive.zip", "PK\x03\x04\x14\x00\x00\x00\x08\x00"},
 		{"/lying.txt", "caf\xe9"},
 		{"/bad-sjis.txt", "ok \x82\xa0 then \xff\xfd\xfe"},
 	} {
