@@ -16,6 +16,7 @@ import (
 // echoed is what the echo handler saw of a request.
 type echoed struct {
 	Method string
+	Host   string
 	Path   string
 	Header http.Header
 	Body   string
@@ -30,7 +31,7 @@ func echo(w http.ResponseWriter, r *http.Request) {
 	w.Header().Add("X-Two", "one")
 	w.Header().Add("X-Two", "two")
 	w.Header().Set("Content-Type", "application/json")
-	json.NewEncoder(w).Encode(echoed{Method: r.Method, Path: r.URL.Path, Header: r.Header, Body: string(body)})
+	json.NewEncoder(w).Encode(echoed{Method: r.Method, Host: r.Host, Path: r.URL.Path, Header: r.Header, Body: string(body)})
 }
 
 // Every method reaches the server as itself, with its body; HEAD gets the
@@ -100,6 +101,11 @@ func TestHeadersAndBodyRoundTrip(t *testing.T) {
 	}
 	if r.Address != srv.Listener.Addr().String() || r.URL != srv.URL+"/echo" || r.Took <= 0 {
 		t.Errorf("address %q url %q took %s, want %s and %s", r.Address, r.URL, r.Took.Std(), srv.Listener.Addr(), srv.URL+"/echo")
+	}
+	// A Host header names the virtual host at the URL's server.
+	r = mustFetch(t, f, protocol.FetchRequest{URL: srv.URL + "/vhost", Headers: map[string]string{"host": "virtual.example.test"}})
+	if !strings.Contains(r.Body, `"Path":"/vhost"`) || !strings.Contains(r.Body, `"Host":"virtual.example.test"`) {
+		t.Errorf("Host header: the server saw %s", r.Body)
 	}
 	// The request's User-Agent wins over the Fetcher's.
 	r = mustFetch(t, f, protocol.FetchRequest{URL: srv.URL, Headers: map[string]string{"User-Agent": "mine"}})

@@ -115,7 +115,9 @@ func (f *Fetcher) send(ctx context.Context, p prepared, u *url.URL, method strin
 			return nil, "", fmt.Errorf("the cookies of profile %s for %s: %w", p.cookiesFrom, u.Host, err)
 		}
 		for _, c := range cookies {
-			req.AddCookie(c)
+			if c != nil {
+				req.AddCookie(c)
+			}
 		}
 	}
 	client := http.Client{Transport: f.transport, CheckRedirect: func(*http.Request, []*http.Request) error {
