@@ -6,8 +6,10 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/framebus/framebus/protocol"
@@ -71,7 +73,14 @@ func TestEveryMethod(t *testing.T) {
 // round-trips unchanged; the reply says where the answer came from and
 // how big it was.
 func TestHeadersAndBodyRoundTrip(t *testing.T) {
-	srv := serveOn(t, allowedAddr, http.HandlerFunc(echo))
+	var mu sync.Mutex
+	var seen []string // the paths asked
+	srv := serveOn(t, allowedAddr, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		seen = append(seen, r.URL.Path)
+		mu.Unlock()
+		echo(w, r)
+	}))
 	f := newFetcher(t, Options{UserAgent: "fetch-test/1"})
 	body := "grüße, 日本語, \"quotes\"\nand a second line"
 	r := mustFetch(t, f, protocol.FetchRequest{
@@ -107,6 +116,15 @@ func TestHeadersAndBodyRoundTrip(t *testing.T) {
 	if !strings.Contains(r.Body, `"Path":"/vhost"`) || !strings.Contains(r.Body, `"Host":"virtual.example.test"`) {
 		t.Errorf("Host header: the server saw %s", r.Body)
 	}
+	// ... and is checked as a URL's host is: no fronting a denied site
+	// through an allowed server.
+	_, err := fetch(t, f, protocol.FetchRequest{URL: srv.URL + "/fronted", Headers: map[string]string{"Host": "denied.test"}})
+	wantCode(t, err, protocol.CodePermissionDenied, "denied.test")
+	mu.Lock()
+	if slices.Contains(seen, "/fronted") {
+		t.Errorf("the server was asked for /fronted")
+	}
+	mu.Unlock()
 	// The request's User-Agent wins over the Fetcher's.
 	r = mustFetch(t, f, protocol.FetchRequest{URL: srv.URL, Headers: map[string]string{"User-Agent": "mine"}})
 	if !strings.Contains(r.Body, `"User-Agent":["mine"]`) {

@@ -18,6 +18,9 @@ import (
 // so that each hop's URL is checked before anything is sent to it, and
 // reads the final answer.
 func (f *Fetcher) follow(ctx context.Context, p prepared) (protocol.FetchReply, error) {
+	if err := f.checkHostHeader(p); err != nil {
+		return protocol.FetchReply{}, err
+	}
 	u, method, body, header := p.url, p.method, p.body, p.header.Clone()
 	var hops []protocol.FetchHop
 	for {
@@ -83,6 +86,20 @@ func (f *Fetcher) check(u *url.URL, where string) error {
 	}
 	if err := checkScheme(u); err != nil {
 		return protocol.Errorf(protocol.CodeFetchFailed, "%s: %v", where, err)
+	}
+	return nil
+}
+
+// checkHostHeader runs the whitelist on the host a Host header names: a
+// server that hosts many sites (a CDN) answers for the site the header
+// names, whatever the URL's host, so a denied site must not be reachable
+// through an allowed one (domain fronting).
+func (f *Fetcher) checkHostHeader(p prepared) error {
+	if p.host == "" || f.o.Check == nil {
+		return nil
+	}
+	if err := f.o.Check(p.url.Scheme + "://" + p.host + "/"); err != nil {
+		return protocol.Errorf(protocol.CodePermissionDenied, "fetch %s with Host %s: %w; nothing was sent", p.url, p.host, err)
 	}
 	return nil
 }
