@@ -108,27 +108,38 @@ func TestRedirectChain(t *testing.T) {
 	}
 }
 
+// urls are the denied server reached every way a URL can name it,
+// each with the name the refusal must give: its address in every
+// spelling a browser accepts, a name the whitelist does not list, and an
+// allowed name that resolves to it.
+func (d *deniedServer) urls() []struct{ url, names string } {
+	at := func(host string) string { return "http://" + host + ":" + d.port + "/" }
+	return []struct{ url, names string }{
+		{at("127.0.0.1"), "127.0.0.1"},
+		{at("2130706433"), "127.0.0.1"},
+		{at("0x7f.1"), "127.0.0.1"},
+		{at("0177.0.0.1"), "127.0.0.1"},
+		{at("[::ffff:127.0.0.1]"), "127.0.0.1"},
+		{at("[::ffff:7f00:1]"), "127.0.0.1"},
+		{at("denied.test"), "denied.test"},
+		{at(reboundName), reboundName},
+		{at(strings.ToUpper(reboundName)), reboundName},
+	}
+}
+
 // A redirect to a host the whitelist denies fails with permission_denied
-// naming it, and nothing reaches it: by name, by its address in every
-// spelling, and by an allowed name that resolves to it. The hops before
-// it were followed.
+// naming it and the redirect, after the allowed hops before it, and
+// nothing reaches it, whichever way the URL names it; nor does a
+// redirect to a scheme the whitelist does not allow go anywhere.
 func TestRedirectToADeniedHost(t *testing.T) {
 	denied := startDenied(t)
 	srv := serveOn(t, allowedAddr, http.HandlerFunc(redirector))
 	f := newFetcher(t, Options{})
-	cases := []struct{ next, names string }{
-		{"http://127.0.0.1:" + denied.port + "/", "127.0.0.1"},
-		{"http://2130706433:" + denied.port + "/", "127.0.0.1"},
-		{"http://0x7f.1:" + denied.port + "/", "127.0.0.1"},
-		{"http://[::ffff:127.0.0.1]:" + denied.port + "/", "127.0.0.1"},
-		{"http://denied.test:" + denied.port + "/", "denied.test"},
-		{"http://" + reboundName + ":" + denied.port + "/", reboundName},
-		{"ftp://127.0.0.1/", "ftp"},
-	}
+	cases := append(denied.urls(), struct{ url, names string }{"ftp://127.0.0.1/", "ftp"})
 	for _, c := range cases {
-		t.Run(c.next, func(t *testing.T) {
+		t.Run(c.url, func(t *testing.T) {
 			// Two allowed hops, then the denied one.
-			first := srv.URL + "/to/302?next=" + url.QueryEscape(redirectTo(srv.URL, 307, c.next))
+			first := srv.URL + "/to/302?next=" + url.QueryEscape(redirectTo(srv.URL, 307, c.url))
 			_, err := fetch(t, f, protocol.FetchRequest{URL: first})
 			wantCode(t, err, protocol.CodePermissionDenied, c.names, "redirect 2")
 		})
@@ -138,22 +149,11 @@ func TestRedirectToADeniedHost(t *testing.T) {
 	}
 }
 
-// The first URL is checked as every hop is: a denied host, however its
-// address is spelt, gets permission_denied naming it and no connection.
+// The first URL is checked as every hop is.
 func TestDeniedURLs(t *testing.T) {
 	denied := startDenied(t)
 	f := newFetcher(t, Options{})
-	for _, c := range []struct{ url, names string }{
-		{"http://127.0.0.1:" + denied.port + "/", "127.0.0.1"},
-		{"http://2130706433:" + denied.port + "/", "127.0.0.1"},
-		{"http://0x7f.1:" + denied.port + "/", "127.0.0.1"},
-		{"http://0177.0.0.1:" + denied.port + "/", "127.0.0.1"},
-		{"http://[::ffff:127.0.0.1]:" + denied.port + "/", "127.0.0.1"},
-		{"http://[::ffff:7f00:1]:" + denied.port + "/", "127.0.0.1"},
-		{"http://denied.test:" + denied.port + "/", "denied.test"},
-		{"http://" + reboundName + ":" + denied.port + "/", reboundName},
-		{"http://" + strings.ToUpper(reboundName) + ":" + denied.port + "/", reboundName},
-	} {
+	for _, c := range denied.urls() {
 		_, err := fetch(t, f, protocol.FetchRequest{URL: c.url})
 		wantCode(t, err, protocol.CodePermissionDenied, c.names)
 	}
