@@ -94,6 +94,13 @@ func TestServerClosesEarly(t *testing.T) {
 	wantCode(t, err, protocol.CodeFetchFailed, notHTTP, "malformed HTTP")
 	_, err = fetch(t, f, protocol.FetchRequest{URL: refused})
 	wantCode(t, err, protocol.CodeFetchFailed, refused, "refused")
+	// A password in the URL is not repeated in the error.
+	withPassword := strings.Replace(refused, "http://", "http://user:s3cret@", 1)
+	_, err = fetch(t, f, protocol.FetchRequest{URL: withPassword})
+	wantCode(t, err, protocol.CodeFetchFailed, "user:xxxxx@", "refused")
+	if strings.Contains(err.Error(), "s3cret") {
+		t.Errorf("the error shows the password: %v", err)
+	}
 }
 
 // Bad input gets bad_request naming the field, and nothing is sent.

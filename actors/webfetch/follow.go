@@ -49,7 +49,7 @@ func (f *Fetcher) follow(ctx context.Context, p prepared) (protocol.FetchReply, 
 		hops = append(hops, protocol.FetchHop{URL: u.String(), Status: resp.StatusCode})
 		if next == nil {
 			return protocol.FetchReply{}, protocol.Errorf(protocol.CodeFetchFailed,
-				"fetch %s: redirect %d with a Location that is not a URL: %q", u, resp.StatusCode, resp.Header.Get("Location"))
+				"fetch %s: redirect %d with a Location that is not a URL: %q", u.Redacted(), resp.StatusCode, resp.Header.Get("Location"))
 		}
 		if len(hops) > p.maxRedirects {
 			return protocol.FetchReply{}, tooManyRedirects(hops, next, p.maxRedirects)
@@ -66,12 +66,12 @@ func (f *Fetcher) follow(ctx context.Context, p prepared) (protocol.FetchReply, 
 }
 
 // asking says which request is made, for errors: the first URL, or
-// which redirect of which URL.
+// which redirect of which URL (a password in a URL shown as xxxxx).
 func asking(u *url.URL, hops []protocol.FetchHop) string {
 	if len(hops) == 0 {
-		return "fetch " + u.String()
+		return "fetch " + u.Redacted()
 	}
-	return fmt.Sprintf("redirect %d from %s to %s", len(hops), hops[len(hops)-1].URL, u)
+	return fmt.Sprintf("redirect %d from %s to %s", len(hops), hops[len(hops)-1].URL, u.Redacted())
 }
 
 // check runs the whitelist on a URL about to be asked: a denied URL is
@@ -99,7 +99,7 @@ func (f *Fetcher) checkHostHeader(p prepared) error {
 		return nil
 	}
 	if err := f.o.Check(p.url.Scheme + "://" + p.host + "/"); err != nil {
-		return protocol.Errorf(protocol.CodePermissionDenied, "fetch %s with Host %s: %w; nothing was sent", p.url, p.host, err)
+		return protocol.Errorf(protocol.CodePermissionDenied, "fetch %s with Host %s: %w; nothing was sent", p.url.Redacted(), p.host, err)
 	}
 	return nil
 }

@@ -129,11 +129,11 @@ func checkScheme(u *url.URL) error {
 	switch {
 	case u.Scheme != "http" && u.Scheme != "https":
 		if u.Scheme == "" {
-			return fmt.Errorf("%q has no scheme (want http:// or https://)", u.String())
+			return fmt.Errorf("%q has no scheme (want http:// or https://)", u.Redacted())
 		}
-		return fmt.Errorf("%q: the %s: scheme is not fetched (want http or https)", u.String(), u.Scheme)
+		return fmt.Errorf("%q: the %s: scheme is not fetched (want http or https)", u.Redacted(), u.Scheme)
 	case u.Host == "":
-		return fmt.Errorf("%q has no host", u.String())
+		return fmt.Errorf("%q has no host", u.Redacted())
 	}
 	return nil
 }
