@@ -2,6 +2,7 @@ package webfetch
 
 import (
 	"bufio"
+	"context"
 	"io"
 	"net"
 	"net/http"
@@ -58,6 +59,38 @@ func TestServerNeverAnswers(t *testing.T) {
 	wantCode(t, err, protocol.CodeTimeout, "300ms")
 	_, err = fetch(t, f, protocol.FetchRequest{URL: stalls, Timeout: protocol.Duration(200 * time.Millisecond)})
 	wantCode(t, err, protocol.CodeTimeout, stalls)
+}
+
+// A caller that gives up gets cancelled, not a timeout: the fetch stops
+// when its context does.
+func TestCallerCancels(t *testing.T) {
+	hold := make(chan struct{})
+	t.Cleanup(func() { close(hold) })
+	asked := make(chan struct{}, 1)
+	silent := rawServer(t, func(c net.Conn) {
+		asked <- struct{}{}
+		<-hold
+	})
+	f := newFetcher(t, Options{})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan error, 1)
+	go func() {
+		_, err := f.Fetch(ctx, protocol.FetchRequest{URL: silent})
+		done <- err
+	}()
+	select {
+	case <-asked:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the request never reached the server")
+	}
+	cancel()
+	select {
+	case err := <-done:
+		wantCode(t, err, protocol.CodeCancelled, silent)
+	case <-time.After(30 * time.Second):
+		t.Fatal("the fetch went on after its caller cancelled")
+	}
 }
 
 // A server that closes the connection early (before its status line, in
