@@ -171,4 +171,6 @@ func (b *Browser) Close() error {
 }
 
 // Cookies are the cookies the browser holds (its default context).
-func (b *Browser) Cookies(ctx context.Context) ([]cdpdriver.Cookie, error) { return b.conn.Cookies(ctx) }
+func (b *Browser) Cookies(ctx context.Context) ([]cdpdriver.Cookie, error) {
+	return b.conn.Cookies(ctx)
+}

@@ -18,6 +18,8 @@ import (
 
 	"github.com/framebus/framebus/actors/egress"
 	"github.com/framebus/framebus/actors/files"
+	"github.com/framebus/framebus/actors/webfetch"
+	"github.com/framebus/framebus/actors/websearch"
 	"github.com/framebus/framebus/actors/whitelist"
 	"github.com/framebus/framebus/bus"
 	"github.com/framebus/framebus/cdpdriver"
@@ -88,7 +90,11 @@ type NodeOptions struct {
 	// MaxTabs is how many tabs the node takes (see capacity); 0: no bound.
 	// Placement sends tabs to the nodes with the most room.
 	MaxTabs int
-	Logger  zerolog.Logger
+	// HTTP and Search configure the resources beside the browser (fetch
+	// and search, on the bus and in plans).
+	HTTP   HTTPOptions
+	Search SearchOptions
+	Logger zerolog.Logger
 }
 
 // Node wires a bus, its browser profiles and their tab actors together,
@@ -109,9 +115,11 @@ type Node struct {
 
 	egress    *egress.Proxy  // nil without a whitelist
 	dialer    *egress.Dialer // the proxy's, checked addresses only
-	stageDir  string         // the tabs' staged files, removed on Close
-	history   *History       // nil: none
-	registry  *registry      // the live nodes; nil on a bus without JetStream
+	fetcher   *webfetch.Fetcher
+	searcher  *websearch.Searcher
+	stageDir  string    // the tabs' staged files, removed on Close
+	history   *History  // nil: none
+	registry  *registry // the live nodes; nil on a bus without JetStream
 	started   time.Time
 	svc       micro.Service // tabs, browser status, sessions; nil until started
 	closeOnce sync.Once
@@ -195,6 +203,9 @@ func StartNode(ctx context.Context, opts NodeOptions) (n *Node, err error) {
 		// browser would look up itself (WebRTC's) could leak in DNS.
 		n.opts.Launch.NoSystemDNS = true
 	}
+	if err := n.startResources(); err != nil {
+		return nil, err
+	}
 	def, err := n.addProfile(ProfileOptions{Name: protocol.DefaultProfile}, n.opts.Launch)
 	if err != nil {
 		return nil, err
@@ -223,6 +234,7 @@ func StartNode(ctx context.Context, opts NodeOptions) (n *Node, err error) {
 		{name: "session-start", subject: subj.SessionStart(), handle: n.answerSessionStart, queue: "framebus-sessions"},
 		{name: "node-session-start", subject: subj.NodeSessionStart(n.name), handle: n.answerNodeSessionStart},
 	}
+	endpoints = append(endpoints, n.resourceEndpoints()...)
 	if n.sessions.kv != nil {
 		// A registered session that no node runs is stopped by one of them.
 		endpoints = append(endpoints, endpoint{name: "gone-session-stop", subject: subj.SessionStop("*"), handle: n.answerGoneSessionStop, queue: "framebus-sessions"})
@@ -426,6 +438,9 @@ func (n *Node) Close() error {
 		}
 		if n.egress != nil {
 			_ = n.egress.Close()
+		}
+		if n.fetcher != nil {
+			n.fetcher.Close() // its idle connections
 		}
 		if n.stageDir != "" {
 			// The tabs removed their own; whatever a crash left, too.

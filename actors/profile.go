@@ -408,6 +408,7 @@ func (p *Profile) startTab(ctx context.Context, page *cdpdriver.Page) (*Tab, err
 		StageReader:   reader,
 		FileLimits:    n.opts.FileLimits,
 		History:       n.history,
+		Resources:     n,
 		Logger:        p.log,
 	})
 	if err != nil {

@@ -52,7 +52,37 @@ type config struct {
 	Files    filesConfig   `yaml:"files" json:"files"`
 	Bus      busConfig     `yaml:"bus" json:"bus"`
 	History  historyConfig `yaml:"history" json:"history"`
+	HTTP     httpConfig    `yaml:"http" json:"http"`
+	Search   searchConfig  `yaml:"search" json:"search"`
 	LogLevel string        `yaml:"logLevel" json:"logLevel"`
+}
+
+// httpConfig: the http resource (fetch), under the whitelist.
+type httpConfig struct {
+	MaxBytes     int    `yaml:"maxBytes" json:"maxBytes"`         // the body cap
+	MaxRedirects int    `yaml:"maxRedirects" json:"maxRedirects"` // redirects followed at most
+	Timeout      string `yaml:"timeout" json:"timeout,omitempty"` // a duration; "": the action timeout
+}
+
+// searchConfig: the search resource's engines.
+type searchConfig struct {
+	Engine     string       `yaml:"engine" json:"engine"` // duckduckgo or google
+	DuckDuckGo engineConfig `yaml:"duckduckgo" json:"duckduckgo"`
+	Google     googleConfig `yaml:"google" json:"google"`
+}
+
+// engineConfig: where an engine answers (tests point it at loopback).
+type engineConfig struct {
+	URL string `yaml:"url" json:"url,omitempty"`
+}
+
+// googleConfig: the Custom Search JSON API. The key is a secret: it is
+// read from a file only its owner may read (keyFile), never from the
+// config file or a flag.
+type googleConfig struct {
+	URL     string `yaml:"url" json:"url,omitempty"`
+	KeyFile string `yaml:"keyFile" json:"keyFile,omitempty"`
+	CX      string `yaml:"cx" json:"cx,omitempty"` // the programmable search engine's id
 }
 
 // nodeConfig: the node's identity among the nodes of its bus.
@@ -230,6 +260,8 @@ func defaultConfig() config {
 		Bus:      busConfig{Listen: "127.0.0.1:0", Prefix: protocol.DefaultPrefix},
 		History: historyConfig{Storage: actors.HistoryMemory, MaxPerTab: actors.DefaultHistoryPerTab,
 			MaxAge: actors.DefaultHistoryAge.String(), MaxBytes: actors.DefaultHistoryBytes},
+		HTTP:     httpConfig{MaxBytes: protocol.DefaultFetchMaxBytes, MaxRedirects: protocol.DefaultFetchMaxRedirects},
+		Search:   searchConfig{Engine: protocol.EngineDuckDuckGo},
 		LogLevel: "info",
 	}
 }
@@ -560,6 +592,12 @@ func (cfg config) validate() error {
 	if _, err := cfg.historyOptions(""); err != nil {
 		return err
 	}
+	if _, err := cfg.httpOptions(); err != nil {
+		return err
+	}
+	if err := cfg.checkSearch(); err != nil {
+		return err
+	}
 	if _, err := cfg.viewport(); err != nil {
 		return usagef("viewport (--viewport, --device): %v", err)
 	}
@@ -682,6 +720,61 @@ func (cfg config) historyOptions(stateDir string) (actors.HistoryOptions, error)
 		if o.Dir == "" && stateDir != "" {
 			o.Dir = filepath.Join(stateDir, "jetstream")
 		}
+	}
+	return o, nil
+}
+
+// httpOptions are the http resource's settings.
+func (cfg config) httpOptions() (actors.HTTPOptions, error) {
+	h := cfg.HTTP
+	o := actors.HTTPOptions{MaxBytes: h.MaxBytes, MaxRedirects: h.MaxRedirects}
+	switch {
+	case h.MaxBytes < 1:
+		return o, usagef("http.maxBytes: %d; want a body cap of 1 byte or more (default %d)", h.MaxBytes, protocol.DefaultFetchMaxBytes)
+	case h.MaxRedirects < 1:
+		return o, usagef("http.maxRedirects: %d; want 1 or more (default %d; a fetch that wants none says noRedirects)", h.MaxRedirects, protocol.DefaultFetchMaxRedirects)
+	}
+	if h.Timeout != "" {
+		d, err := time.ParseDuration(h.Timeout)
+		if err != nil || d <= 0 {
+			return o, usagef("http.timeout: %q is not a duration above 0 (30s, 1m)", h.Timeout)
+		}
+		o.Timeout = d
+	}
+	return o, nil
+}
+
+// checkSearch checks the search settings without reading the key.
+func (cfg config) checkSearch() error {
+	s := cfg.Search
+	if !slices.Contains(protocol.SearchEngines, s.Engine) {
+		return usagef("search.engine: %q is not one of %s", s.Engine, strings.Join(protocol.SearchEngines, ", "))
+	}
+	for name, raw := range map[string]string{"search.duckduckgo.url": s.DuckDuckGo.URL, "search.google.url": s.Google.URL} {
+		if u, err := url.Parse(raw); raw != "" && (err != nil || u.Host == "" || (u.Scheme != "http" && u.Scheme != "https")) {
+			return usagef("%s: %q is not an http(s) URL", name, raw)
+		}
+	}
+	if (s.Google.KeyFile == "") != (s.Google.CX == "") {
+		return usagef("search.google: give both keyFile (a file holding the Custom Search JSON API key, 0600) and cx (the search engine's id), or neither")
+	}
+	if s.Engine == protocol.EngineGoogle && s.Google.KeyFile == "" {
+		return usagef("search.engine: google needs search.google.keyFile and search.google.cx")
+	}
+	return nil
+}
+
+// searchOptions are the search resource's settings, the Google key read
+// from its file.
+func (cfg config) searchOptions() (actors.SearchOptions, error) {
+	s := cfg.Search
+	o := actors.SearchOptions{Engine: s.Engine, DuckDuckGoURL: s.DuckDuckGo.URL, GoogleURL: s.Google.URL, GoogleCX: s.Google.CX}
+	if s.Google.KeyFile != "" {
+		key, err := readSecretFile(expandHome(s.Google.KeyFile))
+		if err != nil {
+			return o, usagef("search.google.keyFile: %v", err)
+		}
+		o.GoogleKey = strings.TrimSpace(string(key))
 	}
 	return o, nil
 }

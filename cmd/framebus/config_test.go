@@ -200,3 +200,59 @@ func TestProfilesDir(t *testing.T) {
 		t.Errorf("with browser.profileDir: %s and %s", got, def)
 	}
 }
+
+// The http and search settings: bad values are usage errors naming the
+// key; Google's key comes from a file only its owner may read, and
+// never shows in `framebus config`.
+func TestWebResourcesConfig(t *testing.T) {
+	dir := t.TempDir()
+	keyFile := filepath.Join(dir, "google.key")
+	if err := os.WriteFile(keyFile, []byte("the-api-key\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cfg := defaultConfig()
+	cfg.HTTP.Timeout = "5s"
+	cfg.Search = searchConfig{Engine: "google", Google: googleConfig{KeyFile: keyFile, CX: "engine-id"}}
+	if err := cfg.validate(); err != nil {
+		t.Fatal(err)
+	}
+	ho, err := cfg.httpOptions()
+	if err != nil || ho.Timeout != 5*time.Second || ho.MaxBytes != 4<<20 || ho.MaxRedirects != 10 {
+		t.Fatalf("http options: %+v %v", ho, err)
+	}
+	so, err := cfg.searchOptions()
+	if err != nil || so.GoogleKey != "the-api-key" || so.GoogleCX != "engine-id" || so.Engine != "google" {
+		t.Fatalf("search options: %+v %v", so, err)
+	}
+	if err := os.Chmod(keyFile, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cfg.searchOptions(); err == nil || !strings.Contains(err.Error(), "search.google.keyFile") || !strings.Contains(err.Error(), "chmod 600") {
+		t.Errorf("a key file others may read: %v", err)
+	}
+	conf := filepath.Join(dir, "config.yaml")
+	if err := os.WriteFile(conf, []byte("search:\n  google:\n    keyFile: "+keyFile+"\n    cx: x\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if r := framebus(t, testEnv(), "", "config", "--config", conf); r.status != 0 || strings.Contains(r.stdout, "the-api-key") {
+		t.Errorf("framebus config with a Google key file: exit %d, %s", r.status, r.stdout)
+	}
+	for _, tc := range []struct {
+		change func(*config)
+		want   string
+	}{
+		{func(c *config) { c.HTTP.MaxBytes = 0 }, "http.maxBytes"},
+		{func(c *config) { c.HTTP.MaxRedirects = 0 }, "http.maxRedirects"},
+		{func(c *config) { c.HTTP.Timeout = "soon" }, "http.timeout"},
+		{func(c *config) { c.Search.Engine = "bing" }, "search.engine"},
+		{func(c *config) { c.Search.Engine = "google" }, "search.engine: google needs"},
+		{func(c *config) { c.Search.Google.CX = "only-the-id" }, "search.google: give both"},
+		{func(c *config) { c.Search.DuckDuckGo.URL = "ftp://ddg/" }, "search.duckduckgo.url"},
+	} {
+		c := defaultConfig()
+		tc.change(&c)
+		if err := c.validate(); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("want an error naming %q, got %v", tc.want, err)
+		}
+	}
+}

@@ -167,6 +167,14 @@ func (c *cli) serve(o serveOptions) error {
 			return protocol.Errorf(protocol.CodeInternal, "history.dir: %v", err)
 		}
 	}
+	httpOpts, err := cfg.httpOptions()
+	if err != nil {
+		return err
+	}
+	searchOpts, err := cfg.searchOptions()
+	if err != nil {
+		return err
+	}
 	ctx, cancel := context.WithTimeout(c.ctx, startTimeout)
 	node, err := actors.StartNode(ctx, actors.NodeOptions{
 		Name:          cfg.Node.Name,
@@ -186,6 +194,8 @@ func (c *cli) serve(o serveOptions) error {
 		FileRoots:     roots,
 		History:       history,
 		MaxTabs:       cfg.Node.MaxTabs,
+		HTTP:          httpOpts,
+		Search:        searchOpts,
 	})
 	cancel()
 	if err != nil {

@@ -1,0 +1,117 @@
+package actors
+
+import (
+	"context"
+	"time"
+
+	"github.com/nats-io/nats.go/micro"
+
+	"github.com/framebus/framebus/actors/webfetch"
+	"github.com/framebus/framebus/actors/websearch"
+	"github.com/framebus/framebus/protocol"
+)
+
+// HTTPOptions configure the node's http resource; a zero field takes its
+// default.
+type HTTPOptions struct {
+	// MaxBytes caps a fetched body (protocol.DefaultFetchMaxBytes), and
+	// is itself kept to what a reply on the bus carries.
+	MaxBytes     int
+	MaxRedirects int           // protocol.DefaultFetchMaxRedirects
+	Timeout      time.Duration // a fetch that sets none: the action default
+}
+
+// SearchOptions configure the node's search resource.
+type SearchOptions struct {
+	Engine        string // protocol.EngineDuckDuckGo when ""
+	DuckDuckGoURL string // its HTML endpoint; tests point it at loopback
+	GoogleURL     string // the Custom Search JSON API's endpoint
+	// GoogleKey and GoogleCX are the Custom Search JSON API's key and
+	// engine id; without them the google engine is refused.
+	GoogleKey, GoogleCX string
+}
+
+// resourcesAtOnce bounds the fetches (and, apart, the searches) a node
+// carries out at once for the bus; more wait for one to end.
+const resourcesAtOnce = 64
+
+// replyRoomForBody is what a fetch reply needs besides its body.
+const replyRoomForBody = 64 << 10
+
+// startResources makes the node's http and search resources: every
+// request through the node's dialer, which connects only to addresses
+// the whitelist allows, and every URL (redirect hops too) checked against
+// the whitelist before it is asked.
+func (n *Node) startResources() error {
+	ho := n.opts.HTTP
+	// base64 makes a body a third larger: a body at the cap still fits.
+	fits := int(n.nc.MaxPayload()-replyRoomForBody) / 4 * 3
+	maxBytes := min(cmp0(ho.MaxBytes, protocol.DefaultFetchMaxBytes), fits)
+	var check func(string) error
+	if wl := n.opts.Whitelist; wl != nil {
+		check = wl.Check
+	}
+	n.fetcher = webfetch.New(webfetch.Options{
+		Dialer: n.dialer, Check: check,
+		MaxBytes: maxBytes, MaxRedirects: ho.MaxRedirects, Timeout: ho.Timeout,
+		Cookies: n.profileCookies,
+	})
+	so := n.opts.Search
+	var err error
+	n.searcher, err = websearch.New(websearch.Options{
+		Fetch: n.fetcher.Fetch, DefaultEngine: so.Engine,
+		DuckDuckGoURL: so.DuckDuckGoURL, GoogleURL: so.GoogleURL, GoogleKey: so.GoogleKey, GoogleCX: so.GoogleCX,
+	})
+	return err
+}
+
+func cmp0(v, def int) int {
+	if v == 0 {
+		return def
+	}
+	return v
+}
+
+// Fetch carries out one http request (the http resource).
+func (n *Node) Fetch(ctx context.Context, req protocol.FetchRequest) (protocol.FetchReply, error) {
+	return n.fetcher.Fetch(ctx, req)
+}
+
+// Search carries out one web search (the search resource).
+func (n *Node) Search(ctx context.Context, req protocol.SearchRequest) (protocol.SearchReply, error) {
+	return n.searcher.Search(ctx, req)
+}
+
+// resourceEndpoints answer the http and search resources on the bus: a
+// queue group, so one node of those sharing the bus takes each request,
+// and each carried out on a goroutine of its own.
+func (n *Node) resourceEndpoints() []endpoint {
+	fetches, searches := make(chan struct{}, resourcesAtOnce), make(chan struct{}, resourcesAtOnce)
+	return []endpoint{
+		{name: "http-fetch", subject: n.subj.HTTPFetch(), queue: "framebus-http", handle: concurrently(fetches, func(m micro.Request) {
+			req, err := protocol.DecodeFetchRequest(m.Data())
+			n.answerResource(m, "fetch", req.Timeout, err, func(ctx context.Context) (any, error) { return n.Fetch(ctx, req) })
+		})},
+		{name: "search-query", subject: n.subj.SearchQuery(), queue: "framebus-search", handle: concurrently(searches, func(m micro.Request) {
+			req, err := protocol.DecodeSearchRequest(m.Data())
+			n.answerResource(m, "search", req.Timeout, err, func(ctx context.Context) (any, error) { return n.Search(ctx, req) })
+		})},
+	}
+}
+
+// answerResource answers a resource's request: the decoding error, or
+// what run answers within the request's timeout (the action's default).
+func (n *Node) answerResource(m micro.Request, action string, timeout protocol.Duration, decoded error, run func(context.Context) (any, error)) {
+	if decoded != nil {
+		respond(m, protocol.NewErrorReply(decoded), n.log)
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), protocol.Action{Type: action, Timeout: timeout}.EffectiveTimeout())
+	defer cancel()
+	reply, err := run(ctx)
+	if err != nil {
+		respond(m, protocol.NewErrorReply(err), n.log)
+		return
+	}
+	respond(m, reply, n.log)
+}

@@ -1,0 +1,106 @@
+package actors
+
+import (
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"os"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"github.com/framebus/framebus/actors/whitelist"
+	busclient "github.com/framebus/framebus/bus/client"
+	"github.com/framebus/framebus/internal/bustest"
+	"github.com/framebus/framebus/protocol"
+)
+
+// The http and search resources of a node with a whitelist, on the bus
+// and in a plan: an agent fetches a page and searches (the engine a
+// loopback server answering in DuckDuckGo's format); a plan searches,
+// then navigates to the first result and reads it; a fetch of a host the
+// whitelist denies is permission_denied and reaches nothing; an observer
+// may use neither resource; bad input is bad_request naming the field.
+func TestResourcesOnTheBusAndInPlans(t *testing.T) {
+	page := site("/read.html")
+	results, err := os.ReadFile("../testdata/search/ddg-results.html")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The fixture's first result, pointed at the test site.
+	results = []byte(strings.ReplaceAll(string(results), url.QueryEscape("https://pkg.go.dev/net/http"), url.QueryEscape(page)))
+	var searches atomic.Int64
+	engine := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		searches.Add(1)
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		w.Write(results)
+	}))
+	defer engine.Close()
+	var denied atomic.Int64
+	elsewhere := serveOn(t, "127.0.0.2", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { denied.Add(1) }))
+
+	wl, err := whitelist.New([]string{"127.0.0.1"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	node := startTestNode(t, NodeOptions{Prefix: "fbweb", Whitelist: wl, Search: SearchOptions{DuckDuckGoURL: engine.URL + "/html/"}})
+	agent := newBusClient(t, node)
+	subj := node.Subjects()
+
+	var fetched protocol.FetchReply
+	agent.ask(subj.HTTPFetch(), protocol.FetchRequest{URL: page}, &fetched)
+	if !fetched.OK || fetched.Status != 200 || !strings.Contains(fetched.Body, "<h1") || fetched.Encoding != "text" {
+		t.Fatalf("fetch %s on the bus: %+v", page, fetched)
+	}
+	var found protocol.SearchReply
+	agent.ask(subj.SearchQuery(), protocol.SearchRequest{Query: "go http client", Limit: 3}, &found)
+	if !found.OK || len(found.Results) != 3 || found.Results[0].URL != page {
+		t.Fatalf("search on the bus: %+v", found)
+	}
+
+	tab := node.Tabs()[0].Tab
+	res := agent.plan(subj, tab, protocol.Plan{Actions: []protocol.Action{
+		{Type: "search", Query: "go http client", Limit: 1},
+		{Type: "navigate", Use: map[string]string{"url": "0.results.0.url"}, Wait: true},
+		{Type: "url"},
+	}})
+	if !res.OK || res.Results[1].URL != page || res.Results[1].Sequence != 2 || res.Results[0].Sequence != 0 {
+		t.Fatalf("a plan that searches, then opens the first result: %+v", res)
+	}
+	var there string
+	if json.Unmarshal(res.Results[2].Value, &there) != nil || there != page {
+		t.Fatalf("the tab after the plan is at %s", res.Results[2].Value)
+	}
+
+	var reply protocol.ErrorReply
+	agent.ask(subj.HTTPFetch(), protocol.FetchRequest{URL: "http://" + elsewhere.Listener.Addr().String() + "/"}, &reply)
+	if reply.OK || reply.Code != protocol.CodePermissionDenied || !strings.Contains(reply.Error, "127.0.0.2") || denied.Load() != 0 {
+		t.Fatalf("a fetch of a host the whitelist denies: %+v, %d requests reached it", reply, denied.Load())
+	}
+	agent.ask(subj.HTTPFetch(), map[string]any{"url": page, "method": "BREW"}, &reply)
+	if reply.OK || reply.Code != protocol.CodeBadRequest || !strings.Contains(reply.Error, "fetch.method") {
+		t.Fatalf("a fetch with a bad method: %+v", reply)
+	}
+	agent.ask(subj.SearchQuery(), map[string]any{"query": "q", "limit": 0.5}, &reply)
+	if reply.OK || reply.Code != protocol.CodeBadRequest || !strings.Contains(reply.Error, "search.limit") {
+		t.Fatalf("a search with a bad limit: %+v", reply)
+	}
+
+	before := searches.Load()
+	creds := bustest.AddUser(t, node.Bus(), protocol.RoleObserver)
+	observer, err := busclient.Connect(t.Context(), busclient.Options{Credentials: &creds})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer observer.Close()
+	if _, err := observer.Fetch(t.Context(), protocol.FetchRequest{URL: page}); protocol.CodeOf(err) != protocol.CodePermissionDenied {
+		t.Errorf("an observer's fetch: %v; want permission_denied", err)
+	}
+	if _, err := observer.Search(t.Context(), protocol.SearchRequest{Query: "q"}); protocol.CodeOf(err) != protocol.CodePermissionDenied {
+		t.Errorf("an observer's search: %v; want permission_denied", err)
+	}
+	if searches.Load() != before {
+		t.Errorf("an observer's search reached the engine")
+	}
+}
