@@ -2,6 +2,7 @@ package actors
 
 import (
 	"context"
+	"encoding/base64"
 	"time"
 
 	"github.com/nats-io/nats.go/micro"
@@ -90,7 +91,13 @@ func (n *Node) resourceEndpoints() []endpoint {
 	return []endpoint{
 		{name: "http-fetch", subject: n.subj.HTTPFetch(), queue: "framebus-http", handle: concurrently(fetches, func(m micro.Request) {
 			req, err := protocol.DecodeFetchRequest(m.Data())
-			n.answerResource(m, "fetch", req.Timeout, err, func(ctx context.Context) (any, error) { return n.Fetch(ctx, req) })
+			n.answerResource(m, "fetch", req.Timeout, err, func(ctx context.Context) (any, error) {
+				reply, err := n.Fetch(ctx, req)
+				if err == nil && m.Headers().Get(protocol.HeaderBody) == protocol.BodyRaw {
+					return rawBody(reply)
+				}
+				return reply, err
+			})
 		})},
 		{name: "search-query", subject: n.subj.SearchQuery(), queue: "framebus-search", handle: concurrently(searches, func(m micro.Request) {
 			req, err := protocol.DecodeSearchRequest(m.Data())
@@ -113,5 +120,31 @@ func (n *Node) answerResource(m micro.Request, action string, timeout protocol.D
 		respond(m, protocol.NewErrorReply(err), n.log)
 		return
 	}
+	if raw, ok := reply.(rawReply); ok {
+		if err := m.Respond(raw.body, micro.WithHeaders(micro.Headers{protocol.HeaderReply: {string(raw.head)}})); err != nil {
+			n.log.Warn().Err(err).Msg("send reply")
+		}
+		return
+	}
 	respond(m, reply, n.log)
+}
+
+// rawReply is a fetch's reply with its body outside the JSON (see
+// protocol.HeaderBody).
+type rawReply struct {
+	head []byte // the FetchReply without its body
+	body []byte
+}
+
+func rawBody(reply protocol.FetchReply) (rawReply, error) {
+	body := []byte(reply.Body)
+	if reply.Encoding == "base64" {
+		var err error
+		if body, err = base64.StdEncoding.DecodeString(reply.Body); err != nil {
+			return rawReply{}, protocol.Errorf(protocol.CodeInternal, "the body's base64: %v", err)
+		}
+	}
+	reply.Body = ""
+	head, err := protocol.Marshal(reply)
+	return rawReply{head: head, body: body}, err
 }

@@ -88,12 +88,21 @@ func TestResourcesOnTheBusAndInPlans(t *testing.T) {
 	}
 
 	before := searches.Load()
-	creds := bustest.AddUser(t, node.Bus(), protocol.RoleObserver)
-	observer, err := busclient.Connect(t.Context(), busclient.Options{Credentials: &creds})
-	if err != nil {
-		t.Fatal(err)
+	connect := func(role string) *busclient.Client {
+		creds := bustest.AddUser(t, node.Bus(), role)
+		c, err := busclient.Connect(t.Context(), busclient.Options{Credentials: &creds, Prefix: subj.Prefix})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(c.Close)
+		return c
 	}
-	defer observer.Close()
+	// The Go client's fetch takes the body outside the JSON (the control:
+	// an agent's goes through).
+	if got, err := connect(protocol.RoleAgent).Fetch(t.Context(), protocol.FetchRequest{URL: page}); err != nil || got.Body != fetched.Body || got.Status != 200 || got.Encoding != "text" {
+		t.Fatalf("the Go client's fetch: %+v %v", got, err)
+	}
+	observer := connect(protocol.RoleObserver)
 	if _, err := observer.Fetch(t.Context(), protocol.FetchRequest{URL: page}); protocol.CodeOf(err) != protocol.CodePermissionDenied {
 		t.Errorf("an observer's fetch: %v; want permission_denied", err)
 	}

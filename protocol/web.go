@@ -317,3 +317,16 @@ func mustJSON(v any) []byte {
 	data, _ := json.Marshal(v)
 	return data
 }
+
+// A fetch's body outside the JSON: a request with the header
+// HeaderBody: BodyRaw is answered, when the fetch succeeds, with the
+// FetchReply without its body in the header HeaderReply and the body's
+// bytes as the message's payload (the text's UTF-8, or the bytes base64
+// would have carried). A large body then costs no JSON escaping and
+// parsing on either side; the JSON reply stays the default for any
+// client. Errors are the JSON ErrorReply either way.
+const (
+	HeaderBody  = "Framebus-Body"
+	BodyRaw     = "raw"
+	HeaderReply = "Framebus-Reply"
+)

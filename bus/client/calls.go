@@ -3,10 +3,13 @@ package client
 import (
 	"cmp"
 	"context"
+	"encoding/base64"
+	"encoding/json"
 	"slices"
 	"time"
 
 	"github.com/framebus/framebus/protocol"
+	"github.com/nats-io/nats.go"
 )
 
 // Tabs lists the tabs of every node, gathered (see GatherWait): Nodes
@@ -171,8 +174,30 @@ func (c *Client) Fetch(ctx context.Context, req protocol.FetchRequest) (protocol
 	var reply protocol.FetchReply
 	ctx, cancel := resourceDeadline(ctx, req.Timeout, "fetch")
 	defer cancel()
-	err := c.Request(ctx, c.subj.HTTPFetch(), req, &reply)
-	return reply, err
+	data, err := protocol.Marshal(req)
+	if err != nil {
+		return reply, protocol.Errorf(protocol.CodeBadRequest, "fetch: %v", err)
+	}
+	// The body comes outside the JSON (protocol.HeaderBody): a large one
+	// costs no escaping and parsing.
+	out, err := c.roundTripMsg(ctx, &nats.Msg{Subject: c.subj.HTTPFetch(), Data: data,
+		Header: nats.Header{protocol.HeaderBody: {protocol.BodyRaw}}}, false)
+	if err != nil {
+		return reply, err
+	}
+	head := out.Header.Get(protocol.HeaderReply)
+	if head == "" { // an error, or a node that sends the body in the JSON
+		err := decodeReply(c.subj.HTTPFetch(), out.Data, &reply)
+		return reply, err
+	}
+	if err := json.Unmarshal([]byte(head), &reply); err != nil {
+		return reply, protocol.Errorf(protocol.CodeInternal, "the reply on %s: %v", c.subj.HTTPFetch(), err)
+	}
+	reply.Body = string(out.Data)
+	if reply.Encoding == "base64" {
+		reply.Body = base64.StdEncoding.EncodeToString(out.Data)
+	}
+	return reply, nil
 }
 
 // Search asks the search resource (any node) for results.

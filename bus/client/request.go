@@ -76,15 +76,26 @@ func decodeReply(subject string, data []byte, reply any) error {
 // request may be sent again after a reconnect when no answer came (the
 // node recognises it as the same request).
 func (c *Client) roundTrip(ctx context.Context, subject string, data []byte, resend bool) ([]byte, error) {
+	msg, err := c.roundTripMsg(ctx, &nats.Msg{Subject: subject, Data: data}, resend)
+	if err != nil {
+		return nil, err
+	}
+	return msg.Data, nil
+}
+
+// roundTripMsg is roundTrip for a request with headers, and answers the
+// reply with its own.
+func (c *Client) roundTripMsg(ctx context.Context, req *nats.Msg, resend bool) (*nats.Msg, error) {
+	subject := req.Subject
 	for {
 		down, err := c.awaitConnected(ctx, "the request to "+subject)
 		if err != nil {
 			return nil, err
 		}
-		msg, cause, err := c.requestOnce(ctx, down, subject, data)
+		msg, cause, err := c.requestOnce(ctx, down, req)
 		switch {
 		case err == nil:
-			return msg.Data, nil
+			return msg, nil
 		case errors.Is(err, nats.ErrNoResponders) && c.justReconnected():
 			// The node's subscriptions come back with its own
 			// reconnect, which may come a moment after this one.
@@ -115,7 +126,8 @@ func (c *Client) roundTrip(ctx context.Context, subject string, data []byte, res
 // requestOnce sends one request on the connection down belongs to. The
 // request ends early, with cause, when that connection is lost or the
 // server refuses the publish.
-func (c *Client) requestOnce(ctx context.Context, down <-chan struct{}, subject string, data []byte) (msg *nats.Msg, cause, err error) {
+func (c *Client) requestOnce(ctx context.Context, down <-chan struct{}, req *nats.Msg) (msg *nats.Msg, cause, err error) {
+	subject := req.Subject
 	refusals, stop := c.perms.watch(c.subjectIs(subject))
 	defer stop()
 	rctx, cancel := context.WithCancelCause(ctx)
@@ -129,7 +141,7 @@ func (c *Client) requestOnce(ctx context.Context, down <-chan struct{}, subject 
 		case <-rctx.Done():
 		}
 	}()
-	msg, err = c.nc.RequestWithContext(rctx, subject, data)
+	msg, err = c.nc.RequestMsgWithContext(rctx, req)
 	return msg, context.Cause(rctx), err
 }
 
