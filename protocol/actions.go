@@ -40,6 +40,8 @@ type Param struct {
 	// joined with spaces (`eval 1 + 1`).
 	Rest    bool
 	Choices []string // the allowed values, when limited
+	// Upper: the value is taken in upper case (HTTP methods: post is POST).
+	Upper   bool
 	Aliases []string // other JSON names accepted for it (the frame seed's "element")
 	// ClientOnly: handled by the client (the CLI), never sent in a plan.
 	ClientOnly bool
@@ -243,7 +245,7 @@ var actionSpecs = []ActionSpec{
 		Summary: "an HTTP request without the browser (the http resource), under the browser's whitelist, every redirect hop checked; answers status, headers, redirects and the body",
 		Params: []Param{
 			{Name: "url", Positional: true, Required: true, Help: "the URL (http or https)"},
-			{Name: "method", Short: "X", Choices: FetchMethods, Help: "the HTTP method (default GET)"},
+			{Name: "method", Short: "X", Choices: FetchMethods, Upper: true, Help: "the HTTP method (default GET)"},
 			{Name: "headers", Kind: KindMap, Short: "H", Help: "request headers; on the command line 'Name: value', repeated"},
 			{Name: "body", Short: "d", Help: "the request body: text, or base64 with body-base64"},
 			{Name: "bodyBase64", Kind: KindBool, Help: "the body is base64 of bytes (binary)"},

@@ -317,6 +317,9 @@ func (a *Action) set(p Param, raw json.RawMessage, field string) error {
 		if err := decodeString(raw, field, dst); err != nil {
 			return err
 		}
+		if p.Upper {
+			*dst = strings.ToUpper(*dst)
+		}
 		if len(p.Choices) > 0 && !contains(p.Choices, *dst) {
 			return badRequest("%s: %q is not one of %s", field, *dst, strings.Join(p.Choices, ", "))
 		}

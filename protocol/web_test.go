@@ -66,8 +66,8 @@ func TestWebActionsInPlans(t *testing.T) {
 // A request to the http or search resource is the action's parameters:
 // the same rules, and plan-only fields refused.
 func TestDecodeResourceRequests(t *testing.T) {
-	req, err := DecodeFetchRequest([]byte(`{"url":"https://example.com/","headers":{"Accept":"text/html"},"timeout":"2s"}`))
-	if err != nil || req.URL != "https://example.com/" || req.Headers["Accept"] != "text/html" || req.Timeout.Std().Seconds() != 2 {
+	req, err := DecodeFetchRequest([]byte(`{"url":"https://example.com/","method":"post","headers":{"Accept":"text/html"},"timeout":"2s"}`))
+	if err != nil || req.URL != "https://example.com/" || req.Method != "POST" || req.Headers["Accept"] != "text/html" || req.Timeout.Std().Seconds() != 2 {
 		t.Fatalf("fetch request: %+v %v", req, err)
 	}
 	sreq, err := DecodeSearchRequest([]byte(`{"query":"nats","limit":5,"site":"nats.io"}`))
