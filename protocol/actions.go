@@ -41,7 +41,10 @@ type Param struct {
 	Rest    bool
 	Choices []string // the allowed values, when limited
 	// Upper: the value is taken in upper case (HTTP methods: post is POST).
-	Upper   bool
+	Upper bool
+	// Min is the least value an integer parameter takes when given (its
+	// zero value is "not given": the default).
+	Min     int
 	Aliases []string // other JSON names accepted for it (the frame seed's "element")
 	// ClientOnly: handled by the client (the CLI), never sent in a plan.
 	ClientOnly bool
@@ -262,7 +265,7 @@ var actionSpecs = []ActionSpec{
 		Params: []Param{
 			{Name: "query", Positional: true, Required: true, Rest: true, Help: "what to search for"},
 			{Name: "engine", Choices: SearchEngines, Help: "the engine: duckduckgo (its HTML results) or google (the Custom Search JSON API, when the node has its key); default: the node's"},
-			{Name: "limit", Kind: KindInt, Help: fmt.Sprintf("at most this many results (1 to %d, default %d)", MaxSearchLimit, DefaultSearchLimit)},
+			{Name: "limit", Kind: KindInt, Min: 1, Help: fmt.Sprintf("at most this many results (1 to %d, default %d)", MaxSearchLimit, DefaultSearchLimit)},
 			{Name: "site", Help: "only results from this site (example.com)"},
 			{Name: "region", Help: "the engine's region or language (DuckDuckGo's kl, e.g. de-de; Google's gl, e.g. de)"},
 			timeoutParam("the search"),

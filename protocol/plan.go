@@ -349,8 +349,8 @@ func (a *Action) set(p Param, raw json.RawMessage, field string) error {
 		if err != nil {
 			return err
 		}
-		if n < 0 || n > math.MaxInt32 {
-			return badRequest("%s: %d is out of range (0 to %d)", field, n, math.MaxInt32)
+		if n < int64(p.Min) || n > math.MaxInt32 {
+			return badRequest("%s: %d is out of range (%d to %d)", field, n, p.Min, math.MaxInt32)
 		}
 		*dst = int(n)
 	case *float64:

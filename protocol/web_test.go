@@ -47,6 +47,7 @@ func TestWebActionsInPlans(t *testing.T) {
 		{`{"action":{"type":"search"}}`, "action.query: missing"},
 		{`{"action":{"type":"search","query":"q","limit":51}}`, "search.limit: 51 is more than 50"},
 		{`{"action":{"type":"search","query":"q","limit":-1}}`, "action.limit: -1 is out of range"},
+		{`{"action":{"type":"search","query":"q","limit":0}}`, "action.limit: 0 is out of range (1 to"},
 		{`{"action":{"type":"search","query":"q","engine":"bing"}}`, `action.engine: "bing" is not one of duckduckgo, google`},
 		{`{"action":{"type":"navigate","use":{"url":"0.results.0.url"}}}`, "the first action of a plan has none before it"},
 		{`{"actions":[{"type":"search","query":"q"},{"type":"navigate","use":{"url":"1.x"}}]}`, `actions[1].use.url: "1.x" names action 1`},
