@@ -39,8 +39,13 @@ import (
 // (Peers), so a client gathering answers knows whom it waits for and
 // reports the ones that did not answer as unreachable.
 
-// registryTimeout bounds one call on the bucket.
-const registryTimeout = 5 * time.Second
+// registryTimeout bounds one call on the bucket, and registryStartWait
+// making the bucket at a node's start (a cluster's stream placement, a
+// member just joined, take longer under load).
+const (
+	registryTimeout   = 5 * time.Second
+	registryStartWait = 30 * time.Second
+)
 
 type registry struct {
 	kv    jetstream.KeyValue
@@ -79,7 +84,7 @@ func joinRegistry(ctx context.Context, js jetstream.JetStream, subj protocol.Sub
 	if err := haveJetStream(ctx, js, "node registry", log); err != nil { // the caller's deadline: a cluster may still be starting
 		return nil, err
 	}
-	cctx, cancel := context.WithTimeout(ctx, registryTimeout)
+	cctx, cancel := context.WithTimeout(ctx, registryStartWait)
 	defer cancel()
 	cfg := jetstream.KeyValueConfig{
 		Bucket:         subj.NodesBucket(),
@@ -101,6 +106,9 @@ func joinRegistry(ctx context.Context, js jetstream.JetStream, subj protocol.Sub
 		// drops it by the age of its last write instead.
 		cfg.LimitMarkerTTL = 0
 		kv, err = js.CreateOrUpdateKeyValue(cctx, cfg)
+	}
+	if errors.Is(err, context.DeadlineExceeded) {
+		return nil, protocol.Errorf(protocol.CodeUnavailable, "node registry %s: the bus's JetStream did not answer within %s: %w", subj.NodesBucket(), registryStartWait, err)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("node registry %s: %w", subj.NodesBucket(), err)

@@ -77,7 +77,7 @@ func (n *Node) openSessionRegistry(ctx context.Context) error {
 		Storage:     jetstream.FileStorage, // sessions outlive their nodes
 		Replicas:    max(n.opts.History.Replicas, 1),
 	}
-	cctx, cancel := context.WithTimeout(ctx, registryTimeout)
+	cctx, cancel := context.WithTimeout(ctx, registryStartWait)
 	defer cancel()
 	var kv jetstream.KeyValue
 	create := func() error {

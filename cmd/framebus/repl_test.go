@@ -441,7 +441,7 @@ func TestREPLOnATerminal(t *testing.T) {
 	at = term.expect("url after watch", at, regexp.MustCompile(regexp.QuoteMeta(`"value":"`+site("/search.html?q=x")+`"`)))
 
 	term.send("s\r")
-	at = term.expect("an ambiguous prefix", at, regexp.MustCompile(`"s\\" is ambiguous: it could be screenshot, scroll, select, session, snapshot, status`))
+	at = term.expect("an ambiguous prefix", at, regexp.MustCompile(`"s\\" is ambiguous: it could be screenshot, scroll, search, select, session, snapshot, status`))
 	term.send("serve\r")
 	at = term.expect("serve refused", at, regexp.MustCompile(`serve does not run in the REPL`))
 	term.send("help cli\r")
