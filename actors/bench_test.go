@@ -16,6 +16,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/framebus/framebus/internal/benchkit"
+
 	chromedptarget "github.com/chromedp/cdproto/target"
 	"github.com/chromedp/chromedp"
 	"github.com/chromedp/chromedp/remote"
@@ -118,16 +120,16 @@ func BenchmarkEvalRoundTrip(b *testing.B) {
 		floorInT, floorTCPT = append(floorInT, t4.Sub(t3)), append(floorTCPT, t5.Sub(t4))
 	}
 	b.StopTimer()
-	r, in, tc := p50(rawT), p50(inT), p50(tcpT)
+	r, in, tc := benchkit.P50(rawT), benchkit.P50(inT), benchkit.P50(tcpT)
 	b.ReportMetric(float64(r.Microseconds()), "raw-p50-µs")
-	b.ReportMetric(float64(p50(wsT).Microseconds()), "raw-ws-p50-µs")
-	b.ReportMetric(float64(r)/float64(p50(wsT)), "raw-pipe/ws")
+	b.ReportMetric(float64(benchkit.P50(wsT).Microseconds()), "raw-ws-p50-µs")
+	b.ReportMetric(float64(r)/float64(benchkit.P50(wsT)), "raw-pipe/ws")
 	b.ReportMetric(float64(in.Microseconds()), "bus-inproc-p50-µs")
 	b.ReportMetric(float64(tc.Microseconds()), "bus-tcp-p50-µs")
 	b.ReportMetric(float64(in)/float64(r), "inproc/raw")
 	b.ReportMetric(float64(tc)/float64(r), "tcp/raw")
-	b.ReportMetric(float64(p50(floorInT))/float64(r), "bare-inproc/raw")
-	b.ReportMetric(float64(p50(floorTCPT))/float64(r), "bare-tcp/raw")
+	b.ReportMetric(float64(benchkit.P50(floorInT))/float64(r), "bare-inproc/raw")
+	b.ReportMetric(float64(benchkit.P50(floorTCPT))/float64(r), "bare-tcp/raw")
 
 	echo, err := testConn.Subscribe(benchEchoSubject, func(m *nats.Msg) { _ = m.Respond(m.Data) })
 	if err != nil {
@@ -316,18 +318,9 @@ func runBenchClient(jobJSON string) int {
 			floorT, echoT = append(floorT, t3.Sub(t2)), append(echoT, time.Since(t3))
 		}
 	}
-	out, _ := json.Marshal(benchClientResult{Raw: p50(rawT), Bus: p50(busT), Floor: p50(floorT), Echo: p50(echoT)})
+	out, _ := json.Marshal(benchClientResult{Raw: benchkit.P50(rawT), Bus: benchkit.P50(busT), Floor: benchkit.P50(floorT), Echo: benchkit.P50(echoT)})
 	fmt.Println(string(out))
 	return 0
-}
-
-func p50(d []time.Duration) time.Duration {
-	if len(d) == 0 {
-		return 0
-	}
-	s := append([]time.Duration(nil), d...)
-	sort.Slice(s, func(i, j int) bool { return s[i] < s[j] })
-	return s[len(s)/2]
 }
 
 // BenchmarkInput measures click and type through the bus (a one-action
@@ -475,21 +468,21 @@ func BenchmarkInput(b *testing.B) {
 		}
 	}
 	b.StopTimer()
-	b.ReportMetric(float64(p50(fc).Microseconds()), "click-first-on-page-bus-p50-µs")
-	b.ReportMetric(float64(p50(rfc).Microseconds()), "click-first-on-page-raw-p50-µs")
-	b.ReportMetric(float64(p50(fc))/float64(p50(rfc)), "click-first-on-page-bus/raw")
-	b.ReportMetric(float64(p50(rc).Microseconds()), "click-raw-p50-µs")
-	b.ReportMetric(float64(p50(wc).Microseconds()), "click-raw-ws-p50-µs")
-	b.ReportMetric(float64(p50(rc))/float64(p50(wc)), "click-raw-pipe/ws")
-	b.ReportMetric(float64(p50(bc).Microseconds()), "click-bus-p50-µs")
-	b.ReportMetric(float64(p50(bc))/float64(p50(rc)), "click-bus/raw")
-	b.ReportMetric(float64(p50(mc).Microseconds()), "click-moving-bus-p50-µs")
-	b.ReportMetric(float64(p50(rt).Microseconds()), "type-raw-p50-µs")
-	b.ReportMetric(float64(p50(bt).Microseconds()), "type-bus-p50-µs")
-	b.ReportMetric(float64(p50(bt))/float64(p50(rt)), "type-bus/raw")
-	b.ReportMetric(float64(p50(rf).Microseconds()), "fill-raw-p50-µs")
-	b.ReportMetric(float64(p50(bf).Microseconds()), "fill-bus-p50-µs")
-	b.ReportMetric(float64(p50(bf))/float64(p50(rf)), "fill-bus/raw")
+	b.ReportMetric(float64(benchkit.P50(fc).Microseconds()), "click-first-on-page-bus-p50-µs")
+	b.ReportMetric(float64(benchkit.P50(rfc).Microseconds()), "click-first-on-page-raw-p50-µs")
+	b.ReportMetric(float64(benchkit.P50(fc))/float64(benchkit.P50(rfc)), "click-first-on-page-bus/raw")
+	b.ReportMetric(float64(benchkit.P50(rc).Microseconds()), "click-raw-p50-µs")
+	b.ReportMetric(float64(benchkit.P50(wc).Microseconds()), "click-raw-ws-p50-µs")
+	b.ReportMetric(float64(benchkit.P50(rc))/float64(benchkit.P50(wc)), "click-raw-pipe/ws")
+	b.ReportMetric(float64(benchkit.P50(bc).Microseconds()), "click-bus-p50-µs")
+	b.ReportMetric(float64(benchkit.P50(bc))/float64(benchkit.P50(rc)), "click-bus/raw")
+	b.ReportMetric(float64(benchkit.P50(mc).Microseconds()), "click-moving-bus-p50-µs")
+	b.ReportMetric(float64(benchkit.P50(rt).Microseconds()), "type-raw-p50-µs")
+	b.ReportMetric(float64(benchkit.P50(bt).Microseconds()), "type-bus-p50-µs")
+	b.ReportMetric(float64(benchkit.P50(bt))/float64(benchkit.P50(rt)), "type-bus/raw")
+	b.ReportMetric(float64(benchkit.P50(rf).Microseconds()), "fill-raw-p50-µs")
+	b.ReportMetric(float64(benchkit.P50(bf).Microseconds()), "fill-bus-p50-µs")
+	b.ReportMetric(float64(benchkit.P50(bf))/float64(benchkit.P50(rf)), "fill-bus/raw")
 }
 
 // benchSetup opens a tab at path, a raw DevTools client of the same tab
@@ -769,7 +762,7 @@ func BenchmarkNavigate(b *testing.B) {
 	b.ReportMetric(0, "ns/op") // the medians below say more
 	for i, p := range pages {
 		r := rows[i]
-		bus, frame, peer, peerRead, raw := p50(r.bus), p50(r.frame), p50(r.peer), p50(r.peerRead), p50(r.raw)
+		bus, frame, peer, peerRead, raw := benchkit.P50(r.bus), benchkit.P50(r.frame), benchkit.P50(r.peer), benchkit.P50(r.peerRead), benchkit.P50(r.raw)
 		b.ReportMetric(ms(bus), p.name+"-bus-p50-ms")
 		b.ReportMetric(ms(frame), p.name+"-frame-p50-ms")
 		b.ReportMetric(ms(peer), p.name+"-chromedp-p50-ms")
@@ -780,7 +773,7 @@ func BenchmarkNavigate(b *testing.B) {
 		b.ReportMetric(float64(frame)/float64(peerRead), p.name+"-frame/chromedp-first-read")
 		b.ReportMetric(float64(bus)/float64(raw), p.name+"-bus/raw")
 		for k, name := range names {
-			b.ReportMetric(ms(p50(r.outside[k])), p.name+"-"+name+"-outside-page-p50-ms")
+			b.ReportMetric(ms(benchkit.P50(r.outside[k])), p.name+"-"+name+"-outside-page-p50-ms")
 		}
 	}
 }
@@ -1037,13 +1030,13 @@ func BenchmarkFrameHistory(b *testing.B) {
 		streamT = append(streamT, until(streamed, seq).Sub(start))
 	}
 	b.StopTimer()
-	b.ReportMetric(float64(p50(replyWithoutT).Microseconds()), "reply-no-history-p50-µs")
-	b.ReportMetric(float64(p50(replyWithT).Microseconds()), "reply-history-p50-µs")
-	with, without := p50(withT), p50(withoutT)
+	b.ReportMetric(float64(benchkit.P50(replyWithoutT).Microseconds()), "reply-no-history-p50-µs")
+	b.ReportMetric(float64(benchkit.P50(replyWithT).Microseconds()), "reply-history-p50-µs")
+	with, without := benchkit.P50(withT), benchkit.P50(withoutT)
 	b.ReportMetric(float64(without.Microseconds()), "no-history-p50-µs")
 	b.ReportMetric(float64(with.Microseconds()), "history-p50-µs")
 	b.ReportMetric(float64(with)/float64(without), "history/no-history")
-	b.ReportMetric(float64(p50(streamT).Microseconds()), "history-consumer-p50-µs")
+	b.ReportMetric(float64(benchkit.P50(streamT).Microseconds()), "history-consumer-p50-µs")
 }
 
 // BenchmarkHistoryReplay measures a new observer replaying 10,000 stored
@@ -1160,7 +1153,7 @@ func BenchmarkAccessAndHistoryCost(b *testing.B) {
 		withT = append(withT, round(agent, guarded, &guardedSeq))
 	}
 	b.StopTimer()
-	with, without := p50(withT), p50(withoutT)
+	with, without := benchkit.P50(withT), benchkit.P50(withoutT)
 	b.ReportMetric(float64(without.Microseconds()), "open-bus-p50-µs")
 	b.ReportMetric(float64(with.Microseconds()), "auth-history-p50-µs")
 	b.ReportMetric(float64(with)/float64(without), "auth-history/open")

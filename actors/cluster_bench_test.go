@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/framebus/framebus/internal/benchkit"
+
 	"github.com/nats-io/nats.go"
 
 	"github.com/framebus/framebus/bus"
@@ -117,7 +119,7 @@ func BenchmarkClusterEval(b *testing.B) {
 		otherT = append(otherT, round(other))
 	}
 	b.StopTimer()
-	o, t := p50(ownT), p50(otherT)
+	o, t := benchkit.P50(ownT), benchkit.P50(otherT)
 	b.ReportMetric(float64(o.Microseconds()), "own-server-p50-µs")
 	b.ReportMetric(float64(t.Microseconds()), "other-server-p50-µs")
 	b.ReportMetric(float64(t)/float64(o), "other/own")
@@ -193,18 +195,8 @@ func BenchmarkClusterThroughput(b *testing.B) {
 	secs := phase.Seconds() * float64(b.N)
 	for i, l := range layouts {
 		b.ReportMetric(float64(total[i])/secs, l.name+"-plans/s")
-		b.ReportMetric(float64(percentile(lats[i], 99).Microseconds()), l.name+"-p99-µs")
+		b.ReportMetric(float64(benchkit.Percentile(lats[i], 99).Microseconds()), l.name+"-p99-µs")
 	}
 	b.ReportMetric(float64(total[0])/float64(total[1]), "2x8/1x16-plans")
-	b.ReportMetric(float64(percentile(lats[0], 99))/float64(percentile(lats[1], 99)), "2x8/1x16-p99")
-}
-
-// percentile is the p-th percentile of d (0 when empty).
-func percentile(d []time.Duration, p int) time.Duration {
-	if len(d) == 0 {
-		return 0
-	}
-	s := slices.Clone(d)
-	slices.Sort(s)
-	return s[min(len(s)-1, len(s)*p/100)]
+	b.ReportMetric(float64(benchkit.Percentile(lats[0], 99))/float64(benchkit.Percentile(lats[1], 99)), "2x8/1x16-p99")
 }

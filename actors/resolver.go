@@ -40,17 +40,9 @@ func (t *Tab) runPlan(ctx context.Context, plan protocol.Plan) protocol.PlanResu
 				stop(&res, i, err, a.BasedOnSequence, t.frames.Sequence())
 				break
 			}
-			r := t.runResourceAction(ctx, i, a)
-			if !r.OK && ctx.Err() != nil {
-				err := cancelledError(plan, a)
-				r.Code, r.Error = protocol.CodeOf(err), err.Error()
-			}
-			res.Results = append(res.Results, r)
-			if !r.OK {
-				stop(&res, i, &protocol.Error{Code: r.Code, Message: r.Error}, nil, t.frames.Sequence())
+			if !t.record(ctx, &res, plan, a, t.runResourceAction(ctx, i, a)) {
 				break
 			}
-			res.Executed++
 			continue
 		}
 		// The action's deadline runs from here: waiting for the page's
@@ -104,21 +96,29 @@ func (t *Tab) runPlan(ctx context.Context, plan protocol.Plan) protocol.PlanResu
 			stop(&res, i, protocol.Errorf(protocol.CodeTimeout, "the %s's %s passed while the page settled, before it could run; it was not sent", a.Type, a.EffectiveTimeout()), nil, t.frames.Sequence())
 			break
 		}
-		r := t.execute(ctx, deadline, plan, i, a)
-		if !r.OK && ctx.Err() != nil {
-			// Cut short by the cancel, whatever the driver made of it.
-			err := cancelledError(plan, a)
-			r.Code, r.Error = protocol.CodeOf(err), err.Error()
-		}
-		res.Results = append(res.Results, r)
-		if !r.OK {
-			stop(&res, i, &protocol.Error{Code: r.Code, Message: r.Error}, nil, t.frames.Sequence())
+		if !t.record(ctx, &res, plan, a, t.execute(ctx, deadline, plan, i, a)) {
 			break
 		}
-		res.Executed++
 	}
 	res.Sequence = t.frames.Sequence()
 	return res
+}
+
+// record adds an action's result to the plan's, and reports whether the
+// plan goes on: a failed action stops it there.
+func (t *Tab) record(ctx context.Context, res *protocol.PlanResult, plan protocol.Plan, a protocol.Action, r protocol.ActionResult) bool {
+	if !r.OK && ctx.Err() != nil {
+		// Cut short by the cancel, whatever the driver made of it.
+		err := cancelledError(plan, a)
+		r.Code, r.Error = protocol.CodeOf(err), err.Error()
+	}
+	res.Results = append(res.Results, r)
+	if !r.OK {
+		stop(res, r.Index, &protocol.Error{Code: r.Code, Message: r.Error}, nil, t.frames.Sequence())
+		return false
+	}
+	res.Executed++
+	return true
 }
 
 // worksCrashed are the actions a crashed page can still take: those that

@@ -6,10 +6,10 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"strings"
-	"sync"
 	"testing"
 	"time"
+
+	"github.com/framebus/framebus/internal/benchkit"
 
 	"github.com/framebus/framebus/actors/whitelist"
 	busclient "github.com/framebus/framebus/bus/client"
@@ -18,11 +18,6 @@ import (
 	"github.com/framebus/framebus/protocol"
 	"github.com/nats-io/nats.go"
 )
-
-// bench100KB is a 100 KB HTML page.
-var bench100KB = "<!DOCTYPE html><html><head><meta charset=utf-8><title>bench</title></head><body>" +
-	strings.Repeat("<p>Lorem ipsum dolor sit amet, consectetur adipiscing elit, sed do eiusmod tempor.</p>\n", 1200)[:100_000-100] +
-	"</body></html>"
 
 // webBench is a node with a whitelist (the loopback page's address), a
 // bare responder answering 100 KB on its server (the bus's floor), and
@@ -33,7 +28,7 @@ var bench100KB = "<!DOCTYPE html><html><head><meta charset=utf-8><title>bench</t
 func webBench(b *testing.B) (fetch, fetchInProc, fetchJSON, direct, busFloor func()) {
 	page := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/html; charset=utf-8")
-		io.WriteString(w, bench100KB)
+		io.WriteString(w, benchkit.Page100KB)
 	}))
 	b.Cleanup(page.Close)
 	wl, err := whitelist.New([]string{"127.0.0.1"}, nil)
@@ -68,13 +63,13 @@ func webBench(b *testing.B) (fetch, fetchInProc, fetchJSON, direct, busFloor fun
 	client := &http.Client{Transport: tr}
 	fetch = func() {
 		reply, err := agent.Fetch(context.Background(), req)
-		if err != nil || len(reply.Body) != len(bench100KB) {
+		if err != nil || len(reply.Body) != len(benchkit.Page100KB) {
 			b.Fatalf("fetch over the bus: %v (%d bytes)", err, len(reply.Body))
 		}
 	}
 	fetchInProc = func() {
 		reply, err := inproc.Fetch(context.Background(), req)
-		if err != nil || len(reply.Body) != len(bench100KB) {
+		if err != nil || len(reply.Body) != len(benchkit.Page100KB) {
 			b.Fatalf("fetch over the bus in process: %v (%d bytes)", err, len(reply.Body))
 		}
 	}
@@ -84,7 +79,7 @@ func webBench(b *testing.B) (fetch, fetchInProc, fetchJSON, direct, busFloor fun
 		if err == nil {
 			err = json.Unmarshal(msg.Data, &reply)
 		}
-		if err != nil || len(reply.Body) != len(bench100KB) {
+		if err != nil || len(reply.Body) != len(benchkit.Page100KB) {
 			b.Fatalf("fetch over the bus, JSON: %v (%d bytes)", err, len(reply.Body))
 		}
 	}
@@ -95,7 +90,7 @@ func webBench(b *testing.B) (fetch, fetchInProc, fetchJSON, direct, busFloor fun
 		}
 		body, err := io.ReadAll(resp.Body)
 		resp.Body.Close()
-		if err != nil || len(body) != len(bench100KB) {
+		if err != nil || len(body) != len(benchkit.Page100KB) {
 			b.Fatalf("direct: %v (%d bytes)", err, len(body))
 		}
 	}
@@ -108,14 +103,14 @@ func webBench(b *testing.B) (fetch, fetchInProc, fetchJSON, direct, busFloor fun
 	}
 	b.Cleanup(nc.Close)
 	floorSubject := node.Subjects().TabPlan("FLOOR")
-	sub, err := nc.Subscribe(floorSubject, func(m *nats.Msg) { m.Respond([]byte(bench100KB)) })
+	sub, err := nc.Subscribe(floorSubject, func(m *nats.Msg) { m.Respond([]byte(benchkit.Page100KB)) })
 	if err != nil {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { sub.Unsubscribe() })
 	busFloor = func() {
 		msg, err := agent.Conn().Request(floorSubject, nil, 30*time.Second)
-		if err != nil || len(msg.Data) != len(bench100KB) {
+		if err != nil || len(msg.Data) != len(benchkit.Page100KB) {
 			b.Fatalf("the bare responder: %v", err)
 		}
 	}
@@ -154,15 +149,15 @@ func BenchmarkFetchOverTheBus(b *testing.B) {
 		inT = append(inT, t5.Sub(t4))
 	}
 	b.StopTimer()
-	d := float64(p50(directT))
+	d := float64(benchkit.P50(directT))
 	b.ReportMetric(d/1e3, "direct-p50-µs")
-	b.ReportMetric(float64(p50(busT))/1e3, "bus-p50-µs")
-	b.ReportMetric(float64(p50(jsonT))/1e3, "bus-json-p50-µs")
-	b.ReportMetric(float64(p50(floorT))/1e3, "bare-100KB-reply-p50-µs")
-	b.ReportMetric(float64(p50(busT))/d, "bus/direct-p50")
-	b.ReportMetric(float64(p50(inT))/d, "bus-inproc/direct-p50")
-	b.ReportMetric(float64(p50(jsonT))/d, "bus-json/direct-p50")
-	b.ReportMetric((d+float64(p50(floorT)))/d, "floor(direct+bare)/direct")
+	b.ReportMetric(float64(benchkit.P50(busT))/1e3, "bus-p50-µs")
+	b.ReportMetric(float64(benchkit.P50(jsonT))/1e3, "bus-json-p50-µs")
+	b.ReportMetric(float64(benchkit.P50(floorT))/1e3, "bare-100KB-reply-p50-µs")
+	b.ReportMetric(float64(benchkit.P50(busT))/d, "bus/direct-p50")
+	b.ReportMetric(float64(benchkit.P50(inT))/d, "bus-inproc/direct-p50")
+	b.ReportMetric(float64(benchkit.P50(jsonT))/d, "bus-json/direct-p50")
+	b.ReportMetric((d+float64(benchkit.P50(floorT)))/d, "floor(direct+bare)/direct")
 }
 
 // BenchmarkFetchOverTheBus64 runs rounds of 64 concurrent fetches of the
@@ -170,15 +165,7 @@ func BenchmarkFetchOverTheBus(b *testing.B) {
 // and reports each one's throughput and the ratio.
 func BenchmarkFetchOverTheBus64(b *testing.B) {
 	fetch, _, _, direct, _ := webBench(b)
-	round := func(one func()) time.Duration {
-		start := time.Now()
-		var wg sync.WaitGroup
-		for range 64 {
-			wg.Go(one)
-		}
-		wg.Wait()
-		return time.Since(start)
-	}
+	round := func(one func()) time.Duration { return benchkit.Round(64, one) }
 	round(fetch)
 	round(direct)
 	var busT, directT time.Duration

@@ -4,28 +4,22 @@ import (
 	"context"
 	"io"
 	"net/http"
-	"sort"
-	"strings"
-	"sync"
 	"testing"
 	"time"
+
+	"github.com/framebus/framebus/internal/benchkit"
 
 	"github.com/framebus/framebus/protocol"
 )
 
-// benchPage is a 100 KB HTML page.
-var benchPage = "<!DOCTYPE html><html><head><meta charset=utf-8><title>bench</title></head><body>" +
-	strings.Repeat("<p>Lorem ipsum dolor sit amet, consectetur adipiscing elit, sed do eiusmod tempor.</p>\n", 1200)[:100_000-100] +
-	"</body></html>"
-
-// benchSetup serves benchPage on the allowed address and returns its URL,
+// benchSetup serves benchkit.Page100KB on the allowed address and returns its URL,
 // a Fetcher as a node makes it (the real whitelist and egress Dialer) and
 // a plain net/http client with as many idle connections per host, so
 // both keep their connections alive alike.
 func benchSetup(b *testing.B) (string, *Fetcher, *http.Client) {
 	srv := serveOn(b, allowedAddr, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/html; charset=utf-8")
-		io.WriteString(w, benchPage)
+		io.WriteString(w, benchkit.Page100KB)
 	}))
 	f := newFetcher(b, Options{})
 	tr := &http.Transport{MaxIdleConnsPerHost: 64}
@@ -35,7 +29,7 @@ func benchSetup(b *testing.B) (string, *Fetcher, *http.Client) {
 
 func benchFetch(b *testing.B, f *Fetcher, url string) {
 	r, err := f.Fetch(context.Background(), protocol.FetchRequest{URL: url})
-	if err != nil || len(r.Body) != len(benchPage) {
+	if err != nil || len(r.Body) != len(benchkit.Page100KB) {
 		b.Fatalf("fetch: %v (%d bytes)", err, len(r.Body))
 	}
 }
@@ -47,7 +41,7 @@ func benchRaw(b *testing.B, c *http.Client, url string) {
 	}
 	body, err := io.ReadAll(resp.Body)
 	resp.Body.Close()
-	if err != nil || len(body) != len(benchPage) {
+	if err != nil || len(body) != len(benchkit.Page100KB) {
 		b.Fatalf("raw: %v (%d bytes)", err, len(body))
 	}
 }
@@ -73,9 +67,9 @@ func BenchmarkFetch100KB(b *testing.B) {
 		rawT, fetchT = append(rawT, t1.Sub(t0)), append(fetchT, t2.Sub(t1))
 	}
 	b.StopTimer()
-	b.ReportMetric(float64(p50(rawT).Microseconds()), "raw-p50-µs")
-	b.ReportMetric(float64(p50(fetchT).Microseconds()), "fetch-p50-µs")
-	b.ReportMetric(float64(p50(fetchT))/float64(p50(rawT)), "fetch/raw-p50")
+	b.ReportMetric(float64(benchkit.P50(rawT).Microseconds()), "raw-p50-µs")
+	b.ReportMetric(float64(benchkit.P50(fetchT).Microseconds()), "fetch-p50-µs")
+	b.ReportMetric(float64(benchkit.P50(fetchT))/float64(benchkit.P50(rawT)), "fetch/raw-p50")
 }
 
 // BenchmarkFetch100KBConcurrent64 runs rounds of 64 concurrent fetches of
@@ -83,15 +77,7 @@ func BenchmarkFetch100KB(b *testing.B) {
 // directly, and reports each one's throughput and the ratio.
 func BenchmarkFetch100KBConcurrent64(b *testing.B) {
 	url, f, raw := benchSetup(b)
-	round := func(one func()) time.Duration {
-		start := time.Now()
-		var wg sync.WaitGroup
-		for range 64 {
-			wg.Go(one)
-		}
-		wg.Wait()
-		return time.Since(start)
-	}
+	round := func(one func()) time.Duration { return benchkit.Round(64, one) }
 	viaFetch := func() { benchFetch(b, f, url) }
 	direct := func() { benchRaw(b, raw, url) }
 	round(viaFetch)
@@ -107,13 +93,4 @@ func BenchmarkFetch100KBConcurrent64(b *testing.B) {
 	b.ReportMetric(n/rawT.Seconds(), "raw-fetches/s")
 	b.ReportMetric(n/fetchT.Seconds(), "fetch-fetches/s")
 	b.ReportMetric(rawT.Seconds()/fetchT.Seconds(), "fetch/raw-throughput")
-}
-
-func p50(d []time.Duration) time.Duration {
-	if len(d) == 0 {
-		return 0
-	}
-	s := append([]time.Duration(nil), d...)
-	sort.Slice(s, func(i, j int) bool { return s[i] < s[j] })
-	return s[len(s)/2]
 }
