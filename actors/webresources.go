@@ -121,12 +121,41 @@ func (n *Node) answerResource(m micro.Request, action string, timeout protocol.D
 		return
 	}
 	if raw, ok := reply.(rawReply); ok {
+		if err := n.fitsTheBus(action, len(raw.head)+len(raw.body)+len(protocol.HeaderReply)+headerRoom); err != nil {
+			respond(m, protocol.NewErrorReply(err), n.log)
+			return
+		}
 		if err := m.Respond(raw.body, micro.WithHeaders(micro.Headers{protocol.HeaderReply: {string(raw.head)}})); err != nil {
 			n.log.Warn().Err(err).Msg("send reply")
 		}
 		return
 	}
-	respond(m, reply, n.log)
+	data, ok := encodeReply(reply, n.log)
+	if !ok {
+		return
+	}
+	if err := n.fitsTheBus(action, len(data)); err != nil {
+		respond(m, protocol.NewErrorReply(err), n.log)
+		return
+	}
+	if err := m.Respond(data); err != nil {
+		n.log.Warn().Err(err).Msg("send reply")
+	}
+}
+
+// headerRoom is what a message's header block needs beside its keys and
+// values (its first line, separators).
+const headerRoom = 64
+
+// fitsTheBus says too_large when a reply of size bytes is more than one
+// bus message carries: the bus would drop it, and the caller hear
+// nothing until its own deadline. A hostile server makes such a reply
+// with a body at the cap and long redirect URLs or headers.
+func (n *Node) fitsTheBus(action string, size int) error {
+	if max := n.nc.MaxPayload(); int64(size) > max {
+		return protocol.Errorf(protocol.CodeTooLarge, "%s: the reply is %d bytes, more than one bus message carries (%d): ask for less (maxBytes)", action, size, max)
+	}
+	return nil
 }
 
 // rawReply is a fetch's reply with its body outside the JSON (see

@@ -1,0 +1,259 @@
+package actors
+
+import (
+	"bufio"
+	"context"
+	"crypto/rand"
+	"encoding/json"
+	"fmt"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"os"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+
+	"github.com/framebus/framebus/actors/whitelist"
+	"github.com/framebus/framebus/bus"
+	busclient "github.com/framebus/framebus/bus/client"
+	"github.com/framebus/framebus/internal/bustest"
+	"github.com/framebus/framebus/protocol"
+)
+
+// probeNode is a node whose whitelist allows 127.0.0.1 only, on a bus
+// of the smallest payload a node accepts.
+func probeNode(t *testing.T, search SearchOptions, http HTTPOptions) *Node {
+	t.Helper()
+	wl, err := whitelist.New([]string{"127.0.0.1"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return startTestNode(t, NodeOptions{Prefix: "fbprobe", Whitelist: wl, Search: search, HTTP: http,
+		Bus: bus.Options{MaxPayload: bus.MinMaxPayload}})
+}
+
+// A hostile server makes a fetch's reply larger than the bus carries:
+// ten redirects with long Locations (240 KB each: headers as long as a
+// browser takes), then a body at the node's cap. The
+// caller must get an answer with a clear code within the fetch's time,
+// in JSON and with the body outside it (Framebus-Body: raw), never
+// silence until its own deadline.
+func TestProbeReplyLargerThanTheBus(t *testing.T) {
+	// The body's cap as large as the node allows: the bus's payload,
+	// less the room it keeps for the rest of the reply.
+	node := probeNode(t, SearchOptions{}, HTTPOptions{MaxBytes: 64 << 20})
+	longPath := "/" + strings.Repeat("p", 240<<10)
+	body := make([]byte, 8<<20)
+	rand.Read(body)
+	var hop atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if n := hop.Add(1); n%11 != 0 {
+			http.Redirect(w, r, fmt.Sprintf("%s?%d", longPath, n), http.StatusFound)
+			return
+		}
+		w.Header().Set("Content-Type", "application/octet-stream")
+		w.Write(body)
+	}))
+	defer srv.Close()
+	nc := bustest.Connect(t, node.Bus(), protocol.RoleAgent)
+	defer nc.Close()
+	req, _ := json.Marshal(protocol.FetchRequest{URL: srv.URL + "/", Timeout: protocol.Duration(20 * time.Second)})
+	silent := 0
+	for _, raw := range []bool{false, true} {
+		msg := &nats.Msg{Subject: node.Subjects().HTTPFetch(), Data: req, Header: nats.Header{}}
+		if raw {
+			msg.Header.Set(protocol.HeaderBody, protocol.BodyRaw)
+		}
+		out, err := nc.RequestMsg(msg, 40*time.Second)
+		if err != nil {
+			silent++
+			t.Errorf("raw %v: no answer: %v", raw, err)
+			continue
+		}
+		var reply protocol.ErrorReply
+		if out.Header.Get(protocol.HeaderReply) != "" || json.Unmarshal(out.Data, &reply) != nil || reply.OK || reply.Code != protocol.CodeTooLarge {
+			t.Errorf("raw %v: %d bytes, head %d bytes, %.200s; want too_large", raw, len(out.Data), len(out.Header.Get(protocol.HeaderReply)), out.Data)
+		} else {
+			t.Logf("raw %v: %s", raw, reply.Error)
+		}
+	}
+	t.Logf("2 fetches whose reply is over the bus's %d bytes, %d answered nothing", nc.MaxPayload(), silent)
+}
+
+// A thousand fetches at once, each held by a server that never answers:
+// the node answers each (timeout), and meanwhile a plan on a tab (with a
+// fetch of its own) and another agent's fetch of a page that answers
+// still run.
+func TestProbeThousandFetchesAtOnce(t *testing.T) {
+	node := probeNode(t, SearchOptions{}, HTTPOptions{})
+	hold := make(chan struct{})
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var held atomic.Int64
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			held.Add(1)
+			go func() {
+				defer c.Close()
+				http.ReadRequest(bufio.NewReader(c))
+				<-hold
+			}()
+		}
+	}()
+	defer ln.Close()
+	defer close(hold)
+	page := site("/read.html")
+
+	nc := bustest.Connect(t, node.Bus(), protocol.RoleAgent)
+	defer nc.Close()
+	const many = 1000
+	req, _ := json.Marshal(protocol.FetchRequest{URL: "http://" + ln.Addr().String() + "/", Timeout: protocol.Duration(time.Second)})
+	codes := make(chan protocol.Code, many)
+	var wg sync.WaitGroup
+	for range many {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			out, err := nc.Request(node.Subjects().HTTPFetch(), req, 2*time.Minute)
+			if err != nil {
+				codes <- "no answer: " + protocol.Code(err.Error())
+				return
+			}
+			var reply protocol.ErrorReply
+			json.Unmarshal(out.Data, &reply)
+			codes <- reply.Code
+		}()
+	}
+	// While they wait: a plan with a fetch and an eval, on a tab.
+	agent := newBusClient(t, node)
+	tab := node.Tabs()[0].Tab
+	res := agent.plan(node.Subjects(), tab, protocol.Plan{Actions: []protocol.Action{
+		{Type: "fetch", URL: page, Timeout: protocol.Duration(20 * time.Second)},
+		{Type: "eval", Expression: "1+1"},
+	}})
+	if !res.OK {
+		t.Errorf("a plan while %d fetches wait: %+v", many, res)
+	}
+	wg.Wait()
+	close(codes)
+	counts := map[protocol.Code]int{}
+	for c := range codes {
+		counts[c]++
+	}
+	t.Logf("%d fetches at once of a server that never answers: %v; %d connections reached it", many, counts, held.Load())
+	if counts[protocol.CodeTimeout] != many {
+		t.Errorf("answers %v, want %d timeouts", counts, many)
+	}
+}
+
+// A search engine's page injects a result at a host the whitelist denies;
+// a plan navigates to it: the browser refuses, and the denied host sees
+// nothing. A `use` path that is huge or deep is refused as bad input.
+func TestProbePlanFollowsAnInjectedResult(t *testing.T) {
+	var denied atomic.Int64
+	elsewhere := serveOn(t, "127.0.0.2", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { denied.Add(1) }))
+	results, err := os.ReadFile("../testdata/search/ddg-results.html")
+	if err != nil {
+		t.Fatal(err)
+	}
+	target := "http://" + elsewhere.Listener.Addr().String() + "/steal"
+	results = []byte(strings.ReplaceAll(string(results), url.QueryEscape("https://pkg.go.dev/net/http"), url.QueryEscape(target)))
+	engine := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		w.Write(results)
+	}))
+	defer engine.Close()
+	node := probeNode(t, SearchOptions{DuckDuckGoURL: engine.URL + "/html/"}, HTTPOptions{})
+	agent := newBusClient(t, node)
+	tab := node.Tabs()[0].Tab
+	through := 0
+	for _, step := range []protocol.Action{
+		{Type: "navigate", Use: map[string]string{"url": "0.results.0.url"}, Wait: true},
+		{Type: "fetch", Use: map[string]string{"url": "0.results.0.url"}},
+		{Type: "navigate", Use: map[string]string{"url": "0." + strings.Repeat("results.", 50000) + "url"}},
+		{Type: "navigate", Use: map[string]string{"url": "0.results.99999999999999999999.url"}},
+	} {
+		res := agent.plan(node.Subjects(), tab, protocol.Plan{Actions: []protocol.Action{
+			{Type: "search", Query: "go http client", Limit: 1},
+			step,
+		}})
+		if res.OK || len(res.Results) == 0 || !res.Results[0].OK {
+			through += map[bool]int{true: 1}[res.OK]
+			t.Logf("%s %.80v: ok %v, %d results, %s: %.200s", step.Type, step.Use, res.OK, len(res.Results), res.Code, res.Error)
+			continue
+		}
+		t.Logf("%s %.80v: %s: %.300s", step.Type, step.Use, res.Code, res.Error)
+	}
+	t.Logf("4 plans following an injected result, %d got through; the denied host saw %d requests", through, denied.Load())
+	if through > 0 || denied.Load() > 0 {
+		t.Errorf("%d plans got through, %d requests reached the denied host", through, denied.Load())
+	}
+}
+
+// Who may ask: an observer and a user of another account, over TCP; the
+// raw-body header from a page with odd header bytes; a Host header the
+// whitelist denies, on the bus.
+func TestProbeWhoMayFetch(t *testing.T) {
+	node := probeNode(t, SearchOptions{}, HTTPOptions{})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header()["X-Odd"] = []string{"caf\xe9 \"quoted\" \\ back", "\u2028line"}
+		w.Header().Set("Framebus-Reply", `{"ok":true,"status":999}`)
+		fmt.Fprint(w, "hello")
+	}))
+	defer srv.Close()
+	connect := func(role string) *busclient.Client {
+		creds := bustest.AddUser(t, node.Bus(), role)
+		c, err := busclient.Connect(t.Context(), busclient.Options{Credentials: &creds, Prefix: node.Subjects().Prefix})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(c.Close)
+		return c
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	agent := connect(protocol.RoleAgent)
+	got, err := agent.Fetch(ctx, protocol.FetchRequest{URL: srv.URL + "/"})
+	if err != nil || got.Status != 200 || got.Body != "hello" {
+		t.Fatalf("the agent's fetch: %+v %v", got, err)
+	}
+	t.Logf("odd headers through the raw path: %q %q", got.Headers["X-Odd"], got.Headers["Framebus-Reply"])
+	_, err = agent.Fetch(ctx, protocol.FetchRequest{URL: srv.URL + "/", Headers: map[string]string{"Host": "127.0.0.2"}})
+	if protocol.CodeOf(err) != protocol.CodePermissionDenied {
+		t.Errorf("Host 127.0.0.2 on the bus: %v", err)
+	}
+	through := 0
+	observer := connect(protocol.RoleObserver)
+	if _, err := observer.Fetch(ctx, protocol.FetchRequest{URL: srv.URL + "/"}); protocol.CodeOf(err) != protocol.CodePermissionDenied {
+		through++
+		t.Errorf("observer fetch: %v", err)
+	}
+	if _, err := observer.Search(ctx, protocol.SearchRequest{Query: "q"}); protocol.CodeOf(err) != protocol.CodePermissionDenied {
+		through++
+		t.Errorf("observer search: %v", err)
+	}
+	// An observer aims a raw request at the node's subject under another
+	// name: its own account has only what its role imports.
+	onc := bustest.Connect(t, node.Bus(), protocol.RoleObserver)
+	defer onc.Close()
+	for _, subj := range []string{node.Subjects().HTTPFetch(), node.Subjects().SearchQuery(), "$SRV.PING", ">"} {
+		data, _ := json.Marshal(protocol.FetchRequest{URL: srv.URL + "/"})
+		if out, err := onc.Request(subj, data, 3*time.Second); err == nil && strings.Contains(string(out.Data), "hello") {
+			through++
+			t.Errorf("observer on %s: %s", subj, out.Data)
+		}
+	}
+	t.Logf("observer attempts at the resources: %d got through", through)
+}
