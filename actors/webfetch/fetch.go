@@ -17,6 +17,9 @@ const DefaultTimeout = 30 * time.Second
 // headers name one.
 const DefaultUserAgent = "framebus-fetch/1"
 
+// maxHeaderBytes bounds an answer's status line and header block.
+const maxHeaderBytes = 256 << 10
+
 // Options configure a Fetcher; the zero value fetches anything, directly.
 type Options struct {
 	// Dialer connects; the node passes Node.Dialer() (actors/egress.Dialer:
@@ -82,6 +85,10 @@ func New(o Options) *Fetcher {
 		IdleConnTimeout:       90 * time.Second,
 		TLSHandshakeTimeout:   10 * time.Second,
 		ExpectContinueTimeout: time.Second,
+		// A browser's bound (Chromium's 256 KiB), not net/http's 10 MiB: a
+		// hostile server's header block, and each redirect's Location,
+		// would otherwise cost that much memory and reply per hop.
+		MaxResponseHeaderBytes: maxHeaderBytes,
 	}}
 }
 

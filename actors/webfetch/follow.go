@@ -71,7 +71,15 @@ func asking(u *url.URL, hops []protocol.FetchHop) string {
 	if len(hops) == 0 {
 		return "fetch " + u.Redacted()
 	}
-	return fmt.Sprintf("redirect %d from %s to %s", len(hops), hops[len(hops)-1].URL, u.Redacted())
+	return fmt.Sprintf("redirect %d from %s to %s", len(hops), redacted(hops[len(hops)-1].URL), u.Redacted())
+}
+
+// redacted is a hop's URL for an error: a password in it shown as xxxxx.
+func redacted(rawURL string) string {
+	if u, err := url.Parse(rawURL); err == nil {
+		return u.Redacted()
+	}
+	return rawURL
 }
 
 // check runs the whitelist on a URL about to be asked: a denied URL is
@@ -197,9 +205,9 @@ func sameHost(a, b *url.URL) bool { return strings.EqualFold(a.Hostname(), b.Hos
 func tooManyRedirects(hops []protocol.FetchHop, next *url.URL, max int) error {
 	urls := make([]string, 0, len(hops)+1)
 	for _, h := range hops {
-		urls = append(urls, h.URL)
+		urls = append(urls, redacted(h.URL))
 	}
-	urls = append(urls, next.String())
+	urls = append(urls, next.Redacted())
 	what, end := "too many redirects", len(urls)
 	seen := map[string]bool{}
 	for i, u := range urls {
@@ -217,5 +225,5 @@ func tooManyRedirects(hops []protocol.FetchHop, next *url.URL, max int) error {
 		chain = append(chain, u)
 	}
 	return protocol.Errorf(protocol.CodeFetchFailed, "fetch %s: %s (more than %d): %s",
-		hops[0].URL, what, max, strings.Join(chain, " -> "))
+		urls[0], what, max, strings.Join(chain, " -> "))
 }

@@ -1,0 +1,302 @@
+package webfetch
+
+import (
+	"bytes"
+	"compress/gzip"
+	"fmt"
+	"net/http"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/framebus/framebus/protocol"
+)
+
+// The attacker is a web server the fetch reaches: an allowed page that
+// redirects to the denied server in every spelling of its address (and
+// to other schemes). Each spelling is one attack; it got through when
+// the denied server accepted a connection or the fetch answered OK.
+func TestProbeRedirectToDeniedInEverySpelling(t *testing.T) {
+	denied := startDenied(t)
+	srv := serveOn(t, allowedAddr, http.HandlerFunc(redirector))
+	f := newFetcher(t, Options{Timeout: 5 * time.Second})
+	p := denied.port
+	targets := []string{
+		"http://127.0.0.1:" + p + "/",
+		"http://2130706433:" + p + "/",
+		"http://0x7f000001:" + p + "/",
+		"http://0x7f.1:" + p + "/",
+		"http://0177.0.0.1:" + p + "/",
+		"http://0177.1:" + p + "/",
+		"http://127.1:" + p + "/",
+		"http://127.0.1:" + p + "/",
+		"http://127.0.0.1.:" + p + "/",
+		"http://0:" + p + "/",
+		"http://0.0.0.0:" + p + "/",
+		"http://[::]:" + p + "/",
+		"http://[::1]:" + p + "/",
+		"http://[::ffff:127.0.0.1]:" + p + "/",
+		"http://[::ffff:7f00:1]:" + p + "/",
+		"http://[0:0:0:0:0:ffff:127.0.0.1]:" + p + "/",
+		"http://[::127.0.0.1]:" + p + "/",
+		"http://[64:ff9b::127.0.0.1]:" + p + "/",
+		"http://[2002:7f00:1::]:" + p + "/",
+		"http://example.test@127.0.0.1:" + p + "/",
+		"http://example.test:" + p + "@127.0.0.1:" + p + "/",
+		"http://127.0.0.1:" + p + "\\@example.test/",
+		"http://127.0.0.1:" + p + "#@example.test/",
+		"http://127.0.0.1:" + p + "?@example.test/",
+		"http://%31%32%37.0.0.1:" + p + "/",
+		"http://１２７．０．０．１:" + p + "/",
+		"http://127。0。0。1:" + p + "/",
+		"HTTP://127.0.0.1:" + p + "/",
+		"https://127.0.0.1:" + p + "/",
+		"//127.0.0.1:" + p + "/",
+		"\\\\127.0.0.1:" + p + "/",
+		"/\\127.0.0.1:" + p + "/",
+		"http:127.0.0.1:" + p + "/",
+		"http:/127.0.0.1:" + p + "/",
+		"http:\\\\127.0.0.1:" + p + "/",
+		" http://127.0.0.1:" + p + "/",
+		"http://127.0.0.1:" + p + "/\r\nX: y",
+		"http://" + reboundName + ":" + p + "/",
+		"http://" + strings.ToUpper(reboundName) + ":" + p + "/",
+		"http://" + reboundName + ".:" + p + "/",
+		"http://localhost:" + p + "/",
+		"http://LOCALHOST.:" + p + "/",
+		"http://127.0.0.1:0" + p + "/",
+		"file:///etc/passwd",
+		"gopher://127.0.0.1:" + p + "/_GET%20/",
+		"data:text/plain,hello",
+		"ftp://127.0.0.1:" + p + "/",
+		"ws://127.0.0.1:" + p + "/",
+		"javascript:alert(1)",
+	}
+	var through []string
+	for _, status := range []int{301, 302, 303, 307, 308} {
+		for _, target := range targets {
+			before := denied.conns.Load()
+			r, err := fetch(t, f, protocol.FetchRequest{URL: redirectTo(srv.URL, status, target)})
+			reached := denied.conns.Load() - before
+			if reached > 0 || (err == nil && (r.Status != status && !strings.HasPrefix(r.URL, srv.URL))) {
+				through = append(through, fmt.Sprintf("%d %q: %d connections, reply %+v, err %v", status, target, reached, r.URL, err))
+				continue
+			}
+			if err == nil {
+				// Go resolved it to a path on the allowed server (a relative
+				// Location): the allowed server answered, which is no way out.
+				continue
+			}
+			if c := protocol.CodeOf(err); c != protocol.CodePermissionDenied && c != protocol.CodeFetchFailed {
+				through = append(through, fmt.Sprintf("%d %q: code %s: %v", status, target, c, err))
+			}
+		}
+	}
+	t.Logf("%d redirects to the denied server, %d got through", 5*len(targets), len(through))
+	for _, s := range through {
+		t.Errorf("got through: %s", s)
+	}
+	if denied.conns.Load() != 0 {
+		t.Errorf("the denied server accepted %d connections", denied.conns.Load())
+	}
+}
+
+// The same spellings as the first URL of a fetch.
+func TestProbeFirstURLToDeniedInEverySpelling(t *testing.T) {
+	denied := startDenied(t)
+	f := newFetcher(t, Options{Timeout: 5 * time.Second})
+	p := denied.port
+	targets := []string{
+		"http://127.0.0.1:" + p + "/",
+		"http://2130706433:" + p + "/",
+		"http://0x7f.1:" + p + "/",
+		"http://0177.0.0.1:" + p + "/",
+		"http://127.1:" + p + "/",
+		"http://0:" + p + "/",
+		"http://0.0.0.0:" + p + "/",
+		"http://[::]:" + p + "/",
+		"http://[::ffff:127.0.0.1]:" + p + "/",
+		"http://example.test@127.0.0.1:" + p + "/",
+		"http://127.0.0.1:" + p + "\\@example.test/",
+		"http://127.0.0.1.:" + p + "/",
+		"http://%31%32%37.0.0.1:" + p + "/",
+		"http://１２７．０．０．１:" + p + "/",
+		"http://" + reboundName + ":" + p + "/",
+		"http://" + strings.ToUpper(reboundName) + ":" + p + "/",
+		"http://" + reboundName + ".:" + p + "/",
+		"  http://127.0.0.1:" + p + "/",
+		"http://127.0.0.1:" + p + "\t/",
+	}
+	through := 0
+	for _, target := range targets {
+		before := denied.conns.Load()
+		_, err := fetch(t, f, protocol.FetchRequest{URL: target})
+		c := protocol.CodeOf(err)
+		if denied.conns.Load() > before || err == nil || (c != protocol.CodePermissionDenied && c != protocol.CodeBadRequest) {
+			through++
+			t.Errorf("got through: %q: err %v (%s)", target, err, c)
+		}
+	}
+	t.Logf("%d first URLs at the denied server, %d got through", len(targets), through)
+}
+
+// The Host header trick: the URL names an allowed server that hosts a
+// denied site too (a CDN, or any virtual-host server), and the Host
+// header names the denied site in a spelling the whitelist's parse and
+// the server's parse read differently. The server here routes by host as
+// Go's ServeMux does (the Host header's host, the port after its last
+// colon stripped), as many servers do.
+func TestProbeHostHeaderNamesADeniedSite(t *testing.T) {
+	var deniedSite atomic.Int64
+	mux := http.NewServeMux()
+	mux.HandleFunc("denied.test/", func(w http.ResponseWriter, r *http.Request) {
+		deniedSite.Add(1)
+		fmt.Fprint(w, "the denied site")
+	})
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) { fmt.Fprint(w, "the allowed site") })
+	srv := serveOn(t, allowedAddr, mux)
+	f := newFetcher(t, Options{Timeout: 5 * time.Second})
+	hosts := []string{
+		"denied.test",
+		"DENIED.TEST",
+		"denied.test.",
+		"denied.test:80",
+		"example.test@denied.test",
+		"denied.test:80@example.test",
+		"denied.test:@example.test",
+		"denied.test:1@a.example.test",
+		"denied.test\\.example.test",
+		"denied.test/.example.test",
+		"denied.test#.example.test",
+		"denied.test?.example.test",
+		"denied.test .example.test",
+		"denied.test,.example.test",
+		"denied.test;.example.test",
+		"[denied.test]",
+	}
+	through := 0
+	for _, host := range hosts {
+		before := deniedSite.Load()
+		r, err := fetch(t, f, protocol.FetchRequest{URL: srv.URL + "/", Headers: map[string]string{"Host": host}})
+		if deniedSite.Load() > before {
+			through++
+			t.Errorf("got through: Host %q reached the denied site (reply %q, err %v)", host, r.Body, err)
+			continue
+		}
+		t.Logf("Host %q: %q %v", host, r.Body, err)
+	}
+	t.Logf("%d Host headers naming the denied site, %d got through", len(hosts), through)
+}
+
+// A hostile server's answers cost no more than the caps: a gzip bomb, an
+// endless body, a huge header block, a huge Location, status line and
+// many redirects. Each is a fetch that must end with an error or a
+// truncated answer within bounds.
+func TestProbeHostileAnswers(t *testing.T) {
+	const maxBytes = 64 << 10
+	// A gzip bomb: 64 MiB of zeros in about 64 KB.
+	var bomb bytes.Buffer
+	zw, _ := gzip.NewWriterLevel(&bomb, gzip.BestCompression)
+	zeros := make([]byte, 1<<20)
+	for range 64 {
+		zw.Write(zeros)
+	}
+	zw.Close()
+	hugeHeader := strings.Repeat("x", 9<<20)
+	mux := http.NewServeMux()
+	mux.HandleFunc("/bomb", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Encoding", "gzip")
+		w.Header().Set("Content-Type", "text/plain")
+		w.Write(bomb.Bytes())
+	})
+	mux.HandleFunc("/endless", func(w http.ResponseWriter, r *http.Request) {
+		chunk := bytes.Repeat([]byte("a"), 32<<10)
+		for r.Context().Err() == nil {
+			if _, err := w.Write(chunk); err != nil {
+				return
+			}
+		}
+	})
+	mux.HandleFunc("/headers", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("X-Huge", hugeHeader)
+		fmt.Fprint(w, "small")
+	})
+	mux.HandleFunc("/location", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Location", "/final?"+hugeHeader)
+		w.WriteHeader(302)
+	})
+	srv := serveOn(t, allowedAddr, mux)
+	f := newFetcher(t, Options{MaxBytes: maxBytes, Timeout: 10 * time.Second})
+
+	r, err := fetch(t, f, protocol.FetchRequest{URL: srv.URL + "/bomb"})
+	if err == nil && (len(r.Body) > maxBytes || !r.Truncated) {
+		t.Errorf("gzip bomb: %d bytes of body, truncated %v", len(r.Body), r.Truncated)
+	}
+	t.Logf("gzip bomb: %d bytes kept, truncated %v, err %v", len(r.Body), r.Truncated, err)
+	r, err = fetch(t, f, protocol.FetchRequest{URL: srv.URL + "/endless"})
+	if err != nil || !r.Truncated || len(r.Body) != maxBytes {
+		t.Errorf("endless body: %d bytes, truncated %v, err %v", len(r.Body), r.Truncated, err)
+	}
+	for _, path := range []string{"/headers", "/location"} {
+		r, err = fetch(t, f, protocol.FetchRequest{URL: srv.URL + path})
+		size := 0
+		for k, vs := range r.Headers {
+			size += len(k)
+			for _, v := range vs {
+				size += len(v)
+			}
+		}
+		for _, h := range r.Redirects {
+			size += len(h.URL)
+		}
+		size += len(r.URL)
+		t.Logf("%s: %d bytes of headers, hops and URL in the reply, err %v", path, size, err)
+		if err != nil && protocol.CodeOf(err) != protocol.CodeFetchFailed {
+			t.Errorf("%s: %v, want fetch_failed", path, err)
+		}
+		if size > 1<<20 {
+			t.Errorf("%s: the reply carries %d bytes besides its body (the body's cap is %d)", path, size, maxBytes)
+		}
+	}
+}
+
+// Many redirects: the cap holds whatever the request asks.
+func TestProbeRedirectCapHolds(t *testing.T) {
+	var asked atomic.Int64
+	srv := serveOn(t, allowedAddr, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		asked.Add(1)
+		http.Redirect(w, r, fmt.Sprintf("/r%d", asked.Load()), http.StatusFound)
+	}))
+	f := newFetcher(t, Options{MaxRedirects: 5})
+	_, err := fetch(t, f, protocol.FetchRequest{URL: srv.URL + "/", MaxRedirects: 1000})
+	wantCode(t, err, protocol.CodeFetchFailed, "too many redirects")
+	if asked.Load() != 6 {
+		t.Errorf("%d requests for a cap of 5 redirects", asked.Load())
+	}
+}
+
+// Credentials in a URL the caller gives stay out of errors; the page's
+// server cannot make them appear elsewhere by redirecting.
+func TestProbeURLPasswordInErrors(t *testing.T) {
+	denied := startDenied(t)
+	srv := serveOn(t, allowedAddr, http.HandlerFunc(redirector))
+	f := newFetcher(t, Options{})
+	secret := "s3cretpw"
+	withPassword := strings.Replace(srv.URL, "http://", "http://user:"+secret+"@", 1)
+	cases := []string{
+		redirectTo(withPassword, 302, "http://127.0.0.1:"+denied.port+"/"),
+		redirectTo(withPassword, 302, "/loop"),
+		"http://user:" + secret + "@127.0.0.1:" + denied.port + "/",
+		"gopher://user:" + secret + "@example.test/",
+	}
+	leaks := 0
+	for _, u := range cases {
+		_, err := fetch(t, f, protocol.FetchRequest{URL: u})
+		if err != nil && strings.Contains(err.Error(), secret) {
+			leaks++
+			t.Errorf("the password is in the error of %s: %v", u, err)
+		}
+	}
+	t.Logf("%d fetches with a password in the URL failing, %d errors show it", len(cases), leaks)
+}
