@@ -100,11 +100,11 @@ func (s *Searcher) googlePage(ctx context.Context, req protocol.SearchRequest, s
 			reply.Status, resp.Error.describe(), redact(resp.Error.Message, s.googleKey))
 	case reply.Status != 200:
 		return nil, false, protocol.Errorf(protocol.CodeSearchFailed,
-			"search google: %s answered HTTP %d %s, not a Custom Search JSON API response", s.google, reply.Status, reply.StatusText)
+			"search google: %s answered HTTP %d %s, not a Custom Search JSON API response", s.google, reply.Status, redact(reply.StatusText, s.googleKey))
 	case jsonErr != nil || resp.Kind != "customsearch#search":
 		return nil, false, protocol.Errorf(protocol.CodeSearchFailed,
 			"search google: %s answered something that is not a Custom Search JSON API response (customsearch#search): %s",
-			s.google, quote(normalizeSpace(body)))
+			s.google, quote(normalizeSpace(redact(body, s.googleKey)))) // a page may echo the URL asked, key and all
 	}
 	results := make([]protocol.SearchResult, 0, len(resp.Items))
 	for _, it := range resp.Items {
