@@ -339,3 +339,44 @@ func TestProbeCookiesFromStayWithTheirHost(t *testing.T) {
 	t.Logf("%d fetches with cookiesFrom aimed at another host, %d carried the session", len(attacks), through)
 	cookies.Range(func(k, v any) bool { t.Logf("the attacker saw %v with Cookie %q", k, v); return true })
 }
+
+// The node's own ports: its NATS listener, its WebSocket listener and its
+// egress proxy, all on loopback. With a whitelist of names only ("*":
+// every name, every public address), a fetch reaches none of them, in
+// any spelling, by name (localhost) or address. Each is one attack; it
+// got through when the fetch answered or failed with anything but
+// permission_denied (a connection was made).
+func TestProbeNodesOwnPorts(t *testing.T) {
+	wl, err := whitelist.New([]string{"*"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	node := startTestNode(t, NodeOptions{Prefix: "fbports", Whitelist: wl, Bus: bus.Options{WebSocket: "127.0.0.1:0"}})
+	var ports []string
+	for _, u := range []string{node.Bus().ClientURL(), node.Bus().WebSocketURL(), "http://" + node.egress.Addr()} {
+		parsed, err := url.Parse(u)
+		if err != nil || parsed.Port() == "" {
+			t.Fatalf("a port of the node: %q %v", u, err)
+		}
+		ports = append(ports, parsed.Port())
+	}
+	agent := newBusClient(t, node)
+	through, tried := 0, 0
+	for _, p := range ports {
+		for _, host := range []string{"127.0.0.1", "localhost", "LOCALHOST.", "127.1", "2130706433", "0x7f.0.0.1", "0", "0.0.0.0", "[::1]", "[::]", "[::ffff:127.0.0.1]", "127.0.0.1.nip.io"} {
+			tried++
+			var e protocol.ErrorReply
+			agent.ask(node.Subjects().HTTPFetch(), protocol.FetchRequest{URL: "http://" + host + ":" + p + "/", Timeout: protocol.Duration(5 * time.Second)}, &e)
+			if e.OK || e.Code != protocol.CodePermissionDenied {
+				// A name the resolver cannot find (no network here) is
+				// fetch_failed without any connection: not through.
+				if e.Code == protocol.CodeFetchFailed && strings.Contains(e.Error, "no such host") {
+					continue
+				}
+				through++
+				t.Errorf("got through: %s:%s: %+v", host, p, e)
+			}
+		}
+	}
+	t.Logf("%d fetches of the node's own ports (bus, websocket, egress proxy) with whitelist *, %d got through", tried, through)
+}
