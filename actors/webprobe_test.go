@@ -84,6 +84,25 @@ func TestProbeReplyLargerThanTheBus(t *testing.T) {
 		}
 	}
 	t.Logf("2 fetches whose reply is over the bus's %d bytes, %d answered nothing", nc.MaxPayload(), silent)
+
+	// A text body the JSON makes six times larger (control characters are
+	// \u00XX): 2 MB of them, under any body cap, is 12 MB of JSON. Plain
+	// JSON is too_large at once; with the body outside the JSON it fits.
+	controls := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		w.Write([]byte(strings.Repeat("\x01", 2<<20)))
+	}))
+	defer controls.Close()
+	req, _ = json.Marshal(protocol.FetchRequest{URL: controls.URL + "/", Timeout: protocol.Duration(20 * time.Second)})
+	out, err := nc.Request(node.Subjects().HTTPFetch(), req, 40*time.Second)
+	var reply protocol.ErrorReply
+	if err != nil || json.Unmarshal(out.Data, &reply) != nil || reply.Code != protocol.CodeTooLarge {
+		t.Errorf("2 MB of control characters in JSON: %v %.200s; want too_large", err, out.Data)
+	}
+	out, err = nc.RequestMsg(&nats.Msg{Subject: node.Subjects().HTTPFetch(), Data: req, Header: nats.Header{protocol.HeaderBody: {protocol.BodyRaw}}}, 40*time.Second)
+	if err != nil || len(out.Data) != 2<<20 || out.Header.Get(protocol.HeaderReply) == "" {
+		t.Errorf("2 MB of control characters outside the JSON: %v, %d bytes", err, len(out.Data))
+	}
 }
 
 // A thousand fetches at once, each held by a server that never answers:

@@ -153,7 +153,11 @@ const headerRoom = 64
 // with a body at the cap and long redirect URLs or headers.
 func (n *Node) fitsTheBus(action string, size int) error {
 	if max := n.nc.MaxPayload(); int64(size) > max {
-		return protocol.Errorf(protocol.CodeTooLarge, "%s: the reply is %d bytes, more than one bus message carries (%d): ask for less (maxBytes)", action, size, max)
+		hint := ""
+		if action == "fetch" {
+			hint = ", or for the body outside the JSON (header Framebus-Body: raw, as the Go client asks)"
+		}
+		return protocol.Errorf(protocol.CodeTooLarge, "%s: the reply is %d bytes, more than one bus message carries (%d): ask for less (maxBytes)%s", action, size, max, hint)
 	}
 	return nil
 }
