@@ -96,12 +96,16 @@ func TestProbeReplyLargerThanTheBus(t *testing.T) {
 	req, _ = json.Marshal(protocol.FetchRequest{URL: controls.URL + "/", Timeout: protocol.Duration(20 * time.Second)})
 	out, err := nc.Request(node.Subjects().HTTPFetch(), req, 40*time.Second)
 	var reply protocol.ErrorReply
-	if err != nil || json.Unmarshal(out.Data, &reply) != nil || reply.Code != protocol.CodeTooLarge {
-		t.Errorf("2 MB of control characters in JSON: %v %.200s; want too_large", err, out.Data)
+	if err != nil {
+		t.Errorf("2 MB of control characters in JSON: no answer: %v", err)
+	} else if json.Unmarshal(out.Data, &reply) != nil || reply.Code != protocol.CodeTooLarge {
+		t.Errorf("2 MB of control characters in JSON: %.200s; want too_large", out.Data)
 	}
 	out, err = nc.RequestMsg(&nats.Msg{Subject: node.Subjects().HTTPFetch(), Data: req, Header: nats.Header{protocol.HeaderBody: {protocol.BodyRaw}}}, 40*time.Second)
-	if err != nil || len(out.Data) != 2<<20 || out.Header.Get(protocol.HeaderReply) == "" {
-		t.Errorf("2 MB of control characters outside the JSON: %v, %d bytes", err, len(out.Data))
+	if err != nil {
+		t.Errorf("2 MB of control characters outside the JSON: no answer: %v", err)
+	} else if len(out.Data) != 2<<20 || out.Header.Get(protocol.HeaderReply) == "" {
+		t.Errorf("2 MB of control characters outside the JSON: %d bytes", len(out.Data))
 	}
 }
 
