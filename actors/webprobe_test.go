@@ -304,6 +304,8 @@ func TestProbeCookiesFromStayWithTheirHost(t *testing.T) {
 			http.SetCookie(w, &http.Cookie{Name: "sid", Value: session, Path: "/", HttpOnly: true})
 			http.SetCookie(w, &http.Cookie{Name: "priv", Value: "only-under-private", Path: "/private"})
 			fmt.Fprint(w, "<title>set</title>set")
+		case r.URL.Path == "/plain":
+			fmt.Fprint(w, "<title>plain</title>a page that shows no cookie")
 		case r.URL.Path == "/to":
 			w.Header().Set("Location", r.URL.Query().Get("next"))
 			w.WriteHeader(http.StatusFound)
@@ -360,6 +362,46 @@ func TestProbeCookiesFromStayWithTheirHost(t *testing.T) {
 		}
 	}
 	t.Logf("%d fetches with cookiesFrom aimed at another host, %d carried the session", len(attacks), through)
+
+	// An observer watches every frame and event while a plan fetches with
+	// the session and an Authorization header: the fetch makes no frame,
+	// and nothing it sent or got reaches the observer.
+	const token = "Bearer TOKEN-91c2"
+	watcher := bustest.Connect(t, node.Bus(), protocol.RoleObserver)
+	defer watcher.Close()
+	var seen, leaked atomic.Int64
+	for _, subj := range []string{node.Subjects().TabFrames("*"), node.Subjects().TabEvents("*", ">")} {
+		sub, err := watcher.Subscribe(subj, func(m *nats.Msg) {
+			seen.Add(1)
+			if strings.Contains(string(m.Data), session) || strings.Contains(string(m.Data), token) {
+				leaked.Add(1)
+			}
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer sub.Unsubscribe()
+	}
+	watcher.Flush()
+	res := agent.plan(node.Subjects(), tab, protocol.Plan{Actions: []protocol.Action{
+		{Type: "fetch", URL: owner.URL + "/echo", CookiesFrom: protocol.DefaultProfile},
+		{Type: "fetch", URL: owner.URL + "/echo", Headers: map[string]string{"Authorization": token}},
+		{Type: "navigate", URL: owner.URL + "/plain", Wait: true},
+	}})
+	if !res.OK || !strings.Contains(string(res.Results[0].Value), session) {
+		t.Fatalf("the plan's fetches: %+v", res)
+	}
+	// The navigate's frame shows the watch works; wait for it (bounded).
+	for deadline := time.Now().Add(10 * time.Second); seen.Load() == 0 && time.Now().Before(deadline); {
+		time.Sleep(20 * time.Millisecond)
+	}
+	if seen.Load() == 0 {
+		t.Fatalf("the observer saw no frame of the plan's navigate: the watch sees nothing")
+	}
+	if leaked.Load() != 0 {
+		t.Errorf("the observer saw the session or the token in %d of %d messages", leaked.Load(), seen.Load())
+	}
+	t.Logf("an observer saw %d frames and events during a plan fetching with a session and a token, %d held them", seen.Load(), leaked.Load())
 	cookies.Range(func(k, v any) bool { t.Logf("the attacker saw %v with Cookie %q", k, v); return true })
 }
 
