@@ -55,8 +55,10 @@ func (f *Fetcher) follow(ctx context.Context, p prepared) (protocol.FetchReply, 
 			return protocol.FetchReply{}, tooManyRedirects(hops, next, p.maxRedirects)
 		}
 		method, body = redirectedMethod(resp.StatusCode, method, body, header)
-		if !sameHost(u, next) {
-			// Credentials the caller gave were meant for the first host.
+		if !sameOrigin(u, next) {
+			// Credentials the caller gave were meant for the origin asked:
+			// another host, port or scheme (an https token sent on over
+			// http) gets none, as browsers and curl do it.
 			for _, h := range []string{"Authorization", "Proxy-Authorization", "Cookie", "Cookie2"} {
 				header.Del(h)
 			}
@@ -199,6 +201,22 @@ func redirectedMethod(status int, method string, body []byte, header http.Header
 }
 
 func sameHost(a, b *url.URL) bool { return strings.EqualFold(a.Hostname(), b.Hostname()) }
+
+// sameOrigin: the same scheme, host and port (a missing port is the
+// scheme's).
+func sameOrigin(a, b *url.URL) bool {
+	return strings.EqualFold(a.Scheme, b.Scheme) && sameHost(a, b) && portOf(a) == portOf(b)
+}
+
+func portOf(u *url.URL) string {
+	if p := u.Port(); p != "" {
+		return p
+	}
+	if strings.EqualFold(u.Scheme, "https") {
+		return "443"
+	}
+	return "80"
+}
 
 // tooManyRedirects names the chain; a loop is named up to where it
 // comes round again.

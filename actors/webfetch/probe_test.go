@@ -300,3 +300,37 @@ func TestProbeURLPasswordInErrors(t *testing.T) {
 	}
 	t.Logf("%d fetches with a password in the URL failing, %d errors show it", len(cases), leaks)
 }
+
+// Credentials the caller gives (Authorization, Cookie) are for the
+// origin it asked: a redirect to another port of the same host (another
+// service, perhaps another tenant's) must not carry them, as browsers
+// (the Fetch standard: a cross-origin redirect) and curl drop them. Each
+// redirect is one attack; it got through when the other port saw them.
+func TestProbeCredentialsStayWithTheirOrigin(t *testing.T) {
+	var leaked atomic.Int64
+	other := serveOn(t, allowedAddr, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("Authorization") != "" || r.Header.Get("Cookie") != "" || r.Header.Get("Proxy-Authorization") != "" {
+			leaked.Add(1)
+		}
+		fmt.Fprint(w, "other")
+	}))
+	first := serveOn(t, allowedAddr, http.HandlerFunc(redirector))
+	f := newFetcher(t, Options{})
+	creds := map[string]string{"Authorization": "Bearer for-the-first-only", "Cookie": "sid=first", "Proxy-Authorization": "Basic eDp5"}
+	attacks := 0
+	for _, status := range []int{301, 302, 303, 307, 308} {
+		for _, next := range []string{other.URL + "/", "http://example.test:" + port(other) + "/", "http://a.example.test:" + port(other) + "/"} {
+			attacks++
+			mustFetch(t, f, protocol.FetchRequest{URL: redirectTo(first.URL, status, next), Headers: creds})
+		}
+	}
+	// The control: the same origin keeps them.
+	r := mustFetch(t, f, protocol.FetchRequest{URL: redirectTo(first.URL, 302, first.URL+"/echo"), Headers: creds})
+	if !strings.Contains(r.Body, "for-the-first-only") {
+		t.Errorf("a redirect to the same origin dropped the caller's Authorization: %s", r.Body)
+	}
+	t.Logf("%d redirects to another port carrying the caller's credentials, %d got through", attacks, leaked.Load())
+	if leaked.Load() != 0 {
+		t.Errorf("%d of %d redirects to another origin carried the caller's Authorization or Cookie", leaked.Load(), attacks)
+	}
+}
