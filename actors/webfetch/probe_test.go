@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"compress/gzip"
 	"fmt"
+	"io"
+	"net"
 	"net/http"
 	"strings"
 	"sync/atomic"
@@ -332,5 +334,42 @@ func TestProbeCredentialsStayWithTheirOrigin(t *testing.T) {
 	t.Logf("%d redirects to another port carrying the caller's credentials, %d got through", attacks, leaked.Load())
 	if leaked.Load() != 0 {
 		t.Errorf("%d of %d redirects to another origin carried the caller's Authorization or Cookie", leaked.Load(), attacks)
+	}
+}
+
+// Slowloris servers: a header block, or a body, trickled a byte at a
+// time, forever. The fetch's timeout bounds the whole of it: timeout,
+// whatever keeps arriving.
+func TestProbeSlowlorisServers(t *testing.T) {
+	hold := make(chan struct{})
+	t.Cleanup(func() { close(hold) })
+	trickle := func(head string) string {
+		return rawServer(t, func(c net.Conn) {
+			io.WriteString(c, head)
+			tick := time.NewTicker(20 * time.Millisecond)
+			defer tick.Stop()
+			for {
+				select {
+				case <-hold:
+					return
+				case <-tick.C:
+					if _, err := io.WriteString(c, "a"); err != nil {
+						return
+					}
+				}
+			}
+		})
+	}
+	f := newFetcher(t, Options{})
+	for name, u := range map[string]string{
+		"headers":       trickle("HTTP/1.1 200 OK\r\nX-Slow: "),
+		"body":          trickle("HTTP/1.1 200 OK\r\nContent-Length: 1000000000\r\n\r\n"),
+		"chunked body":  trickle("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n10000000\r\n"),
+		"redirect body": trickle("HTTP/1.1 302 Found\r\nLocation: /next\r\nContent-Length: 1000000\r\n\r\n"),
+	} {
+		_, err := fetch(t, f, protocol.FetchRequest{URL: u, Timeout: protocol.Duration(300 * time.Millisecond)})
+		if protocol.CodeOf(err) != protocol.CodeTimeout {
+			t.Errorf("%s trickled: %v, want timeout", name, err)
+		}
 	}
 }
