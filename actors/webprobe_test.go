@@ -219,7 +219,29 @@ func TestProbePlanFollowsAnInjectedResult(t *testing.T) {
 		}
 		t.Logf("%s %.80v: %s: %.300s", step.Type, step.Use, res.Code, res.Error)
 	}
-	t.Logf("4 plans following an injected result, %d got through; the denied host saw %d requests", through, denied.Load())
+	// A page's redirect, taken with noRedirects, and its Location fed to a
+	// fetch and a navigate by use: the whitelist still catches it.
+	redirecting := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, target, http.StatusFound)
+	}))
+	defer redirecting.Close()
+	for _, step := range []protocol.Action{
+		{Type: "fetch", Use: map[string]string{"url": "0.headers.Location.0"}},
+		{Type: "navigate", Use: map[string]string{"url": "0.headers.Location.0"}, Wait: true},
+	} {
+		res := agent.plan(node.Subjects(), tab, protocol.Plan{Actions: []protocol.Action{
+			{Type: "fetch", URL: redirecting.URL + "/", NoRedirects: true},
+			step,
+		}})
+		if len(res.Results) == 0 || !res.Results[0].OK {
+			t.Fatalf("the fetch of the redirect itself (noRedirects): %+v", res)
+		}
+		if res.OK || res.Code != protocol.CodePermissionDenied {
+			through++
+			t.Errorf("%s by use of %s: ok %v %s %s", step.Type, step.Use["url"], res.OK, res.Code, res.Error)
+		}
+	}
+	t.Logf("4 plans following an injected result and 2 a redirect's Location, %d got through; the denied host saw %d requests", through, denied.Load())
 	if through > 0 || denied.Load() > 0 {
 		t.Errorf("%d plans got through, %d requests reached the denied host", through, denied.Load())
 	}
