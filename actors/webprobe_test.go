@@ -109,6 +109,27 @@ func TestProbeReplyLargerThanTheBus(t *testing.T) {
 	}
 }
 
+// A plan whose fetches together pass what one bus message carries: the
+// plan answers too_large (its values left out), never nothing.
+func TestProbePlanOfFetchesLargerThanTheBus(t *testing.T) {
+	node := probeNode(t, SearchOptions{}, HTTPOptions{})
+	big := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/plain")
+		w.Write([]byte(strings.Repeat("x", 3<<20)))
+	}))
+	defer big.Close()
+	agent := newBusClient(t, node)
+	tab := node.Tabs()[0].Tab
+	fetches := make([]protocol.Action, 3)
+	for i := range fetches {
+		fetches[i] = protocol.Action{Type: "fetch", URL: big.URL + "/"}
+	}
+	res := agent.plan(node.Subjects(), tab, protocol.Plan{Actions: fetches})
+	if res.OK || res.Code != protocol.CodeTooLarge || res.Executed != 3 {
+		t.Errorf("a plan of three 3 MB fetches on a bus of %d bytes: ok %v %s executed %d: %s", bus.MinMaxPayload, res.OK, res.Code, res.Executed, res.Error)
+	}
+}
+
 // A thousand fetches at once, each held by a server that never answers:
 // the node answers each (timeout), and meanwhile a plan on a tab (with a
 // fetch of its own) and another agent's fetch of a page that answers
