@@ -1,8 +1,10 @@
 package actors
 
 import (
+	"cmp"
 	"context"
 	"encoding/base64"
+	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats.go/micro"
@@ -33,8 +35,12 @@ type SearchOptions struct {
 }
 
 // resourcesAtOnce bounds the fetches (and, apart, the searches) a node
-// carries out at once for the bus; more wait for one to end.
-const resourcesAtOnce = 64
+// carries out at once for the bus, and resourcesWaiting those that may
+// wait for one of them: past that a request is refused at once.
+const (
+	resourcesAtOnce  = 64
+	resourcesWaiting = 16 * resourcesAtOnce
+)
 
 // replyRoomForBody is what a fetch reply needs besides its body.
 const replyRoomForBody = 64 << 10
@@ -84,42 +90,85 @@ func (n *Node) Search(ctx context.Context, req protocol.SearchRequest) (protocol
 }
 
 // resourceEndpoints answer the http and search resources on the bus: a
-// queue group, so one node of those sharing the bus takes each request,
-// and each carried out on a goroutine of its own.
+// queue group, so one node of those sharing the bus takes each request.
 func (n *Node) resourceEndpoints() []endpoint {
-	fetches, searches := make(chan struct{}, resourcesAtOnce), make(chan struct{}, resourcesAtOnce)
+	fetches, searches := newResourceQueue("fetch"), newResourceQueue("search")
 	return []endpoint{
-		{name: "http-fetch", subject: n.subj.HTTPFetch(), queue: "framebus-http", handle: concurrently(fetches, func(m micro.Request) {
+		{name: "http-fetch", subject: n.subj.HTTPFetch(), queue: "framebus-http", handle: func(m micro.Request) {
 			req, err := protocol.DecodeFetchRequest(m.Data())
-			n.answerResource(m, "fetch", req.Timeout, err, func(ctx context.Context) (any, error) {
+			wait := cmp.Or(req.Timeout.Std(), n.opts.HTTP.Timeout, webfetch.DefaultTimeout)
+			fetches.answer(n, m, err, time.Now().Add(wait), func(ctx context.Context) (any, error) {
 				reply, err := n.Fetch(ctx, req)
 				if err == nil && m.Headers().Get(protocol.HeaderBody) == protocol.BodyRaw {
 					return rawBody(reply)
 				}
 				return reply, err
 			})
-		})},
-		{name: "search-query", subject: n.subj.SearchQuery(), queue: "framebus-search", handle: concurrently(searches, func(m micro.Request) {
+		}},
+		{name: "search-query", subject: n.subj.SearchQuery(), queue: "framebus-search", handle: func(m micro.Request) {
 			req, err := protocol.DecodeSearchRequest(m.Data())
-			n.answerResource(m, "search", req.Timeout, err, func(ctx context.Context) (any, error) { return n.Search(ctx, req) })
-		})},
+			wait := protocol.Action{Type: "search", Timeout: req.Timeout}.EffectiveTimeout()
+			searches.answer(n, m, err, time.Now().Add(wait), func(ctx context.Context) (any, error) { return n.Search(ctx, req) })
+		}},
 	}
 }
 
-// answerResource answers a resource's request: the decoding error, or
-// what run answers within the request's timeout (the action's default).
-func (n *Node) answerResource(m micro.Request, action string, timeout protocol.Duration, decoded error, run func(context.Context) (any, error)) {
+// resourceQueue carries out a resource's requests, at most
+// resourcesAtOnce at once, each on a goroutine of its own. A request
+// waits for its turn until its own deadline (its timeout from when it
+// arrived), and is answered timeout then, not carried out for a caller
+// that gave up.
+type resourceQueue struct {
+	action  string
+	slots   chan struct{}
+	waiting atomic.Int64
+}
+
+func newResourceQueue(action string) *resourceQueue {
+	return &resourceQueue{action: action, slots: make(chan struct{}, resourcesAtOnce)}
+}
+
+// answer answers a resource's request: the decoding error at once, else
+// what run answers by the deadline.
+func (q *resourceQueue) answer(n *Node, m micro.Request, decoded error, deadline time.Time, run func(context.Context) (any, error)) {
 	if decoded != nil {
 		respond(m, protocol.NewErrorReply(decoded), n.log)
 		return
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), protocol.Action{Type: action, Timeout: timeout}.EffectiveTimeout())
-	defer cancel()
-	reply, err := run(ctx)
-	if err != nil {
-		respond(m, protocol.NewErrorReply(err), n.log)
+	if q.waiting.Add(1) > resourcesWaiting {
+		q.waiting.Add(-1)
+		respond(m, protocol.NewErrorReply(protocol.Errorf(protocol.CodeUnavailable,
+			"%s: the node's %d %s slots are busy and %d requests wait for them; ask again later", q.action, resourcesAtOnce, q.action, resourcesWaiting)), n.log)
 		return
 	}
+	go func() {
+		turn := time.NewTimer(time.Until(deadline))
+		defer turn.Stop()
+		select {
+		case q.slots <- struct{}{}:
+			q.waiting.Add(-1)
+			defer func() { <-q.slots }()
+		case <-turn.C:
+			q.waiting.Add(-1)
+			respond(m, protocol.NewErrorReply(protocol.Errorf(protocol.CodeTimeout,
+				"%s: its timeout passed while it waited for one of the node's %d %s slots (all busy); it was not carried out", q.action, resourcesAtOnce, q.action)), n.log)
+			return
+		}
+		// A moment past the deadline, so the resource's own timeout answers.
+		ctx, cancel := context.WithDeadline(context.Background(), deadline.Add(time.Second))
+		defer cancel()
+		reply, err := run(ctx)
+		if err != nil {
+			respond(m, protocol.NewErrorReply(err), n.log)
+			return
+		}
+		n.sendResourceReply(m, q.action, reply)
+	}()
+}
+
+// sendResourceReply sends a resource's reply, or too_large when the bus
+// cannot carry it.
+func (n *Node) sendResourceReply(m micro.Request, action string, reply any) {
 	if raw, ok := reply.(rawReply); ok {
 		if err := n.fitsTheBus(action, len(raw.head)+len(raw.body)+len(protocol.HeaderReply)+headerRoom); err != nil {
 			respond(m, protocol.NewErrorReply(err), n.log)

@@ -1,14 +1,17 @@
 package actors
 
 import (
+	"context"
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
 	"os"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/framebus/framebus/actors/whitelist"
 	busclient "github.com/framebus/framebus/bus/client"
@@ -111,5 +114,45 @@ func TestResourcesOnTheBusAndInPlans(t *testing.T) {
 	}
 	if searches.Load() != before {
 		t.Errorf("an observer's search reached the engine")
+	}
+}
+
+// One caller cannot leave another's fetch unanswered: with every one of
+// the node's fetch slots held by fetches to a server that never answers,
+// another fetch waits for its turn until its own timeout and is then
+// answered timeout, saying why, instead of nothing; once the slots free,
+// fetches run again.
+func TestFetchSlotsHeldByAServerThatNeverAnswers(t *testing.T) {
+	hold := make(chan struct{})
+	var held atomic.Int64
+	stuck := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		held.Add(1)
+		<-hold
+	}))
+	defer stuck.Close()
+	released := sync.OnceFunc(func() { close(hold) })
+	defer released()
+	node := startTestNode(t, NodeOptions{Prefix: "fbslots"})
+	creds := bustest.AddUser(t, node.Bus(), protocol.RoleAgent)
+	agent, err := busclient.Connect(t.Context(), busclient.Options{Credentials: &creds, Prefix: node.Subjects().Prefix})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer agent.Close()
+	var hogs sync.WaitGroup
+	for range resourcesAtOnce {
+		hogs.Go(func() {
+			agent.Fetch(context.Background(), protocol.FetchRequest{URL: stuck.URL, Timeout: protocol.Duration(time.Minute)})
+		})
+	}
+	waitUntil(t, func() bool { return held.Load() == resourcesAtOnce })
+	_, err = agent.Fetch(t.Context(), protocol.FetchRequest{URL: site("/read.html"), Timeout: protocol.Duration(time.Second)})
+	if protocol.CodeOf(err) != protocol.CodeTimeout || !strings.Contains(err.Error(), "waited for one of the node's 64 fetch slots") {
+		t.Fatalf("a fetch while every slot is held: %v; want timeout, saying it waited for a slot", err)
+	}
+	released()
+	hogs.Wait()
+	if got, err := agent.Fetch(t.Context(), protocol.FetchRequest{URL: site("/read.html")}); err != nil || got.Status != 200 {
+		t.Fatalf("a fetch once the slots are free: %+v %v", got, err)
 	}
 }

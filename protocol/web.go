@@ -7,6 +7,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // The http and search resources (ADR-006): stateless request/reply
@@ -100,6 +101,11 @@ const (
 // SearchEngines are the engines a search may name.
 var SearchEngines = []string{EngineDuckDuckGo, EngineGoogle}
 
+// MaxResourceTimeout is the longest a fetch or search may ask to take:
+// a node carries out a bounded number at once, and without a ceiling
+// one caller could hold them all at a server that never answers.
+const MaxResourceTimeout = 5 * time.Minute
+
 // Search defaults.
 const (
 	DefaultSearchLimit = 10
@@ -141,6 +147,9 @@ type SearchReply struct {
 // checkFetch: a fetch follows no redirect or at most some, not both.
 // Header names and values must be what HTTP carries.
 func checkFetch(a Action) error {
+	if err := checkResourceTimeout(a); err != nil {
+		return err
+	}
 	if a.NoRedirects && a.MaxRedirects > 0 {
 		return badRequest("fetch: noRedirects and maxRedirects cannot be combined; give one")
 	}
@@ -162,8 +171,18 @@ func isTokenChar(r rune) bool {
 
 // checkSearch: a search's limit is 1 to MaxSearchLimit when given.
 func checkSearch(a Action) error {
+	if err := checkResourceTimeout(a); err != nil {
+		return err
+	}
 	if a.Limit > MaxSearchLimit {
 		return badRequest("search.limit: %d is more than %d", a.Limit, MaxSearchLimit)
+	}
+	return nil
+}
+
+func checkResourceTimeout(a Action) error {
+	if a.Timeout.Std() > MaxResourceTimeout {
+		return badRequest("%s.timeout: %s is more than %s, the longest a %s may take", a.Type, a.Timeout.Std(), MaxResourceTimeout, a.Type)
 	}
 	return nil
 }

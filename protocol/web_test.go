@@ -45,6 +45,8 @@ func TestWebActionsInPlans(t *testing.T) {
 		{`{"action":{"type":"fetch","url":"http://x","headers":["X: 1"]}}`, "action.headers: must be an object"},
 		{`{"action":{"type":"fetch","url":"http://x","noRedirects":true,"maxRedirects":2}}`, "cannot be combined"},
 		{`{"action":{"type":"search"}}`, "action.query: missing"},
+		{`{"action":{"type":"search","query":"q","timeout":"1h"}}`, "search.timeout: 1h0m0s is more than 5m0s"},
+		{`{"action":{"type":"fetch","url":"http://x","timeout":"6m"}}`, "fetch.timeout: 6m0s is more than 5m0s"},
 		{`{"action":{"type":"search","query":"q","limit":51}}`, "search.limit: 51 is more than 50"},
 		{`{"action":{"type":"search","query":"q","limit":-1}}`, "action.limit: -1 is out of range"},
 		{`{"action":{"type":"search","query":"q","limit":0}}`, "action.limit: 0 is out of range (1 to"},

@@ -10,8 +10,12 @@ import (
 	"github.com/framebus/framebus/protocol"
 )
 
-// DefaultTimeout bounds a fetch whose request and options name none.
-const DefaultTimeout = 30 * time.Second
+// DefaultTimeout bounds a fetch whose request and options name none, and
+// MaxTimeout is the longest a request may ask for.
+const (
+	DefaultTimeout = 30 * time.Second
+	MaxTimeout     = protocol.MaxResourceTimeout
+)
 
 // DefaultUserAgent is sent when neither the options nor the request's
 // headers name one.
@@ -109,6 +113,10 @@ func (f *Fetcher) Fetch(ctx context.Context, req protocol.FetchRequest) (protoco
 	reply, err := f.follow(ctx, p)
 	if err != nil {
 		return protocol.FetchReply{}, err
+	}
+	if ctx.Err() != nil {
+		// The answer came, but its reader view ran past the deadline.
+		return protocol.FetchReply{}, f.failed(ctx, p, "fetch "+reply.URL, ctx.Err())
 	}
 	reply.OK = true
 	reply.Took = protocol.Duration(time.Since(start))

@@ -10,6 +10,10 @@ import (
 	"github.com/framebus/framebus/protocol"
 )
 
+// maxReadableElements bounds the pages readable reads; ordinary pages
+// have a few thousand elements, a long table page tens of thousands.
+const maxReadableElements = 100_000
+
 // readable is the main content of an HTML page (already decoded to
 // UTF-8, so the extractor guesses no charset), or nil when the page has
 // none the extractor can find.
@@ -19,6 +23,10 @@ func readable(page string, base *url.URL) *protocol.Readable {
 		return nil
 	}
 	parser := readability.NewParser()
+	// The extractor's time grows with the page's elements and depth
+	// (seconds for 4 MB of nested blocks): a page past the bound gets no
+	// reader view rather than holding the fetch.
+	parser.MaxElemsToParse = maxReadableElements
 	article, err := parser.ParseAndMutate(doc, base)
 	if err != nil || article.Node == nil {
 		return nil

@@ -84,9 +84,14 @@ func (f *Fetcher) plan(req protocol.FetchRequest) (prepared, error) {
 	}
 
 	p.timeout = f.o.Timeout
-	if req.Timeout < 0 {
+	switch {
+	case req.Timeout < 0:
 		return p, badRequest("timeout: %s is negative", req.Timeout.Std())
-	} else if req.Timeout > 0 {
+	case req.Timeout.Std() > MaxTimeout:
+		// A node's fetches are bounded in number: without a ceiling one
+		// caller could hold them all at a server that never answers.
+		return p, badRequest("timeout: %s is more than %s, the longest a fetch may take", req.Timeout.Std(), MaxTimeout)
+	case req.Timeout > 0:
 		p.timeout = req.Timeout.Std()
 	}
 
