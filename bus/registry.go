@@ -146,14 +146,7 @@ func (r *usersRegistry) follow(ctx context.Context) {
 func (r *usersRegistry) lastRevision(ctx context.Context) (uint64, error) {
 	ctx, cancel := context.WithTimeout(ctx, 3*time.Second)
 	defer cancel()
-	st, err := r.kv.Status(ctx)
-	if err != nil {
-		return 0, err
-	}
-	if bs, ok := st.(*jetstream.KeyValueBucketStatus); ok {
-		return bs.StreamInfo().State.LastSeq, nil
-	}
-	return 0, fmt.Errorf("bus: the cluster's users: a bucket status without its stream")
+	return lastRevision(ctx, r.kv)
 }
 
 // reconcile removes the users this member has that the registry does not
