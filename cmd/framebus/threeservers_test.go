@@ -29,6 +29,8 @@ import (
 //     node one's server receives their frames.
 //   - tabs and status from every server list both nodes' tabs, named.
 //   - session start example.test from two clients at once: one session.
+//   - kill -9 the bus member and start it again (same name and store):
+//     its clients log in at once and keep working through what follows.
 //   - kill -9 node two: a plan to its tab fails within 1 s with
 //     node_unavailable naming it, listings mark or drop it within 5 s,
 //     and node one answers every plan throughout; node two started again
@@ -36,6 +38,7 @@ import (
 //   - kill -9 the server an observer watches through: its watch
 //     reconnects to another member, no frame missing or twice.
 func TestThreeServersTwoNodes(t *testing.T) {
+	const twosDomain = "two.example.test"
 	secret := filepath.Join(t.TempDir(), "cluster-secret")
 	if err := os.WriteFile(secret, []byte("a-secret-the-members-share\n"), 0o600); err != nil {
 		t.Fatal(err)
@@ -133,6 +136,26 @@ func TestThreeServersTwoNodes(t *testing.T) {
 	if n := len(slices.DeleteFunc(list.Sessions, func(s protocol.SessionInfo) bool { return s.Domain != "example.test" })); n != 1 {
 		t.Errorf("session list has %d sessions of example.test: %+v", n, list)
 	}
+	// A session node two runs, to come back after its kill -9.
+	twosSession := mustOK(t, atThree, "session", "start", twosDomain, "--node", "two")
+	if twosSession["node"] != "two" {
+		t.Fatalf("session start %s --node two: %v", twosDomain, twosSession)
+	}
+
+	// kill -9 the bus member (three) and start it again under its name
+	// and store: it lets its clients in at once (the users it kept), and
+	// they keep working through node two's death below, which costs the
+	// cluster JetStream leaders.
+	if err := three.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	<-three.done
+	three = startBusMember(t, "three", threeConfig, threeStore)
+	servers["three"] = three.state.Bus
+	atThree = agentAt("three")
+	if r := framebus(t, atThree, "", "pages"); r.status != 0 {
+		t.Fatalf("pages at the restarted bus member: %d %s %s\n%s", r.status, r.stdout, r.stderr, three.stderr)
+	}
 
 	// kill -9 node two while an agent at one's server keeps planning on
 	// node one's tab.
@@ -197,13 +220,24 @@ func TestThreeServersTwoNodes(t *testing.T) {
 		t.Errorf("node one's plans while two died: %d of %d failed", failed.Load(), done.Load())
 	}
 
-	// Node two starts again under its name: it is back in the listings.
+	// Node two starts again under its name: it is back in the listings,
+	// and so is its session, live (it runs it again), same id.
 	two = launchNode(t, binary, envNode+"=two", envConfig+"="+nodeConfigs[1])
 	two.ready(t)
 	waitFor(t, "node two back in listings at three", 60*time.Second, func() bool {
 		tabs, err := bc.Tabs(ctx)
 		return err == nil && slices.ContainsFunc(tabs.Nodes, func(n protocol.NodeState) bool { return n.Node == "two" && n.State == protocol.NodeAnswered })
 	})
+	waitFor(t, "node two's session live again, at three", 60*time.Second, func() bool {
+		list, err := bc.Sessions(ctx)
+		return err == nil && slices.ContainsFunc(list.Sessions, func(s protocol.SessionInfo) bool {
+			return s.Domain == twosDomain && s.Session == twosSession["session"] && s.Node == "two" && s.State == ""
+		})
+	})
+	// The agent at the restarted member worked throughout.
+	if _, err := bc.Tabs(ctx); err != nil {
+		t.Fatalf("the agent at the restarted bus member: %v", err)
+	}
 
 	// kill -9 the server an observer watches through (three): it goes on
 	// at another member, every frame once.
