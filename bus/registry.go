@@ -74,7 +74,14 @@ func (r *usersRegistry) run(ctx context.Context, js jetstream.JetStream, replica
 	// This member's own users only: the ones it kept from the registry
 	// over a restart are the registry's to say (it may have removed them).
 	for _, u := range r.b.opts.Users {
-		if err := r.put(u); err != nil && !errors.Is(err, ErrInvalidOptions) {
+		err := r.putOwn(u)
+		switch {
+		case errors.Is(err, errRemovedMeanwhile):
+			if r.b.removeLocal(u.Name) == nil {
+				r.b.log.Info().Str("user", u.Name).Msg("users registry: removed from the cluster while this member was down; removed here too")
+				r.b.tellUsersChanged()
+			}
+		case err != nil && !errors.Is(err, ErrInvalidOptions):
 			r.b.log.Warn().Err(err).Str("user", u.Name).Msg("users registry: put")
 		}
 	}
@@ -238,6 +245,46 @@ func (r *usersRegistry) put(u User) error {
 		return fmt.Errorf("bus: the cluster's users: %w", err)
 	}
 	return nil
+}
+
+// errRemovedMeanwhile is putOwn's error for a user whose entry the
+// registry holds deleted.
+var errRemovedMeanwhile = errors.New("bus: the cluster's users: removed while this member was down")
+
+// putOwn puts one of this member's configured users as it starts, like
+// put, but not over a deletion: a user removed from the cluster while this
+// member was down (its file of users still names it) stays removed, where
+// KV Create would bring it back. A registry that starts empty (the whole
+// cluster stopped) takes it.
+func (r *usersRegistry) putOwn(u User) error {
+	data, _ := json.Marshal(u)
+	ctx, cancel := context.WithTimeout(context.Background(), registryWait)
+	defer cancel()
+	// Revision 0: only where the key never was (the stream's leader says).
+	if _, err := r.kv.Update(ctx, u.Name, data, 0); err == nil {
+		return nil
+	}
+	for range 20 {
+		// The history of one key is its last entry, a deletion included;
+		// a replica still catching up may have none yet: asked again.
+		h, err := r.kv.History(ctx, u.Name)
+		if err == nil && len(h) > 0 {
+			last := h[len(h)-1]
+			switch {
+			case last.Operation() != jetstream.KeyValuePut:
+				return errRemovedMeanwhile
+			case string(last.Value()) == string(data):
+				return nil
+			}
+			return fmt.Errorf("%w: user %q exists in the cluster", ErrInvalidOptions, u.Name)
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("bus: the cluster's users: %s: %w", u.Name, ctx.Err())
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+	return fmt.Errorf("bus: the cluster's users: %s: its entry cannot be read", u.Name)
 }
 
 // holds reports whether the registry's entry for name is data. A

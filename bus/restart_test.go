@@ -177,3 +177,29 @@ func cutOff(t *testing.T, m *bus.Bus, user string) {
 		}
 	}
 }
+
+// A member's own configured user (for a node: one its creds add made,
+// in its users.json) removed at another member while it was down stays
+// removed when it starts again with it: it is not put back in the
+// cluster (KV Create would put it over the deletion), and the member
+// refuses it too once it has read the registry.
+func TestOwnUserRemovedWhileAMemberWasDownStaysRemoved(t *testing.T) {
+	c := newStoredCluster(t)
+	own := bus.User{Name: "bob", PasswordHash: testHash, Role: protocol.RoleAgent}
+	members := []*bus.Bus{c.start(0), c.start(1), c.start(2, own)}
+	waitUntil(t, "m3's user at m1", func() bool { return logsIn(t, members[0], own.Name, testPassword) })
+	members[2].Close()
+	if err := members[0].RemoveUser(own.Name); err != nil {
+		t.Fatal(err)
+	}
+	members[2] = c.start(2, own) // its file of users still names bob
+	cutOff(t, members[2], own.Name)
+	for i, m := range members {
+		if logsIn(t, m, own.Name, testPassword) {
+			t.Errorf("m%d: the user removed while m3 was down logs in again after m3's restart", i+1)
+		}
+	}
+	if slices.ContainsFunc(members[2].Users(), func(u bus.User) bool { return u.Name == own.Name }) {
+		t.Errorf("m3 still lists the user: %v", members[2].Users())
+	}
+}
