@@ -15,6 +15,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go/jetstream"
+
 	busclient "github.com/framebus/framebus/bus/client"
 	"github.com/framebus/framebus/internal/bustest"
 	"github.com/framebus/framebus/internal/testdir"
@@ -156,6 +158,11 @@ func TestThreeServersTwoNodes(t *testing.T) {
 	if r := framebus(t, atThree, "", "pages"); r.status != 0 {
 		t.Fatalf("pages at the restarted bus member: %d %s %s\n%s", r.status, r.stdout, r.stderr, three.stderr)
 	}
+	// Its memory replicas (the frames, the users) start empty: node two
+	// dies once they caught up. Losing two of three replicas within a
+	// second stalls a memory stream (measured: 26 s without a frame
+	// stream leader, and node one's tab waiting on its full frame queue).
+	waitReplicasCurrent(t, one.credsFile(adminCredsFile), servers["one"], "three")
 
 	// kill -9 node two while an agent at one's server keeps planning on
 	// node one's tab.
@@ -273,4 +280,39 @@ func TestThreeServersTwoNodes(t *testing.T) {
 		t.Errorf("the observer's watch logged no reconnect:\n%s", watchAtThree.stderr)
 	}
 	watchAtThree.stop(syscall.SIGTERM, 30*time.Second)
+}
+
+// waitReplicasCurrent waits until member's replica of every stream of
+// the node account is current, asking as the admin in adminFile at url.
+func waitReplicasCurrent(t *testing.T, adminFile, url, member string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	bc, err := busclient.Connect(ctx, busclient.Options{CredentialsFile: credentialsAt(t, adminFile, url)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer bc.Close()
+	js, err := jetstream.New(bc.Conn())
+	if err != nil {
+		t.Fatal(err)
+	}
+	lagging := ""
+	waitFor(t, member+"'s replicas current", 60*time.Second, func() bool {
+		streams := js.ListStreams(ctx)
+		for info := range streams.Info() {
+			c := info.Cluster
+			if c == nil || c.Leader == member {
+				continue
+			}
+			// The answer (the leader's) lists every peer but the leader.
+			i := slices.IndexFunc(c.Replicas, func(p *jetstream.PeerInfo) bool { return p.Name == member })
+			if i >= 0 && (!c.Replicas[i].Current || c.Replicas[i].Offline) {
+				lagging = info.Config.Name
+				return false
+			}
+		}
+		return streams.Err() == nil
+	})
+	t.Logf("%s's replicas are current (the last to catch up: %q)", member, lagging)
 }
