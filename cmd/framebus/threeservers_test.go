@@ -228,7 +228,10 @@ func TestThreeServersTwoNodes(t *testing.T) {
 	}
 
 	// Node two starts again under its name: it is back in the listings,
-	// and so is its session, live (it runs it again), same id.
+	// and so is its session, live (it runs it again), same id. It starts
+	// once the cluster's JetStream answers again: serve gives up when it
+	// is still electing (a known limit, not this test's).
+	waitJetStreamAnswers(t, one.credsFile(adminCredsFile), servers["one"])
 	two = launchNode(t, binary, envNode+"=two", envConfig+"="+nodeConfigs[1])
 	two.ready(t)
 	waitFor(t, "node two back in listings at three", 60*time.Second, func() bool {
@@ -349,4 +352,31 @@ func waitReplicasCurrent(t *testing.T, adminFile, url, member string) {
 		return len(lagging) == 0
 	})
 	t.Logf("%s's replicas caught up: %v", member, names)
+}
+
+// waitJetStreamAnswers waits until the cluster's JetStream answers the
+// node account again (a meta leader, and a leader of the node registry),
+// asking as the admin in adminFile at url.
+func waitJetStreamAnswers(t *testing.T, adminFile, url string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	bc, err := busclient.Connect(ctx, busclient.Options{CredentialsFile: credentialsAt(t, adminFile, url)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer bc.Close()
+	js, err := jetstream.New(bc.Conn())
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the cluster's JetStream answers", 2*time.Minute, func() bool {
+		ictx, icancel := context.WithTimeout(ctx, 5*time.Second)
+		defer icancel()
+		if _, err := js.AccountInfo(ictx); err != nil {
+			return false
+		}
+		_, err := js.KeyValue(ictx, protocol.DefaultSubjects.NodesBucket())
+		return err == nil
+	})
 }
