@@ -296,15 +296,7 @@ func waitReplicasCurrent(t *testing.T, adminFile, url, member string) {
 	const within = 2 * time.Minute
 	ctx, cancel := context.WithTimeout(context.Background(), within)
 	defer cancel()
-	bc, err := busclient.Connect(ctx, busclient.Options{CredentialsFile: credentialsAt(t, adminFile, url)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer bc.Close()
-	js, err := jetstream.New(bc.Conn())
-	if err != nil {
-		t.Fatal(err)
-	}
+	js := adminJetStream(t, ctx, adminFile, url)
 	subj := protocol.DefaultSubjects
 	names := []string{subj.FrameStream(), "OBJ_" + subj.ContentBucket(),
 		"KV_" + subj.UsersBucket(), "KV_" + subj.NodesBucket(), "KV_" + subj.SessionsBucket()}
@@ -355,15 +347,7 @@ func waitJetStreamAnswers(t *testing.T, adminFile, url string) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	bc, err := busclient.Connect(ctx, busclient.Options{CredentialsFile: credentialsAt(t, adminFile, url)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer bc.Close()
-	js, err := jetstream.New(bc.Conn())
-	if err != nil {
-		t.Fatal(err)
-	}
+	js := adminJetStream(t, ctx, adminFile, url)
 	waitFor(t, "the cluster's JetStream answers", 2*time.Minute, func() bool {
 		ictx, icancel := context.WithTimeout(ctx, 5*time.Second)
 		defer icancel()
@@ -373,4 +357,20 @@ func waitJetStreamAnswers(t *testing.T, adminFile, url string) {
 		_, err := js.KeyValue(ictx, protocol.DefaultSubjects.NodesBucket())
 		return err == nil
 	})
+}
+
+// adminJetStream is JetStream as the admin in adminFile sees it at url,
+// its connection closed at the test's end.
+func adminJetStream(t *testing.T, ctx context.Context, adminFile, url string) jetstream.JetStream {
+	t.Helper()
+	bc, err := busclient.Connect(ctx, busclient.Options{CredentialsFile: credentialsAt(t, adminFile, url)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { bc.Close() })
+	js, err := jetstream.New(bc.Conn())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return js
 }
