@@ -12,6 +12,7 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/framebus/framebus/bus"
 	"github.com/framebus/framebus/protocol"
 )
 
@@ -207,44 +208,58 @@ func (n *Node) forgetSession(want protocol.SessionEntry) bool {
 	return true
 }
 
-// sessionEntries are every entry of the registry.
+// sessionEntries are every entry of the registry, all of those its
+// stream's leader has (bus.KVEntries): a watch's initial values alone may
+// come from a replica still catching up, a node's own just restarted
+// with an empty store among them, and miss entries.
 func (n *Node) sessionEntries(ctx context.Context) ([]protocol.SessionEntry, error) {
 	if n.sessions.kv == nil {
 		return nil, nil
 	}
 	ctx, cancel := context.WithTimeout(ctx, registryTimeout)
 	defer cancel()
-	w, err := n.sessions.kv.WatchAll(ctx, jetstream.IgnoreDeletes())
+	kves, err := bus.KVEntries(ctx, n.sessions.kv)
 	if err != nil {
 		return nil, err
 	}
-	defer w.Stop()
 	var out []protocol.SessionEntry
-	for {
-		select {
-		case kve := <-w.Updates():
-			if kve == nil { // the initial values are all in
-				return out, nil
-			}
-			var e protocol.SessionEntry
-			if json.Unmarshal(kve.Value(), &e) == nil {
-				out = append(out, e)
-			}
-		case <-ctx.Done():
-			return out, ctx.Err()
+	for _, kve := range kves {
+		var e protocol.SessionEntry
+		if json.Unmarshal(kve.Value(), &e) == nil {
+			out = append(out, e)
 		}
 	}
+	return out, nil
 }
 
 // restoreSessions starts again the sessions whose entries name this node:
 // the node stopped or died with them and starts again under its name.
 // It runs beside the node's start (a browser takes seconds) until ctx
-// ends; a session that cannot start keeps its entry, for the next start.
+// ends; a registry that does not answer yet (its stream electing a
+// leader) is asked again; a session that cannot start keeps its entry,
+// for the next start.
 func (n *Node) restoreSessions(ctx context.Context) {
-	entries, err := n.sessionEntries(ctx)
-	if err != nil {
-		n.log.Warn().Err(err).Msg("session registry: cannot read the sessions to start again")
+	var entries []protocol.SessionEntry
+	for {
+		var err error
+		if entries, err = n.sessionEntries(ctx); err == nil {
+			break
+		}
+		n.log.Warn().Err(err).Msg("session registry: cannot read the sessions to start again; asking again")
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(time.Second):
+		}
 	}
+	mine := 0
+	for _, e := range entries {
+		n.log.Debug().Str("domain", e.Domain).Str("session", e.Session).Str("node", e.Node).Msg("session registry: entry")
+		if e.Node == n.name {
+			mine++
+		}
+	}
+	n.log.Info().Int("entries", len(entries)).Int("this_node", mine).Msg("session registry: sessions to start again")
 	for _, e := range entries {
 		if e.Node != n.name || ctx.Err() != nil {
 			continue

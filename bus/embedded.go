@@ -112,6 +112,18 @@ func (b *Bus) startEmbedded() error {
 		}
 		auth.users[u.Name] = au
 	}
+	// A cluster member's users of the registry, as it last followed them.
+	for _, u := range b.keptUsers() {
+		au, err := auth.register(srv, b.subjects, u)
+		if err != nil {
+			b.log.Warn().Err(err).Str("user", u.Name).Msg("users registry: a kept user not taken")
+			continue
+		}
+		auth.users[u.Name] = au
+	}
+	if kept := b.keptUsersPath(); kept != "" {
+		b.log.Debug().Str("file", kept).Int("users", len(auth.users)).Msg("users registry: kept users loaded")
+	}
 	b.auth = auth
 	slog := newServerLogger(o.Logger)
 	srv.SetLoggerV2(slog,

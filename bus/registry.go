@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"slices"
 	"sync/atomic"
 	"time"
@@ -69,8 +71,17 @@ func (r *usersRegistry) run(ctx context.Context, js jetstream.JetStream, replica
 		case <-time.After(250 * time.Millisecond):
 		}
 	}
-	for _, u := range r.b.Users() {
-		if err := r.put(u); err != nil && !errors.Is(err, ErrInvalidOptions) {
+	// This member's own users only: the ones it kept from the registry
+	// over a restart are the registry's to say (it may have removed them).
+	for _, u := range r.b.opts.Users {
+		err := r.putOwn(u)
+		switch {
+		case errors.Is(err, errRemovedMeanwhile):
+			if r.b.removeLocal(u.Name) == nil {
+				r.b.log.Info().Str("user", u.Name).Msg("users registry: removed from the cluster while this member was down; removed here too")
+				r.b.tellUsersChanged()
+			}
+		case err != nil && !errors.Is(err, ErrInvalidOptions):
 			r.b.log.Warn().Err(err).Str("user", u.Name).Msg("users registry: put")
 		}
 	}
@@ -85,14 +96,23 @@ func (r *usersRegistry) run(ctx context.Context, js jetstream.JetStream, replica
 }
 
 // follow applies the registry's entries, then its changes, until ctx ends
-// or the watch fails.
+// or the watch fails. Once it has every entry the registry had when the
+// watch began, the registry is the truth: a user this member has that it
+// does not hold (one removed while this member was down, kept over the
+// restart) is removed.
 func (r *usersRegistry) follow(ctx context.Context) {
+	// The stream leader's last revision: the watch's consumer may sit on
+	// a replica still catching up (a member just restarted, its memory
+	// replica empty), whose initial values end before the registry's do.
+	last, lastErr := r.lastRevision(ctx)
 	w, err := r.kv.WatchAll(ctx)
 	if err != nil {
 		r.b.log.Warn().Err(err).Msg("users registry: watch")
 		return
 	}
 	defer w.Stop()
+	held := map[string]bool{} // the names the registry holds, until reconciled
+	initialDone, seen := false, uint64(0)
 	for {
 		select {
 		case <-ctx.Done():
@@ -101,11 +121,65 @@ func (r *usersRegistry) follow(ctx context.Context) {
 			if !ok {
 				return
 			}
-			if e != nil {
+			if e == nil {
+				initialDone = true
+			} else {
+				if held != nil {
+					held[e.Key()] = e.Operation() == jetstream.KeyValuePut
+				}
 				r.apply(e)
 				r.applied.Store(e.Revision())
+				seen = max(seen, e.Revision())
+			}
+			if held != nil && initialDone && lastErr != nil {
+				last, lastErr = r.lastRevision(ctx)
+				if lastErr != nil {
+					r.b.log.Debug().Err(lastErr).Msg("users registry: no last revision yet; not reconciling")
+				}
+			}
+			if held != nil && initialDone && lastErr == nil && seen >= last {
+				r.reconcile(ctx, held)
+				held = nil
+			}
+			if held == nil {
+				r.keep()
 			}
 		}
+	}
+}
+
+// lastRevision is the registry's last revision as its stream's leader
+// has it.
+func (r *usersRegistry) lastRevision(ctx context.Context) (uint64, error) {
+	ctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+	defer cancel()
+	return lastRevision(ctx, r.kv)
+}
+
+// reconcile removes the users this member has that the registry does not
+// hold (held: every name the registry had when the watch began), but for
+// this member's own: users removed while this member was down, or all of
+// them gone with the registry's memory when the whole cluster stopped.
+func (r *usersRegistry) reconcile(ctx context.Context, held map[string]bool) {
+	removed := 0
+	for _, u := range r.b.Users() {
+		if held[u.Name] || slices.ContainsFunc(r.b.opts.Users, func(o User) bool { return o.Name == u.Name }) {
+			continue
+		}
+		// A user added since the watch began is in the registry now.
+		get, cancel := context.WithTimeout(ctx, 3*time.Second)
+		_, err := r.kv.Get(get, u.Name)
+		cancel()
+		if !errors.Is(err, jetstream.ErrKeyNotFound) {
+			continue
+		}
+		if r.b.removeLocal(u.Name) == nil {
+			removed++
+			r.b.log.Info().Str("user", u.Name).Msg("users registry: a user the registry no longer holds, removed")
+		}
+	}
+	if removed > 0 {
+		r.b.tellUsersChanged()
 	}
 }
 
@@ -171,6 +245,46 @@ func (r *usersRegistry) put(u User) error {
 		return fmt.Errorf("bus: the cluster's users: %w", err)
 	}
 	return nil
+}
+
+// errRemovedMeanwhile is putOwn's error for a user whose entry the
+// registry holds deleted.
+var errRemovedMeanwhile = errors.New("bus: the cluster's users: removed while this member was down")
+
+// putOwn puts one of this member's configured users as it starts, like
+// put, but not over a deletion: a user removed from the cluster while this
+// member was down (its file of users still names it) stays removed, where
+// KV Create would bring it back. A registry that starts empty (the whole
+// cluster stopped) takes it.
+func (r *usersRegistry) putOwn(u User) error {
+	data, _ := json.Marshal(u)
+	ctx, cancel := context.WithTimeout(context.Background(), registryWait)
+	defer cancel()
+	// Revision 0: only where the key never was (the stream's leader says).
+	if _, err := r.kv.Update(ctx, u.Name, data, 0); err == nil {
+		return nil
+	}
+	for range 20 {
+		// The history of one key is its last entry, a deletion included;
+		// a replica still catching up may have none yet: asked again.
+		h, err := r.kv.History(ctx, u.Name)
+		if err == nil && len(h) > 0 {
+			last := h[len(h)-1]
+			switch {
+			case last.Operation() != jetstream.KeyValuePut:
+				return errRemovedMeanwhile
+			case string(last.Value()) == string(data):
+				return nil
+			}
+			return fmt.Errorf("%w: user %q exists in the cluster", ErrInvalidOptions, u.Name)
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("bus: the cluster's users: %s: %w", u.Name, ctx.Err())
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+	return fmt.Errorf("bus: the cluster's users: %s: its entry cannot be read", u.Name)
 }
 
 // holds reports whether the registry's entry for name is data. A
@@ -263,4 +377,77 @@ func (r *usersRegistry) wait() error {
 func (r *usersRegistry) stop() {
 	r.cancel()
 	<-r.done
+}
+
+// keptUsersFile is where a cluster member whose JetStream store is a
+// directory of its own keeps the users it last followed, so that after a
+// restart it lets them in before the registry answers (which waits for
+// the cluster's JetStream to elect its leaders: seconds, or as long as a
+// quorum is missing). The trade-off: a user removed while the member was
+// down logs in there until the member follows the registry again.
+const keptUsersFile = "framebus-cluster-users.json"
+
+// keptUsersPath is the kept users' file, "" when this member keeps none
+// (no cluster registry, or a temporary store).
+func (b *Bus) keptUsersPath() string {
+	if b.opts.Cluster == nil || b.opts.JetStream == nil || b.opts.JetStream.StoreDir == "" {
+		return ""
+	}
+	return filepath.Join(b.opts.JetStream.StoreDir, keptUsersFile)
+}
+
+// keptUsers are the users of the kept file that are not this member's
+// own (Options.Users win), each checked; a file that cannot be read is
+// logged and ignored: the registry brings its users again.
+func (b *Bus) keptUsers() []User {
+	path := b.keptUsersPath()
+	if path == "" {
+		return nil
+	}
+	data, err := os.ReadFile(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	var kept []User
+	if err == nil {
+		err = json.Unmarshal(data, &kept)
+	}
+	if err != nil {
+		b.log.Warn().Err(err).Str("file", path).Msg("users registry: the kept users cannot be read; waiting for the registry")
+		return nil
+	}
+	var out []User
+	for _, u := range kept {
+		if checkUser(u) != nil || slices.ContainsFunc(b.opts.Users, func(o User) bool { return o.Name == u.Name }) {
+			continue
+		}
+		out = append(out, u)
+	}
+	return out
+}
+
+// keep writes the users this member follows to its kept file (0600: it
+// holds bcrypt hashes, never a password), replacing it whole.
+func (r *usersRegistry) keep() {
+	path := r.b.keptUsersPath()
+	if path == "" {
+		return
+	}
+	data, _ := json.MarshalIndent(r.b.Users(), "", "  ")
+	tmp, err := os.CreateTemp(filepath.Dir(path), keptUsersFile+".*")
+	if err == nil {
+		_, err = tmp.Write(append(data, '\n'))
+		if cerr := tmp.Close(); err == nil {
+			err = cerr
+		}
+		if err == nil {
+			err = os.Rename(tmp.Name(), path) // CreateTemp made it 0600
+		}
+		if err != nil {
+			os.Remove(tmp.Name())
+		}
+	}
+	if err != nil {
+		r.b.log.Warn().Err(err).Str("file", path).Msg("users registry: the users not kept")
+	}
 }

@@ -40,7 +40,7 @@ It writes no state file: point clients at it with --bus and --creds.`,
 			boolVarP(fs, new(bool), "allow-remote", "", "let --listen, --websocket and --cluster be addresses other machines reach (no TLS)")
 			fs.String("prefix", d.Bus.Prefix, "subject `prefix`, the nodes'")
 			fs.String("log-level", d.LogLevel, "log `level` on stderr: trace, debug, info, warn, error")
-			store := fs.String("store", "", "`dir`ectory of this member's JetStream files (the history's replicas); default: a temporary one, removed at stop")
+			store := fs.String("store", "", "`dir`ectory of this member's JetStream files (the history's replicas) and of the users it follows, kept over a restart; default: a temporary one, removed at stop")
 			return func(c *cli, args []string) error {
 				if len(args) > 0 {
 					return usagef("bus: takes no arguments, got %q", args)

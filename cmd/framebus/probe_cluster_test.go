@@ -182,6 +182,15 @@ func TestBusMemberFilesAreItsUsersAlone(t *testing.T) {
 		return n
 	}
 	waitFor(t, "JetStream files in both stores", 30*time.Second, func() bool { return files() > 3 })
+	// The users each member keeps over a restart (hashes) are among them.
+	waitFor(t, "the kept users in both stores", 30*time.Second, func() bool {
+		for _, store := range []string{given, made} {
+			if _, err := os.Stat(filepath.Join(store, "framebus-cluster-users.json")); err != nil {
+				return false
+			}
+		}
+		return true
+	})
 	readable := func() []string {
 		r := framebusAs(t, setpriv, "/usr/bin/find", nil, "", open, "-type", "f", "-readable")
 		return strings.Fields(r.stdout)
