@@ -165,6 +165,16 @@ func retryJetStream(ctx context.Context, call func(context.Context) error) error
 	}
 }
 
+// jetStreamUnsettled reports an error of a JetStream call or publish
+// that a cluster still electing a leader gives, so that asking again
+// later may succeed: no answer in time, no responders, no ack from the
+// stream, or the API's 503.
+func jetStreamUnsettled(err error) bool {
+	var apiErr *jetstream.APIError
+	return errors.Is(err, context.DeadlineExceeded) || errors.Is(err, nats.ErrNoResponders) ||
+		errors.Is(err, jetstream.ErrNoStreamResponse) || errors.As(err, &apiErr) && apiErr.Code == http.StatusServiceUnavailable
+}
+
 // haveJetStream fails, wrapping ErrNoJetStream, when the bus has no
 // JetStream for js's account; what names the caller in other errors. On
 // a cluster that is still electing JetStream's leader nothing answers

@@ -137,10 +137,18 @@ func joinRegistry(ctx context.Context, js jetstream.JetStream, subj protocol.Sub
 // the bucket to forget that entry (at most NodeTTL) instead of refusing.
 func (r *registry) claim(ctx context.Context, e protocol.NodeEntry) (uint64, error) {
 	deadline := time.Now().Add(protocol.NodeTTL + time.Second)
+	settled := time.Now().Add(registryStartWait)
 	for {
 		cctx, cancel := context.WithTimeout(ctx, registryTimeout)
 		rev, other, err := r.create(cctx, e)
 		cancel()
+		if err != nil && other == nil && ctx.Err() == nil && time.Now().Before(settled) && jetStreamUnsettled(err) {
+			// The bucket's stream is electing its leader (a member of
+			// the cluster just left or came back): ask again.
+			r.log.Debug().Err(err).Msg("node registry: no answer from the bucket yet")
+			time.Sleep(250 * time.Millisecond)
+			continue
+		}
 		if err == nil || other == nil || other.Host != e.Host || processRuns(other.PID) || time.Now().After(deadline) {
 			return rev, err
 		}

@@ -103,6 +103,9 @@ func (b *Bus) AddUser(u User) error {
 	if b.auth == nil {
 		return b.externalUsers()
 	}
+	if b.registry != nil {
+		defer b.registry.addingUser(u.Name)()
+	}
 	if err := b.addLocal(u); err != nil {
 		return err
 	}

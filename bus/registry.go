@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -29,6 +30,35 @@ type usersRegistry struct {
 	// applied is the revision of the last entry this member followed, so
 	// ClaimUsers can wait for its own put to be the one in force.
 	applied atomic.Uint64
+	// adding are the names AddUser has added here and is putting in the
+	// registry: reconcile must not take one for a user the registry
+	// dropped in the moment before its put lands.
+	mu     sync.Mutex
+	adding map[string]int
+}
+
+// addingUser marks name as being added by this member until the returned
+// func is called.
+func (r *usersRegistry) addingUser(name string) (done func()) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.adding == nil {
+		r.adding = map[string]int{}
+	}
+	r.adding[name]++
+	return func() {
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		if r.adding[name]--; r.adding[name] == 0 {
+			delete(r.adding, name)
+		}
+	}
+}
+
+func (r *usersRegistry) isAdding(name string) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.adding[name] > 0
 }
 
 // registryWait bounds how long AddUser and RemoveUser wait for the
@@ -163,7 +193,7 @@ func (r *usersRegistry) lastRevision(ctx context.Context) (uint64, error) {
 func (r *usersRegistry) reconcile(ctx context.Context, held map[string]bool) {
 	removed := 0
 	for _, u := range r.b.Users() {
-		if held[u.Name] || slices.ContainsFunc(r.b.opts.Users, func(o User) bool { return o.Name == u.Name }) {
+		if held[u.Name] || r.isAdding(u.Name) || slices.ContainsFunc(r.b.opts.Users, func(o User) bool { return o.Name == u.Name }) {
 			continue
 		}
 		// A user added since the watch began is in the registry now.

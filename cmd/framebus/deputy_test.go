@@ -311,7 +311,11 @@ func loadStoredContent(t *testing.T, n *node, js jetstream.JetStream, url, tab s
 	var f protocol.Frame
 	var seq int64
 	for try := 1; ; try++ {
-		seq = int64(mustOK(t, n.env, "navigate", url, "--tab", tab)["sequence"].(float64))
+		// --wait: the frame's content is captured once the 17 MiB page
+		// has loaded, within the navigation's own minute, not the 10 s a
+		// frame waits for a load it did not ask for (under a full -race
+		// run the load took longer).
+		seq = int64(mustOK(t, n.env, "navigate", url, "--tab", tab, "--wait", "--timeout", "60s")["sequence"].(float64))
 		waitFor(t, "the frame in the history", 60*time.Second, func() bool {
 			f = lastFrame(t, js, tab)
 			return f.Sequence >= seq
