@@ -250,7 +250,8 @@ func storeRetryable(err error) bool {
 	var apiErr *jetstream.APIError
 	switch {
 	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, nats.ErrTimeout),
-		errors.Is(err, jetstream.ErrNoStreamResponse), errors.Is(err, nats.ErrNoResponders):
+		errors.Is(err, jetstream.ErrNoStreamResponse), errors.Is(err, nats.ErrNoResponders),
+		errors.Is(err, errChunksLost):
 		return true
 	case errors.As(err, &apiErr):
 		return apiErr.Code == 503

@@ -300,10 +300,39 @@ func (h *History) putContent(ctx context.Context, name string, seq int64, conten
 	// Chunks of the library's default size, or smaller on a bus whose
 	// messages are (the chunk's headers need room too).
 	meta := jetstream.ObjectMeta{Name: name, Opts: &jetstream.ObjectMetaOptions{ChunkSize: uint32(min(objectChunk, h.maxPayload-chunkOverhead))}}
-	if _, err := h.content.Put(ctx, meta, strings.NewReader(content)); err != nil {
+	info, err := h.content.Put(ctx, meta, strings.NewReader(content))
+	if err != nil {
+		return nil, err
+	}
+	if err := h.checkChunks(ctx, info); err != nil {
 		return nil, err
 	}
 	return &protocol.ContentRef{Bucket: h.bucket, Object: name, Sequence: seq, Bytes: len(content)}, nil
+}
+
+// errChunksLost: the bucket's stream does not hold the chunks a put
+// made, one for one.
+var errChunksLost = errors.New("the content bucket does not hold the object's chunks one for one")
+
+// checkChunks makes sure the content bucket's stream holds exactly the
+// chunks a put made. A put while the bucket's replicas change leader
+// was once acked with a chunk stored twice or missing, which a reader
+// finds only later, as a corrupt object (digests do not match); the
+// stream's leader counts them in one request.
+func (h *History) checkChunks(ctx context.Context, info *jetstream.ObjectInfo) error {
+	stream, err := h.js.Stream(ctx, "OBJ_"+h.bucket)
+	if err != nil {
+		return err
+	}
+	subject := "$O." + h.bucket + ".C." + info.NUID
+	si, err := stream.Info(ctx, jetstream.WithSubjectFilter(subject))
+	if err != nil {
+		return err
+	}
+	if held := si.State.Subjects[subject]; held != uint64(info.Chunks) {
+		return fmt.Errorf("object %s: %d chunks put, %d stored: %w", info.Name, info.Chunks, held, errChunksLost)
+	}
+	return nil
 }
 
 // storedContent is a frame's large content in the object store: every
