@@ -159,11 +159,21 @@ func allFull(what, profile string, full []protocol.NodeEntry) error {
 // forward hands a request to another node's subject and answers with its
 // reply: node_unavailable when nothing answers there.
 func (n *Node) forward(m micro.Request, subject, node, what string) {
+	n.forwardOr(m, subject, node, what, nil)
+}
+
+// forwardOr is forward, but when nothing answers at node (no
+// responders: a node the registry still lists that is gone) instead runs
+// here, unless here is nil.
+func (n *Node) forwardOr(m micro.Request, subject, node, what string, here func()) {
 	msg := nats.NewMsg(subject)
 	msg.Data = m.Data()
 	msg.Header = nats.Header(m.Headers())
 	reply, err := n.nc.RequestMsg(msg, forwardTimeout)
 	switch {
+	case here != nil && errors.Is(err, nats.ErrNoResponders):
+		n.log.Info().Str("node", node).Msg(what + ": the node placement chose is gone; carried out here")
+		here()
 	case errors.Is(err, nats.ErrNoResponders), errors.Is(err, nats.ErrTimeout):
 		respond(m, protocol.NewErrorReply(protocol.NodeUnavailable(node, what)), n.log)
 	case err != nil:

@@ -244,11 +244,14 @@ func (n *Node) answerSessionStart(m micro.Request) {
 		return
 	}
 	node := n.sessionOwner(context.Background(), domain)
+	var here func()
 	if node == "" {
-		node = n.placeNew(domain)
+		// Placed: a node the registry's bucket still lists (its entry
+		// not yet expired) may be gone; then this node takes it.
+		node, here = n.placeNew(domain), func() { n.answerNodeSessionStart(m) }
 	}
 	if node != n.name {
-		n.forward(m, n.subj.NodeSessionStart(node), node, "session start "+domain)
+		n.forwardOr(m, n.subj.NodeSessionStart(node), node, "session start "+domain, here)
 		return
 	}
 	n.answerNodeSessionStart(m)
