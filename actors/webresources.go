@@ -53,7 +53,7 @@ func (n *Node) startResources() error {
 	ho := n.opts.HTTP
 	// base64 makes a body a third larger: a body at the cap still fits.
 	fits := int(n.nc.MaxPayload()-replyRoomForBody) / 4 * 3
-	maxBytes := min(cmp0(ho.MaxBytes, protocol.DefaultFetchMaxBytes), fits)
+	maxBytes := min(cmp.Or(ho.MaxBytes, protocol.DefaultFetchMaxBytes), fits)
 	var check func(string) error
 	if wl := n.opts.Whitelist; wl != nil {
 		check = wl.Check
@@ -70,13 +70,6 @@ func (n *Node) startResources() error {
 		DuckDuckGoURL: so.DuckDuckGoURL, GoogleURL: so.GoogleURL, GoogleKey: so.GoogleKey, GoogleCX: so.GoogleCX,
 	})
 	return err
-}
-
-func cmp0(v, def int) int {
-	if v == 0 {
-		return def
-	}
-	return v
 }
 
 // Fetch carries out one http request (the http resource).
