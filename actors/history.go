@@ -153,7 +153,9 @@ func retryJetStream(ctx context.Context, call func(context.Context) error) error
 		switch {
 		case err == nil || ctx.Err() != nil:
 			return err
-		case errors.As(err, &apiErr) && apiErr.Code == http.StatusServiceUnavailable:
+		case errors.As(err, &apiErr) && (apiErr.Code == http.StatusServiceUnavailable || apiErr.ErrorCode == 10005):
+			// No leader yet, or too few members known yet for the replicas
+			// (a member that has just joined; err_code 10005): ask again.
 			select { // answered at once: pause before asking again
 			case <-ctx.Done():
 				return err
