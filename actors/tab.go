@@ -27,7 +27,7 @@ const (
 
 // DefaultSettleTimeout bounds how long a frame waits for its new document's
 // load event before its content is captured anyway.
-const DefaultSettleTimeout = 10 * time.Second
+const DefaultSettleTimeout = protocol.DefaultSettleTimeout
 
 // TabOptions configure a tab actor.
 type TabOptions struct {

@@ -7,6 +7,7 @@ import (
 	"math"
 	"strconv"
 	"strings"
+	"time"
 	"unicode"
 	"unicode/utf8"
 )
@@ -34,6 +35,21 @@ var FullPageFormats = []string{"snapshot", "html", "text", "none"}
 // changed (the frame seed's rule), also on a new document at the same URL,
 // or always.
 var FullPagePolicies = []string{"url-change", "document-change", "always"}
+
+// DefaultSettleTimeout bounds how long a frame waits for its new
+// document's load event before its content is captured anyway.
+const DefaultSettleTimeout = 10 * time.Second
+
+// Wait bounds a client's wait for the plan's reply: each action's own
+// deadline plus the time the tab may take to settle its frame (a load,
+// then the content capture), plus a margin for the bus.
+func (p Plan) Wait() time.Duration {
+	wait := 10 * time.Second
+	for _, a := range p.Steps() {
+		wait += a.EffectiveTimeout() + 2*DefaultSettleTimeout
+	}
+	return wait
+}
 
 // MaxPlanActions bounds a plan's length so one request cannot occupy a tab
 // without end.

@@ -12,7 +12,6 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/spf13/pflag"
 
-	"github.com/framebus/framebus/actors"
 	busclient "github.com/framebus/framebus/bus/client"
 	"github.com/framebus/framebus/protocol"
 )
@@ -273,17 +272,6 @@ func (cl *client) checkTab(ctx context.Context, tab string) error {
 	return nil // an answer, or a tab too busy to give one: it is there
 }
 
-// planWait bounds the wait for a plan's reply: each action's own deadline
-// plus the time the tab may take to settle its frame (a load, then the
-// content capture), plus a margin for the bus.
-func planWait(plan protocol.Plan) time.Duration {
-	wait := 10 * time.Second
-	for _, a := range plan.Steps() {
-		wait += a.EffectiveTimeout() + 2*actors.DefaultSettleTimeout
-	}
-	return wait
-}
-
 // sendPlan sends an encoded plan to a tab and returns its decoded result
 // and the reply as the node sent it.
 //
@@ -296,7 +284,7 @@ func (cl *client) sendPlan(ctx context.Context, tab string, data []byte, plan pr
 			return protocol.PlanResult{}, nil, err
 		}
 	}
-	wait := planWait(plan)
+	wait := plan.Wait()
 	rctx, cancel := context.WithTimeout(ctx, wait)
 	defer cancel()
 	res, raw, err := cl.bc.PlanData(rctx, tab, data)

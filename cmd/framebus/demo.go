@@ -201,7 +201,7 @@ func (c *cli) demo(o demoOptions) error {
 
 // demoSend sends the plan and waits for the result.
 func demoSend(ctx context.Context, nc *nats.Conn, subj protocol.Subjects, tab string, data []byte, plan protocol.Plan) (protocol.PlanResult, error) {
-	rctx, cancel := context.WithTimeout(ctx, planWait(plan))
+	rctx, cancel := context.WithTimeout(ctx, plan.Wait())
 	defer cancel()
 	msg, err := nc.RequestWithContext(rctx, subj.TabPlan(tab), data)
 	if err != nil {
