@@ -68,15 +68,45 @@ temporary profile) and the bus, removes the state file and exits 0.`,
 }
 
 func (c *cli) serve(o serveOptions) error {
-	cfg := o.cfg
-	log, err := newLogger(c.stderr, cfg.LogLevel)
+	log, err := newLogger(c.stderr, o.cfg.LogLevel)
 	if err != nil {
 		return err
 	}
+	sn, err := c.startServing(o.cfg, log)
+	if err != nil {
+		return err
+	}
+	// The state file (0600) keeps an external bus's login; what is
+	// printed and logged, which others may read, does not.
+	shown := sn.state
+	shown.Bus = withoutPassword(sn.state.Bus)
+	c.printJSON(shown)
+	log.Info().Str("bus", shown.Bus).Str("tabs", describeTabs(shown.Tabs)).Str("state", sn.path).
+		Msg("node ready; stop it with Ctrl-C or SIGTERM")
+
+	// A browser that exits on its own leaves the node running without
+	// one (status says so; launch starts it again), as close does.
+	<-c.ctx.Done()
+	return sn.stop(c)
+}
+
+// servedNode is a node this process runs and has registered in the
+// state file, for serve and for mcp when no node runs.
+type servedNode struct {
+	node    *actors.Node
+	local   *localUsers
+	cluster bool
+	path    string // the state file
+	state   nodeState
+	log     zerolog.Logger
+}
+
+// startServing starts a node as cfg says, its users and its state file.
+func (c *cli) startServing(cfg config, log zerolog.Logger) (*servedNode, error) {
 	busOpts := bus.Options{URL: cfg.Bus.URL}
 	path, err := c.statePath()
 	if err != nil {
-		return protocol.Errorf(protocol.CodeInternal, "%v", err)
+		return nil, protocol.Errorf(protocol.CodeInternal, "%v", err)
 	}
 	// The embedded bus lets users in with a password only: the node's own
 	// agent and admin, written beside the state file, and the configured.
@@ -84,15 +114,15 @@ func (c *cli) serve(o serveOptions) error {
 	if cfg.Bus.URL == "" {
 		host, port, err := splitListen(cfg.Bus.Listen, cfg.Bus.AllowRemote)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		busOpts.Host, busOpts.Port, busOpts.AllowRemote = host, port, cfg.Bus.AllowRemote
 		busOpts.WebSocket, busOpts.WebSocketOrigins = cfg.Bus.WebSocket, cfg.Bus.WebSocketOrigins
 		if busOpts.Cluster, err = cfg.clusterOptions(); err != nil {
-			return err
+			return nil, err
 		}
 		if busOpts.Leaf, err = cfg.leafOptions(); err != nil {
-			return err
+			return nil, err
 		}
 		if busOpts.Cluster != nil || busOpts.Leaf != nil {
 			// Every member of a cluster, every leaf of a hub, is a
@@ -106,11 +136,11 @@ func (c *cli) serve(o serveOptions) error {
 		}
 		configured, err := configuredUsers(cfg, dir)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		var own []bus.User
 		if local, own, err = makeLocalUsers(dir, localUserSuffix(busOpts.Cluster, cfg.Node.Name)); err != nil {
-			return protocol.Errorf(protocol.CodeInternal, "credentials: %v", err)
+			return nil, protocol.Errorf(protocol.CodeInternal, "credentials: %v", err)
 		}
 		busOpts.Users = append(own, configured...)
 	}
@@ -124,20 +154,20 @@ func (c *cli) serve(o serveOptions) error {
 	chromium := cfg.Browser.Binary
 	if chromium == "" {
 		if chromium, err = cdpdriver.FindChromium(); err != nil {
-			return startError(c.ctx, err)
+			return nil, startError(c.ctx, err)
 		}
 	}
 	wl, err := cfg.whitelist()
 	if err != nil {
-		return usagef("whitelist: %v", err)
+		return nil, usagef("whitelist: %v", err)
 	}
 	roots, err := cfg.fileRoots()
 	if err != nil {
-		return usagef("%v", err)
+		return nil, usagef("%v", err)
 	}
 	account, err := cfg.browserUser()
 	if err != nil {
-		return err
+		return nil, err
 	}
 	launch := cdpdriver.LaunchOptions{Headless: cfg.Browser.Headless, Binary: chromium, UserDataDir: cfg.profileDir(), User: cfg.Browser.User}
 	var browserHome string
@@ -146,15 +176,15 @@ func (c *cli) serve(o serveOptions) error {
 	}
 	profiles := cfg.profilesDir(c.getenv, browserHome)
 	if err := makeProfilesDir(profiles, account); err != nil {
-		return usagef("browser.profileDir: %v", err)
+		return nil, usagef("browser.profileDir: %v", err)
 	}
 	viewport, err := cfg.viewport()
 	if err != nil {
-		return usagef("viewport: %v", err)
+		return nil, usagef("viewport: %v", err)
 	}
 	history, err := cfg.historyOptions(filepath.Dir(path))
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if c := busOpts.Cluster; c != nil {
 		// As many members as the cluster has keep the history and the
@@ -164,16 +194,16 @@ func (c *cli) serve(o serveOptions) error {
 	if history.Dir != "" {
 		// The history is the node's alone, like its state file.
 		if err := os.MkdirAll(history.Dir, 0o700); err != nil {
-			return protocol.Errorf(protocol.CodeInternal, "history.dir: %v", err)
+			return nil, protocol.Errorf(protocol.CodeInternal, "history.dir: %v", err)
 		}
 	}
 	httpOpts, err := cfg.httpOptions()
 	if err != nil {
-		return err
+		return nil, err
 	}
 	searchOpts, err := cfg.searchOptions()
 	if err != nil {
-		return err
+		return nil, err
 	}
 	ctx, cancel := context.WithTimeout(c.ctx, startTimeout)
 	node, err := actors.StartNode(ctx, actors.NodeOptions{
@@ -199,7 +229,7 @@ func (c *cli) serve(o serveOptions) error {
 	})
 	cancel()
 	if err != nil {
-		return startError(c.ctx, err)
+		return nil, startError(c.ctx, err)
 	}
 	if local != nil && busOpts.Cluster != nil {
 		// The name is this node's now (the registry's compare-and-set):
@@ -207,7 +237,7 @@ func (c *cli) serve(o serveOptions) error {
 		// in the cluster, which would keep that one's passwords.
 		if err := node.Bus().ClaimUsers(local.agent.User, local.admin.User); err != nil {
 			node.Close()
-			return startError(c.ctx, err)
+			return nil, startError(c.ctx, err)
 		}
 	}
 
@@ -219,32 +249,27 @@ func (c *cli) serve(o serveOptions) error {
 	}
 	if err != nil {
 		node.Close()
-		return startError(c.ctx, err)
+		return nil, startError(c.ctx, err)
 	}
 	if local != nil {
 		if err := c.serveUsers(node, local, log); err != nil {
 			node.Close()
-			return err
+			return nil, err
 		}
 	}
 	st := nodeState{OK: true, Node: node.Name(), Bus: node.Bus().ClientURL(), WebSocket: node.Bus().WebSocketURL(), Prefix: node.Subjects().Prefix, PID: os.Getpid(), Tabs: node.Tabs()}
 	if err := writeState(path, st); err != nil {
 		node.Close()
 		local.remove()
-		return protocol.Errorf(protocol.CodeInternal, "write state file %s: %v", path, err)
+		return nil, protocol.Errorf(protocol.CodeInternal, "write state file %s: %v", path, err)
 	}
-	// The state file (0600) keeps an external bus's login; what is
-	// printed and logged, which others may read, does not.
-	shown := st
-	shown.Bus = withoutPassword(st.Bus)
-	c.printJSON(shown)
-	log.Info().Str("bus", shown.Bus).Str("tabs", describeTabs(st.Tabs)).Str("state", path).
-		Msg("node ready; stop it with Ctrl-C or SIGTERM")
+	return &servedNode{node: node, local: local, cluster: busOpts.Cluster != nil, path: path, state: st, log: log}, nil
+}
 
-	// A browser that exits on its own leaves the node running without
-	// one (status says so; launch starts it again), as close does.
-	var stopErr error
-	<-c.ctx.Done()
+// stop closes the node (a second signal kills its browser at once),
+// removes the state file and the node's users.
+func (sn *servedNode) stop(c *cli) error {
+	log, node, local := sn.log, sn.node, sn.local
 	log.Info().Msg("shutting down (a second signal kills the browser at once)")
 	hurry := make(chan os.Signal, 1)
 	signal.Notify(hurry, os.Interrupt, syscall.SIGTERM)
@@ -262,7 +287,7 @@ func (c *cli) serve(o serveOptions) error {
 		}
 	}()
 	start := time.Now()
-	if local != nil && busOpts.Cluster != nil {
+	if local != nil && sn.cluster {
 		// The cluster shares its users: this node's own leave with it.
 		for _, name := range []string{local.agent.User, local.admin.User} {
 			if err := node.Bus().RemoveUser(name); err != nil {
@@ -272,16 +297,16 @@ func (c *cli) serve(o serveOptions) error {
 	}
 	closeErr := node.Close()
 	close(closed)
-	if err := removeState(path, os.Getpid()); err != nil {
+	if err := removeState(sn.path, os.Getpid()); err != nil {
 		log.Warn().Err(err).Msg("remove state file")
 	}
 	local.remove()
 	if closeErr != nil {
 		log.Error().Err(closeErr).Msg("shutdown")
-		return errors.Join(stopErr, protocol.Errorf(protocol.CodeInternal, "shutdown: %v", closeErr))
+		return protocol.Errorf(protocol.CodeInternal, "shutdown: %v", closeErr)
 	}
 	log.Info().Dur("took", time.Since(start)).Msg("node stopped")
-	return stopErr
+	return nil
 }
 
 // serveUsers writes the node's credentials files and answers the admin's

@@ -1,0 +1,210 @@
+package mcpserver_test
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/framebus/framebus/actors"
+	busclient "github.com/framebus/framebus/bus/client"
+	"github.com/framebus/framebus/cdpdriver"
+	"github.com/framebus/framebus/internal/bustest"
+	"github.com/framebus/framebus/mcpserver"
+	"github.com/framebus/framebus/protocol"
+)
+
+// session is an MCP client session (the official Go SDK's client) with
+// a framebus MCP server over in-memory transports, backed by a real node
+// (headless Chromium) whose pages are testdata/site, and the node's
+// agent on the bus beside it.
+type session struct {
+	cs      *mcp.ClientSession
+	site    string
+	node    *actors.Node
+	agent   *busclient.Client
+	updates chan string // URIs of resources/updated notifications
+}
+
+func start(t *testing.T, tools string) *session {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	site := httptest.NewServer(http.FileServer(http.Dir("../testdata/site")))
+	t.Cleanup(site.Close)
+	node, err := actors.StartNode(ctx, actors.NodeOptions{Launch: cdpdriver.LaunchOptions{Headless: true}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { node.Close() })
+	creds := bustest.AddUser(t, node.Bus(), protocol.RoleAgent)
+	bc, err := busclient.Connect(ctx, busclient.Options{URL: node.Bus().ClientURL(), Credentials: &creds, Prefix: node.Subjects().Prefix})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(bc.Close)
+	srv, err := mcpserver.New(mcpserver.Options{Client: bc, Tools: tools})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(srv.Close)
+	st, ct := mcp.NewInMemoryTransports()
+	if _, err := srv.MCP().Connect(ctx, st, nil); err != nil {
+		t.Fatal(err)
+	}
+	s := &session{site: site.URL, node: node, agent: bc, updates: make(chan string, 64)}
+	client := mcp.NewClient(&mcp.Implementation{Name: "test"}, &mcp.ClientOptions{
+		ResourceUpdatedHandler: func(_ context.Context, req *mcp.ResourceUpdatedNotificationRequest) {
+			s.updates <- req.Params.URI
+		},
+	})
+	if s.cs, err = client.Connect(ctx, ct, nil); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.cs.Close() })
+	return s
+}
+
+// call calls a tool and returns its result's text and structured
+// content.
+func (s *session) call(t *testing.T, tool string, args map[string]any) (text string, out map[string]any, isError bool) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	res, err := s.cs.CallTool(ctx, &mcp.CallToolParams{Name: tool, Arguments: args})
+	if err != nil {
+		t.Fatalf("%s %v: %v", tool, args, err)
+	}
+	for _, c := range res.Content {
+		if tc, ok := c.(*mcp.TextContent); ok {
+			text += tc.Text
+		}
+	}
+	data, _ := json.Marshal(res.StructuredContent)
+	json.Unmarshal(data, &out)
+	return text, out, res.IsError
+}
+
+var refPattern = regexp.MustCompile(`link "Product 123" \[ref=(e\d+)\]`)
+
+// The action tools: one per declaration, a navigation answering the new
+// page's snapshot, a click by ref from it, a stale basedOnSequence
+// refused with the current frame and nothing run, and an update of the
+// subscribed latest frame after a navigation.
+func TestActionTools(t *testing.T) {
+	s := start(t, mcpserver.ToolsActions)
+	ctx := context.Background()
+	tools, err := s.cs.ListTools(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, tool := range tools.Tools {
+		names = append(names, tool.Name)
+	}
+	for _, spec := range protocol.ActionSpecs() {
+		if !slices.Contains(names, mcpserver.ActionToolName(spec)) {
+			t.Errorf("no tool for action %s (tools: %v)", spec.Type, names)
+		}
+	}
+	if slices.Contains(names, "web") {
+		t.Errorf("--tools actions serves the web tool")
+	}
+
+	tab := s.node.Tabs()[0].Tab
+	if err := s.cs.Subscribe(ctx, &mcp.SubscribeParams{URI: mcpserver.LatestFrameURI(tab)}); err != nil {
+		t.Fatal(err)
+	}
+	text, out, isErr := s.call(t, "browser_navigate", map[string]any{"url": s.site + "/index.html"})
+	if isErr || out["tab"] != tab || out["sequence"].(float64) < 2 {
+		t.Fatalf("navigate: %v %s", out, text)
+	}
+	m := refPattern.FindStringSubmatch(text)
+	if m == nil {
+		t.Fatalf("navigate's result has no snapshot with the link's ref:\n%s", text)
+	}
+	select {
+	case uri := <-s.updates:
+		if uri != mcpserver.LatestFrameURI(tab) {
+			t.Errorf("updated %s, want %s", uri, mcpserver.LatestFrameURI(tab))
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("no resources/updated notification after the navigation")
+	}
+	seq := int64(out["sequence"].(float64))
+
+	// Another agent moves the tab on: a plan based on the frame the model
+	// saw is refused, and the link is not clicked.
+	if res, err := s.agent.Plan(ctx, tab, protocol.Plan{Action: &protocol.Action{Type: "eval", Expression: "1"}}); err != nil || !res.OK {
+		t.Fatalf("the other agent's plan: %+v %v", res, err)
+	}
+	text, out, isErr = s.call(t, "browser_click", map[string]any{"selector": m[1], "basedOnSequence": seq})
+	if !isErr || out["code"] != string(protocol.CodeStaleFrame) || int64(out["sequence"].(float64)) != seq+1 {
+		t.Fatalf("stale click: error %v, %v %s", isErr, out, text)
+	}
+	text, out, isErr = s.call(t, "browser_click", map[string]any{"selector": m[1], "basedOnSequence": seq + 1})
+	if isErr || !strings.Contains(out["url"].(string), "product.html?id=123") || !strings.Contains(text, "page of frame") {
+		t.Fatalf("click by ref: %v %s", out, text)
+	}
+
+	// Bad input is the tool's error, with the code, never a crash.
+	for _, bad := range []map[string]any{{"url": 5}, {}, {"url": "x", "nope": 1}, {"url": "x", "tab": "../x"}} {
+		text, out, isErr := s.call(t, "browser_navigate", bad)
+		if !isErr || out["code"] != string(protocol.CodeBadRequest) {
+			t.Errorf("navigate %v: error %v %v %s", bad, isErr, out, text)
+		}
+	}
+	if _, err := s.cs.CallTool(ctx, &mcp.CallToolParams{Name: "no_such_tool"}); err == nil {
+		t.Error("an unknown tool is not a JSON-RPC error")
+	}
+}
+
+// The web tool as ADR-006 has it: status, navigate, snapshot, click by
+// ref, the status shape, and its errors' wording.
+func TestWebTool(t *testing.T) {
+	s := start(t, mcpserver.ToolsWeb)
+	text, out, isErr := s.call(t, "web", map[string]any{"resource": "browser", "action": "status"})
+	profiles, _ := out["profiles"].([]any)
+	if isErr || len(profiles) != 1 || profiles[0].(map[string]any)["running"] != true || profiles[0].(map[string]any)["page_count"] != float64(1) {
+		t.Fatalf("status: %v %s", out, text)
+	}
+	_, out, isErr = s.call(t, "web", map[string]any{"resource": "browser", "action": "navigate", "url": s.site + "/index.html"})
+	if isErr {
+		t.Fatalf("navigate: %v", out)
+	}
+	text, _, isErr = s.call(t, "web", map[string]any{"action": "snapshot"})
+	m := refPattern.FindStringSubmatch(text)
+	if isErr || m == nil {
+		t.Fatalf("snapshot: %s", text)
+	}
+	_, out, isErr = s.call(t, "web", map[string]any{"resource": "browser", "action": "click", "ref": m[1]})
+	if isErr || !strings.Contains(out["url"].(string), "product.html") {
+		t.Fatalf("click: %v", out)
+	}
+	_, out, isErr = s.call(t, "web", map[string]any{"resource": "browser", "action": "close"})
+	if isErr {
+		t.Fatalf("close: %v", out)
+	}
+	text, _, isErr = s.call(t, "web", map[string]any{"resource": "browser", "action": "click", "ref": m[1]})
+	want := "Browser not running for profile 'default'. Use `web(resource: browser, action: launch, profile: \"default\")` to start it."
+	if !isErr || !strings.Contains(text, want) {
+		t.Fatalf("click with the browser closed: %s", text)
+	}
+	text, out, isErr = s.call(t, "web", map[string]any{"resource": "browser", "action": "status"})
+	if isErr || out["profiles"].([]any)[0].(map[string]any)["running"] != false {
+		t.Fatalf("status after close: %v %s", out, text)
+	}
+	for _, bad := range []map[string]any{{"resource": "ftp", "action": "get"}, {"resource": "http", "action": "navigate"}, {"action": "click"}, {"action": "navigate", "url": "x", "extra": 1}} {
+		text, out, isErr := s.call(t, "web", bad)
+		if !isErr || out["code"] != string(protocol.CodeBadRequest) {
+			t.Errorf("web %v: error %v %v %s", bad, isErr, out, text)
+		}
+	}
+}
