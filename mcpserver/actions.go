@@ -24,18 +24,31 @@ func (s *Server) addActionTools() {
 			Description: actionDescription(spec),
 			InputSchema: actionSchema(spec),
 			Annotations: &mcp.ToolAnnotations{ReadOnlyHint: readOnly, OpenWorldHint: ptr(true)},
-		}, func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		}, guarded(func(ctx context.Context, req *mcp.CallToolRequest) *mcp.CallToolResult {
 			args, err := toolArgs(req.Params.Arguments)
 			if err != nil {
-				return failure(err, "", 0), nil
+				return failure(err, "", 0)
 			}
-			return s.runAction(ctx, req.Session, spec, args), nil
-		})
+			return s.runAction(ctx, req.Session, spec, args)
+		}))
 	}
 	s.addTabTools()
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// guarded makes a tool's handler: a panic in it is the call's internal
+// error, never the end of the server (and of every session it serves).
+func guarded(fn func(ctx context.Context, req *mcp.CallToolRequest) *mcp.CallToolResult) mcp.ToolHandler {
+	return func(ctx context.Context, req *mcp.CallToolRequest) (res *mcp.CallToolResult, err error) {
+		defer func() {
+			if p := recover(); p != nil {
+				res = failure(protocol.Errorf(protocol.CodeInternal, "%s: %v", req.Params.Name, p), "", 0)
+			}
+		}()
+		return fn(ctx, req), nil
+	}
+}
 
 // actionDescription is the tool's description: the action's summary,
 // and how its result reads.

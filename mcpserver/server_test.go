@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"regexp"
 	"slices"
 	"strings"
@@ -116,6 +117,24 @@ func TestActionTools(t *testing.T) {
 	}
 	if slices.Contains(names, "web") {
 		t.Errorf("--tools actions serves the web tool")
+	}
+	// The README's table of Playwright MCP's tools names only tools that
+	// are served.
+	readme, err := os.ReadFile("../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	mapped := 0
+	for _, row := range regexp.MustCompile(`(?m)^\| browser_\w+ \| (.*) \|$`).FindAllStringSubmatch(string(readme), -1) {
+		mapped++
+		for _, name := range regexp.MustCompile("`(browser_\\w+)`").FindAllStringSubmatch(row[1], -1) {
+			if !slices.Contains(names, name[1]) {
+				t.Errorf("README maps a Playwright tool to %s, which is not served", name[1])
+			}
+		}
+	}
+	if mapped < 20 {
+		t.Errorf("README maps %d of Playwright MCP's 20 core tools", mapped)
 	}
 
 	tab := s.node.Tabs()[0].Tab

@@ -20,16 +20,16 @@ func (s *Server) addTool(name, description string, readOnly bool, props schema, 
 		Name: name, Description: description,
 		InputSchema: schema{"type": "object", "properties": props, "required": required, "additionalProperties": false},
 		Annotations: &mcp.ToolAnnotations{ReadOnlyHint: readOnly, OpenWorldHint: ptr(true)},
-	}, func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	}, guarded(func(ctx context.Context, req *mcp.CallToolRequest) *mcp.CallToolResult {
 		args, err := toolArgs(req.Params.Arguments)
 		if err == nil {
 			err = onlyArgs(args, props, required)
 		}
 		if err != nil {
-			return failure(err, "", 0), nil
+			return failure(err, "", 0)
 		}
-		return fn(ctx, req.Session, args), nil
-	})
+		return fn(ctx, req.Session, args)
+	}))
 }
 
 // onlyArgs refuses arguments the tool does not take, and missing ones.

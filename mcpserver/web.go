@@ -103,13 +103,13 @@ func (s *Server) addWebTool() {
 	s.mcp.AddTool(&mcp.Tool{
 		Name: "web", Description: webDescription, InputSchema: webSchema(),
 		Annotations: &mcp.ToolAnnotations{OpenWorldHint: ptr(true)},
-	}, func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	}, guarded(func(ctx context.Context, req *mcp.CallToolRequest) *mcp.CallToolResult {
 		in, err := decodeWebInput(req.Params.Arguments)
 		if err != nil {
-			return failure(err, "", 0), nil
+			return failure(err, "", 0)
 		}
-		return s.web(ctx, req.Session, in), nil
-	})
+		return s.web(ctx, req.Session, in)
+	}))
 }
 
 // decodeWebInput reads the web tool's arguments strictly: an unknown
@@ -189,7 +189,15 @@ func (s *Server) web(ctx context.Context, ss *mcp.ServerSession, in webInput) *m
 			return failure(err, "", 0)
 		}
 	}
-	return s.runPlan(ctx, tab, data, plan)
+	res := s.runPlan(ctx, tab, data, plan)
+	if f, ok := res.StructuredContent.(failureOutcome); ok && (f.Code == protocol.CodeTabNotFound || f.Code == protocol.CodeBrowserNotRunning) {
+		// The tab went with its browser: say so as ADR-006 does.
+		profile := cmp.Or(in.Profile, protocol.DefaultProfile)
+		if st := s.status(ctx, profile); len(st.Profiles) > 0 && !st.Profiles[0].Running {
+			return failure(notRunning(profile, st.Profiles[0].Driver), tab, 0)
+		}
+	}
+	return res
 }
 
 // webResource runs an http or search action from the web tool's fields.
