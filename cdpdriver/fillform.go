@@ -31,10 +31,9 @@ type FormField struct {
 // formFieldsJS looks up each selector (or ref), checks its value suits
 // it, and answers the fields in document order, or the first field that
 // cannot be filled ("at": its index) and why.
-const formFieldsJS = `function (_, selectors, values) {` + lookupJS + describeJS + `
+const formFieldsJS = `function (_, selectors, values) {` + lookupJS + describeJS + pickedJS + `
 	const fail = (at, error, reason) => ({error, reason, at});
 	const textual = ["text", "search", "url", "tel", "email", "password", "number"];
-	const picked = {date: "2024-01-31", time: "13:45", "datetime-local": "2024-01-31T13:45", month: "2024-01", week: "2024-W05", color: "#ff0000", range: ""};
 	const fields = [];
 	for (let i = 0; i < selectors.length; i++) {
 		const selector = selectors[i], value = values[i];
@@ -60,15 +59,8 @@ const formFieldsJS = `function (_, selectors, values) {` + lookupJS + describeJS
 			continue;
 		}
 		if (type in picked) {
-			const probe = el.cloneNode(false);
-			probe.value = value;
-			const kept = type === "color" ? probe.value === value.toLowerCase() : probe.value === value;
-			if (!kept) {
-				const like = type === "range"
-					? "a number from " + (el.min || 0) + " to " + (el.max || 100) + (el.step && el.step !== "any" ? " in steps of " + el.step : "")
-					: "e.g. " + picked[type];
-				return fail(i, "input", JSON.stringify(value) + " is not a value for " + where + " (an <input type=" + type + ">): " + like);
-			}
+			const refused = pickedRefusal(el, type, value, where);
+			if (refused) return fail(i, "input", refused);
 		} else if (!(type && textual.includes(type)) && el.localName !== "textarea" && !el.isContentEditable) {
 			const what = type ? "an <input type=" + type + ">" : "a <" + el.localName + ">";
 			return fail(i, "input", where + " is " + what + ", which fill-form cannot fill: it fills text inputs, textareas, editable content, checkboxes, radio buttons, selects, range and date inputs");
