@@ -268,3 +268,24 @@ func contains(list []string, s string) bool {
 	}
 	return false
 }
+
+// network answers while a dialog blocks the page: the tab knows the
+// requests without asking the renderer.
+func TestNetworkDuringDialog(t *testing.T) {
+	tab, _, _ := tabAt(t, "/read.html")
+	cmdMutate(t, tab, protocol.Action{Type: "eval", Expression: "setTimeout(() => alert('hi'), 0), 1"})
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		res := send(t, tab.ID(), one(protocol.Action{Type: "title"}))
+		if res.Code == protocol.CodeDialogOpen {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no dialog within 5s: %+v", res)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if v := readNetwork(t, tab, protocol.Action{}); findRequest(v.Requests, "/read.html") == nil {
+		t.Fatalf("network during a dialog: %+v", v)
+	}
+}
