@@ -64,6 +64,9 @@ var handlers = map[string]handler{
 	"url":        read(func(t *Tab, ctx context.Context, a protocol.Action) (any, error) { return t.nav.url, nil }),
 	"screenshot": read((*Tab).screenshot),
 	"snapshot":   read((*Tab).snapshot),
+	"console":    read((*Tab).console),
+	"network":    read((*Tab).network),
+	"fill-form":  (*Tab).fillForm,
 }
 
 // viaRenderer adapts an action that acts through the renderer (input events or

@@ -77,7 +77,7 @@ func (t *Tab) runPlan(ctx context.Context, plan protocol.Plan) protocol.PlanResu
 			stop(&res, i, err, a.BasedOnSequence, t.frames.Sequence())
 			break
 		}
-		if d := t.nav.dialog; d != nil && a.Type != "dialog" {
+		if d := t.nav.dialog; d != nil && !worksDuringDialog[a.Type] {
 			stop(&res, i, dialogOpenError(d), nil, t.frames.Sequence())
 			break
 		}
@@ -123,8 +123,12 @@ func (t *Tab) record(ctx context.Context, res *protocol.PlanResult, plan protoco
 
 // worksCrashed are the actions a crashed page can still take: those that
 // load a document, which the browser does without the dead renderer, and
-// url, which the tab knows.
-var worksCrashed = map[string]bool{"navigate": true, "reload": true, "back": true, "forward": true, "url": true}
+// url and network, which the tab knows.
+var worksCrashed = map[string]bool{"navigate": true, "reload": true, "back": true, "forward": true, "url": true, "network": true}
+
+// worksDuringDialog are the actions a page blocked by a dialog can still
+// take: dialog, which answers it, and network, which the tab knows.
+var worksDuringDialog = map[string]bool{"dialog": true, "network": true}
 
 // loadsDocument are the actions that start a navigation of their own,
 // from the browser, replacing any the page has under way.

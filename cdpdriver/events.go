@@ -144,6 +144,10 @@ type eventDecoder struct {
 	// an old document are known to be stale.
 	generation atomic.Uint64
 	net        *netTracker
+	// requests is the page's request log (see requestlog.go).
+	requests *requestLog
+	// console, while Console reads, collects the console's events.
+	console atomic.Pointer[consoleCollector]
 	// newDocument, when set, is told of each new main-frame document, from
 	// the reader goroutine: it must not block.
 	newDocument func(frameID string)
@@ -174,6 +178,16 @@ func (d *eventDecoder) commit() {
 }
 
 func (d *eventDecoder) decode(method string, params json.RawMessage) (Event, bool) {
+	switch method {
+	case "Runtime.consoleAPICalled", "Runtime.exceptionThrown", "Log.entryAdded":
+		if c := d.console.Load(); c != nil {
+			c.add(method, params)
+		}
+		return nil, false
+	}
+	if strings.HasPrefix(method, "Network.") {
+		d.requests.observe(method, params)
+	}
 	if d.net.observe(method, params) {
 		switch method {
 		case "Network.loadingFailed":
@@ -224,6 +238,7 @@ func (d *eventDecoder) decode(method string, params json.RawMessage) (Event, boo
 			generation = d.generation.Add(1)
 			d.commit()
 			d.net.newDocument(p.Frame.LoaderID)
+			d.requests.newDocument(p.Frame.LoaderID)
 			if d.newDocument != nil {
 				d.newDocument(p.Frame.ID)
 			}

@@ -79,7 +79,7 @@ const focusOnJS = deepFocusJS + `
 //
 // Elements are told apart by localName, not instanceof: a ref may name an
 // element of a frame's document, whose classes are another realm's.
-const fieldJS = `function (selector, text, replace, keys) {` + lookupJS + describeJS + focusOnJS + `
+const fieldJS = `function (selector, text, replace, keys) {` + lookupJS + describeJS + focusOnJS + pickedJS + `
 	const refuse = (reason) => ({error: "input", reason});
 	window.__framebusField = null;
 	let el, where, part = null, focused = true;
@@ -113,23 +113,14 @@ const fieldJS = `function (selector, text, replace, keys) {` + lookupJS + descri
 	if (el.localName === "select") {
 		return refuse(where + " is a <select>, which takes no text: choose an option with select");
 	}
-	const picked = {date: "2024-01-31", time: "13:45", "datetime-local": "2024-01-31T13:45", month: "2024-01", week: "2024-W05", color: "#ff0000", range: ""};
 	const typed = ["text", "search", "url", "tel", "email", "password", "number"];
 	const isInput = el.localName === "input";
 	if (isInput && kind in picked) {
 		if (!replace) return refuse(where + " is an <input type=" + kind + ">, which takes a whole value: set it with fill (or type --clear)");
 		if (el.readOnly) return refuse(where + " is read-only");
-		// Tried on a detached copy (same type and attributes, so the same
-		// sanitizing) first: a refused value leaves the field untouched.
-		const probe = el.cloneNode(false);
-		probe.value = text;
-		const kept = kind === "color" ? probe.value === text.toLowerCase() : probe.value === text;
-		if (!kept) {
-			const like = kind === "range"
-				? "a number from " + (el.min || 0) + " to " + (el.max || 100) + (el.step && el.step !== "any" ? " in steps of " + el.step : "")
-				: "e.g. " + picked[kind];
-			return refuse(JSON.stringify(text) + " is not a value for " + where + " (an <input type=" + kind + ">): " + like);
-		}
+		// A refused value leaves the field untouched.
+		const refused = pickedRefusal(el, kind, text, where);
+		if (refused) return refuse(refused);
 		el.value = text;
 		el.dispatchEvent(new Event("input", {bubbles: true, composed: true}));
 		el.dispatchEvent(new Event("change", {bubbles: true}));
@@ -161,6 +152,26 @@ const fieldJS = `function (selector, text, replace, keys) {` + lookupJS + descri
 	keep(false);
 	return {selected: replace};
 }`
+
+// pickedJS defines picked, the kinds of input that take a whole value
+// (as a picker sets it) with an example value of each, and
+// pickedRefusal(el, kind, text, where): why the input would not keep
+// text as its value, or "" when it would. It tries a detached copy (same
+// type and attributes, so the same sanitizing), leaving the field as it
+// is.
+const pickedJS = `
+	const picked = {date: "2024-01-31", time: "13:45", "datetime-local": "2024-01-31T13:45", month: "2024-01", week: "2024-W05", color: "#ff0000", range: ""};
+	const pickedRefusal = (el, kind, text, where) => {
+		const probe = el.cloneNode(false);
+		probe.value = text;
+		const kept = kind === "color" ? probe.value === text.toLowerCase() : probe.value === text;
+		if (kept) return "";
+		const like = kind === "range"
+			? "a number from " + (el.min || 0) + " to " + (el.max || 100) + (el.step && el.step !== "any" ? " in steps of " + el.step : "")
+			: "e.g. " + picked[kind];
+		return JSON.stringify(text) + " is not a value for " + where + " (an <input type=" + kind + ">): " + like;
+	};
+`
 
 // fieldCheckJS checks the field fieldJS readied: after the Backspace that
 // clears it ("cleared"), that it is empty; after the typing ("took"),

@@ -77,6 +77,11 @@ func (b *Browser) decide(ev *fetch.RequestPausedReply, filter RequestFilter) {
 	p := b.filter.pages[string(ev.FrameID)]
 	b.filter.mu.Unlock()
 	if p != nil {
+		id := "fetch:" + string(ev.RequestID)
+		if ev.NetworkID != nil {
+			id = string(*ev.NetworkID)
+		}
+		p.decoder.requests.block(id, ev.Request.Method, ev.Request.URL, string(ev.ResourceType), err.Error())
 		p.events.push(RequestBlocked{URL: ev.Request.URL, ResourceType: string(ev.ResourceType), Document: doc, Err: err})
 	}
 	reason := network.ErrorReasonBlockedByClient

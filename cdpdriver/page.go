@@ -79,7 +79,7 @@ type Page struct {
 // its own, see DialPage) and enables the events the tab actor needs.
 func (b *Browser) ConnectPage(ctx context.Context, targetID string, log zerolog.Logger) (*Page, error) {
 	q := newEventQueue()
-	dec := &eventDecoder{targetID: targetID, mainFrameID: targetID, net: newNetTracker()}
+	dec := &eventDecoder{targetID: targetID, mainFrameID: targetID, net: newNetTracker(), requests: newRequestLog()}
 	var codec *eventCodec
 	conn, err := b.DialPage(ctx, targetID,
 		rpcc.WithCodec(func(rw io.ReadWriter) rpcc.Codec {

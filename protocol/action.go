@@ -71,6 +71,12 @@ type Action struct {
 	Site         string            `json:"site,omitempty"`
 	Region       string            `json:"region,omitempty"`
 
+	// The page's logs (console, network) and fill-form.
+	Level  string            `json:"level,omitempty"`
+	Filter string            `json:"filter,omitempty"`
+	Static bool              `json:"static,omitempty"`
+	Fields map[string]string `json:"fields,omitempty"`
+
 	// Use fills parameters from what earlier actions of the plan returned:
 	// parameter name -> "<index>.<path>", the index of an earlier action
 	// and a path into its value ({"url": "0.results.0.url"}: the first
@@ -195,6 +201,14 @@ func (a *Action) field(name string) any {
 		return &a.Site
 	case "region":
 		return &a.Region
+	case "level":
+		return &a.Level
+	case "filter":
+		return &a.Filter
+	case "static":
+		return &a.Static
+	case "fields":
+		return &a.Fields
 	}
 	return nil
 }

@@ -271,6 +271,27 @@ var actionSpecs = []ActionSpec{
 			timeoutParam("the search"),
 		},
 		Check: checkSearch},
+	{Type: "fill-form", Mutates: true,
+		Summary: "fill several fields of a form in one action, in document order: text and textareas take the text (as fill), checkboxes and radios true or false, a <select> an option's value or text, a range a number",
+		Params: []Param{
+			{Name: "fields", Kind: KindMap, Required: true, Help: "CSS selector or ref of each field, and its value; on the command line 'selector: value', repeated"},
+			timeoutParam("filling the form"),
+		},
+		Check: checkFillForm},
+	{Type: "console", Summary: "the console messages and uncaught errors of the page since its document loaded (the browser keeps the last " + strconv.Itoa(ConsoleKept) + ")",
+		Params: []Param{
+			{Name: "level", Choices: ConsoleLevels, Help: "only messages of this level or more severe (error > warning > info, log > debug)"},
+			{Name: "limit", Kind: KindInt, Min: 1, Help: "at most this many, the latest"},
+			{Name: "clear", Kind: KindBool, Help: "forget them once read: the next console answers only newer ones"},
+			timeoutParam("reading"),
+		}},
+	{Type: "network", Summary: "the requests the page made since its document loaded: method, URL, type, status, and whether one failed or the whitelist blocked it",
+		Params: []Param{
+			{Name: "filter", Help: "only requests whose URL contains this"},
+			{Name: "static", Kind: KindBool, Help: "also images, fonts, stylesheets and media that loaded (a failed or blocked one is always listed)"},
+			{Name: "limit", Kind: KindInt, Min: 1, Help: "at most this many, the latest"},
+			timeoutParam("reading"),
+		}},
 	{Type: "title", Summary: "the page's title", Params: []Param{timeoutParam("reading")}},
 	{Type: "url", Summary: "the page's URL", Params: []Param{timeoutParam("reading")}},
 }
@@ -285,6 +306,27 @@ func exclusive(a Action, names ...string) error {
 	}
 	if len(set) > 1 {
 		return badRequest("%s: %s cannot be combined; give one", a.Type, strings.Join(set, " and "))
+	}
+	return nil
+}
+
+// ConsoleLevels are the console's levels, most severe first; info and
+// log are one level.
+var ConsoleLevels = []string{"error", "warning", "info", "log", "debug"}
+
+// ConsoleKept is how many console messages of a document the browser
+// keeps (V8's console message storage); older ones are dropped.
+const ConsoleKept = 1000
+
+// checkFillForm: fill-form needs fields, each named.
+func checkFillForm(a Action) error {
+	if len(a.Fields) == 0 {
+		return badRequest("%s.fields: missing; give each field's CSS selector or ref and its value ({\"#name\": \"Ann\", \"#agree\": \"true\"})", a.Type)
+	}
+	for sel := range a.Fields {
+		if strings.TrimSpace(sel) == "" {
+			return badRequest("%s.fields: a field with an empty selector; give each field's CSS selector or ref", a.Type)
+		}
 	}
 	return nil
 }

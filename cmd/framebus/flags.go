@@ -148,8 +148,14 @@ func boolVarP(fs *pflag.FlagSet, p *bool, name, short, usage string) {
 // given again takes the later value.
 type mapFlag map[string]string
 
+// Set takes "Name: value". The name ends at the first colon followed by
+// a space, else at the first colon: a selector has colons of its own
+// (fill-form's 'input:not([type]): Ann'), a header name none.
 func (m mapFlag) Set(s string) error {
-	name, value, ok := strings.Cut(s, ":")
+	name, value, ok := strings.Cut(s, ": ")
+	if !ok {
+		name, value, ok = strings.Cut(s, ":")
+	}
 	name = strings.TrimSpace(name)
 	if !ok || name == "" {
 		return fmt.Errorf("%q is not 'Name: value'", s)
