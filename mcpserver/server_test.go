@@ -16,8 +16,8 @@ import (
 
 	"github.com/framebus/framebus/actors"
 	busclient "github.com/framebus/framebus/bus/client"
-	"github.com/framebus/framebus/cdpdriver"
 	"github.com/framebus/framebus/internal/bustest"
+	"github.com/framebus/framebus/internal/testdir"
 	"github.com/framebus/framebus/mcpserver"
 	"github.com/framebus/framebus/protocol"
 )
@@ -36,11 +36,18 @@ type session struct {
 
 func start(t *testing.T, tools string) *session {
 	t.Helper()
+	return startWith(t, tools, actors.NodeOptions{})
+}
+
+// startWith is start with the node's options (headless).
+func startWith(t *testing.T, tools string, opts actors.NodeOptions) *session {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	site := httptest.NewServer(http.FileServer(http.Dir("../testdata/site")))
 	t.Cleanup(site.Close)
-	node, err := actors.StartNode(ctx, actors.NodeOptions{Launch: cdpdriver.LaunchOptions{Headless: true}})
+	opts.Launch.Headless = true
+	node, err := actors.StartNode(ctx, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -225,5 +232,34 @@ func TestWebTool(t *testing.T) {
 		if !isErr || out["code"] != string(protocol.CodeBadRequest) {
 			t.Errorf("web %v: error %v %v %s", bad, isErr, out, text)
 		}
+	}
+}
+
+// The session tools: a domain's session starts, its tab becomes the
+// session's, shows in the list, and stops.
+func TestSessionTools(t *testing.T) {
+	s := startWith(t, mcpserver.ToolsActions, actors.NodeOptions{ProfileDir: testdir.Enterable(t)})
+	site := strings.Replace(s.site, "127.0.0.1", "localhost", 1)
+	_, out, isErr := s.call(t, "browser_session_start", map[string]any{"domain": "localhost", "url": site + "/index.html"})
+	tabs, _ := out["tabs"].([]any)
+	if isErr || out["session"] == nil || len(tabs) != 1 {
+		t.Fatalf("session start: %v", out)
+	}
+	tab := tabs[0].(map[string]any)["tab"]
+	_, out, isErr = s.call(t, "browser_title", nil)
+	if isErr || out["tab"] != tab {
+		t.Fatalf("title after session start: %v, want tab %v", out, tab)
+	}
+	_, out, isErr = s.call(t, "browser_sessions", nil)
+	if list, _ := out["sessions"].([]any); isErr || len(list) != 1 {
+		t.Fatalf("sessions: %v", out)
+	}
+	if _, out, isErr = s.call(t, "browser_session_stop", map[string]any{"session": tabs[0].(map[string]any)["tab"]}); !isErr {
+		t.Errorf("stopping a session by a tab's id: %v", out)
+	}
+	_, out, isErr = s.call(t, "browser_sessions", nil)
+	id := out["sessions"].([]any)[0].(map[string]any)["session"]
+	if _, out, isErr = s.call(t, "browser_session_stop", map[string]any{"session": id}); isErr {
+		t.Fatalf("session stop: %v", out)
 	}
 }

@@ -65,6 +65,34 @@ func (s *Server) addTabTools() {
 		true, schema{"tab": tabProp}, []string{"tab"}, s.chooseTab)
 	s.addTool("browser_tab_close", "close a tab (default: the one this session works in)",
 		false, schema{"tab": tabProp}, nil, s.closeTab)
+	s.addTool("browser_sessions", "list the per-domain sessions on the bus: id, domain, node, profile and tabs",
+		true, schema{}, nil, func(ctx context.Context, _ *mcp.ServerSession, _ map[string]json.RawMessage) *mcp.CallToolResult {
+			ctx, cancel := context.WithTimeout(ctx, listTimeout)
+			defer cancel()
+			list, err := s.bc.Sessions(ctx)
+			if err != nil {
+				return failure(noNode(err), "", 0)
+			}
+			return jsonResult(list)
+		})
+	s.addTool("browser_session_start", "start (or rejoin) the session of a domain: a browser profile of its own, kept across restarts, so a login there lasts; works in its tab from now on",
+		false, schema{"domain": schema{"type": "string", "description": "the domain (example.com)"},
+			"url": schema{"type": "string", "description": "the URL its tab opens (default https://<domain>/)"}}, []string{"domain"}, s.startSession)
+	s.addTool("browser_session_stop", "stop a session, saving its browser state (cookies, storage)",
+		false, schema{"session": schema{"type": "string", "description": "the session's id (browser_sessions lists them)"}}, []string{"session"},
+		func(ctx context.Context, _ *mcp.ServerSession, args map[string]json.RawMessage) *mcp.CallToolResult {
+			id, err := takeString(args, "session")
+			if err != nil {
+				return failure(err, "", 0)
+			}
+			ctx, cancel := context.WithTimeout(ctx, lifecycleWait)
+			defer cancel()
+			reply, err := s.bc.StopSession(ctx, id)
+			if err != nil {
+				return failure(noNode(err), "", 0)
+			}
+			return jsonResult(reply)
+		})
 	for _, op := range []struct{ name, op, what string }{
 		{"browser_status", protocol.OpStatus, "each profile's browser: running or not, its page count, its DevTools endpoint; never an error"},
 		{"browser_launch", protocol.OpLaunch, "start a profile's browser (nothing when it runs); answers the status"},
@@ -224,4 +252,25 @@ func (s *Server) closeTab(ctx context.Context, ss *mcp.ServerSession, args map[s
 		s.selectTab(ss, "")
 	}
 	return jsonResult(map[string]any{"ok": true, "closed": closed})
+}
+
+func (s *Server) startSession(ctx context.Context, ss *mcp.ServerSession, args map[string]json.RawMessage) *mcp.CallToolResult {
+	domain, err := takeString(args, "domain")
+	if err != nil {
+		return failure(err, "", 0)
+	}
+	url, err := takeString(args, "url")
+	if err != nil {
+		return failure(err, "", 0)
+	}
+	ctx, cancel := context.WithTimeout(ctx, lifecycleWait)
+	defer cancel()
+	reply, err := s.bc.StartSession(ctx, protocol.SessionStartRequest{Domain: domain, URL: url})
+	if err != nil {
+		return failure(noNode(err), "", 0)
+	}
+	if len(reply.Tabs) > 0 {
+		s.selectTab(ss, reply.Tabs[0].Tab)
+	}
+	return jsonResult(reply)
 }
