@@ -2,8 +2,11 @@ package main
 
 import (
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"io"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -336,4 +339,109 @@ func TestMCPOverStreamableHTTPWithTheTypeScriptSDK(t *testing.T) {
 	if _, err := os.Stat(m.TokenFile); !os.IsNotExist(err) {
 		t.Errorf("the token file %s outlived the server: %v", m.TokenFile, err)
 	}
+}
+
+// An attacker's requests to framebus mcp --http: without the token, with
+// a wrong one or another server's, with the token but a Host that is not
+// loopback's (DNS rebinding: a page of another site reaching the port
+// through a name that resolves to 127.0.0.1), and as another user of
+// the machine, who cannot read the token file. None gets through; the
+// token, from loopback, does (so the probes can fail).
+func TestMCPOverHTTPLetsOnlyItsTokenIn(t *testing.T) {
+	setpriv := needSetpriv(t)
+	n := startNode(t)
+	defer n.stop(syscall.SIGTERM, 30*time.Second)
+	m := startMCPHTTP(t, n.env)
+	other := startMCPHTTP(t, n.env)
+	token, otherToken := readMCPToken(t, m.TokenFile), readMCPToken(t, other.TokenFile)
+	port := strings.TrimSuffix(strings.TrimPrefix(m.URL, "http://127.0.0.1:"), "/mcp")
+
+	if status := postInitialize(t, m.URL, "Bearer "+token, ""); status != http.StatusOK {
+		t.Fatalf("the token from loopback: HTTP %d, want 200", status)
+	}
+	probes := []struct {
+		name, auth, host string
+		want             int
+	}{
+		{"no token", "", "", http.StatusUnauthorized},
+		{"an empty bearer token", "Bearer ", "", http.StatusUnauthorized},
+		{"a wrong token of the same length", "Bearer " + strings.Repeat("0", len(token)), "", http.StatusUnauthorized},
+		{"the token but its last character", "Bearer " + token[:len(token)-1], "", http.StatusUnauthorized},
+		{"the token and more", "Bearer " + token + "0", "", http.StatusUnauthorized},
+		{"another server's token", "Bearer " + otherToken, "", http.StatusUnauthorized},
+		{"the token as basic auth", "Basic " + base64.StdEncoding.EncodeToString([]byte("framebus:"+token)), "", http.StatusUnauthorized},
+		{"DNS rebinding: Host evil.example:port", "Bearer " + token, "evil.example:" + port, http.StatusForbidden},
+		{"DNS rebinding: Host evil.example", "Bearer " + token, "evil.example", http.StatusForbidden},
+		{"DNS rebinding: Host 127.0.0.1.nip.io:port", "Bearer " + token, "127.0.0.1.nip.io:" + port, http.StatusForbidden},
+		{"DNS rebinding: Host localhost.evil.example:port", "Bearer " + token, "localhost.evil.example:" + port, http.StatusForbidden},
+	}
+	through := 0
+	for _, p := range probes {
+		status := postInitialize(t, m.URL, p.auth, p.host)
+		if status < 300 {
+			through++
+		}
+		if status != p.want {
+			t.Errorf("%s: HTTP %d, want %d", p.name, status, p.want)
+		}
+	}
+
+	// Another user of the machine: the token file is not theirs to read,
+	// and their MCP client (the TypeScript SDK's) does not initialize.
+	if r := framebusAs(t, setpriv, "/bin/cat", nil, "", m.TokenFile); r.status == 0 {
+		through++
+		t.Errorf("uid 65534 read the token file %s", m.TokenFile)
+	}
+	f, stderr := runMCPScript(t, append(m.scriptEnv(testEnv()), "MCP_STEPS=connect"), setpriv, "--reuid=65534", "--regid=65534", "--clear-groups")
+	if f.Initialized || len(f.Tools) > 0 {
+		through++
+		t.Errorf("uid 65534's MCP client initialized and listed %d tools", len(f.Tools))
+	}
+	if !strings.Contains(f.TokenError, "EACCES") {
+		t.Errorf("uid 65534's client read the token file: %q\n%s", f.TokenError, stderr)
+	}
+	t.Logf("%d of %d attempts got through", through, len(probes)+2)
+	if through != 0 {
+		t.Errorf("%d attempts got through", through)
+	}
+}
+
+func readMCPToken(t *testing.T, path string) string {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if token := strings.TrimSpace(string(data)); len(token) >= 32 {
+		return token
+	}
+	t.Fatalf("the token in %s is too short: %q", path, data)
+	return ""
+}
+
+// postInitialize posts an initialize request as an MCP client would
+// and answers the HTTP status.
+func postInitialize(t *testing.T, url, auth, host string) int {
+	t.Helper()
+	body := `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"probe","version":"1"}}}`
+	req, err := http.NewRequest(http.MethodPost, url, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	if auth != "" {
+		req.Header.Set("Authorization", auth)
+	}
+	if host != "" {
+		req.Host = host
+	}
+	hc := &http.Client{Timeout: 30 * time.Second}
+	res, err := hc.Do(req)
+	if err != nil {
+		t.Fatalf("POST %s: %v", url, err)
+	}
+	defer res.Body.Close()
+	io.Copy(io.Discard, res.Body)
+	return res.StatusCode
 }
