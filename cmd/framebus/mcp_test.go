@@ -445,3 +445,226 @@ func postInitialize(t *testing.T, url, auth, host string) int {
 	io.Copy(io.Discard, res.Body)
 	return res.StatusCode
 }
+
+// rawMCP is framebus mcp over stdio spoken to line by line, as a client
+// with bugs (or an attacker at its stdin) would.
+type rawMCP struct {
+	t     *testing.T
+	cmd   *exec.Cmd
+	stdin io.WriteCloser
+	lines chan map[string]any // the server's messages, closed at its EOF
+	done  chan struct{}       // closed when the process exited
+	err   error
+	errb  *lockedBuffer
+}
+
+func startRawMCP(t *testing.T, env []string) *rawMCP {
+	t.Helper()
+	r := &rawMCP{t: t, lines: make(chan map[string]any, 4096), done: make(chan struct{}), errb: &lockedBuffer{}}
+	r.cmd = exec.Command(binary, "mcp")
+	r.cmd.Env = env
+	r.cmd.Stderr = r.errb
+	var err error
+	if r.stdin, err = r.cmd.StdinPipe(); err != nil {
+		t.Fatal(err)
+	}
+	stdout, err := r.cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		dec := json.NewDecoder(stdout)
+		for {
+			var m map[string]any
+			if err := dec.Decode(&m); err != nil {
+				close(r.lines)
+				return
+			}
+			r.lines <- m
+		}
+	}()
+	go func() {
+		r.err = r.cmd.Wait()
+		close(r.done)
+	}()
+	t.Cleanup(func() {
+		r.stdin.Close()
+		select {
+		case <-r.done:
+		case <-time.After(30 * time.Second):
+			r.cmd.Process.Kill()
+			<-r.done
+			t.Errorf("framebus mcp did not exit within 30s of its stdin closing")
+		}
+		if t.Failed() {
+			t.Logf("framebus mcp stderr:\n%s", r.errb)
+		}
+	})
+	return r
+}
+
+func (r *rawMCP) send(line string) {
+	r.t.Helper()
+	if _, err := io.WriteString(r.stdin, line+"\n"); err != nil {
+		r.t.Fatalf("write to framebus mcp: %v (exited: %v)\nstderr: %s", err, r.err, r.errb)
+	}
+}
+
+// answers reads the server's responses until every id in want is
+// answered, its stdout ends, or the deadline passes; it returns the
+// responses by id.
+func (r *rawMCP) answers(want []string, deadline time.Duration) map[string]map[string]any {
+	got := map[string]map[string]any{}
+	timer := time.NewTimer(deadline)
+	defer timer.Stop()
+	for {
+		missing := slices.DeleteFunc(slices.Clone(want), func(id string) bool { _, ok := got[id]; return ok })
+		if len(missing) == 0 {
+			return got
+		}
+		select {
+		case m, ok := <-r.lines:
+			if !ok {
+				return got
+			}
+			if id, ok := m["id"]; ok {
+				got[fmt.Sprint(id)] = m
+			}
+		case <-timer.C:
+			return got
+		}
+	}
+}
+
+// wrongValue is a value of another type than the schema's.
+func wrongValue(prop map[string]any) any {
+	switch prop["type"] {
+	case "string":
+		return 12345
+	case "integer", "number":
+		return "twelve"
+	case "boolean":
+		return "yes"
+	case "array":
+		return map[string]any{"not": "a list"}
+	case "object":
+		return []int{1, 2}
+	}
+	return map[string]any{"neither": "string nor number"}
+}
+
+// Nothing a client sends crashes framebus mcp: a few hundred malformed
+// tool calls (each parameter of each tool of the wrong type, unknown
+// tools, huge strings, arguments that are no object) are each answered
+// with an error, messages that break JSON-RPC with a JSON-RPC error, and
+// the server still answers a good call after all of them.
+func TestMCPSurvivesMalformedInput(t *testing.T) {
+	n := startNode(t)
+	defer n.stop(syscall.SIGTERM, 30*time.Second)
+	r := startRawMCP(t, n.env)
+	r.send(`{"jsonrpc":"2.0","id":"init","method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"malformed","version":"1"}}}`)
+	if got := r.answers([]string{"init"}, time.Minute); got["init"]["result"] == nil {
+		t.Fatalf("initialize: %v", got)
+	}
+	r.send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	r.send(`{"jsonrpc":"2.0","id":"list","method":"tools/list"}`)
+	list := r.answers([]string{"list"}, time.Minute)["list"]
+	var tools struct {
+		Result struct{ Tools []mcpToolSeen }
+	}
+	data, _ := json.Marshal(list)
+	if json.Unmarshal(data, &tools); len(tools.Result.Tools) < 30 {
+		t.Fatalf("tools/list: %s", data)
+	}
+
+	// Tool calls, each answered with the tool's error (isError) or a
+	// JSON-RPC error, none carried out.
+	var calls []string
+	call := func(name string, args any) {
+		id := fmt.Sprintf("call-%d", len(calls))
+		params, _ := json.Marshal(map[string]any{"name": name, "arguments": args})
+		r.send(fmt.Sprintf(`{"jsonrpc":"2.0","id":%q,"method":"tools/call","params":%s}`, id, params))
+		calls = append(calls, id)
+	}
+	huge := strings.Repeat("é\"<x>", 50_000) // 300 kB
+	for _, tool := range tools.Result.Tools {
+		for name, prop := range tool.InputSchema.Properties {
+			call(tool.Name, map[string]any{name: wrongValue(prop)})
+		}
+		call(tool.Name, map[string]any{"no_such_parameter": 1})
+		call(tool.Name, map[string]any{huge[:12_000]: 1})
+		call(tool.Name, "not an object")
+		call(tool.Name, []any{1, 2, 3})
+	}
+	for _, name := range []string{"", "nope", "browser_", "web ", "WEB", "browser_navigate\x00", "../web", huge} {
+		call(name, map[string]any{})
+	}
+	call("browser_navigate", map[string]any{"url": "http://" + huge})
+	call("browser_navigate", map[string]any{"url": site("/"), "tab": huge})
+	call("browser_click", map[string]any{"selector": "e1", "basedOnSequence": -1})
+	call("browser_click", map[string]any{"selector": "e1", "basedOnSequence": 1e300})
+	call("web", map[string]any{"action": "navigate", "url": huge})
+	call("web", map[string]any{"action": huge})
+	call("web", map[string]any{"resource": "browser", "action": "click", "ref": "e1", "target_id": "../../x"})
+	call("browser_tab_select", map[string]any{"tab": huge})
+
+	// JSON-RPC requests that are wrong, each answered with a JSON-RPC
+	// error.
+	rpc := []string{
+		`{"jsonrpc":"2.0","id":"rpc-0","method":"no/such/method"}`,
+		`{"jsonrpc":"2.0","id":"rpc-1","method":"tools/call"}`,
+		`{"jsonrpc":"2.0","id":"rpc-2","method":"tools/call","params":[1,2]}`,
+		`{"jsonrpc":"2.0","id":"rpc-3","method":"tools/call","params":{"arguments":{}}}`,
+		`{"jsonrpc":"2.0","id":"rpc-4","method":"resources/read","params":{"uri":"framebus://tabs/../frames/latest"}}`,
+		`{"jsonrpc":"2.0","id":"rpc-5","method":"resources/read","params":{"uri":"framebus://tabs/NOSUCHTAB/frames/99"}}`,
+		`{"jsonrpc":"2.0","id":"rpc-6","method":"resources/read","params":{"uri":` + jsonString(huge) + `}}`,
+		`{"jsonrpc":"2.0","id":"rpc-7","method":"resources/subscribe","params":{"uri":"framebus://tabs/x/frames/1"}}`,
+		`{"jsonrpc":"2.0","id":"rpc-8","method":"resources/subscribe","params":{"uri":"file:///etc/passwd"}}`,
+		`{"jsonrpc":"2.0","id":"rpc-9","method":"initialize","params":{}}`,
+		`{"jsonrpc":"2.0","id":"rpc-10","method":"tools/list","params":{"cursor":` + jsonString(huge[:10_000]) + `}}`,
+		`{"jsonrpc":"2.0","id":"rpc-11","method":"prompts/get","params":{"name":"x"}}`,
+	}
+	var rpcIDs []string
+	for i, line := range rpc {
+		r.send(line)
+		rpcIDs = append(rpcIDs, fmt.Sprintf("rpc-%d", i))
+	}
+	r.send(`{"jsonrpc":"2.0","id":"ping","method":"tools/call","params":{"name":"browser_eval","arguments":{"expression":"6*7"}}}`)
+
+	got := r.answers(append(append(slices.Clone(calls), rpcIDs...), "ping"), 3*time.Minute)
+	accepted, unanswered, longest := 0, 0, 0
+	for _, id := range calls {
+		m, ok := got[id]
+		if data, _ := json.Marshal(m); len(data) > longest {
+			longest = len(data)
+		}
+		switch {
+		case !ok:
+			unanswered++
+		case m["error"] == nil && m["result"].(map[string]any)["isError"] != true:
+			accepted++
+			if accepted < 5 {
+				t.Errorf("a malformed call was carried out: %.300v", m)
+			}
+		}
+	}
+	for _, id := range rpcIDs {
+		if m, ok := got[id]; !ok {
+			unanswered++
+		} else if m["error"] == nil {
+			accepted++
+			t.Errorf("%s answered no JSON-RPC error: %.300v", id, m)
+		}
+	}
+	t.Logf("%d malformed calls and %d bad JSON-RPC requests: %d carried out, %d unanswered; the longest answer %d bytes", len(calls), len(rpcIDs), accepted, unanswered, longest)
+	if accepted > 0 || unanswered > 0 {
+		t.Errorf("%d carried out, %d unanswered", accepted, unanswered)
+	}
+	ping, _ := json.Marshal(got["ping"])
+	if !strings.Contains(string(ping), `"value":42`) {
+		t.Fatalf("after the malformed input, browser_eval 6*7: %s", ping)
+	}
+}
