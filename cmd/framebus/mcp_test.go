@@ -509,7 +509,7 @@ func startRawMCP(t *testing.T, env []string) *rawMCP {
 func (r *rawMCP) send(line string) {
 	r.t.Helper()
 	if _, err := io.WriteString(r.stdin, line+"\n"); err != nil {
-		r.t.Fatalf("write to framebus mcp: %v (exited: %v)\nstderr: %s", err, r.err, r.errb)
+		r.t.Fatalf("write to framebus mcp: %v (it stopped reading)\nstderr: %s", err, r.errb)
 	}
 }
 
@@ -518,6 +518,7 @@ func (r *rawMCP) send(line string) {
 // responses by id.
 func (r *rawMCP) answers(want []string, deadline time.Duration) map[string]map[string]any {
 	got := map[string]map[string]any{}
+	nulls := 0 // answers to lines that are no message: id null
 	timer := time.NewTimer(deadline)
 	defer timer.Stop()
 	for {
@@ -530,8 +531,11 @@ func (r *rawMCP) answers(want []string, deadline time.Duration) map[string]map[s
 			if !ok {
 				return got
 			}
-			if id, ok := m["id"]; ok {
+			if id, ok := m["id"]; ok && id != nil {
 				got[fmt.Sprint(id)] = m
+			} else if ok {
+				nulls++
+				got[fmt.Sprintf("null-%d", nulls)] = m
 			}
 		case <-timer.C:
 			return got
@@ -559,8 +563,9 @@ func wrongValue(prop map[string]any) any {
 // Nothing a client sends crashes framebus mcp: a few hundred malformed
 // tool calls (each parameter of each tool of the wrong type, unknown
 // tools, huge strings, arguments that are no object) are each answered
-// with an error, messages that break JSON-RPC with a JSON-RPC error, and
-// the server still answers a good call after all of them.
+// with an error, requests that break JSON-RPC and lines that are no
+// JSON-RPC message with a JSON-RPC error, and the server still answers a
+// good call after all of them.
 func TestMCPSurvivesMalformedInput(t *testing.T) {
 	n := startNode(t)
 	defer n.stop(syscall.SIGTERM, 30*time.Second)
@@ -632,9 +637,21 @@ func TestMCPSurvivesMalformedInput(t *testing.T) {
 		r.send(line)
 		rpcIDs = append(rpcIDs, fmt.Sprintf("rpc-%d", i))
 	}
+	// Lines that are no JSON-RPC message: each answered with a parse
+	// error or invalid request (id null), the session going on.
+	badLines := []string{`{`, `garbage`, "\x00\x01\x02", `{"jsonrpc":"2.0","id":"x","method":"ping"} trailing`, `null`, `5`, `"str"`, `[]`,
+		`{"jsonrpc":"1.0","id":"v1","method":"ping"}`, `{"jsonrpc":"2.0","id":{"an":"object"},"method":"ping"}`, `{"jsonrpc":"2.0"}`,
+		`{"jsonrpc":"2.0","id":"m","method":5}`, strings.Repeat("[", 100_000) + strings.Repeat("]", 100_000)}
+	for _, line := range badLines {
+		r.send(line)
+	}
 	r.send(`{"jsonrpc":"2.0","id":"ping","method":"tools/call","params":{"name":"browser_eval","arguments":{"expression":"6*7"}}}`)
 
-	got := r.answers(append(append(slices.Clone(calls), rpcIDs...), "ping"), 3*time.Minute)
+	var nullIDs []string
+	for i := range badLines {
+		nullIDs = append(nullIDs, fmt.Sprintf("null-%d", i+1))
+	}
+	got := r.answers(append(append(append(slices.Clone(calls), rpcIDs...), nullIDs...), "ping"), 3*time.Minute)
 	accepted, unanswered, longest := 0, 0, 0
 	for _, id := range calls {
 		m, ok := got[id]
@@ -659,7 +676,15 @@ func TestMCPSurvivesMalformedInput(t *testing.T) {
 			t.Errorf("%s answered no JSON-RPC error: %.300v", id, m)
 		}
 	}
-	t.Logf("%d malformed calls and %d bad JSON-RPC requests: %d carried out, %d unanswered; the longest answer %d bytes", len(calls), len(rpcIDs), accepted, unanswered, longest)
+	for _, id := range nullIDs {
+		if m, ok := got[id]; !ok {
+			unanswered++
+		} else if m["error"] == nil {
+			t.Errorf("a line that is no message answered no error: %.300v", m)
+		}
+	}
+	t.Logf("%d malformed calls, %d bad JSON-RPC requests and %d lines that are no message: %d carried out, %d unanswered; the longest answer %d bytes",
+		len(calls), len(rpcIDs), len(badLines), accepted, unanswered, longest)
 	if accepted > 0 || unanswered > 0 {
 		t.Errorf("%d carried out, %d unanswered", accepted, unanswered)
 	}
