@@ -16,6 +16,11 @@ type toolFunc func(ctx context.Context, ss *mcp.ServerSession, args map[string]j
 // addTool adds a tool whose arguments are checked against props (no
 // others taken) before fn runs.
 func (s *Server) addTool(name, description string, readOnly bool, props schema, required []string, fn toolFunc) {
+	if required == nil {
+		// "required": null is no JSON Schema: clients that check the
+		// schemas (the TypeScript SDK) refuse the whole tools/list.
+		required = []string{}
+	}
 	s.mcp.AddTool(&mcp.Tool{
 		Name: name, Description: description,
 		InputSchema: schema{"type": "object", "properties": props, "required": required, "additionalProperties": false},

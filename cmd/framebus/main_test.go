@@ -199,7 +199,7 @@ func (b *lockedBuffer) String() string {
 
 // process is a framebus process that keeps running: serve or watch.
 type process struct {
-	t      *testing.T
+	t      testing.TB
 	cmd    *exec.Cmd
 	stdout *lockedBuffer
 	stderr *lockedBuffer
@@ -207,13 +207,13 @@ type process struct {
 	err    error         // cmd.Wait's result, once done
 }
 
-func startProcess(t *testing.T, env []string, args ...string) *process {
+func startProcess(t testing.TB, env []string, args ...string) *process {
 	t.Helper()
 	return startProcessOf(t, binary, env, args...)
 }
 
 // startProcessOf is startProcess running the framebus binary at bin.
-func startProcessOf(t *testing.T, bin string, env []string, args ...string) *process {
+func startProcessOf(t testing.TB, bin string, env []string, args ...string) *process {
 	t.Helper()
 	p := &process{t: t, stdout: &lockedBuffer{}, stderr: &lockedBuffer{}, done: make(chan struct{})}
 	p.cmd = exec.Command(bin, args...)
@@ -262,7 +262,7 @@ func (p *process) stop(sig syscall.Signal, deadline time.Duration) int {
 }
 
 // waitFor polls cond until it holds or the deadline passes.
-func waitFor(t *testing.T, what string, deadline time.Duration, cond func() bool) {
+func waitFor(t testing.TB, what string, deadline time.Duration, cond func() bool) {
 	t.Helper()
 	end := time.Now().Add(deadline)
 	for !cond() {
@@ -282,13 +282,13 @@ type node struct {
 }
 
 // startNode runs framebus serve with extra environment variables.
-func startNode(t *testing.T, extra ...string) *node {
+func startNode(t testing.TB, extra ...string) *node {
 	t.Helper()
 	return startNodeOf(t, binary, extra...)
 }
 
 // startNodeOf is startNode running the framebus binary at bin.
-func startNodeOf(t *testing.T, bin string, extra ...string) *node {
+func startNodeOf(t testing.TB, bin string, extra ...string) *node {
 	t.Helper()
 	n := launchNode(t, bin, extra...)
 	n.ready(t)
@@ -297,7 +297,7 @@ func startNodeOf(t *testing.T, bin string, extra ...string) *node {
 
 // launchNode starts framebus serve at bin without waiting for it (nodes
 // of one cluster start together: JetStream's cluster needs its members).
-func launchNode(t *testing.T, bin string, extra ...string) *node {
+func launchNode(t testing.TB, bin string, extra ...string) *node {
 	t.Helper()
 	stateFile := filepath.Join(t.TempDir(), "node.json")
 	env := testEnv(append([]string{envState + "=" + stateFile}, extra...)...)
@@ -305,7 +305,7 @@ func launchNode(t *testing.T, bin string, extra ...string) *node {
 }
 
 // ready waits for serve's first line and reads the node's state from it.
-func (n *node) ready(t *testing.T) {
+func (n *node) ready(t testing.TB) {
 	t.Helper()
 	p := n.process
 	var line string

@@ -86,7 +86,8 @@ func (c *cli) mcp(target clientFlags, configFile, httpAddr, tools, tokenFile str
 	}
 	defer srv.Close()
 	if httpAddr == "" {
-		err := srv.MCP().Run(c.ctx, &mcp.IOTransport{Reader: io.NopCloser(c.stdin), Writer: nopWriteCloser{protocolOut}})
+		out := &lockedWriter{w: protocolOut}
+		err := srv.MCP().Run(c.ctx, &mcp.IOTransport{Reader: checkedLines(c.stdin, out), Writer: out})
 		if err != nil && c.ctx.Err() == nil && !errors.Is(err, io.EOF) && !errors.Is(err, mcp.ErrConnectionClosed) {
 			return protocol.Errorf(protocol.CodeInternal, "mcp over stdio: %v", err)
 		}
@@ -94,10 +95,6 @@ func (c *cli) mcp(target clientFlags, configFile, httpAddr, tools, tokenFile str
 	}
 	return c.serveMCPHTTP(srv, httpAddr, tokenFile)
 }
-
-type nopWriteCloser struct{ io.Writer }
-
-func (nopWriteCloser) Close() error { return nil }
 
 // mcpBus connects to the running node's bus; when none runs (and no bus
 // was named), it starts one in this process and connects to it. stop

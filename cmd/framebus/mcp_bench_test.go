@@ -1,0 +1,106 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	busclient "github.com/framebus/framebus/bus/client"
+	"github.com/framebus/framebus/internal/benchkit"
+	"github.com/framebus/framebus/protocol"
+)
+
+// BenchmarkMCPEvalVsNATS measures, in one run and interleaved so machine
+// noise hits both alike, an `eval 1+1` as an MCP tool call (browser_eval,
+// the Go SDK's client speaking to a framebus mcp process over stdio)
+// against the same one-action plan sent over NATS (bus/client Plan) to
+// the same node's tab: the difference is what the MCP server adds (its
+// process hop, JSON-RPC, the result's text and structure). It reports
+// each p50 and the ratio.
+//
+// Then the size of what browser_snapshot returns for testdata/site/big.html
+// (3000 rows of text with a link each): its text content, and the whole
+// JSON-RPC result (text and structured content). Playwright MCP's
+// ariaSnapshot of the issue's big page is 317 KB.
+func BenchmarkMCPEvalVsNATS(b *testing.B) {
+	n := startNode(b)
+	defer n.stop(syscall.SIGTERM, 30*time.Second)
+	tab := n.tab()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+
+	creds, err := readCredentials(filepath.Join(filepath.Dir(n.stateFile), "credentials.json"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	bc, err := busclient.Connect(ctx, busclient.Options{Credentials: &creds})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer bc.Close()
+	cmd := exec.Command(binary, "mcp")
+	cmd.Env = n.env
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "bench"}, nil).Connect(ctx, &mcp.CommandTransport{Command: cmd}, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer cs.Close()
+
+	viaMCP := func() {
+		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "browser_eval", Arguments: map[string]any{"expression": "1+1", "tab": tab}})
+		if err != nil || res.IsError {
+			b.Fatalf("browser_eval 1+1: %v %+v", err, res)
+		}
+		if out, _ := json.Marshal(res.StructuredContent); !strings.Contains(string(out), `"value":2`) {
+			b.Fatalf("browser_eval 1+1: %s", out)
+		}
+	}
+	plan := protocol.Plan{Action: &protocol.Action{Type: "eval", Expression: "1+1"}}
+	viaNATS := func() {
+		res, err := bc.Plan(ctx, tab, plan)
+		if err != nil || !res.OK || string(res.Results[0].Value) != "2" {
+			b.Fatalf("plan eval 1+1: %v %+v", err, res)
+		}
+	}
+	for range 20 { // warm both up
+		viaMCP()
+		viaNATS()
+	}
+	var mcpT, natsT []time.Duration
+	b.ResetTimer()
+	for range b.N {
+		t0 := time.Now()
+		viaMCP()
+		t1 := time.Now()
+		viaNATS()
+		mcpT, natsT = append(mcpT, t1.Sub(t0)), append(natsT, time.Since(t1))
+	}
+	b.StopTimer()
+	m, p := benchkit.P50(mcpT), benchkit.P50(natsT)
+	b.ReportMetric(float64(m.Microseconds()), "mcp-stdio-p50-µs")
+	b.ReportMetric(float64(p.Microseconds()), "nats-plan-p50-µs")
+	b.ReportMetric(float64(m)/float64(p), "mcp/nats")
+
+	if res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "browser_navigate", Arguments: map[string]any{"url": site("/big.html"), "wait": true, "tab": tab}}); err != nil || res.IsError {
+		b.Fatalf("navigate to big.html: %v %+v", err, res)
+	}
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "browser_snapshot", Arguments: map[string]any{"tab": tab}})
+	if err != nil || res.IsError {
+		b.Fatalf("browser_snapshot of big.html: %v %+v", err, res)
+	}
+	text := res.Content[0].(*mcp.TextContent).Text
+	if !strings.Contains(text, `link "link 2999"`) {
+		b.Fatalf("the snapshot of big.html has no last row's link:\n%.2000s", text)
+	}
+	whole, _ := json.Marshal(res)
+	b.ReportMetric(float64(len(text)), "snapshot-text-bytes")
+	b.ReportMetric(float64(len(whole)), "snapshot-result-bytes")
+	b.ReportMetric(float64(len(text))/317_000, "snapshot/playwright-317KB")
+}

@@ -1,0 +1,105 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"io"
+	"sync"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// The SDK's stdio transport ends the session at the first line that is
+// not a JSON-RPC message (and its JSON decoder cannot read on past bad
+// JSON), so one bad line from a client would stop framebus mcp. The
+// client's lines pass through checkedLines first: a bad one is answered
+// with JSON-RPC's parse error or invalid request, and dropped.
+
+// lockedWriter writes whole messages to the protocol's stream: the
+// SDK's (one Write each) and checkedLines' answers.
+type lockedWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (l *lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
+}
+
+func (*lockedWriter) Close() error { return nil }
+
+// checkedLines is in's lines that are JSON-RPC messages (or batches of
+// them); every other line is answered on out.
+func checkedLines(in io.Reader, out io.Writer) io.ReadCloser {
+	pr, pw := io.Pipe()
+	go func() {
+		r := bufio.NewReader(in)
+		for {
+			line, tooLong, err := readBoundedLine(r, mcp.DefaultMaxLineLength)
+			switch {
+			case tooLong:
+				answerBadLine(out, jsonrpc.CodeInvalidRequest, "message longer than the 16 MiB a line may be")
+			case len(bytes.TrimSpace(line)) == 0:
+			default:
+				if code, msg := checkMessage(line); code != 0 {
+					answerBadLine(out, code, msg)
+				} else if _, werr := pw.Write(append(line, '\n')); werr != nil {
+					return
+				}
+			}
+			if err != nil {
+				pw.CloseWithError(err)
+				return
+			}
+		}
+	}()
+	return pr
+}
+
+// readBoundedLine reads one line (without its newline), at most max bytes:
+// past that it drops the rest of the line and says tooLong.
+func readBoundedLine(r *bufio.Reader, max int) (line []byte, tooLong bool, err error) {
+	for {
+		chunk, err := r.ReadSlice('\n')
+		if !tooLong {
+			line = append(line, bytes.TrimSuffix(chunk, []byte("\n"))...)
+			if len(line) > max {
+				line, tooLong = nil, true
+			}
+		}
+		if !errors.Is(err, bufio.ErrBufferFull) {
+			return line, tooLong, err
+		}
+	}
+}
+
+// checkMessage is 0 for a line the SDK reads as a JSON-RPC message or
+// batch, else the JSON-RPC error code and message to answer it with.
+func checkMessage(line []byte) (int64, string) {
+	if !json.Valid(line) {
+		return jsonrpc.CodeParseError, "parse error: the line is not JSON"
+	}
+	var batch []json.RawMessage
+	if json.Unmarshal(line, &batch) != nil {
+		batch = []json.RawMessage{line}
+	} else if len(batch) == 0 {
+		return jsonrpc.CodeInvalidRequest, "invalid request: an empty batch"
+	}
+	for _, m := range batch {
+		if _, err := jsonrpc.DecodeMessage(m); err != nil {
+			return jsonrpc.CodeInvalidRequest, "invalid request: " + err.Error()
+		}
+	}
+	return 0, ""
+}
+
+// answerBadLine answers a line that is no message (its id unknown: null).
+func answerBadLine(out io.Writer, code int64, message string) {
+	data, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": nil, "error": map[string]any{"code": code, "message": message}})
+	out.Write(append(data, '\n'))
+}
