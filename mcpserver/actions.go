@@ -256,6 +256,7 @@ func (s *Server) runPlan(ctx context.Context, tab string, data []byte, plan prot
 				out.Note = "the page of frame " + itoa(r.Sequence) + " was not seen in time; read it at " + FrameURI(tab, itoa(r.Sequence))
 			case f.FullPage != nil:
 				out.Page, out.PageFormat = *f.FullPage, f.FullPageFormat
+				out.PageResource = FrameURI(tab, itoa(r.Sequence))
 			case f.ContentErr != nil:
 				out.Note = "the page of frame " + itoa(r.Sequence) + " could not be read: " + f.ContentErr.Error()
 			}

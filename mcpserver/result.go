@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -27,10 +28,12 @@ type actionOutcome struct {
 	Status int             `json:"status,omitempty"`
 	Value  json.RawMessage `json:"value,omitempty"`
 	// Page is the new frame's content (PageFormat: snapshot) when the
-	// URL changed.
-	Page       string `json:"page,omitempty"`
-	PageFormat string `json:"pageFormat,omitempty"`
-	Note       string `json:"note,omitempty"`
+	// URL changed. It is in the text only: sent twice it would double the
+	// largest results; PageResource is where a program reads it.
+	Page         string `json:"-"`
+	PageFormat   string `json:"pageFormat,omitempty"`
+	PageResource string `json:"pageResource,omitempty"`
+	Note         string `json:"note,omitempty"`
 }
 
 // head is the first line of a result's text: the tab and its frame.
@@ -114,7 +117,7 @@ type failureOutcome struct {
 // failure is a framebus error as a tool result: isError, with the code
 // and message, so the model sees it and can correct itself.
 func failure(err error, tab string, seq int64) *mcp.CallToolResult {
-	o := failureOutcome{Code: protocol.CodeOf(err), Error: err.Error(), Tab: tab, Sequence: seq}
+	o := failureOutcome{Code: protocol.CodeOf(err), Error: capMessage(err.Error()), Tab: tab, Sequence: seq}
 	text := string(o.Code) + ": " + o.Error
 	if tab != "" && seq > 0 {
 		text += fmt.Sprintf(" (tab %s is at frame %d)", tab, seq)
@@ -130,6 +133,21 @@ func jsonResult(v any) *mcp.CallToolResult {
 		return failure(protocol.Errorf(protocol.CodeInternal, "result: %v", err), "", 0)
 	}
 	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: string(data)}}, StructuredContent: json.RawMessage(data)}
+}
+
+// maxMessage bounds an error's message: one may quote what the model
+// sent, which may be megabytes.
+const maxMessage = 1000
+
+func capMessage(m string) string {
+	if len(m) <= maxMessage {
+		return m
+	}
+	cut := maxMessage
+	for cut > 0 && !utf8.RuneStart(m[cut]) {
+		cut--
+	}
+	return fmt.Sprintf("%s… (%d bytes more)", m[:cut], len(m)-cut)
 }
 
 func itoa(n int64) string { return strconv.FormatInt(n, 10) }

@@ -142,8 +142,8 @@ func checkAcceptance(t *testing.T, f mcpFindings, stderr string) {
 		t.Fatalf("web navigate: %s", nav.Text)
 	}
 	// The navigation's result carries the new page: no snapshot call needed.
-	if page := nav.str("page"); nav.str("pageFormat") != "snapshot" || !strings.Contains(page, `link "Product 123" [ref=`) ||
-		!strings.Contains(nav.Text, fmt.Sprintf("page of frame %d (snapshot):", nav.seq())) {
+	if nav.str("pageFormat") != "snapshot" || nav.str("pageResource") != mcpserver.FrameURI(f.Tab, fmt.Sprint(nav.seq())) ||
+		!strings.Contains(nav.Text, fmt.Sprintf("page of frame %d (snapshot):", nav.seq())) || !strings.Contains(nav.Text, `link "Product 123" [ref=`) {
 		t.Errorf("web navigate's result has no snapshot of the new page: %s", nav.Text)
 	}
 	if !f.UpdatedAfterNavigate || f.Subscribed != mcpserver.LatestFrameURI(f.Tab) {
@@ -173,7 +173,7 @@ func checkAcceptance(t *testing.T, f mcpFindings, stderr string) {
 
 	click := f.Click
 	if click.IsError || click.seq() != moved+1 || !strings.Contains(click.str("url"), "/product.html?id=123") ||
-		!strings.Contains(click.str("page"), `heading "Product 123"`) {
+		!strings.Contains(click.Text, `heading "Product 123"`) {
 		t.Errorf("web click by ref %s: %s", f.Ref, click.Text)
 	}
 	if f.Latest.Sequence != click.seq() || f.Latest.Tab != f.Tab || !strings.Contains(f.Latest.URL, "/product.html?id=123") {
