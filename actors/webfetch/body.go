@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"unicode/utf8"
 	"unsafe"
 
@@ -60,27 +61,67 @@ func (f *Fetcher) answer(p prepared, method string, resp *http.Response, addr st
 
 // readCapped reads body up to max bytes and one more to know whether
 // there is more: the rest is never read (the caller closes the body, and
-// with it the connection). A declared length sizes the buffer once.
+// with it the connection). A declared length sizes the buffer once;
+// without one (a chunked answer) the body is read in reused blocks and
+// copied once into a buffer of its size: one buffer grown by doubling
+// allocated 2.3 times a 100 KB page and copied it 1.2 times more, and
+// what a fetch allocates is what the node's garbage collector runs for.
 func readCapped(body io.Reader, declared int64, max int) ([]byte, bool, error) {
-	size := 4 << 10
-	if declared >= 0 {
-		size = int(min(declared, int64(max))) + 1
+	if declared < 0 {
+		return readBlocks(body, max)
 	}
-	buf := make([]byte, 0, size)
+	buf := make([]byte, 0, int(min(declared, int64(max)))+1)
 	for len(buf) <= max {
 		if len(buf) == cap(buf) {
 			buf = slices.Grow(buf, min(cap(buf), max+1-len(buf)))
 		}
 		n, err := body.Read(buf[len(buf):min(cap(buf), max+1)])
 		buf = buf[:len(buf)+n]
-		if err == io.EOF {
-			return buf, false, nil
-		}
-		if err != nil {
+		if err != nil && len(buf) <= max { // the last bytes may come with io.EOF, and pass the cap
+			if err == io.EOF {
+				err = nil
+			}
 			return buf, false, err
 		}
 	}
 	return buf[:max], true, nil
+}
+
+// readBlock is the unit readBlocks reads a body of unknown length in.
+const readBlock = 32 << 10
+
+var blockPool = sync.Pool{New: func() any { return new([readBlock]byte) }}
+
+// readBlocks is readCapped for a body of unknown length.
+func readBlocks(body io.Reader, max int) ([]byte, bool, error) {
+	var blocks []*[readBlock]byte
+	defer func() {
+		for _, b := range blocks {
+			blockPool.Put(b)
+		}
+	}()
+	n := 0 // bytes read: blocks[n/readBlock] is filled up to n%readBlock
+	var err error
+	for n <= max && err == nil {
+		at := n % readBlock
+		if at == 0 {
+			blocks = append(blocks, blockPool.Get().(*[readBlock]byte))
+		}
+		var m int
+		m, err = body.Read(blocks[len(blocks)-1][at:min(readBlock, at+max+1-n)])
+		n += m
+	}
+	data := make([]byte, min(n, max))
+	for i, b := range blocks {
+		copy(data[i*readBlock:], b[:])
+	}
+	switch {
+	case n > max:
+		return data, true, nil
+	case err == io.EOF:
+		return data, false, nil
+	}
+	return data, false, err
 }
 
 // decodeText decodes data as text in its declared charset (a byte order
