@@ -2,6 +2,7 @@ package actors
 
 import (
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
@@ -102,8 +103,27 @@ func TestResourcesOnTheBusAndInPlans(t *testing.T) {
 	}
 	// The Go client's fetch takes the body outside the JSON (the control:
 	// an agent's goes through).
-	if got, err := connect(protocol.RoleAgent).Fetch(t.Context(), protocol.FetchRequest{URL: page}); err != nil || got.Body != fetched.Body || got.Status != 200 || got.Encoding != "text" {
+	goClient := connect(protocol.RoleAgent)
+	if got, err := goClient.Fetch(t.Context(), protocol.FetchRequest{URL: page}); err != nil || got.Body != fetched.Body || got.Status != 200 || got.Encoding != "text" {
 		t.Fatalf("the Go client's fetch: %+v %v", got, err)
+	}
+	// A binary body comes as its bytes and is given as base64, as the
+	// JSON reply gives it.
+	blob := make([]byte, 70_000)
+	for i := range blob {
+		blob[i] = byte(i * 131)
+	}
+	binary := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/octet-stream")
+		w.Write(blob)
+	}))
+	defer binary.Close()
+	var binaryJSON protocol.FetchReply
+	agent.ask(subj.HTTPFetch(), protocol.FetchRequest{URL: binary.URL}, &binaryJSON)
+	got, err := goClient.Fetch(t.Context(), protocol.FetchRequest{URL: binary.URL})
+	if err != nil || got.Encoding != "base64" || got.Body != binaryJSON.Body || got.Body != base64.StdEncoding.EncodeToString(blob) {
+		t.Fatalf("the Go client's fetch of a binary body: %v, encoding %s, %d characters of body, the same as the JSON reply's: %v",
+			err, got.Encoding, len(got.Body), got.Body == binaryJSON.Body)
 	}
 	observer := connect(protocol.RoleObserver)
 	if _, err := observer.Fetch(t.Context(), protocol.FetchRequest{URL: page}); protocol.CodeOf(err) != protocol.CodePermissionDenied {
