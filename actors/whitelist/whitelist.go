@@ -460,7 +460,7 @@ func parseIPv4(host string) (string, bool, error) {
 	if v > math.MaxUint32 {
 		return "", false, fmt.Errorf("bad IPv4 address %q", host)
 	}
-	return fmt.Sprintf("%d.%d.%d.%d", v>>24, v>>16&255, v>>8&255, v&255), true, nil
+	return netip.AddrFrom4([4]byte{byte(v >> 24), byte(v >> 16), byte(v >> 8), byte(v)}).String(), true, nil
 }
 
 func ipv4Number(s string) (uint64, bool) {
