@@ -162,21 +162,28 @@ func BenchmarkFetchOverTheBus(b *testing.B) {
 
 // BenchmarkFetchOverTheBus64 runs rounds of 64 concurrent fetches of the
 // page, a round through the bus and one with net/http directly in turn,
-// and reports each one's throughput and the ratio.
+// and reports each one's throughput and the ratio; and, in turn with
+// them, rounds of 64 bare 100 KB replies: a fetch over the bus costs at
+// least a direct GET and a bare reply, so their rates bound its
+// throughput (floor).
 func BenchmarkFetchOverTheBus64(b *testing.B) {
-	fetch, _, _, direct, _ := webBench(b)
+	fetch, _, _, direct, busFloor := webBench(b)
 	round := func(one func()) time.Duration { return benchkit.Round(64, one) }
 	round(fetch)
 	round(direct)
-	var busT, directT time.Duration
+	round(busFloor)
+	var busT, directT, floorT time.Duration
 	b.ResetTimer()
 	for range b.N {
 		directT += round(direct)
 		busT += round(fetch)
+		floorT += round(busFloor)
 	}
 	b.StopTimer()
 	n := float64(64 * b.N)
 	b.ReportMetric(n/directT.Seconds(), "direct-fetches/s")
 	b.ReportMetric(n/busT.Seconds(), "bus-fetches/s")
+	b.ReportMetric(n/floorT.Seconds(), "bare-100KB-replies/s")
 	b.ReportMetric(directT.Seconds()/busT.Seconds(), "bus/direct-throughput")
+	b.ReportMetric(directT.Seconds()/(directT.Seconds()+floorT.Seconds()), "floor(direct+bare)/direct-throughput")
 }

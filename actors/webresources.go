@@ -3,7 +3,6 @@ package actors
 import (
 	"cmp"
 	"context"
-	"encoding/base64"
 	"sync/atomic"
 	"time"
 
@@ -91,11 +90,10 @@ func (n *Node) resourceEndpoints() []endpoint {
 			req, err := protocol.DecodeFetchRequest(m.Data())
 			wait := cmp.Or(req.Timeout.Std(), n.opts.HTTP.Timeout, webfetch.DefaultTimeout)
 			fetches.answer(n, m, err, time.Now().Add(wait), func(ctx context.Context) (any, error) {
-				reply, err := n.Fetch(ctx, req)
-				if err == nil && m.Headers().Get(protocol.HeaderBody) == protocol.BodyRaw {
-					return rawBody(reply)
+				if m.Headers().Get(protocol.HeaderBody) == protocol.BodyRaw {
+					return n.fetchRaw(ctx, req)
 				}
-				return reply, err
+				return n.Fetch(ctx, req)
 			})
 		}},
 		{name: "search-query", subject: n.subj.SearchQuery(), queue: "framebus-search", handle: func(m micro.Request) {
@@ -163,6 +161,7 @@ func (q *resourceQueue) answer(n *Node, m micro.Request, decoded error, deadline
 // cannot carry it.
 func (n *Node) sendResourceReply(m micro.Request, action string, reply any) {
 	if raw, ok := reply.(rawReply); ok {
+		defer raw.release() // Respond has copied the body into the connection's buffer
 		if err := n.fitsTheBus(action, len(raw.head)+len(raw.body)+len(protocol.HeaderReply)+headerRoom); err != nil {
 			respond(m, protocol.NewErrorReply(err), n.log)
 			return
@@ -207,19 +206,23 @@ func (n *Node) fitsTheBus(action string, size int) error {
 // rawReply is a fetch's reply with its body outside the JSON (see
 // protocol.HeaderBody).
 type rawReply struct {
-	head []byte // the FetchReply without its body
-	body []byte
+	head    []byte // the FetchReply without its body
+	body    []byte
+	release func() // once the body is sent (webfetch.Fetcher.FetchBytes)
 }
 
-func rawBody(reply protocol.FetchReply) (rawReply, error) {
-	body := []byte(reply.Body)
-	if reply.Encoding == "base64" {
-		var err error
-		if body, err = base64.StdEncoding.DecodeString(reply.Body); err != nil {
-			return rawReply{}, protocol.Errorf(protocol.CodeInternal, "the body's base64: %v", err)
-		}
+// fetchRaw carries out a fetch whose reply has its body outside the
+// JSON: the body's bytes as received (a binary body is not made base64)
+// or as text in UTF-8, read into a buffer reused fetch after fetch.
+func (n *Node) fetchRaw(ctx context.Context, req protocol.FetchRequest) (rawReply, error) {
+	reply, body, release, err := n.fetcher.FetchBytes(ctx, req)
+	if err != nil {
+		return rawReply{}, err
 	}
-	reply.Body = ""
 	head, err := protocol.Marshal(reply)
-	return rawReply{head: head, body: body}, err
+	if err != nil {
+		release()
+		return rawReply{}, err
+	}
+	return rawReply{head: head, body: body, release: release}, nil
 }

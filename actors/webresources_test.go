@@ -2,11 +2,14 @@ package actors
 
 import (
 	"context"
+	"encoding/base64"
 	"encoding/json"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
 	"os"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -102,8 +105,69 @@ func TestResourcesOnTheBusAndInPlans(t *testing.T) {
 	}
 	// The Go client's fetch takes the body outside the JSON (the control:
 	// an agent's goes through).
-	if got, err := connect(protocol.RoleAgent).Fetch(t.Context(), protocol.FetchRequest{URL: page}); err != nil || got.Body != fetched.Body || got.Status != 200 || got.Encoding != "text" {
+	goClient := connect(protocol.RoleAgent)
+	if got, err := goClient.Fetch(t.Context(), protocol.FetchRequest{URL: page}); err != nil || got.Body != fetched.Body || got.Status != 200 || got.Encoding != "text" {
 		t.Fatalf("the Go client's fetch: %+v %v", got, err)
+	}
+	// A binary body comes as its bytes and is given as base64, as the
+	// JSON reply gives it.
+	blob := make([]byte, 70_000)
+	for i := range blob {
+		blob[i] = byte(i * 131)
+	}
+	binary := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/octet-stream")
+		w.Write(blob)
+	}))
+	defer binary.Close()
+	var binaryJSON protocol.FetchReply
+	agent.ask(subj.HTTPFetch(), protocol.FetchRequest{URL: binary.URL}, &binaryJSON)
+	got, err := goClient.Fetch(t.Context(), protocol.FetchRequest{URL: binary.URL})
+	if err != nil || got.Encoding != "base64" || got.Body != binaryJSON.Body || got.Body != base64.StdEncoding.EncodeToString(blob) {
+		t.Fatalf("the Go client's fetch of a binary body: %v, encoding %s, %d characters of body, the same as the JSON reply's: %v",
+			err, got.Encoding, len(got.Body), got.Body == binaryJSON.Body)
+	}
+	// Fetches at once, each of its own body (read into buffers the node
+	// reuses), each get theirs: with and without a length, text and
+	// binary, of other sizes.
+	bodies := map[string]string{
+		"/chunked": strings.Repeat("<p>chunked, no length</p>\n", 4000),
+		"/length":  strings.Repeat("<p>with a length</p>\n", 2500),
+		"/binary":  string(blob[:50_000]),
+	}
+	several := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/binary" {
+			w.Header().Set("Content-Type", "application/octet-stream")
+		} else {
+			w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		}
+		if r.URL.Path == "/length" {
+			w.Header().Set("Content-Length", strconv.Itoa(len(bodies[r.URL.Path])))
+		}
+		io.WriteString(w, bodies[r.URL.Path])
+	}))
+	defer several.Close()
+	var wrong atomic.Int64
+	var wg sync.WaitGroup
+	for w := range 8 { // each fetch after its first may take a buffer another's body was in
+		wg.Go(func() {
+			for i := range 8 {
+				path := []string{"/chunked", "/length", "/binary"}[(w+i)%3]
+				got, err := goClient.Fetch(t.Context(), protocol.FetchRequest{URL: several.URL + path})
+				want := bodies[path]
+				if got.Encoding == "base64" {
+					want = base64.StdEncoding.EncodeToString([]byte(want))
+				}
+				if err != nil || got.Body != want {
+					wrong.Add(1)
+					t.Errorf("%s: %v, %d characters of body, want %d, equal %v", path, err, len(got.Body), len(want), got.Body == want)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if wrong.Load() > 0 {
+		t.Fatalf("%d of 64 fetches, 8 at once, got a body not theirs", wrong.Load())
 	}
 	observer := connect(protocol.RoleObserver)
 	if _, err := observer.Fetch(t.Context(), protocol.FetchRequest{URL: page}); protocol.CodeOf(err) != protocol.CodePermissionDenied {

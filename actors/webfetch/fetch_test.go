@@ -206,4 +206,9 @@ func TestBodyOverTheCap(t *testing.T) {
 	if r.Truncated || r.Body != page || r.Bytes != 100_000 {
 		t.Errorf("under the cap: truncated %v, body %d, bytes %d", r.Truncated, len(r.Body), r.Bytes)
 	}
+	// One byte over: net/http gives the last bytes with io.EOF.
+	r = mustFetch(t, small, protocol.FetchRequest{URL: srv.URL + "/sized", MaxBytes: len(page) - 1})
+	if !r.Truncated || r.Body != page[:len(page)-1] || r.Bytes != 100_000 {
+		t.Errorf("one byte over the cap: truncated %v, body %d, bytes %d", r.Truncated, len(r.Body), r.Bytes)
+	}
 }

@@ -16,31 +16,31 @@ import (
 
 // follow sends the request and follows its redirects, one hop at a time
 // so that each hop's URL is checked before anything is sent to it, and
-// reads the final answer.
-func (f *Fetcher) follow(ctx context.Context, p prepared) (protocol.FetchReply, error) {
+// reads the final answer (its body apart, as answer gives it).
+func (f *Fetcher) follow(ctx context.Context, p prepared) (protocol.FetchReply, []byte, error) {
 	if err := f.checkHostHeader(p); err != nil {
-		return protocol.FetchReply{}, err
+		return protocol.FetchReply{}, nil, err
 	}
 	u, method, body, header := p.url, p.method, p.body, p.header.Clone()
 	var hops []protocol.FetchHop
 	for {
 		where := asking(u, hops)
 		if err := f.check(u, where); err != nil {
-			return protocol.FetchReply{}, err
+			return protocol.FetchReply{}, nil, err
 		}
 		resp, addr, err := f.send(ctx, p, u, method, header, body)
 		if err != nil {
-			return protocol.FetchReply{}, f.failed(ctx, p, where, err)
+			return protocol.FetchReply{}, nil, f.failed(ctx, p, where, err)
 		}
 		next, isRedirect := redirectTarget(u, resp)
 		if !isRedirect || p.maxRedirects < 0 {
 			defer resp.Body.Close()
-			reply, err := f.answer(p, method, resp, addr)
+			reply, body, err := f.answer(p, method, resp, addr)
 			if err != nil {
-				return protocol.FetchReply{}, f.failed(ctx, p, where, err)
+				return protocol.FetchReply{}, nil, f.failed(ctx, p, where, err)
 			}
 			reply.URL, reply.Redirects = u.String(), hops
-			return reply, nil
+			return reply, body, nil
 		}
 		// A short body read to its end lets the connection be kept alive;
 		// past that, closing it is cheaper than reading on.
@@ -48,11 +48,11 @@ func (f *Fetcher) follow(ctx context.Context, p prepared) (protocol.FetchReply, 
 		resp.Body.Close()
 		hops = append(hops, protocol.FetchHop{URL: u.String(), Status: resp.StatusCode})
 		if next == nil {
-			return protocol.FetchReply{}, protocol.Errorf(protocol.CodeFetchFailed,
+			return protocol.FetchReply{}, nil, protocol.Errorf(protocol.CodeFetchFailed,
 				"fetch %s: redirect %d with a Location that is not a URL: %q", u.Redacted(), resp.StatusCode, resp.Header.Get("Location"))
 		}
 		if len(hops) > p.maxRedirects {
-			return protocol.FetchReply{}, tooManyRedirects(hops, next, p.maxRedirects)
+			return protocol.FetchReply{}, nil, tooManyRedirects(hops, next, p.maxRedirects)
 		}
 		method, body = redirectedMethod(resp.StatusCode, method, body, header)
 		if !sameOrigin(u, next) {

@@ -28,6 +28,7 @@ type prepared struct {
 	maxRedirects int // -1: follow none (NoRedirects)
 	cookiesFrom  string
 	readable     bool
+	buffer       *[]byte // the body is read into it when not nil (FetchBytes)
 }
 
 // plan checks req: each problem is a bad_request naming the field.

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"slices"
 	"time"
+	"unsafe"
 
 	"github.com/framebus/framebus/protocol"
 	"github.com/nats-io/nats.go"
@@ -193,7 +194,9 @@ func (c *Client) Fetch(ctx context.Context, req protocol.FetchRequest) (protocol
 	if err := json.Unmarshal([]byte(head), &reply); err != nil {
 		return reply, protocol.Errorf(protocol.CodeInternal, "the reply on %s: %v", c.subj.HTTPFetch(), err)
 	}
-	reply.Body = string(out.Data)
+	// The payload is this reply's alone (nats.go gives each message its
+	// own), so the body is its bytes, not a copy of 100 KB.
+	reply.Body = unsafe.String(unsafe.SliceData(out.Data), len(out.Data))
 	if reply.Encoding == "base64" {
 		reply.Body = base64.StdEncoding.EncodeToString(out.Data)
 	}
