@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -204,5 +205,185 @@ func TestProbeWrongTypes(t *testing.T) {
 	t.Logf("%d tools: %s", len(names), counts)
 	for _, h := range holes {
 		t.Error(h)
+	}
+}
+
+// probeCase is one call and the codes it may answer.
+type probeCase struct {
+	tool string
+	args string
+	// want are the acceptable codes of an isError result; "ok" for a
+	// result without isError, "rpc" for a JSON-RPC error.
+	want []string
+}
+
+func (c probeCase) judge(o outcome) (kind string, good bool) {
+	switch {
+	case o.hung:
+		return "hung", false
+	case o.rpcErr != nil:
+		return "rpc", slices.Contains(c.want, "rpc")
+	case !o.isError:
+		return "ok", slices.Contains(c.want, "ok")
+	default:
+		return string(o.code), slices.Contains(c.want, string(o.code))
+	}
+}
+
+// runProbes runs cases and fails each that answered otherwise than it
+// may, counting the answers.
+func (s *session) runProbes(t *testing.T, what string, cases []probeCase) {
+	t.Helper()
+	counts := tally{}
+	for _, c := range cases {
+		o := s.rawCall(c.tool, json.RawMessage(c.args))
+		kind, good := c.judge(o)
+		counts.add(kind)
+		if !good {
+			t.Errorf("%s %s: %s, want one of %v", c.tool, clip(c.args), o, c.want)
+		}
+	}
+	t.Logf("%s: %d calls: %s", what, len(cases), counts)
+}
+
+func jsonString(s string) string {
+	data, _ := json.Marshal(s)
+	return string(data)
+}
+
+// nested is a JSON array nested depth deep.
+func nested(depth int) string {
+	return strings.Repeat("[", depth) + strings.Repeat("]", depth)
+}
+
+var badReq = []string{string(protocol.CodeBadRequest)}
+
+// Values of the right type the model may still get wrong: sequences out
+// of range, tab ids that are not ids (NATS wildcards, paths, control
+// characters, 10 MB), refs that do not exist, 10 MB strings, nesting,
+// odd unicode. Each answers with a clear code, in time.
+func TestProbeBadValues(t *testing.T) {
+	s := start(t, "both")
+	tab := s.node.Tabs()[0].Tab
+	if _, _, isErr := s.call(t, "browser_navigate", map[string]any{"url": s.site + "/index.html"}); isErr {
+		t.Fatal("navigate failed")
+	}
+	huge := strings.Repeat("a", 10<<20)
+	var cases []probeCase
+	for _, seq := range []string{"-5", "0", "-9223372036854775808", "1e30", "99999999999999999999", "1.5"} {
+		cases = append(cases, probeCase{"browser_eval", `{"expression":"1","basedOnSequence":` + seq + `}`, badReq})
+	}
+	cases = append(cases,
+		probeCase{"browser_eval", `{"expression":"1","basedOnSequence":9223372036854775807}`, []string{string(protocol.CodeStaleFrame)}},
+		probeCase{"browser_eval", `{"expression":"1","basedOnSequence":9007199254740993}`, []string{string(protocol.CodeStaleFrame)}},
+	)
+	for _, id := range []string{"../x", "a.b", "*", ">", "a b", "tåb", "\u0000", "a\nb", "\u202e", strings.Repeat("t", 300)} {
+		cases = append(cases,
+			probeCase{"browser_eval", `{"expression":"1","tab":` + jsonString(id) + `}`, badReq},
+			probeCase{"browser_tab_select", `{"tab":` + jsonString(id) + `}`, badReq},
+			probeCase{"browser_tab_close", `{"tab":` + jsonString(id) + `}`, badReq},
+			probeCase{"web", `{"action":"evaluate","text":"1","target_id":` + jsonString(id) + `}`, badReq},
+		)
+	}
+	notFound := []string{string(protocol.CodeTabNotFound)}
+	cases = append(cases,
+		probeCase{"browser_eval", `{"expression":"1","tab":"\ud800"}`, badReq},
+		probeCase{"browser_eval", `{"expression":"1","tab":"NOSUCHTAB0123"}`, notFound},
+		probeCase{"browser_navigate", `{"url":"about:blank","tab":"NOSUCHTAB0123"}`, notFound},
+		probeCase{"browser_tab_select", `{"tab":"NOSUCHTAB0123"}`, notFound},
+		probeCase{"browser_tab_close", `{"tab":"NOSUCHTAB0123"}`, notFound},
+		probeCase{"web", `{"action":"click","ref":"e5","target_id":"NOSUCHTAB0123"}`, notFound},
+		probeCase{"browser_click", `{"selector":"e99999","timeout":"300ms"}`, []string{string(protocol.CodeElementNotFound), string(protocol.CodeStaleRef), string(protocol.CodeBadRequest)}},
+		probeCase{"web", `{"action":"click","ref":"e99999","timeout":300}`, []string{string(protocol.CodeElementNotFound), string(protocol.CodeStaleRef), string(protocol.CodeBadRequest)}},
+		probeCase{"browser_click", `{"selector":"e0","timeout":"300ms"}`, []string{string(protocol.CodeElementNotFound), string(protocol.CodeStaleRef), string(protocol.CodeBadRequest)}},
+		probeCase{"browser_click", `{"selector":"###","timeout":"300ms"}`, badReq},
+		// Ten megabytes where a short string goes.
+		probeCase{"browser_navigate", `{"url":` + jsonString("http://127.0.0.1/"+huge) + `}`, []string{string(protocol.CodeBadRequest), string(protocol.CodeTooLarge), string(protocol.CodeNavigationFailed)}},
+		probeCase{"browser_fill", `{"selector":"#nope","text":` + jsonString(huge) + `,"timeout":"300ms"}`, []string{string(protocol.CodeBadRequest), string(protocol.CodeTooLarge), string(protocol.CodeElementNotFound), string(protocol.CodeTimeout)}},
+		probeCase{"browser_eval", `{"expression":` + jsonString(`"`+huge[:512<<10]+`".length`) + `}`, []string{"ok"}},
+		probeCase{"browser_eval", `{"expression":` + jsonString(`"`+huge+`".length`) + `}`, []string{"ok", string(protocol.CodeTooLarge), string(protocol.CodeBadRequest)}},
+		probeCase{"web", `{"action":"navigate","url":` + jsonString("http://127.0.0.1/"+huge) + `}`, []string{string(protocol.CodeBadRequest), string(protocol.CodeTooLarge), string(protocol.CodeNavigationFailed)}},
+		probeCase{"web", `{"action":"list_pages","profile":"../../x"}`, badReq},
+		probeCase{"browser_tabs", `{"profile":"a.*"}`, badReq},
+		probeCase{"browser_tabs", `{"profile":"*"}`, badReq},
+		probeCase{"web", `{"action":"list_pages","profile":">"}`, badReq},
+		// Nesting within the SDK's limit (1000 levels; past it the SDK
+		// ends the session, see the report): bad_request.
+		probeCase{"browser_navigate", `{"url":` + nested(900) + `}`, badReq},
+		probeCase{"web", `{"action":"navigate","headers":` + strings.Repeat(`{"a":`, 900) + `1` + strings.Repeat("}", 900) + `}`, badReq},
+		probeCase{"browser_fill_form", `{"fields":` + strings.Repeat(`{"a":`, 900) + `1` + strings.Repeat("}", 900) + `}`, badReq},
+		// Odd text: a lone surrogate, NUL, direction overrides.
+		probeCase{"browser_eval", `{"expression":"'\ud800'"}`, []string{"ok", string(protocol.CodeBadRequest)}},
+		probeCase{"browser_eval", `{"expression":"'a\u0000b'.length"}`, []string{"ok"}},
+		probeCase{"browser_navigate", `{"url":"http://127.0.0.1/\u202e\u0000"}`, []string{string(protocol.CodeBadRequest), string(protocol.CodeNavigationFailed)}},
+		probeCase{"browser_type", `{"text":"\ud83d\ude00\u200d\ufeff"}`, []string{"ok", string(protocol.CodeBadRequest)}},
+		// Null for a required parameter, and for the arguments.
+		probeCase{"browser_navigate", `{"url":null}`, badReq},
+		probeCase{"browser_navigate", `null`, badReq},
+		probeCase{"browser_tab_select", `null`, badReq},
+		probeCase{"web", `null`, badReq},
+		probeCase{"web", `{"action":null}`, badReq},
+		// The web tool's numbers out of range.
+		probeCase{"web", `{"action":"evaluate","text":"1","timeout":-5}`, badReq},
+		probeCase{"search", `{}`, []string{"rpc"}},
+		probeCase{"web", `{"resource":"search","action":"query","query":"x","limit":-1}`, badReq},
+		probeCase{"web", `{"resource":"http","action":"fetch","url":"ftp://x"}`, badReq},
+		probeCase{"web", `{"resource":"http","action":"fetch","url":"http://x","method":"TRACE"}`, badReq},
+		probeCase{"web", `{"action":"evaluate","text":"1","based_on_sequence":-5}`, badReq},
+		probeCase{"web", `{"action":"evaluate","text":"1","based_on_sequence":0}`, append(badReq, "ok")},
+	)
+	s.runProbes(t, "bad values", cases)
+	_ = tab
+}
+
+// A tab id of a few kilobytes is a NATS subject longer than the server's
+// control line: the server drops the connection, and with it the MCP
+// server's bus for every session. A tab id that long is no tab's: it
+// must be bad_request, and the bus stay up.
+func TestProbeLongTabIDKeepsTheBus(t *testing.T) {
+	s := start(t, "both")
+	long := strings.Repeat("t", 8<<10)
+	for _, c := range []probeCase{
+		{"browser_eval", `{"expression":"1","tab":"` + long + `"}`, badReq},
+		{"browser_navigate", `{"url":"about:blank","tab":"` + long + `"}`, badReq},
+		{"browser_tab_select", `{"tab":"` + long + `"}`, badReq},
+		{"web", `{"action":"evaluate","text":"1","target_id":"` + long + `"}`, badReq},
+	} {
+		o := s.rawCall(c.tool, json.RawMessage(c.args))
+		if kind, good := c.judge(o); !good {
+			t.Errorf("%s with an 8 KB tab id: %s (%s), want bad_request", c.tool, kind, o)
+		}
+		if o := s.rawCall("browser_tabs", nil); o.isError || o.rpcErr != nil || o.hung {
+			t.Fatalf("after %s with an 8 KB tab id, browser_tabs: %s", c.tool, o)
+		}
+	}
+}
+
+// A refusal quotes what it refuses; quoting ten megabytes (twice: the
+// text and the structured content) makes an answer larger than the MCP
+// transports' 16 MiB frame, and the client's session ends. A refusal
+// quotes a bounded part.
+func TestProbeHugeValueRefusalIsBounded(t *testing.T) {
+	s := start(t, "both")
+	huge := strings.Repeat("p", 10<<20)
+	for _, c := range []probeCase{
+		{"browser_launch", `{"profile":"` + huge + `"}`, badReq},
+		{"browser_tab_new", `{"profile":"` + huge + `"}`, badReq},
+		{"browser_tab_new", `{"url":"http://127.0.0.1/` + huge + `"}`, []string{string(protocol.CodeBadRequest), string(protocol.CodeTooLarge), string(protocol.CodeNavigationFailed)}},
+		{"browser_tabs", `{"profile":"` + huge + `"}`, badReq},
+		{"web", `{"action":"launch","profile":"` + huge + `"}`, badReq},
+		{"web", `{"action":"wait","value":"` + huge + `","selector":"body"}`, badReq},
+		{"browser_navigate", `{"url":"x","noSuchParam` + huge + `":1}`, badReq},
+	} {
+		o := s.rawCall(c.tool, json.RawMessage(c.args))
+		if kind, good := c.judge(o); !good {
+			t.Errorf("%s with a 10 MB value: %s (%s), want bad_request", c.tool, kind, o)
+		}
+		if len(o.text) > 64<<10 {
+			t.Errorf("%s with a 10 MB value: the refusal is %d bytes", c.tool, len(o.text))
+		}
+		if o := s.rawCall("browser_tabs", nil); o.rpcErr != nil || o.hung {
+			t.Fatalf("after %s with a 10 MB value, the session is gone: %s", c.tool, o)
+		}
 	}
 }
