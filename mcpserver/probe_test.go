@@ -12,6 +12,9 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	busclient "github.com/framebus/framebus/bus/client"
+	"github.com/framebus/framebus/internal/bustest"
+	"github.com/framebus/framebus/mcpserver"
 	"github.com/framebus/framebus/protocol"
 )
 
@@ -387,3 +390,154 @@ func TestProbeHugeValueRefusalIsBounded(t *testing.T) {
 		}
 	}
 }
+
+// connectAs serves an MCP session (tools: both) whose bus client logs in
+// to s's node as a user of role.
+func (s *session) connectAs(t *testing.T, role string) *session {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	creds := bustest.AddUser(t, s.node.Bus(), role)
+	bc, err := busclient.Connect(ctx, busclient.Options{URL: s.node.Bus().ClientURL(), Credentials: &creds, Prefix: s.node.Subjects().Prefix})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(bc.Close)
+	srv, err := mcpserver.New(mcpserver.Options{Client: bc})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(srv.Close)
+	st, ct := mcp.NewInMemoryTransports()
+	if _, err := srv.MCP().Connect(ctx, st, nil); err != nil {
+		t.Fatal(err)
+	}
+	other := &session{site: s.site, node: s.node, agent: s.agent, updates: make(chan string, 64)}
+	client := mcp.NewClient(&mcp.Implementation{Name: role}, &mcp.ClientOptions{
+		ResourceUpdatedHandler: func(_ context.Context, req *mcp.ResourceUpdatedNotificationRequest) {
+			select {
+			case other.updates <- req.Params.URI:
+			default:
+			}
+		},
+	})
+	if other.cs, err = client.Connect(ctx, ct, nil); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { other.cs.Close() })
+	return other
+}
+
+// validArgs are arguments an action's tool takes, by parameter name:
+// what a model would send to carry it out.
+func validArgs(site string) map[string]string {
+	return map[string]string{
+		"url": jsonString(site + "/index.html"), "selector": `"body"`, "text": `"x"`, "answer": `"accept"`,
+		"from": `"body"`, "to": `"body"`, "expression": `"1"`, "fields": `{"#q":"x"}`, "key": `"Enter"`,
+		"value": `"x"`, "query": `"x"`,
+	}
+}
+
+// argsFor is a call of tool with its required parameters.
+func argsFor(schema map[string]any, site string) string {
+	values := validArgs(site)
+	var parts []string
+	req, _ := schema["required"].([]any)
+	for _, r := range req {
+		name := r.(string)
+		v, ok := values[name]
+		if !ok {
+			v = `"x"`
+		}
+		parts = append(parts, fmt.Sprintf("%q:%s", name, v))
+	}
+	return "{" + strings.Join(parts, ",") + "}"
+}
+
+// An observer's MCP server: every tool that changes something (each
+// mutating action, the tab and lifecycle tools, the web tool's browser
+// actions and lifecycle) is permission_denied at once, never a timeout,
+// and changes nothing: the tab's frame, the tabs, the browser stay as
+// they were. Listing tabs, status and the frame resources work.
+func TestProbeObserverChangesNothing(t *testing.T) {
+	s := start(t, "both")
+	if _, _, isErr := s.call(t, "browser_navigate", map[string]any{"url": s.site + "/index.html"}); isErr {
+		t.Fatal("navigate failed")
+	}
+	obs := s.connectAs(t, protocol.RoleObserver)
+	tools, err := obs.cs.ListTools(context.Background(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := s.node.Tabs()
+	denied := permissionDenied()
+	var cases []probeCase
+	for _, tool := range tools.Tools {
+		if tool.Annotations != nil && tool.Annotations.ReadOnlyHint || tool.Name == "web" {
+			continue
+		}
+		data, _ := json.Marshal(tool.InputSchema)
+		var sch map[string]any
+		_ = json.Unmarshal(data, &sch)
+		args := argsFor(sch, s.site)
+		switch tool.Name {
+		case "browser_tab_close":
+			args = `{"tab":"` + before[0].Tab + `"}`
+		case "browser_type":
+			args = `{"text":"x"}`
+		case "browser_resize":
+			args = `{"width":800,"height":600}`
+		case "browser_scroll":
+			args = `{"by":"0,100"}`
+		case "browser_upload":
+			args = `{"selector":"body","files":["/etc/hostname"]}`
+		}
+		cases = append(cases, probeCase{tool.Name, args, denied})
+	}
+	for _, action := range []string{"navigate", "click", "fill", "type", "select", "hover", "scroll", "back", "forward", "reload", "evaluate", "launch", "close", "connect"} {
+		cases = append(cases, probeCase{"web", `{"action":"` + action + `","url":` + jsonString(s.site+"/index.html") + `,"selector":"body","text":"x","value":"` + map[bool]string{true: "0,10", false: "x"}[action == "scroll"] + `"}`, denied})
+	}
+	cases = append(cases,
+		probeCase{"web", `{"resource":"http","action":"fetch","url":` + jsonString(s.site+"/index.html") + `}`, denied},
+		probeCase{"web", `{"resource":"search","action":"query","query":"x"}`, denied},
+	)
+	obs.runProbes(t, "observer's changes", cases)
+	after := s.node.Tabs()
+	if len(after) != len(before) || after[0].Tab != before[0].Tab || after[0].Sequence != before[0].Sequence || after[0].URL != before[0].URL {
+		t.Errorf("the observer changed the tabs: before %+v, after %+v", before, after)
+	}
+
+	// What an observer reads.
+	obs.runProbes(t, "observer's reads", []probeCase{
+		{"browser_tabs", `{}`, []string{"ok"}},
+		{"browser_status", `{}`, []string{"ok"}},
+		{"web", `{"action":"status"}`, []string{"ok"}},
+		{"web", `{"action":"list_pages"}`, []string{"ok"}},
+		{"browser_tab_select", `{"tab":"` + before[0].Tab + `"}`, []string{"ok"}},
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), probeWait)
+	defer cancel()
+	uri := mcpserver.LatestFrameURI(before[0].Tab)
+	if res, err := obs.cs.ReadResource(ctx, &mcp.ReadResourceParams{URI: uri}); err != nil || !strings.Contains(res.Contents[0].Text, s.site) {
+		t.Errorf("observer reads %s: %v", uri, err)
+	}
+	if _, err := obs.cs.ReadResource(ctx, &mcp.ReadResourceParams{URI: "framebus://tabs"}); err != nil {
+		t.Errorf("observer reads framebus://tabs: %v", err)
+	}
+	if err := obs.cs.Subscribe(ctx, &mcp.SubscribeParams{URI: uri}); err != nil {
+		t.Fatalf("observer subscribes to %s: %v", uri, err)
+	}
+	if _, _, isErr := s.call(t, "browser_navigate", map[string]any{"url": s.site + "/product.html?id=1"}); isErr {
+		t.Fatal("the agent's navigate failed")
+	}
+	select {
+	case got := <-obs.updates:
+		if got != uri {
+			t.Errorf("observer heard of %s, want %s", got, uri)
+		}
+	case <-ctx.Done():
+		t.Error("the observer's subscription heard of no new frame")
+	}
+}
+
+func permissionDenied() []string { return []string{string(protocol.CodePermissionDenied)} }
