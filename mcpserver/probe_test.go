@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"slices"
 	"sort"
 	"strings"
@@ -541,3 +543,115 @@ func TestProbeObserverChangesNothing(t *testing.T) {
 }
 
 func permissionDenied() []string { return []string{string(protocol.CodePermissionDenied)} }
+
+// httpSessions serves s's node's MCP server over streamable HTTP and
+// connects n clients (the Go SDK's), each its own MCP session.
+func (s *session) httpSessions(t *testing.T, n int) (*mcpserver.Server, []*mcp.ClientSession) {
+	t.Helper()
+	srv, err := mcpserver.New(mcpserver.Options{Client: s.agent})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(srv.Close)
+	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv.MCP() }, nil)
+	hs := httptest.NewServer(h)
+	t.Cleanup(hs.Close)
+	var out []*mcp.ClientSession
+	for i := range n {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		cs, err := mcp.NewClient(&mcp.Implementation{Name: fmt.Sprint("http-", i)}, nil).
+			Connect(ctx, &mcp.StreamableClientTransport{Endpoint: hs.URL, MaxRetries: -1}, nil)
+		cancel()
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { cs.Close() })
+		out = append(out, cs)
+	}
+	return srv, out
+}
+
+// callOn calls a tool on cs; an error or hang fails the test.
+func callOn(t *testing.T, cs *mcp.ClientSession, tool string, args map[string]any) (string, map[string]any, bool) {
+	t.Helper()
+	o := (&session{cs: cs}).rawCall(tool, mustJSON(args))
+	if o.hung || o.rpcErr != nil {
+		t.Fatalf("%s %v: %s", tool, args, o)
+	}
+	return o.text, o.out, o.isError
+}
+
+func mustJSON(v any) json.RawMessage {
+	data, err := json.Marshal(v)
+	if err != nil {
+		panic(err)
+	}
+	return data
+}
+
+// Two MCP sessions over streamable HTTP each open and work in a tab of
+// their own: neither acts on the other's tab, with the action tools or
+// the web tool. A session that ends leaves its choice to no one: a new
+// session works in the first tab listed and has none selected.
+func TestProbeHTTPSessionsKeepTheirTabs(t *testing.T) {
+	s := start(t, "both")
+	_, css := s.httpSessions(t, 2)
+	a, b := css[0], css[1]
+	_, outA, isErr := callOn(t, a, "browser_tab_new", map[string]any{"url": s.site + "/product.html?id=1"})
+	if isErr {
+		t.Fatalf("a's new tab: %v", outA)
+	}
+	_, outB, isErr := callOn(t, b, "browser_tab_new", map[string]any{"url": s.site + "/product.html?id=2"})
+	if isErr {
+		t.Fatalf("b's new tab: %v", outB)
+	}
+	tabA, tabB := outA["tab"].(string), outB["tab"].(string)
+	for i := range 3 {
+		for _, c := range []struct {
+			cs       *mcp.ClientSession
+			tab, who string
+			id       int
+		}{{a, tabA, "a", 10 + i}, {b, tabB, "b", 20 + i}} {
+			url := fmt.Sprintf("%s/product.html?id=%d", s.site, c.id)
+			tool, args := "browser_navigate", map[string]any{"url": url}
+			if i == 1 {
+				tool, args = "web", map[string]any{"action": "navigate", "url": url}
+			}
+			_, out, isErr := callOn(t, c.cs, tool, args)
+			if isErr || out["tab"] != c.tab || out["url"] != url {
+				t.Errorf("%s's %s: %v, want tab %s at %s", c.who, tool, out, c.tab, url)
+			}
+		}
+	}
+	for _, info := range s.node.Tabs() {
+		switch info.Tab {
+		case tabA:
+			if !strings.Contains(info.URL, "id=12") {
+				t.Errorf("a's tab is at %s", info.URL)
+			}
+		case tabB:
+			if !strings.Contains(info.URL, "id=22") {
+				t.Errorf("b's tab is at %s", info.URL)
+			}
+		}
+	}
+	// a selects b's tab: its choice, not b's.
+	if _, out, isErr := callOn(t, a, "browser_tab_select", map[string]any{"tab": tabB}); isErr {
+		t.Fatalf("a selects b's tab: %v", out)
+	}
+	if _, out, _ := callOn(t, b, "browser_tabs", nil); out["selected"] != tabB {
+		t.Errorf("b's selected tab after a chose: %v", out["selected"])
+	}
+	// a ends; a new session has no choice of a's.
+	_, outA, _ = callOn(t, a, "browser_tab_select", map[string]any{"tab": tabA})
+	a.Close()
+	_, more := s.httpSessions(t, 1)
+	_, out, _ := callOn(t, more[0], "browser_tabs", nil)
+	if sel, ok := out["selected"]; ok {
+		t.Errorf("a new session has tab %v selected", sel)
+	}
+	first := out["tabs"].([]any)[0].(map[string]any)["tab"]
+	if _, out, isErr := callOn(t, more[0], "browser_eval", map[string]any{"expression": "1"}); isErr || out["tab"] != first {
+		t.Errorf("a new session's eval went to %v, want the first tab listed, %v", out["tab"], first)
+	}
+}
