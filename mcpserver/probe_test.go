@@ -655,3 +655,164 @@ func TestProbeHTTPSessionsKeepTheirTabs(t *testing.T) {
 		t.Errorf("a new session's eval went to %v, want the first tab listed, %v", out["tab"], first)
 	}
 }
+
+// Twenty calls at once on one tab, and across three tabs, from one
+// session and from several: each answers in time, names the tab it
+// acted on, and the race detector sees nothing. Close while calls are in
+// flight: each still answers (ok or an error), none hangs.
+func TestProbeConcurrentCalls(t *testing.T) {
+	s := start(t, "both")
+	tabs := []string{s.node.Tabs()[0].Tab}
+	for range 2 {
+		_, out, isErr := s.call(t, "browser_tab_new", map[string]any{"url": s.site + "/product.html?id=5"})
+		if isErr {
+			t.Fatalf("new tab: %v", out)
+		}
+		tabs = append(tabs, out["tab"].(string))
+	}
+	srv, css := s.httpSessions(t, 4)
+	run := func(what string, n int, call func(i int) (cs *mcp.ClientSession, tool string, args map[string]any, tab string)) {
+		counts := tally{}
+		results := make(chan string, n)
+		for i := range n {
+			go func() {
+				cs, tool, args, tab := call(i)
+				o := (&session{cs: cs}).rawCall(tool, mustJSON(args))
+				switch {
+				case o.hung:
+					results <- "hung"
+				case o.rpcErr != nil:
+					results <- "rpc"
+				case tab != "" && o.out["tab"] != tab:
+					results <- fmt.Sprintf("wrong tab %v, want %s", o.out["tab"], tab)
+				case o.isError:
+					results <- string(o.code)
+				default:
+					results <- "ok"
+				}
+			}()
+		}
+		for range n {
+			r := <-results
+			counts.add(r)
+			if r == "hung" || r == "rpc" || strings.HasPrefix(r, "wrong tab") {
+				t.Errorf("%s: %s", what, r)
+			}
+		}
+		t.Logf("%s: %s", what, counts)
+	}
+	run("one tab", 20, func(i int) (*mcp.ClientSession, string, map[string]any, string) {
+		args := map[string]any{"tab": tabs[0]}
+		switch i % 4 {
+		case 0:
+			args["url"] = fmt.Sprintf("%s/product.html?id=%d", s.site, i)
+			return css[i%4], "browser_navigate", args, tabs[0]
+		case 1:
+			return css[i%4], "browser_snapshot", args, tabs[0]
+		case 2:
+			args["expression"] = "document.title"
+			return css[i%4], "browser_eval", args, tabs[0]
+		}
+		return s.cs, "web", map[string]any{"action": "evaluate", "text": "1", "target_id": tabs[0]}, tabs[0]
+	})
+	run("three tabs", 21, func(i int) (*mcp.ClientSession, string, map[string]any, string) {
+		tab := tabs[i%3]
+		return css[i%4], "browser_navigate", map[string]any{"tab": tab, "url": fmt.Sprintf("%s/product.html?id=%d", s.site, i)}, tab
+	})
+	// Close in flight: the calls wait in the page a while.
+	counts := tally{}
+	done := make(chan string, 12)
+	for i := range 12 {
+		go func() {
+			o := (&session{cs: css[i%4]}).rawCall("browser_eval", mustJSON(map[string]any{"tab": tabs[i%3],
+				"expression": "new Promise(r => setTimeout(() => r(1), 300))"}))
+			switch {
+			case o.hung:
+				done <- "hung"
+			case o.rpcErr != nil:
+				done <- "rpc"
+			case o.isError:
+				done <- string(o.code)
+			default:
+				done <- "ok"
+			}
+		}()
+	}
+	srv.Close()
+	for range 12 {
+		r := <-done
+		counts.add(r)
+		if r == "hung" || r == "rpc" {
+			t.Errorf("a call in flight at Close: %s", r)
+		}
+	}
+	after := (&session{cs: css[0]}).rawCall("browser_navigate", mustJSON(map[string]any{"tab": tabs[0], "url": s.site + "/index.html"}))
+	t.Logf("in flight at Close: %s; a navigate after Close: %s", counts, after)
+	if after.hung || after.rpcErr != nil {
+		t.Errorf("a navigate after Close: %s", after)
+	}
+}
+
+// The frame content rule: a navigation's result carries the page of the
+// frame it names; an eval at the same URL carries none; a click that
+// leaves the page carries the new one; and while another agent makes
+// frames on the same tab all the time, the page a navigation's result
+// carries is its own frame's (that frame, read back, is at the URL
+// navigated to).
+func TestProbeFrameContentRule(t *testing.T) {
+	s := start(t, "both")
+	tab := s.node.Tabs()[0].Tab
+	text, out, isErr := s.call(t, "browser_navigate", map[string]any{"url": s.site + "/index.html"})
+	if isErr || out["page"] == nil || !strings.Contains(text, fmt.Sprintf("page of frame %v", out["frame"])) {
+		t.Fatalf("navigate carries no page: %v", out)
+	}
+	_, out, _ = s.call(t, "browser_eval", map[string]any{"expression": "1"})
+	if out["page"] != nil {
+		t.Errorf("an eval at the same URL carries a page: %v", out)
+	}
+	m := refPattern.FindStringSubmatch(text)
+	if m == nil {
+		t.Fatalf("no ref in %s", text)
+	}
+	_, out, _ = s.call(t, "browser_click", map[string]any{"selector": m[1]})
+	if page, _ := out["page"].(string); !strings.Contains(page, "Product 123") {
+		t.Errorf("a click that left the page carries %q", page)
+	}
+
+	// Another agent makes frames all the time.
+	ctx, cancel := context.WithCancel(context.Background())
+	busy := make(chan struct{})
+	go func() {
+		defer close(busy)
+		for ctx.Err() == nil {
+			s.agent.Plan(ctx, tab, protocol.Plan{Action: &protocol.Action{Type: "eval", Expression: "1"}})
+		}
+	}()
+	for i := range 6 {
+		url := fmt.Sprintf("%s/product.html?id=%d", s.site, 700+i)
+		_, out, isErr := s.call(t, "browser_navigate", map[string]any{"url": url})
+		if isErr {
+			t.Errorf("navigate %d: %v", i, out)
+			continue
+		}
+		frame := int64(out["frame"].(float64))
+		page, _ := out["page"].(string)
+		note, _ := out["note"].(string)
+		if out["url"] != url || (!strings.Contains(page, fmt.Sprintf("Product %d", 700+i)) && note == "") {
+			t.Errorf("navigate %d: url %v, frame %d, page %q, note %q", i, out["url"], frame, clip(page), note)
+		}
+		rctx, rcancel := context.WithTimeout(context.Background(), probeWait)
+		res, err := s.cs.ReadResource(rctx, &mcp.ReadResourceParams{URI: mcpserver.FrameURI(tab, fmt.Sprint(frame))})
+		rcancel()
+		if err != nil {
+			t.Errorf("read frame %d: %v", frame, err)
+			continue
+		}
+		var f protocol.Frame
+		if err := json.Unmarshal([]byte(res.Contents[0].Text), &f); err != nil || f.Sequence != frame || f.URL != url {
+			t.Errorf("frame %d named by navigate %d is %d at %s (%v)", frame, i, f.Sequence, f.URL, err)
+		}
+	}
+	cancel()
+	<-busy
+}
