@@ -362,6 +362,16 @@ func TestProbeLongTabIDKeepsTheBus(t *testing.T) {
 			t.Fatalf("after %s with an 8 KB tab id, browser_tabs: %s", c.tool, o)
 		}
 	}
+	ctx, cancel := context.WithTimeout(context.Background(), probeWait)
+	defer cancel()
+	for _, uri := range []string{mcpserver.LatestFrameURI(long), mcpserver.FrameURI(long, "1")} {
+		if _, err := s.cs.ReadResource(ctx, &mcp.ReadResourceParams{URI: uri}); err == nil {
+			t.Errorf("read %s: answered", clip(uri))
+		}
+		if o := s.rawCall("browser_tabs", nil); o.isError || o.rpcErr != nil || o.hung {
+			t.Fatalf("after reading a frame of an 8 KB tab id, browser_tabs: %s", o)
+		}
+	}
 }
 
 // A refusal quotes what it refuses; quoting ten megabytes (twice: the
@@ -546,7 +556,7 @@ func permissionDenied() []string { return []string{string(protocol.CodePermissio
 
 // httpSessions serves s's node's MCP server over streamable HTTP and
 // connects n clients (the Go SDK's), each its own MCP session.
-func (s *session) httpSessions(t *testing.T, n int) (*mcpserver.Server, []*mcp.ClientSession) {
+func (s *session) httpSessions(t *testing.T, n int, updates ...chan string) (*mcpserver.Server, []*mcp.ClientSession) {
 	t.Helper()
 	srv, err := mcpserver.New(mcpserver.Options{Client: s.agent})
 	if err != nil {
@@ -559,7 +569,17 @@ func (s *session) httpSessions(t *testing.T, n int) (*mcpserver.Server, []*mcp.C
 	var out []*mcp.ClientSession
 	for i := range n {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		cs, err := mcp.NewClient(&mcp.Implementation{Name: fmt.Sprint("http-", i)}, nil).
+		var opts *mcp.ClientOptions
+		if len(updates) > 0 {
+			ch := updates[0]
+			opts = &mcp.ClientOptions{ResourceUpdatedHandler: func(_ context.Context, req *mcp.ResourceUpdatedNotificationRequest) {
+				select {
+				case ch <- req.Params.URI:
+				default:
+				}
+			}}
+		}
+		cs, err := mcp.NewClient(&mcp.Implementation{Name: fmt.Sprint("http-", i)}, opts).
 			Connect(ctx, &mcp.StreamableClientTransport{Endpoint: hs.URL, MaxRetries: -1}, nil)
 		cancel()
 		if err != nil {
@@ -815,4 +835,110 @@ func TestProbeFrameContentRule(t *testing.T) {
 	}
 	cancel()
 	<-busy
+}
+
+// Resource URIs a client may make up: each read is a JSON-RPC error
+// (resource not found) in time, and the session and bus stay up.
+func TestProbeResourceURIs(t *testing.T) {
+	s := start(t, "both")
+	tab := s.node.Tabs()[0].Tab
+	counts := tally{}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	for _, uri := range []string{
+		"framebus://tabs/../x", "framebus://tabs/" + tab + "/../../x/frames/latest", "framebus://tabs/%2e%2e/frames/latest",
+		"framebus://tabs/NOSUCHTAB0123/frames/latest", "framebus://tabs/NOSUCHTAB0123/frames/1",
+		"framebus://tabs/" + tab + "/frames/0", "framebus://tabs/" + tab + "/frames/-1", "framebus://tabs/" + tab + "/frames/99999999999",
+		"framebus://tabs/" + tab + "/frames/99999999999999999999", "framebus://tabs/" + tab + "/frames/latest/x",
+		"framebus://tabs/*/frames/latest", "framebus://tabs/>/frames/latest", "framebus://tabs/a.b/frames/1",
+		"framebus://tabs/" + tab, "framebus://x", "http://127.0.0.1/", "",
+	} {
+		rctx, rcancel := context.WithTimeout(ctx, probeWait)
+		_, err := s.cs.ReadResource(rctx, &mcp.ReadResourceParams{URI: uri})
+		hung := rctx.Err() != nil
+		rcancel()
+		switch {
+		case hung:
+			counts.add("hung")
+			t.Errorf("read %s: hung", clip(uri))
+		case err == nil:
+			counts.add("read")
+			t.Errorf("read %s: answered", clip(uri))
+		default:
+			counts.add("refused")
+		}
+		if o := s.rawCall("browser_tabs", nil); o.isError || o.rpcErr != nil || o.hung {
+			t.Fatalf("after reading %s: browser_tabs: %s", clip(uri), o)
+		}
+	}
+	// Subscribing to a bad URI is refused by the server's handler, but
+	// under the protocol version this SDK negotiates (subscriptions/listen)
+	// the refusal does not reach the client's Subscribe: not asserted.
+	t.Logf("bad resource URIs: %s", counts)
+}
+
+// Subscriptions by the hundred: a session of the same server
+// subscribing to 300 made-up tab ids must not stop the updates of the
+// tab another session follows; and an unsubscribed session hears no
+// more.
+func TestProbeSubscriptionsByTheHundred(t *testing.T) {
+	s := start(t, "both")
+	tab := s.node.Tabs()[0].Tab
+	uri := mcpserver.LatestFrameURI(tab)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	updates := make(chan string, 64)
+	_, css := s.httpSessions(t, 2, updates)
+	watcher := &session{cs: css[0], updates: updates}
+	attacker := css[1]
+	if err := watcher.cs.Subscribe(ctx, &mcp.SubscribeParams{URI: uri}); err != nil {
+		t.Fatal(err)
+	}
+	accepted := 0
+	for i := range 300 {
+		if err := attacker.Subscribe(ctx, &mcp.SubscribeParams{URI: mcpserver.LatestFrameURI(fmt.Sprintf("MADEUP%04d", i))}); err == nil {
+			accepted++
+		}
+	}
+	t.Logf("subscriptions to 300 made-up tabs: %d accepted", accepted)
+	if _, _, isErr := s.call(t, "browser_eval", map[string]any{"expression": "1", "tab": tab}); isErr {
+		t.Fatal("eval failed")
+	}
+	select {
+	case got := <-watcher.updates:
+		if got != uri {
+			t.Errorf("heard of %s, want %s", got, uri)
+		}
+	case <-time.After(probeWait):
+		t.Errorf("after 300 subscriptions to made-up tabs, the subscriber of %s hears of no new frame", tab)
+	}
+
+	// Unsubscribed, the watcher hears no more of this tab: the next
+	// update it gets is of another tab it subscribed to after.
+	if err := watcher.cs.Unsubscribe(ctx, &mcp.UnsubscribeParams{URI: uri}); err != nil {
+		t.Fatal(err)
+	}
+	_, out, isErr := s.call(t, "browser_tab_new", map[string]any{"url": s.site + "/index.html"})
+	if isErr {
+		t.Fatalf("new tab: %v", out)
+	}
+	other := mcpserver.LatestFrameURI(out["tab"].(string))
+	if err := watcher.cs.Subscribe(ctx, &mcp.SubscribeParams{URI: other}); err != nil {
+		t.Fatal(err)
+	}
+	s.call(t, "browser_eval", map[string]any{"expression": "1", "tab": tab})
+	s.call(t, "browser_eval", map[string]any{"expression": "1", "tab": out["tab"].(string)})
+	for {
+		select {
+		case got := <-watcher.updates:
+			if got == uri {
+				t.Fatalf("unsubscribed from %s, heard of it", uri)
+			}
+			if got == other {
+				return
+			}
+		case <-time.After(probeWait):
+			t.Fatalf("no update of %s", other)
+		}
+	}
 }
