@@ -942,3 +942,17 @@ func TestProbeSubscriptionsByTheHundred(t *testing.T) {
 		}
 	}
 }
+
+// based_on_sequence on a web action that no frame guards (status,
+// list_pages, the lifecycle, http, search) is dropped without a word:
+// the model believes its call was guarded. It is bad_request naming
+// the field.
+func TestProbeWebUnguardableSequence(t *testing.T) {
+	s := start(t, "web")
+	s.runProbes(t, "based_on_sequence where nothing is guarded", []probeCase{
+		{"web", `{"action":"status","based_on_sequence":1}`, badReq},
+		{"web", `{"action":"list_pages","based_on_sequence":1}`, badReq},
+		{"web", `{"action":"launch","based_on_sequence":1}`, badReq},
+		{"web", `{"resource":"http","action":"fetch","url":` + jsonString(s.site+"/index.html") + `,"based_on_sequence":1}`, badReq},
+	})
+}
