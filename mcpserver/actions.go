@@ -232,7 +232,11 @@ func (s *Server) runPlan(ctx context.Context, tab string, data []byte, plan prot
 		if pctx.Err() != nil && ctx.Err() == nil {
 			err = protocol.Errorf(protocol.CodeTimeout, "tab %s did not answer within %s", tab, plan.Wait())
 		}
-		return failure(s.tabError(ctx, tab, err), tab, 0)
+		err = s.tabError(ctx, tab, err)
+		if protocol.CodeOf(err) == protocol.CodeTabNotFound {
+			s.forget(tab) // a made-up id is not followed on
+		}
+		return failure(err, tab, 0)
 	}
 	if !res.OK {
 		out := &protocol.Error{Code: res.Code, Message: res.Error}

@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -150,12 +151,35 @@ func (s *Server) subscribe(ctx context.Context, req *mcp.SubscribeRequest) error
 	if !ok || frame != latest {
 		return fmt.Errorf("%s: only a tab's latest frame can be subscribed to (%s)", req.Params.URI, LatestFrameURI("{tab}"))
 	}
-	_, err := s.watch(ctx, tab)
+	// A tab no node lists is not followed: made-up ids would push real
+	// subscriptions out of the few tabs followed.
+	if _, err := s.findTab(ctx, tab); err != nil {
+		return err
+	}
+	w, err := s.watch(ctx, tab)
+	if err == nil {
+		w.subscribers.Add(1)
+	}
 	return err
 }
 
+// unsubscribe counts a subscriber of a tab's latest frame gone.
+func (s *Server) unsubscribe(_ context.Context, req *mcp.UnsubscribeRequest) error {
+	tab, frame, ok := parseFrameURI(req.Params.URI)
+	if !ok || frame != latest {
+		return nil
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if w := s.watches[tab]; w != nil && w.subscribers.Load() > 0 {
+		w.subscribers.Add(-1)
+	}
+	return nil
+}
+
 // maxWatches bounds the tabs followed at once; past it the one followed
-// longest is let go (it is followed again when next used).
+// longest that nobody subscribes to is let go (it is followed again when
+// next used), else the one followed longest.
 const maxWatches = 256
 
 // watch is tab's watch, started when the tab is first used.
@@ -188,14 +212,14 @@ func (s *Server) watch(ctx context.Context, tab string) (*tabWatch, error) {
 		return old, nil
 	}
 	if len(s.watches) >= maxWatches {
-		var oldest *tabWatch
+		var out *tabWatch
 		for _, o := range s.watches {
-			if oldest == nil || o.started.Before(oldest.started) {
-				oldest = o
+			if out == nil || o.goesBefore(out) {
+				out = o
 			}
 		}
-		delete(s.watches, oldest.tab)
-		go oldest.stop()
+		delete(s.watches, out.tab)
+		go out.stop()
 	}
 	s.watches[tab] = tw
 	s.mu.Unlock()
@@ -223,6 +247,8 @@ type tabWatch struct {
 	cancel  context.CancelFunc
 	done    chan struct{}
 	started time.Time
+	// subscribers count the subscriptions to the tab's latest frame.
+	subscribers atomic.Int64
 
 	mu      sync.Mutex
 	frames  []busclient.Frame // the latest, oldest first
@@ -242,6 +268,16 @@ func (tw *tabWatch) follow(updated func()) {
 		tw.mu.Unlock()
 		updated()
 	}
+}
+
+// goesBefore says which of two watches to let go first: one nobody
+// subscribes to, then the one followed longer.
+func (tw *tabWatch) goesBefore(o *tabWatch) bool {
+	free, oFree := tw.subscribers.Load() == 0, o.subscribers.Load() == 0
+	if free != oFree {
+		return free
+	}
+	return tw.started.Before(o.started)
 }
 
 func (tw *tabWatch) stop() {

@@ -783,20 +783,20 @@ func TestProbeFrameContentRule(t *testing.T) {
 	s := start(t, "both")
 	tab := s.node.Tabs()[0].Tab
 	text, out, isErr := s.call(t, "browser_navigate", map[string]any{"url": s.site + "/index.html"})
-	if isErr || out["page"] == nil || !strings.Contains(text, fmt.Sprintf("page of frame %v", out["frame"])) {
+	if isErr || out["pageResource"] != mcpserver.FrameURI(tab, fmt.Sprint(out["frame"])) || !strings.Contains(text, fmt.Sprintf("page of frame %v", out["frame"])) {
 		t.Fatalf("navigate carries no page: %v", out)
 	}
-	_, out, _ = s.call(t, "browser_eval", map[string]any{"expression": "1"})
-	if out["page"] != nil {
+	evalText, out, _ := s.call(t, "browser_eval", map[string]any{"expression": "1"})
+	if out["pageResource"] != nil || strings.Contains(evalText, "page of frame") {
 		t.Errorf("an eval at the same URL carries a page: %v", out)
 	}
 	m := refPattern.FindStringSubmatch(text)
 	if m == nil {
 		t.Fatalf("no ref in %s", text)
 	}
-	_, out, _ = s.call(t, "browser_click", map[string]any{"selector": m[1]})
-	if page, _ := out["page"].(string); !strings.Contains(page, "Product 123") {
-		t.Errorf("a click that left the page carries %q", page)
+	page, _, _ := s.call(t, "browser_click", map[string]any{"selector": m[1]})
+	if !strings.Contains(page, "page of frame") || !strings.Contains(page, "Product 123") {
+		t.Errorf("a click that left the page carries %q", clip(page))
 	}
 
 	// Another agent makes frames all the time.
@@ -810,13 +810,12 @@ func TestProbeFrameContentRule(t *testing.T) {
 	}()
 	for i := range 6 {
 		url := fmt.Sprintf("%s/product.html?id=%d", s.site, 700+i)
-		_, out, isErr := s.call(t, "browser_navigate", map[string]any{"url": url})
+		page, out, isErr := s.call(t, "browser_navigate", map[string]any{"url": url})
 		if isErr {
 			t.Errorf("navigate %d: %v", i, out)
 			continue
 		}
 		frame := int64(out["frame"].(float64))
-		page, _ := out["page"].(string)
 		note, _ := out["note"].(string)
 		if out["url"] != url || (!strings.Contains(page, fmt.Sprintf("Product %d", 700+i)) && note == "") {
 			t.Errorf("navigate %d: url %v, frame %d, page %q, note %q", i, out["url"], frame, clip(page), note)

@@ -12,7 +12,6 @@
 package mcpserver
 
 import (
-	"context"
 	"fmt"
 	"log/slog"
 	"sync"
@@ -77,7 +76,7 @@ func New(opts Options) (*Server, error) {
 		Instructions:       instructions,
 		Logger:             logger,
 		SubscribeHandler:   s.subscribe,
-		UnsubscribeHandler: func(context.Context, *mcp.UnsubscribeRequest) error { return nil },
+		UnsubscribeHandler: s.unsubscribe,
 		Capabilities:       &mcp.ServerCapabilities{},
 	})
 	switch tools {

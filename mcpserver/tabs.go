@@ -37,11 +37,17 @@ func (s *Server) addTool(name, description string, readOnly bool, props schema, 
 	}))
 }
 
-// onlyArgs refuses arguments the tool does not take, and missing ones.
+// onlyArgs refuses arguments the tool does not take, of another type
+// than it takes, and missing ones.
 func onlyArgs(args map[string]json.RawMessage, props schema, required []string) error {
-	for name := range args {
-		if _, ok := props[name]; !ok {
+	for name, raw := range args {
+		p, ok := props[name].(schema)
+		if !ok {
 			return protocol.Errorf(protocol.CodeBadRequest, "%s is not a parameter of this tool", name)
+		}
+		var s string
+		if p["type"] == "string" && json.Unmarshal(raw, &s) != nil {
+			return protocol.Errorf(protocol.CodeBadRequest, "%s: want a string, got %s", name, capMessage(string(raw)))
 		}
 	}
 	for _, name := range required {
@@ -165,9 +171,20 @@ func (s *Server) listTabs(ctx context.Context, ss *mcp.ServerSession, args map[s
 	if err != nil {
 		return failure(err, "", 0)
 	}
+	return s.pages(ctx, ss, profile)
+}
+
+// pages lists the tabs of profile ("": every tab).
+func (s *Server) pages(ctx context.Context, ss *mcp.ServerSession, profile string) *mcp.CallToolResult {
+	if profile != "" {
+		if err := protocol.CheckProfileName(profile); err != nil {
+			return failure(err, "", 0)
+		}
+	}
 	ctx, cancel := context.WithTimeout(ctx, listTimeout)
 	defer cancel()
 	var list protocol.TabList
+	var err error
 	if profile == "" {
 		list, err = s.bc.Tabs(ctx)
 	} else {

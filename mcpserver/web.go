@@ -54,6 +54,9 @@ var webActions = map[string][]string{
 		"hover", "select", "back", "forward", "reload", "status", "launch", "close", "list_pages", "connect"},
 }
 
+// lifecycleActions are the browser's actions on a profile, not a tab.
+var lifecycleActions = []string{"status", "launch", "close", "connect", "list_pages"}
+
 var webResources = []string{protocol.ResourceHTTP, protocol.ResourceSearch, "browser"}
 
 func webSchema() schema {
@@ -138,6 +141,12 @@ func decodeWebInput(raw json.RawMessage) (webInput, error) {
 }
 
 func (s *Server) web(ctx context.Context, ss *mcp.ServerSession, in webInput) *mcp.CallToolResult {
+	switch {
+	case in.BasedOnSequence < 0:
+		return failure(protocol.Errorf(protocol.CodeBadRequest, "based_on_sequence: %d is not a frame sequence (1 or more)", in.BasedOnSequence), in.TargetID, 0)
+	case in.BasedOnSequence > 0 && (in.Resource != "browser" || slices.Contains(lifecycleActions, in.Action)):
+		return failure(protocol.Errorf(protocol.CodeBadRequest, "based_on_sequence: %s %s changes no tab's frame; it guards the browser's actions on a tab only", in.Resource, in.Action), in.TargetID, 0)
+	}
 	switch in.Resource {
 	case protocol.ResourceHTTP:
 		return s.webResource(ctx, "fetch", map[string]any{"url": in.URL, "method": in.Method, "headers": in.Headers, "body": in.Body, "timeout": in.Timeout})
@@ -154,13 +163,7 @@ func (s *Server) web(ctx context.Context, ss *mcp.ServerSession, in webInput) *m
 		}
 		return jsonResult(adrStatus(reply))
 	case "list_pages":
-		ctx, cancel := context.WithTimeout(ctx, listTimeout)
-		defer cancel()
-		list, err := s.bc.Pages(ctx, "", in.Profile)
-		if err != nil {
-			return failure(noNode(err), "", 0)
-		}
-		return jsonResult(tabsListing{Tabs: list.Tabs, Selected: s.sessionTab(ss)})
+		return s.pages(ctx, ss, cmp.Or(in.Profile, protocol.DefaultProfile))
 	}
 	typ, fields, err := browserAction(in)
 	if err != nil {

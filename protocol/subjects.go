@@ -48,8 +48,13 @@ var (
 	prefixPattern = regexp.MustCompile(`^[A-Za-z0-9_-]+(\.[A-Za-z0-9_-]+)*$`)
 )
 
+// MaxTabIDLength bounds a tab id: Chromium's are 32 characters, and a
+// subject longer than the server's control line ends the connection
+// that sends it.
+const MaxTabIDLength = 128
+
 // ValidTabID reports whether id can be one token of a subject.
-func ValidTabID(id string) bool { return tokenPattern.MatchString(id) }
+func ValidTabID(id string) bool { return len(id) <= MaxTabIDLength && tokenPattern.MatchString(id) }
 
 func (s Subjects) p() string {
 	if s.Prefix == "" {
