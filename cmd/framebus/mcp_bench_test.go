@@ -22,8 +22,10 @@ import (
 // the Go SDK's client speaking to a framebus mcp process over stdio)
 // against the same one-action plan sent over NATS (bus/client Plan) to
 // the same node's tab: the difference is what the MCP server adds (its
-// process hop, JSON-RPC, the result's text and structure). It reports
-// each p50 and the ratio.
+// process hop, JSON-RPC, the result's text and structure). Beside them
+// it times an MCP ping over the same stdio (the transport alone, no
+// framebus work), so the plan plus the ping is the floor of any MCP
+// server on NATS. It reports each p50 and the ratios.
 //
 // Then the size of what browser_snapshot returns for testdata/site/big.html
 // (3000 rows of text with a link each): its text content, and the whole
@@ -69,24 +71,34 @@ func BenchmarkMCPEvalVsNATS(b *testing.B) {
 			b.Fatalf("plan eval 1+1: %v %+v", err, res)
 		}
 	}
-	for range 20 { // warm both up
+	ping := func() {
+		if err := cs.Ping(ctx, nil); err != nil {
+			b.Fatalf("ping: %v", err)
+		}
+	}
+	for range 20 { // warm them up
 		viaMCP()
 		viaNATS()
+		ping()
 	}
-	var mcpT, natsT []time.Duration
+	var mcpT, natsT, pingT []time.Duration
 	b.ResetTimer()
 	for range b.N {
 		t0 := time.Now()
 		viaMCP()
 		t1 := time.Now()
 		viaNATS()
-		mcpT, natsT = append(mcpT, t1.Sub(t0)), append(natsT, time.Since(t1))
+		t2 := time.Now()
+		ping()
+		mcpT, natsT, pingT = append(mcpT, t1.Sub(t0)), append(natsT, t2.Sub(t1)), append(pingT, time.Since(t2))
 	}
 	b.StopTimer()
-	m, p := benchkit.P50(mcpT), benchkit.P50(natsT)
+	m, p, g := benchkit.P50(mcpT), benchkit.P50(natsT), benchkit.P50(pingT)
 	b.ReportMetric(float64(m.Microseconds()), "mcp-stdio-p50-µs")
 	b.ReportMetric(float64(p.Microseconds()), "nats-plan-p50-µs")
+	b.ReportMetric(float64(g.Microseconds()), "mcp-ping-p50-µs")
 	b.ReportMetric(float64(m)/float64(p), "mcp/nats")
+	b.ReportMetric(float64(m)/float64(p+g), "mcp/(nats+ping)")
 
 	if res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "browser_navigate", Arguments: map[string]any{"url": site("/big.html"), "wait": true, "tab": tab}}); err != nil || res.IsError {
 		b.Fatalf("navigate to big.html: %v %+v", err, res)
