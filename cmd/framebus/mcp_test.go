@@ -638,11 +638,21 @@ func TestMCPSurvivesMalformedInput(t *testing.T) {
 		rpcIDs = append(rpcIDs, fmt.Sprintf("rpc-%d", i))
 	}
 	// Lines that are no JSON-RPC message: each answered with a parse
-	// error or invalid request (id null), the session going on.
+	// error or invalid request, the session going on; with the request's
+	// id when it can be read (the SDK reads no message nested 1000 deep),
+	// else null.
 	badLines := []string{`{`, `garbage`, "\x00\x01\x02", `{"jsonrpc":"2.0","id":"x","method":"ping"} trailing`, `null`, `5`, `"str"`, `[]`,
-		`{"jsonrpc":"1.0","id":"v1","method":"ping"}`, `{"jsonrpc":"2.0","id":{"an":"object"},"method":"ping"}`, `{"jsonrpc":"2.0"}`,
-		`{"jsonrpc":"2.0","id":"m","method":5}`, strings.Repeat("[", 100_000) + strings.Repeat("]", 100_000)}
+		`{"jsonrpc":"2.0","id":{"an":"object"},"method":"ping"}`, `{"jsonrpc":"2.0"}`,
+		strings.Repeat("[", 100_000) + strings.Repeat("]", 100_000)}
 	for _, line := range badLines {
+		r.send(line)
+	}
+	badWithID := map[string]string{
+		"v1":   `{"jsonrpc":"1.0","id":"v1","method":"ping"}`,
+		"m":    `{"jsonrpc":"2.0","id":"m","method":5}`,
+		"deep": `{"jsonrpc":"2.0","id":"deep","method":"tools/call","params":{"name":"browser_eval","arguments":{"expression":` + strings.Repeat("[", 1500) + strings.Repeat("]", 1500) + `}}}`,
+	}
+	for _, line := range badWithID {
 		r.send(line)
 	}
 	r.send(`{"jsonrpc":"2.0","id":"ping","method":"tools/call","params":{"name":"browser_eval","arguments":{"expression":"6*7"}}}`)
@@ -650,6 +660,9 @@ func TestMCPSurvivesMalformedInput(t *testing.T) {
 	var nullIDs []string
 	for i := range badLines {
 		nullIDs = append(nullIDs, fmt.Sprintf("null-%d", i+1))
+	}
+	for id := range badWithID {
+		nullIDs = append(nullIDs, id) // answered with an error as the null ones
 	}
 	got := r.answers(append(append(append(slices.Clone(calls), rpcIDs...), nullIDs...), "ping"), 3*time.Minute)
 	accepted, unanswered, longest := 0, 0, 0

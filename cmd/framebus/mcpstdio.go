@@ -43,11 +43,11 @@ func checkedLines(in io.Reader, out io.Writer) io.ReadCloser {
 			line, tooLong, err := readBoundedLine(r, mcp.DefaultMaxLineLength)
 			switch {
 			case tooLong:
-				answerBadLine(out, jsonrpc.CodeInvalidRequest, "message longer than the 16 MiB a line may be")
+				answerBadLine(out, nil, jsonrpc.CodeInvalidRequest, "message longer than the 16 MiB a line may be")
 			case len(bytes.TrimSpace(line)) == 0:
 			default:
 				if code, msg := checkMessage(line); code != 0 {
-					answerBadLine(out, code, msg)
+					answerBadLine(out, requestID(line), code, msg)
 				} else if _, werr := pw.Write(append(line, '\n')); werr != nil {
 					return
 				}
@@ -98,8 +98,21 @@ func checkMessage(line []byte) (int64, string) {
 	return 0, ""
 }
 
-// answerBadLine answers a line that is no message (its id unknown: null).
-func answerBadLine(out io.Writer, code int64, message string) {
-	data, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": nil, "error": map[string]any{"code": code, "message": message}})
+// requestID is the id of a request the SDK cannot read (nested deeper
+// than it reads, say) when encoding/json can, so its sender gets its
+// answer; nil (null) when there is none to read.
+func requestID(line []byte) json.RawMessage {
+	var req struct {
+		ID json.RawMessage `json:"id"`
+	}
+	if json.Unmarshal(line, &req) != nil || len(req.ID) == 0 || (req.ID[0] != '"' && (req.ID[0] < '0' || req.ID[0] > '9') && req.ID[0] != '-') {
+		return nil // no id, or one that is no string or number
+	}
+	return req.ID
+}
+
+// answerBadLine answers a line that is no message (id nil: null).
+func answerBadLine(out io.Writer, id json.RawMessage, code int64, message string) {
+	data, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": id, "error": map[string]any{"code": code, "message": message}})
 	out.Write(append(data, '\n'))
 }
