@@ -263,3 +263,23 @@ func TestSessionTools(t *testing.T) {
 		t.Fatalf("session stop: %v", out)
 	}
 }
+
+// ADR-006's wording for an attach profile (its "chrome" profile): launch
+// is refused as the ADR has it, an action on it says to connect, and
+// status answers it without an error.
+func TestWebToolAttachProfile(t *testing.T) {
+	s := startWith(t, mcpserver.ToolsWeb, actors.NodeOptions{Profiles: []actors.ProfileOptions{{Name: "chrome", Attach: "http://127.0.0.1:1"}}})
+	text, _, isErr := s.call(t, "web", map[string]any{"resource": "browser", "action": "launch", "profile": "chrome"})
+	if !isErr || !strings.Contains(text, "Cannot launch the chrome profile") || !strings.Contains(text, `web(resource: browser, action: connect, profile: "chrome")`) {
+		t.Errorf("launch on an attach profile: %s", text)
+	}
+	text, _, isErr = s.call(t, "web", map[string]any{"resource": "browser", "action": "navigate", "url": s.site, "profile": "chrome"})
+	if !isErr || !strings.Contains(text, "Browser not running for profile 'chrome'. Use `web(resource: browser, action: connect, profile: \"chrome\")` to start it.") {
+		t.Errorf("navigate on a disconnected attach profile: %s", text)
+	}
+	text, out, isErr := s.call(t, "web", map[string]any{"resource": "browser", "action": "status", "profile": "chrome"})
+	profiles, _ := out["profiles"].([]any)
+	if isErr || len(profiles) != 1 || profiles[0].(map[string]any)["driver"] != "attach" || profiles[0].(map[string]any)["running"] != false {
+		t.Errorf("status of the attach profile: %s", text)
+	}
+}
