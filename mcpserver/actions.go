@@ -18,19 +18,11 @@ import (
 // lifecycle tools.
 func (s *Server) addActionTools() {
 	for _, spec := range protocol.ActionSpecs() {
-		readOnly := !spec.Mutates
-		s.mcp.AddTool(&mcp.Tool{
-			Name:        ActionToolName(spec),
-			Description: actionDescription(spec),
-			InputSchema: actionSchema(spec),
-			Annotations: &mcp.ToolAnnotations{ReadOnlyHint: readOnly, OpenWorldHint: ptr(true)},
-		}, guarded(func(ctx context.Context, req *mcp.CallToolRequest) *mcp.CallToolResult {
-			args, err := toolArgs(req.Params.Arguments)
-			if err != nil {
-				return failure(err, "", 0)
-			}
-			return s.runAction(ctx, req.Session, spec, args)
-		}))
+		in := actionSchema(spec)
+		s.addTool(ActionToolName(spec), actionDescription(spec), !spec.Mutates, in["properties"].(schema), in["required"].([]string),
+			func(ctx context.Context, ss *mcp.ServerSession, args map[string]json.RawMessage) *mcp.CallToolResult {
+				return s.runAction(ctx, ss, spec, args)
+			})
 	}
 	s.addTabTools()
 }
@@ -121,8 +113,10 @@ func (s *Server) runAction(ctx context.Context, ss *mcp.ServerSession, spec prot
 		if tab, err = takeString(args, tabParam); err != nil {
 			return failure(err, "", 0)
 		}
-		if tab != "" && !protocol.ValidTabID(tab) {
-			return failure(protocol.Errorf(protocol.CodeBadRequest, "tab: %q is not a tab id (letters, digits, '-' and '_')", tab), "", 0)
+		if tab != "" {
+			if err := protocol.CheckTabID(tab); err != nil {
+				return failure(err, "", 0)
+			}
 		}
 	}
 	data, plan, err := planFor(spec.Type, args)
@@ -132,12 +126,42 @@ func (s *Server) runAction(ctx context.Context, ss *mcp.ServerSession, spec prot
 	if spec.Resource != "" {
 		return s.runResource(ctx, plan.Actions[0])
 	}
-	if tab == "" {
-		if tab, err = s.defaultTab(ctx, ss, ""); err != nil {
-			return failure(err, "", 0)
-		}
+	var out actionOutcome
+	if tab != "" {
+		out, err = s.runPlan(ctx, tab, data, plan)
+	} else {
+		pick := func() (string, bool, error) { return s.defaultTab(ctx, ss, "") }
+		out, err = s.onChosenTab(ss, pick, func(tab string) (actionOutcome, error) {
+			return s.runPlan(ctx, tab, data, plan)
+		})
 	}
-	return s.runPlan(ctx, tab, data, plan)
+	return render(spec.Type, out, err)
+}
+
+// onChosenTab runs fn on the tab pick chooses: the session's (chosen
+// true), else another. A session's tab that is gone (closed, or its
+// browser was) is let go, and fn runs once more on the next pick:
+// nothing ran on a tab that was not found.
+func (s *Server) onChosenTab(ss *mcp.ServerSession, pick func() (string, bool, error), fn func(tab string) (actionOutcome, error)) (actionOutcome, error) {
+	tab, chosen, err := pick()
+	if err != nil {
+		return actionOutcome{}, err
+	}
+	out, err := fn(tab)
+	if !chosen || !gone(err) {
+		return out, err
+	}
+	s.selectTab(ss, "")
+	if tab, _, err = pick(); err != nil {
+		return actionOutcome{}, err
+	}
+	return fn(tab)
+}
+
+// gone says an action found no tab to run on.
+func gone(err error) bool {
+	code := protocol.CodeOf(err)
+	return code == protocol.CodeTabNotFound || code == protocol.CodeBrowserNotRunning
 }
 
 // runResource sends a resource's action (fetch, search) to its
@@ -169,35 +193,34 @@ func noNode(err error) error {
 	return err
 }
 
-// defaultTab is the session's chosen tab, else the first tab listed (of
-// profile, when given).
-func (s *Server) defaultTab(ctx context.Context, ss *mcp.ServerSession, profile string) (string, error) {
+// defaultTab is the session's chosen tab (chosen true), else the first
+// tab listed (of profile, when given).
+func (s *Server) defaultTab(ctx context.Context, ss *mcp.ServerSession, profile string) (tab string, chosen bool, err error) {
 	if tab := s.sessionTab(ss); tab != "" && profile == "" {
-		return tab, nil
+		return tab, true, nil
 	}
 	lctx, cancel := context.WithTimeout(ctx, listTimeout)
 	defer cancel()
 	var list protocol.TabList
-	var err error
 	if profile == "" {
 		list, err = s.bc.Tabs(lctx)
 	} else {
 		list, err = s.bc.Pages(lctx, "", profile)
 	}
 	if err != nil {
-		return "", noNode(err)
+		return "", false, noNode(err)
 	}
 	if tab := s.sessionTab(ss); tab != "" {
 		for _, t := range list.Tabs {
 			if t.Tab == tab {
-				return tab, nil
+				return tab, true, nil
 			}
 		}
 	}
 	if len(list.Tabs) == 0 {
-		return "", errNoTab
+		return "", false, errNoTab
 	}
-	return list.Tabs[0].Tab, nil
+	return list.Tabs[0].Tab, false, nil
 }
 
 // listTimeout bounds listing the tabs; every node answers at once.
@@ -211,74 +234,97 @@ var errNoTab = protocol.Errorf(protocol.CodeTabNotFound,
 // normally there already.
 const contentWait = 3 * time.Second
 
-// runPlan sends a one-action plan to tab and makes its result.
-func (s *Server) runPlan(ctx context.Context, tab string, data []byte, plan protocol.Plan) *mcp.CallToolResult {
+// cancelWait bounds the cancel of a plan whose call ended first.
+const cancelWait = 2 * time.Second
+
+// runPlan sends a one-action plan to tab. On failure the outcome still
+// names the tab and, when known, its current frame.
+func (s *Server) runPlan(ctx context.Context, tab string, data []byte, plan protocol.Plan) (actionOutcome, error) {
 	a := plan.Actions[0]
 	spec, _ := protocol.LookupAction(a.Type)
+	out := actionOutcome{Tab: tab}
 	// Follow the tab's frames from before the plan, so the frame it makes
 	// is seen (and its page shown) without asking the history.
 	var tw *tabWatch
 	if spec.Mutates {
 		var err error
 		if tw, err = s.watch(ctx, tab); err != nil {
-			return failure(s.tabError(ctx, tab, err), tab, 0)
+			return out, s.tabError(ctx, tab, err)
 		}
 	}
 	before := tw.lastSeen()
+	if before != nil {
+		out.Sequence = before.Sequence
+	}
+	data, id, err := busclient.WithPlanID(data)
+	if err != nil {
+		return out, err
+	}
 	pctx, cancel := context.WithTimeout(ctx, plan.Wait())
 	defer cancel()
 	res, _, err := s.bc.PlanData(pctx, tab, data)
 	if err != nil {
-		if pctx.Err() != nil && ctx.Err() == nil {
-			err = protocol.Errorf(protocol.CodeTimeout, "tab %s did not answer within %s", tab, plan.Wait())
+		if pctx.Err() != nil {
+			// The call ended first (cancelled, or past its wait): so does
+			// the plan, rather than hold the tab for nobody.
+			cctx, ccancel := context.WithTimeout(context.Background(), cancelWait)
+			s.bc.Cancel(cctx, tab, id)
+			ccancel()
+			if ctx.Err() == nil {
+				err = protocol.Errorf(protocol.CodeTimeout, "tab %s did not answer within %s; the plan was cancelled", tab, plan.Wait())
+			}
 		}
 		err = s.tabError(ctx, tab, err)
 		if protocol.CodeOf(err) == protocol.CodeTabNotFound {
 			s.forget(tab) // a made-up id is not followed on
 		}
-		return failure(err, tab, 0)
+		return out, err
 	}
+	out.Sequence = res.Sequence
 	if !res.OK {
-		out := &protocol.Error{Code: res.Code, Message: res.Error}
 		if len(res.Results) > 0 && res.Results[0].Error != "" {
-			out = &protocol.Error{Code: res.Results[0].Code, Message: res.Results[0].Error}
+			return out, &protocol.Error{Code: res.Results[0].Code, Message: res.Results[0].Error}
 		}
-		return failure(out, tab, res.Sequence)
+		return out, &protocol.Error{Code: res.Code, Message: res.Error}
 	}
 	r := res.Results[0]
-	out := actionOutcome{OK: true, Tab: tab, Sequence: res.Sequence, URL: r.URL, Title: r.Title, Status: r.Status, Value: r.Value}
+	out.OK, out.URL, out.Title, out.Status, out.Value = true, r.URL, r.Title, r.Status, r.Value
 	if spec.Mutates && r.Sequence > 0 {
 		out.Frame = r.Sequence
 		// A frame carries its page only when the URL changed: no need to
 		// wait for one made right after a frame at the same URL.
 		if before == nil || before.Sequence != r.Sequence-1 || before.URL != r.URL {
-			wctx, cancel := context.WithTimeout(ctx, contentWait)
-			f, err := tw.await(wctx, r.Sequence)
-			cancel()
-			switch {
-			case err != nil:
-				out.Note = "the page of frame " + itoa(r.Sequence) + " was not seen in time; read it at " + FrameURI(tab, itoa(r.Sequence))
-			case f.FullPage != nil:
-				out.Page, out.PageFormat = *f.FullPage, f.FullPageFormat
-				out.PageResource = FrameURI(tab, itoa(r.Sequence))
-			case f.ContentErr != nil:
-				out.Note = "the page of frame " + itoa(r.Sequence) + " could not be read: " + f.ContentErr.Error()
-			}
+			s.addPage(ctx, tw, &out)
 		}
 	}
-	if a.Type == "screenshot" {
+	return out, nil
+}
+
+// addPage puts the page of the frame the action made into its outcome.
+func (s *Server) addPage(ctx context.Context, tw *tabWatch, out *actionOutcome) {
+	seq := itoa(out.Frame)
+	wctx, cancel := context.WithTimeout(ctx, contentWait)
+	f, err := tw.await(wctx, out.Frame)
+	cancel()
+	switch {
+	case err != nil:
+		out.Note = "the page of frame " + seq + " was not seen in time; read it at " + FrameURI(out.Tab, seq)
+	case f.FullPage != nil:
+		out.Page, out.PageFormat, out.PageResource = *f.FullPage, f.FullPageFormat, FrameURI(out.Tab, seq)
+	case f.ContentErr != nil:
+		out.Note = "the page of frame " + seq + " could not be read: " + f.ContentErr.Error()
+	}
+}
+
+// render is an action's outcome as a tool result.
+func render(typ string, out actionOutcome, err error) *mcp.CallToolResult {
+	switch {
+	case err != nil:
+		return failure(err, out.Tab, out.Sequence)
+	case typ == "screenshot":
 		return screenshotResult(out)
 	}
 	return out.result()
-}
-
-// lastSeen is the newest frame the watch saw, nil for none (or no
-// watch).
-func (tw *tabWatch) lastSeen() *busclient.Frame {
-	if tw == nil {
-		return nil
-	}
-	return tw.last()
 }
 
 // tabError turns a plan's failure to reach its tab into what the model

@@ -8,9 +8,9 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	busclient "github.com/framebus/framebus/bus/client"
@@ -65,7 +65,7 @@ func (s *Server) addFrameResources() {
 func (s *Server) readTabs(ctx context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
 	list, err := s.bc.Tabs(ctx)
 	if err != nil {
-		return nil, err
+		return nil, resourceError(noNode(err))
 	}
 	return jsonResource(req.Params.URI, list)
 }
@@ -100,7 +100,7 @@ func (s *Server) latestFrame(ctx context.Context, tab string) *busclient.Frame {
 	s.mu.Lock()
 	w := s.watches[tab]
 	s.mu.Unlock()
-	if w != nil {
+	if w != nil && !w.ended() {
 		if f := w.last(); f != nil {
 			return f
 		}
@@ -135,6 +135,12 @@ func (s *Server) storedFrame(ctx context.Context, tab string, seq int64) *buscli
 	return found
 }
 
+// resourceError is a framebus error as a JSON-RPC one: its code in the
+// message (a request about resources has no tool result to carry it).
+func resourceError(err error) error {
+	return &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: string(protocol.CodeOf(err)) + ": " + capMessage(err.Error())}
+}
+
 func jsonResource(uri string, v any) (*mcp.ReadResourceResult, error) {
 	data, err := json.Marshal(v)
 	if err != nil {
@@ -148,39 +154,65 @@ func jsonResource(uri string, v any) (*mcp.ReadResourceResult, error) {
 // made, never does.
 func (s *Server) subscribe(ctx context.Context, req *mcp.SubscribeRequest) error {
 	tab, frame, ok := parseFrameURI(req.Params.URI)
-	if !ok || frame != latest {
-		return fmt.Errorf("%s: only a tab's latest frame can be subscribed to (%s)", req.Params.URI, LatestFrameURI("{tab}"))
+	if !ok {
+		return mcp.ResourceNotFoundError(req.Params.URI)
 	}
-	// A tab no node lists is not followed: made-up ids would push real
-	// subscriptions out of the few tabs followed.
+	if frame != latest {
+		return &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams,
+			Message: fmt.Sprintf("%s: a frame never changes; subscribe to the tab's latest frame (%s)", capMessage(req.Params.URI), LatestFrameURI(tab))}
+	}
+	// A tab no node lists is not followed: made-up ids would keep real
+	// tabs' watches out.
 	if _, err := s.findTab(ctx, tab); err != nil {
-		return err
+		if protocol.CodeOf(err) == protocol.CodeTabNotFound {
+			return mcp.ResourceNotFoundError(req.Params.URI)
+		}
+		return resourceError(err)
 	}
-	w, err := s.watch(ctx, tab)
-	if err == nil {
-		w.subscribers.Add(1)
-	}
-	return err
-}
-
-// unsubscribe counts a subscriber of a tab's latest frame gone.
-func (s *Server) unsubscribe(_ context.Context, req *mcp.UnsubscribeRequest) error {
-	tab, frame, ok := parseFrameURI(req.Params.URI)
-	if !ok || frame != latest {
-		return nil
+	if _, err := s.watch(ctx, tab); err != nil {
+		return resourceError(err)
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if w := s.watches[tab]; w != nil && w.subscribers.Load() > 0 {
-		w.subscribers.Add(-1)
+	if s.subs[tab] == nil {
+		s.subs[tab] = map[*mcp.ServerSession]bool{}
+	}
+	s.subs[tab][req.Session] = true
+	return nil
+}
+
+// unsubscribe forgets a session's subscription to a tab's latest frame.
+func (s *Server) unsubscribe(_ context.Context, req *mcp.UnsubscribeRequest) error {
+	if tab, frame, ok := parseFrameURI(req.Params.URI); ok && frame == latest {
+		s.mu.Lock()
+		delete(s.subs[tab], req.Session)
+		s.mu.Unlock()
 	}
 	return nil
 }
 
-// maxWatches bounds the tabs followed at once; past it the one followed
-// longest that nobody subscribes to is let go (it is followed again when
-// next used), else the one followed longest.
+// subscribed says whether a live session subscribes to tab's latest
+// frame. A session that ended is dropped from the subscriptions here:
+// the SDK forgets its subscriptions without unsubscribing. Called with
+// s.mu held.
+func (s *Server) subscribed(tab string, live map[*mcp.ServerSession]bool) bool {
+	for ss := range s.subs[tab] {
+		if !live[ss] {
+			delete(s.subs[tab], ss)
+		}
+	}
+	return len(s.subs[tab]) > 0
+}
+
+// maxWatches bounds the tabs followed that nobody subscribes to; past it
+// the one of them followed longest is let go (it is followed again when
+// next used). Tabs subscribed to are followed as long as they are: they
+// are tabs the nodes listed.
 const maxWatches = 256
+
+// watchStart bounds starting to follow a tab (a subscription and a read
+// of the history's bounds): the bus may be reconnecting.
+const watchStart = 10 * time.Second
 
 // watch is tab's watch, started when the tab is first used.
 func (s *Server) watch(ctx context.Context, tab string) (*tabWatch, error) {
@@ -190,10 +222,8 @@ func (s *Server) watch(ctx context.Context, tab string) (*tabWatch, error) {
 		return w, nil
 	}
 	s.mu.Unlock()
-	wctx, cancel := context.WithCancel(context.Background())
-	w, err := s.bc.Watch(wctx, tab, busclient.FromNext)
+	w, cancel, err := s.startWatch(ctx, tab)
 	if err != nil {
-		cancel()
 		return nil, err
 	}
 	tw := &tabWatch{tab: tab, w: w, cancel: cancel, done: make(chan struct{}), changed: make(chan struct{}), started: time.Now()}
@@ -211,19 +241,70 @@ func (s *Server) watch(ctx context.Context, tab string) (*tabWatch, error) {
 		tw.stop() // another call started one meanwhile
 		return old, nil
 	}
-	if len(s.watches) >= maxWatches {
-		var out *tabWatch
-		for _, o := range s.watches {
-			if out == nil || o.goesBefore(out) {
-				out = o
-			}
-		}
+	s.watches[tab] = tw
+	out := s.spareWatch()
+	if out != nil {
 		delete(s.watches, out.tab)
+	}
+	s.mu.Unlock()
+	if out != nil {
 		go out.stop()
 	}
-	s.watches[tab] = tw
-	s.mu.Unlock()
 	return tw, nil
+}
+
+// startWatch starts following tab's frames, within ctx and watchStart:
+// the watch itself lives until stopped (cancel).
+func (s *Server) startWatch(ctx context.Context, tab string) (*busclient.Watcher, context.CancelFunc, error) {
+	wctx, cancel := context.WithCancel(context.Background())
+	type started struct {
+		w   *busclient.Watcher
+		err error
+	}
+	done := make(chan started, 1)
+	go func() {
+		w, err := s.bc.Watch(wctx, tab, busclient.FromNext)
+		done <- started{w, err}
+	}()
+	limit := time.NewTimer(watchStart)
+	defer limit.Stop()
+	select {
+	case r := <-done:
+		if r.err != nil {
+			cancel()
+			return nil, nil, r.err
+		}
+		return r.w, cancel, nil
+	case <-ctx.Done():
+	case <-limit.C:
+	}
+	cancel() // the watch's start ends with it
+	return nil, nil, protocol.Errorf(protocol.CodeUnavailable, "following tab %s's frames did not start within %s: is the bus reachable?", tab, watchStart)
+}
+
+// spareWatch is the watch to let go when more tabs nobody subscribes to
+// are followed than maxWatches: the one followed longest; nil for none.
+// Called with s.mu held.
+func (s *Server) spareWatch() *tabWatch {
+	live := map[*mcp.ServerSession]bool{}
+	for ss := range s.mcp.Sessions() {
+		live[ss] = true
+	}
+	var out *tabWatch
+	spare := 0
+	for tab, w := range s.watches {
+		if s.subscribed(tab, live) {
+			continue
+		}
+		spare++
+		if out == nil || w.started.Before(out.started) {
+			out = w
+		}
+	}
+	if spare <= maxWatches {
+		return nil
+	}
+	return out
 }
 
 // forget stops following tab (it was closed).
@@ -247,8 +328,6 @@ type tabWatch struct {
 	cancel  context.CancelFunc
 	done    chan struct{}
 	started time.Time
-	// subscribers count the subscriptions to the tab's latest frame.
-	subscribers atomic.Int64
 
 	mu      sync.Mutex
 	frames  []busclient.Frame // the latest, oldest first
@@ -270,16 +349,6 @@ func (tw *tabWatch) follow(updated func()) {
 	}
 }
 
-// goesBefore says which of two watches to let go first: one nobody
-// subscribes to, then the one followed longer.
-func (tw *tabWatch) goesBefore(o *tabWatch) bool {
-	free, oFree := tw.subscribers.Load() == 0, o.subscribers.Load() == 0
-	if free != oFree {
-		return free
-	}
-	return tw.started.Before(o.started)
-}
-
 func (tw *tabWatch) stop() {
 	tw.cancel()
 	tw.w.Stop()
@@ -293,6 +362,15 @@ func (tw *tabWatch) ended() bool {
 	default:
 		return false
 	}
+}
+
+// lastSeen is the newest frame the watch saw, nil for none (or no
+// watch).
+func (tw *tabWatch) lastSeen() *busclient.Frame {
+	if tw == nil {
+		return nil
+	}
+	return tw.last()
 }
 
 func (tw *tabWatch) last() *busclient.Frame {

@@ -86,7 +86,7 @@ func paramSchema(p protocol.Param) schema {
 			s["enum"] = p.Choices
 		}
 	}
-	if strings.Contains(p.Help, "CSS selector") {
+	if strings.Contains(p.Help, "CSS selector") && !strings.Contains(p.Help, " ref") {
 		help += "; or a ref from a snapshot (e5)"
 	}
 	s["description"] = help

@@ -55,7 +55,9 @@ type Server struct {
 	mu       sync.Mutex
 	selected map[*mcp.ServerSession]string // the tab each session chose
 	watches  map[string]*tabWatch          // tabs whose frames are followed
-	closed   bool
+	// subs are the sessions subscribed to each tab's latest frame.
+	subs   map[string]map[*mcp.ServerSession]bool
+	closed bool
 }
 
 // New builds the server and its tools and resources.
@@ -67,7 +69,8 @@ func New(opts Options) (*Server, error) {
 	if tools == "" {
 		tools = ToolsBoth
 	}
-	s := &Server{bc: opts.Client, selected: map[*mcp.ServerSession]string{}, watches: map[string]*tabWatch{}}
+	s := &Server{bc: opts.Client, selected: map[*mcp.ServerSession]string{}, watches: map[string]*tabWatch{},
+		subs: map[string]map[*mcp.ServerSession]bool{}}
 	logger := opts.Logger
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
@@ -118,7 +121,7 @@ func (s *Server) Close() {
 	}
 }
 
-// selectTab makes tab the session's tab.
+// selectTab makes tab the session's tab ("": none).
 func (s *Server) selectTab(ss *mcp.ServerSession, tab string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -131,6 +134,10 @@ func (s *Server) selectTab(ss *mcp.ServerSession, tab string) {
 		if !live[old] {
 			delete(s.selected, old)
 		}
+	}
+	if tab == "" {
+		delete(s.selected, ss)
+		return
 	}
 	s.selected[ss] = tab
 }

@@ -283,3 +283,30 @@ func TestWebToolAttachProfile(t *testing.T) {
 		t.Errorf("status of the attach profile: %s", text)
 	}
 }
+
+// A session's tab that went with its browser is let go: after close and
+// launch, actions go to the new first tab, through both tool sets; and a
+// resource's tool takes no basedOnSequence.
+func TestSessionTabAfterRelaunch(t *testing.T) {
+	s := start(t, mcpserver.ToolsBoth)
+	if _, out, isErr := s.call(t, "browser_tab_new", map[string]any{"url": s.site + "/index.html"}); isErr {
+		t.Fatalf("tab new: %v", out)
+	}
+	for _, step := range []map[string]any{{"resource": "browser", "action": "close"}, {"resource": "browser", "action": "launch"}} {
+		if text, _, isErr := s.call(t, "web", step); isErr {
+			t.Fatalf("%v: %s", step, text)
+		}
+	}
+	text, out, isErr := s.call(t, "browser_navigate", map[string]any{"url": s.site + "/index.html"})
+	if isErr || !strings.Contains(text, "page of frame") {
+		t.Fatalf("navigate after close and launch: %s", text)
+	}
+	first := out["tab"]
+	if _, out, isErr = s.call(t, "web", map[string]any{"action": "text"}); isErr || out["tab"] != first {
+		t.Fatalf("web text after close and launch: %v (tab %v)", out, first)
+	}
+	text, out, isErr = s.call(t, "http_fetch", map[string]any{"url": s.site + "/index.html", "basedOnSequence": 2})
+	if !isErr || out["code"] != string(protocol.CodeBadRequest) || !strings.Contains(text, "basedOnSequence") {
+		t.Errorf("http_fetch with basedOnSequence: %s", text)
+	}
+}

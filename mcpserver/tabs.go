@@ -3,6 +3,9 @@ package mcpserver
 import (
 	"context"
 	"encoding/json"
+	"fmt"
+	"math"
+	"strings"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -45,17 +48,81 @@ func onlyArgs(args map[string]json.RawMessage, props schema, required []string) 
 		if !ok {
 			return protocol.Errorf(protocol.CodeBadRequest, "%s is not a parameter of this tool", name)
 		}
-		var s string
-		if p["type"] == "string" && json.Unmarshal(raw, &s) != nil {
-			return protocol.Errorf(protocol.CodeBadRequest, "%s: want a string, got %s", name, capMessage(string(raw)))
+		if want, ok := ofType(raw, p); !ok {
+			return protocol.Errorf(protocol.CodeBadRequest, "%s: want %s, got %s", name, want, capMessage(string(raw)))
 		}
 	}
 	for _, name := range required {
 		if _, ok := args[name]; !ok {
-			return protocol.Errorf(protocol.CodeBadRequest, "%s: missing", name)
+			return protocol.Errorf(protocol.CodeBadRequest, "%s: missing; %s", name, props[name].(schema)["description"])
 		}
 	}
 	return nil
+}
+
+// ofType says whether a JSON value is what a parameter's schema says
+// (its type, a name or a list of them; an array's items; an object's
+// values), and names what it wants.
+func ofType(raw json.RawMessage, p schema) (string, bool) {
+	names, ok := p["type"].([]string)
+	if !ok {
+		name, _ := p["type"].(string)
+		names = []string{name}
+	}
+	want := strings.Join(names, " or ")
+	var v any
+	if json.Unmarshal(raw, &v) != nil {
+		return want, false
+	}
+	for _, name := range names {
+		switch v := v.(type) {
+		case string:
+			ok = name == "string"
+		case bool:
+			ok = name == "boolean"
+		case float64:
+			ok = name == "number" || (name == "integer" && v == math.Trunc(v))
+		case map[string]any:
+			ok = name == "object" && allOfType(v, p["additionalProperties"])
+		case []any:
+			ok = name == "array" && allOfType(v, p["items"])
+		}
+		if ok {
+			return "", true
+		}
+	}
+	if inner, found := p["items"].(schema); found {
+		want += " of " + fmt.Sprint(inner["type"])
+	}
+	if inner, found := p["additionalProperties"].(schema); found {
+		want += " of " + fmt.Sprint(inner["type"]) + " values"
+	}
+	return want, false
+}
+
+// allOfType says whether every value of a list or object is of the
+// schema's type (any, without one).
+func allOfType(values, inner any) bool {
+	in, ok := inner.(schema)
+	if !ok {
+		return true
+	}
+	var each []any
+	switch v := values.(type) {
+	case []any:
+		each = v
+	case map[string]any:
+		for _, x := range v {
+			each = append(each, x)
+		}
+	}
+	for _, x := range each {
+		raw, _ := json.Marshal(x)
+		if _, ok := ofType(raw, in); !ok {
+			return false
+		}
+	}
+	return true
 }
 
 var (
@@ -139,8 +206,8 @@ func (s *Server) lifecycle(ctx context.Context, profile, op string, req, reply a
 }
 
 // status is every node's profiles' status (of profile, when given). It
-// never fails: a bus that does not answer is a status of no profiles
-// and a note saying why.
+// never fails (ADR-006): a bus that does not answer is a status of no
+// profiles.
 func (s *Server) status(ctx context.Context, profile string) protocol.StatusReply {
 	ctx, cancel := context.WithTimeout(ctx, listTimeout)
 	defer cancel()
@@ -149,13 +216,13 @@ func (s *Server) status(ctx context.Context, profile string) protocol.StatusRepl
 		return protocol.StatusReply{Profiles: []protocol.ProfileStatus{}}
 	}
 	if profile != "" {
-		var only []protocol.ProfileStatus
+		only := []protocol.ProfileStatus{} // [] in JSON, not null
 		for _, p := range reply.Profiles {
 			if p.Name == profile {
 				only = append(only, p)
 			}
 		}
-		reply.Profiles = append([]protocol.ProfileStatus{}, only...)
+		reply.Profiles = only
 	}
 	return reply
 }
@@ -230,8 +297,8 @@ func (s *Server) chooseTab(ctx context.Context, ss *mcp.ServerSession, args map[
 // findTab is tab as the nodes list it; tab_not_found naming the open
 // tabs when none does.
 func (s *Server) findTab(ctx context.Context, tab string) (protocol.TabInfo, error) {
-	if !protocol.ValidTabID(tab) {
-		return protocol.TabInfo{}, protocol.Errorf(protocol.CodeBadRequest, "tab: %q is not a tab id (letters, digits, '-' and '_')", tab)
+	if err := protocol.CheckTabID(tab); err != nil {
+		return protocol.TabInfo{}, err
 	}
 	ctx, cancel := context.WithTimeout(ctx, listTimeout)
 	defer cancel()
@@ -255,7 +322,7 @@ func (s *Server) closeTab(ctx context.Context, ss *mcp.ServerSession, args map[s
 		return failure(err, "", 0)
 	}
 	if tab == "" {
-		if tab, err = s.defaultTab(ctx, ss, ""); err != nil {
+		if tab, _, err = s.defaultTab(ctx, ss, ""); err != nil {
 			return failure(err, "", 0)
 		}
 	}

@@ -128,6 +128,11 @@ func decodeWebInput(raw json.RawMessage) (webInput, error) {
 		return in, protocol.Errorf(protocol.CodeBadRequest, "web: %s", strings.TrimPrefix(err.Error(), "json: "))
 	}
 	in.Resource = cmp.Or(in.Resource, "browser")
+	if in.Profile != "" {
+		if err := protocol.CheckProfileName(in.Profile); err != nil {
+			return in, err
+		}
+	}
 	actions, ok := webActions[in.Resource]
 	switch {
 	case !ok:
@@ -183,24 +188,24 @@ func (s *Server) web(ctx context.Context, ss *mcp.ServerSession, in webInput) *m
 	if err != nil {
 		return failure(err, in.TargetID, 0)
 	}
-	tab := in.TargetID
-	if tab != "" && !protocol.ValidTabID(tab) {
-		return failure(protocol.Errorf(protocol.CodeBadRequest, "target_id: %q is not a tab id (list_pages lists them)", tab), "", 0)
-	}
-	if tab == "" {
-		if tab, err = s.webTab(ctx, ss, in); err != nil {
-			return failure(err, "", 0)
+	run := func(tab string) (actionOutcome, error) { return s.runPlan(ctx, tab, data, plan) }
+	var out actionOutcome
+	if in.TargetID != "" {
+		if err := protocol.CheckTabID(in.TargetID); err != nil {
+			return failure(protocol.Errorf(protocol.CodeBadRequest, "target_id: not a tab id (list_pages lists them): %v", err), "", 0)
 		}
+		out, err = run(in.TargetID)
+	} else {
+		out, err = s.onChosenTab(ss, func() (string, bool, error) { return s.webTab(ctx, ss, in) }, run)
 	}
-	res := s.runPlan(ctx, tab, data, plan)
-	if f, ok := res.StructuredContent.(failureOutcome); ok && (f.Code == protocol.CodeTabNotFound || f.Code == protocol.CodeBrowserNotRunning) {
+	if gone(err) {
 		// The tab went with its browser: say so as ADR-006 does.
 		profile := cmp.Or(in.Profile, protocol.DefaultProfile)
 		if st := s.status(ctx, profile); len(st.Profiles) > 0 && !st.Profiles[0].Running {
-			return failure(notRunning(profile, st.Profiles[0].Driver), tab, 0)
+			err = notRunning(profile, st.Profiles[0].Driver)
 		}
 	}
-	return res
+	return render(typ, out, err)
 }
 
 // webResource runs an http or search action from the web tool's fields.
@@ -307,10 +312,14 @@ func waitAction(in webInput, element string, f map[string]any) (string, map[stri
 		}
 		return "wait-for", f, nil
 	case in.Text != "":
-		// Polled in the page until the text shows or the action's
-		// deadline ends it (timeout).
+		// Polled in the page until the text shows, or until the action's
+		// deadline, when the poll stops too (the action answers timeout).
 		text, _ := json.Marshal(in.Text)
-		f["expression"] = fmt.Sprintf(`new Promise(r => { const t = %s; const c = () => (document.body && document.body.innerText.includes(t)) ? r(true) : setTimeout(c, 100); c(); })`, text)
+		limit := protocol.DefaultActionTimeout.Milliseconds()
+		if in.Timeout > 0 {
+			limit = int64(in.Timeout)
+		}
+		f["expression"] = fmt.Sprintf(`new Promise(r => { const t = %s, end = Date.now() + %d; const c = () => (document.body && document.body.innerText.includes(t)) ? r(true) : Date.now() < end && setTimeout(c, 100); c(); })`, text, limit)
 		return "eval", f, nil
 	case in.Value == "networkidle":
 		f["networkIdle"] = true
@@ -323,28 +332,28 @@ func waitAction(in webInput, element string, f map[string]any) (string, map[stri
 // webTab is the tab a browser action of the web tool acts on: the
 // session's, else the profile's first. With none open, a running
 // profile opens one; a stopped one is the ADR's error.
-func (s *Server) webTab(ctx context.Context, ss *mcp.ServerSession, in webInput) (string, error) {
+func (s *Server) webTab(ctx context.Context, ss *mcp.ServerSession, in webInput) (tab string, chosen bool, err error) {
 	profile := cmp.Or(in.Profile, protocol.DefaultProfile)
 	if tab := s.sessionTab(ss); tab != "" && in.Profile == "" {
-		return tab, nil
+		return tab, true, nil
 	}
-	tab, err := s.defaultTab(ctx, ss, profile)
+	tab, chosen, err = s.defaultTab(ctx, ss, profile)
 	if protocol.CodeOf(err) != protocol.CodeTabNotFound {
-		return tab, err
+		return tab, chosen, err
 	}
 	st := s.status(ctx, profile)
 	if len(st.Profiles) == 0 {
-		return "", protocol.Errorf(protocol.CodeProfileNotFound, "No profile %q on the bus. Use `web(resource: browser, action: status)` to list the profiles.", profile)
+		return "", false, protocol.Errorf(protocol.CodeProfileNotFound, "No profile %q on the bus. Use `web(resource: browser, action: status)` to list the profiles.", profile)
 	}
 	if !st.Profiles[0].Running {
-		return "", notRunning(profile, st.Profiles[0].Driver)
+		return "", false, notRunning(profile, st.Profiles[0].Driver)
 	}
 	var reply protocol.TabReply
 	if err := s.lifecycle(ctx, profile, protocol.OpNewTab, protocol.NewTabRequest{}, &reply); err != nil {
-		return "", err
+		return "", false, err
 	}
 	s.selectTab(ss, reply.Tab.Tab)
-	return reply.Tab.Tab, nil
+	return reply.Tab.Tab, false, nil
 }
 
 // notRunning is ADR-006's error for an action on a profile whose

@@ -56,6 +56,22 @@ const MaxTabIDLength = 128
 // ValidTabID reports whether id can be one token of a subject.
 func ValidTabID(id string) bool { return len(id) <= MaxTabIDLength && tokenPattern.MatchString(id) }
 
+// CheckTabID is bad_request for an id that is no tab's.
+func CheckTabID(id string) error {
+	if !ValidTabID(id) {
+		return badRequest("tab: %q is not a tab id (letters, digits, '-' and '_', at most %d)", clip(id), MaxTabIDLength)
+	}
+	return nil
+}
+
+// clip is the start of a value too long to quote whole in an error.
+func clip(s string) string {
+	if len(s) <= 80 {
+		return s
+	}
+	return s[:80] + "…"
+}
+
 func (s Subjects) p() string {
 	if s.Prefix == "" {
 		return DefaultPrefix

@@ -125,7 +125,11 @@ func (c *cli) mcpBus(target clientFlags, configFile string) (*client, func(), er
 	if err != nil {
 		return nil, nil, err
 	}
-	stop := func() { sn.stop(c) }
+	stop := func() {
+		if err := sn.stop(c); err != nil {
+			log.Error().Err(err).Msg("the node mcp started")
+		}
+	}
 	if cl, err = c.dial(target, busclient.Options{}); err != nil {
 		stop()
 		return nil, nil, err
@@ -169,7 +173,10 @@ func (c *cli) serveMCPHTTP(srv *mcpserver.Server, addr, tokenFile string) error 
 		// The token does not expire while the server runs.
 		return &auth.TokenInfo{Expiration: time.Now().Add(24 * 365 * time.Hour)}, nil
 	}
-	handler := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv.MCP() }, nil)
+	// A session its client left without closing it ends after an idle
+	// hour, with what it chose.
+	handler := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv.MCP() },
+		&mcp.StreamableHTTPOptions{SessionTimeout: time.Hour})
 	mux := http.NewServeMux()
 	mux.Handle(mcpPath, auth.RequireBearerToken(verify, nil)(handler))
 	hs := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
@@ -184,7 +191,9 @@ func (c *cli) serveMCPHTTP(srv *mcpserver.Server, addr, tokenFile string) error 
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	hs.Shutdown(ctx)
+	if hs.Shutdown(ctx) != nil {
+		hs.Close() // event streams that stay open
+	}
 	return nil
 }
 

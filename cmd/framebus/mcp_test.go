@@ -643,7 +643,7 @@ func TestMCPSurvivesMalformedInput(t *testing.T) {
 	// else null.
 	badLines := []string{`{`, `garbage`, "\x00\x01\x02", `{"jsonrpc":"2.0","id":"x","method":"ping"} trailing`, `null`, `5`, `"str"`, `[]`,
 		`{"jsonrpc":"2.0","id":{"an":"object"},"method":"ping"}`, `{"jsonrpc":"2.0"}`,
-		strings.Repeat("[", 100_000) + strings.Repeat("]", 100_000)}
+		strings.Repeat("[", 100_000) + strings.Repeat("]", 100_000), `[{"jsonrpc":"2.0","id":"b1","method":"ping"}]`}
 	for _, line := range badLines {
 		r.send(line)
 	}

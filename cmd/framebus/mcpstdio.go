@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"sync"
 
@@ -33,8 +34,8 @@ func (l *lockedWriter) Write(p []byte) (int, error) {
 
 func (*lockedWriter) Close() error { return nil }
 
-// checkedLines is in's lines that are JSON-RPC messages (or batches of
-// them); every other line is answered on out.
+// checkedLines is in's lines that are JSON-RPC messages (one a line, no
+// batch); every other line is answered on out.
 func checkedLines(in io.Reader, out io.Writer) io.ReadCloser {
 	pr, pw := io.Pipe()
 	go func() {
@@ -43,7 +44,7 @@ func checkedLines(in io.Reader, out io.Writer) io.ReadCloser {
 			line, tooLong, err := readBoundedLine(r, mcp.DefaultMaxLineLength)
 			switch {
 			case tooLong:
-				answerBadLine(out, nil, jsonrpc.CodeInvalidRequest, "message longer than the 16 MiB a line may be")
+				answerBadLine(out, nil, jsonrpc.CodeInvalidRequest, fmt.Sprintf("message longer than the %d bytes a line may be", mcp.DefaultMaxLineLength))
 			case len(bytes.TrimSpace(line)) == 0:
 			default:
 				if code, msg := checkMessage(line); code != 0 {
@@ -78,22 +79,19 @@ func readBoundedLine(r *bufio.Reader, max int) (line []byte, tooLong bool, err e
 	}
 }
 
-// checkMessage is 0 for a line the SDK reads as a JSON-RPC message or
-// batch, else the JSON-RPC error code and message to answer it with.
+// checkMessage is 0 for a line the SDK reads as a JSON-RPC message,
+// else the JSON-RPC error code and message to answer it with.
 func checkMessage(line []byte) (int64, string) {
 	if !json.Valid(line) {
 		return jsonrpc.CodeParseError, "parse error: the line is not JSON"
 	}
-	var batch []json.RawMessage
-	if json.Unmarshal(line, &batch) != nil {
-		batch = []json.RawMessage{line}
-	} else if len(batch) == 0 {
-		return jsonrpc.CodeInvalidRequest, "invalid request: an empty batch"
+	if bytes.HasPrefix(bytes.TrimSpace(line), []byte("[")) {
+		// The SDK ends the session at a batch (protocol 2025-06-18 and
+		// later have none).
+		return jsonrpc.CodeInvalidRequest, "invalid request: batches are not supported; send one message a line"
 	}
-	for _, m := range batch {
-		if _, err := jsonrpc.DecodeMessage(m); err != nil {
-			return jsonrpc.CodeInvalidRequest, "invalid request: " + err.Error()
-		}
+	if _, err := jsonrpc.DecodeMessage(line); err != nil {
+		return jsonrpc.CodeInvalidRequest, "invalid request: " + err.Error()
 	}
 	return 0, ""
 }
