@@ -310,3 +310,33 @@ func TestSessionTabAfterRelaunch(t *testing.T) {
 		t.Errorf("http_fetch with basedOnSequence: %s", text)
 	}
 }
+
+// A call the client cancels cancels its plan on the tab: the next action
+// runs, though the first would hold the tab for five minutes.
+func TestCancelledCallCancelsItsPlan(t *testing.T) {
+	s := start(t, mcpserver.ToolsActions)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		_, err := s.cs.CallTool(ctx, &mcp.CallToolParams{Name: "browser_eval", Arguments: map[string]any{"expression": "new Promise(() => {})", "timeout": "5m"}})
+		done <- err
+	}()
+	// Cancel once the plan runs: the tab is busy with it.
+	tab := s.node.Tabs()[0].Tab
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		rctx, rcancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
+		_, err := s.agent.Plan(rctx, tab, protocol.Plan{Action: &protocol.Action{Type: "url"}})
+		rcancel()
+		if err != nil || time.Now().After(deadline) {
+			break // no answer in time: the tab is busy with the eval
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	cancel()
+	<-done
+	text, _, isErr := s.call(t, "browser_eval", map[string]any{"expression": "6*7", "tab": tab})
+	if isErr || !strings.Contains(text, "42") {
+		t.Fatalf("the eval after a cancelled call: %s", text)
+	}
+}
