@@ -150,11 +150,17 @@ func TestMicroDiscovery(t *testing.T) {
 	if _, err := nc.Request(subj.Tabs(), nil, 10*time.Second); err != nil {
 		t.Fatal(err)
 	}
-	if n := requests(t, nc, tabInfo.ID, "plan"); n != before+1 {
-		t.Fatalf("plan requests %d -> %d", before, n)
-	}
-	if n := requests(t, nc, nodeInfo.ID, "tabs"); n != tabsBefore+1 {
-		t.Fatalf("tabs requests %d -> %d", tabsBefore, n)
+	// micro counts a request once its handler has returned, after the
+	// reply went out: wait for the count, then check it is one more.
+	for _, c := range []struct {
+		id, endpoint string
+		before       int
+	}{{tabInfo.ID, "plan", before}, {nodeInfo.ID, "tabs", tabsBefore}} {
+		n := 0
+		waitUntil(t, func() bool { n = requests(t, nc, c.id, c.endpoint); return n > c.before })
+		if n != c.before+1 {
+			t.Fatalf("%s requests %d -> %d", c.endpoint, c.before, n)
+		}
 	}
 
 	if _, err := node.CloseTab(t.Context(), tab); err != nil {
