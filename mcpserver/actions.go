@@ -93,7 +93,8 @@ func planFor(typ string, args map[string]json.RawMessage) ([]byte, protocol.Plan
 		action[k] = v
 	}
 	action["type"], _ = json.Marshal(typ)
-	data, err := json.Marshal(map[string]any{"fullPage": "snapshot", "fullPagePolicy": "url-change", "action": action})
+	// The plan's id is made here, so a call that ends first can cancel it.
+	data, err := json.Marshal(map[string]any{"id": busclient.NewPlanID(), "fullPage": "snapshot", "fullPagePolicy": "url-change", "action": action})
 	if err != nil {
 		return nil, protocol.Plan{}, protocol.Errorf(protocol.CodeBadRequest, "arguments: %v", err)
 	}
@@ -256,10 +257,6 @@ func (s *Server) runPlan(ctx context.Context, tab string, data []byte, plan prot
 	if before != nil {
 		out.Sequence = before.Sequence
 	}
-	data, id, err := busclient.WithPlanID(data)
-	if err != nil {
-		return out, err
-	}
 	pctx, cancel := context.WithTimeout(ctx, plan.Wait())
 	defer cancel()
 	res, _, err := s.bc.PlanData(pctx, tab, data)
@@ -268,7 +265,7 @@ func (s *Server) runPlan(ctx context.Context, tab string, data []byte, plan prot
 			// The call ended first (cancelled, or past its wait): so does
 			// the plan, rather than hold the tab for nobody.
 			cctx, ccancel := context.WithTimeout(context.Background(), cancelWait)
-			s.bc.Cancel(cctx, tab, id)
+			s.bc.Cancel(cctx, tab, plan.ID)
 			ccancel()
 			if ctx.Err() == nil {
 				err = protocol.Errorf(protocol.CodeTimeout, "tab %s did not answer within %s; the plan was cancelled", tab, plan.Wait())

@@ -82,6 +82,8 @@ func readBoundedLine(r *bufio.Reader, max int) (line []byte, tooLong bool, err e
 // checkMessage is 0 for a line the SDK reads as a JSON-RPC message,
 // else the JSON-RPC error code and message to answer it with.
 func checkMessage(line []byte) (int64, string) {
+	// Valid first: the SDK's decoder reads a line's first value and
+	// would take what follows it for the next message.
 	if !json.Valid(line) {
 		return jsonrpc.CodeParseError, "parse error: the line is not JSON"
 	}
