@@ -252,7 +252,9 @@ func privateDir(dir string) error {
 	if err != nil {
 		return err
 	}
-	if fi.Mode().Perm()&0o077 == 0 {
+	if fi.Mode().Perm()&0o066 == 0 {
+		// 0700, or 0711 for a browser's account on its way to a
+		// profile beneath (passableStateDir): others list nothing.
 		return nil
 	}
 	st, ok := fi.Sys().(*syscall.Stat_t)

@@ -175,6 +175,9 @@ func (c *cli) startServing(cfg config, log zerolog.Logger) (*servedNode, error) 
 		browserHome = account.Home
 	}
 	profiles := cfg.profilesDir(c.getenv, browserHome)
+	if err := passableStateDir(filepath.Dir(path), account, profiles, cfg.profileDir()); err != nil {
+		return nil, protocol.Errorf(protocol.CodeInternal, "the state file's directory: %v", err)
+	}
 	if err := makeProfilesDir(profiles, account); err != nil {
 		return nil, usagef("browser.profileDir: %v", err)
 	}
