@@ -80,15 +80,22 @@ type NodeOptions struct {
 	// whitelist judges file: URLs by the same roots (see
 	// whitelist.WithFileRoots).
 	FileRoots *files.Roots
-	// FileLimits bound the files a tab holds for upload.
+	// FileLimits bound the files a tab holds for upload; their Shared
+	// budget, when nil, is the node's (MaxStagedBytes).
 	FileLimits files.Limits
+	// MaxStagedBytes bounds the staged files of all the node's tabs
+	// together: 0 derives it from the free disk space and memory
+	// (DefaultMaxStagedBytes), a negative number sets no bound.
+	MaxStagedBytes int64
 	// History keeps every tab's frames in JetStream (see History): in
 	// memory unless it says file storage. The embedded bus gets
 	// JetStream for it; on an external bus without JetStream the node
 	// warns and runs without history.
 	History HistoryOptions
-	// MaxTabs is how many tabs the node takes (see capacity); 0: no bound.
-	// Placement sends tabs to the nodes with the most room.
+	// MaxTabs is how many tabs the node takes (see capacity): 0 derives
+	// it from the machine's memory and cores (DefaultMaxTabs), a
+	// negative number sets no bound. Placement sends tabs to the nodes
+	// with the most room.
 	MaxTabs int
 	// HTTP and Search configure the resources beside the browser (fetch
 	// and search, on the bus and in plans).
@@ -142,6 +149,8 @@ func StartNode(ctx context.Context, opts NodeOptions) (n *Node, err error) {
 	}
 	opts.Frames.Node = opts.Name
 	opts.Logger = opts.Logger.With().Str("node", opts.Name).Logger()
+	machine := ThisMachine()
+	opts.MaxTabs = maxTabs(opts.MaxTabs, machine)
 	n = &Node{opts: opts, name: opts.Name, subj: subj, log: opts.Logger, profiles: map[string]*Profile{}, started: time.Now()}
 	started := n // the returns below set n to nil
 	defer func() {
@@ -188,6 +197,16 @@ func StartNode(ctx context.Context, opts NodeOptions) (n *Node, err error) {
 	if n.stageDir, err = nodeStageDir(); err != nil {
 		return nil, err
 	}
+	if n.opts.FileLimits.Shared == nil {
+		staged, err := maxStagedBytes(opts.MaxStagedBytes, machine, n.stageDir)
+		if err != nil {
+			return nil, err
+		}
+		n.opts.FileLimits.Shared = files.NewBudget(staged)
+	}
+	n.log.Info().Int("maxTabs", n.MaxTabs()).Int64("maxStagedBytes", n.MaxStagedBytes()).
+		Int64("memAvailable", machine.MemAvailable).Int("cores", machine.Cores).
+		Msg("bounds (0: none; serve --max-tabs, --max-staged-bytes)")
 	n.dialer = egress.NewDialer(cmp.Or(opts.Whitelist, openWhitelist).CheckAddr, opts.EgressResolver)
 	if opts.EgressNoPin {
 		n.dialer.PinFor(0)

@@ -69,7 +69,7 @@ var Codes = []struct {
 	{CodeUnavailable, "nothing answered on the bus (no node running, or it is shutting down)"},
 	{CodeNodeUnavailable, "the node that has the tab (or session) is gone: it stopped or died, and nothing answers for it; the message names the node"},
 	{CodeNodeNameTaken, "another live node on the bus has this node name; the message names its host and process. Pick another name (--node), or stop that node"},
-	{CodeNodeFull, "the node has as many tabs as it takes (serve --max-tabs, node.maxTabs), or every node that has the profile has: nothing was opened; the message names the nodes and their bound. Close a tab, or pin another node with --node"},
+	{CodeNodeFull, "the node has as many tabs as it takes (serve --max-tabs, node.maxTabs; by default derived from its memory and cores), or every node that has the profile has: nothing was opened; the message names the nodes and their bound. Close a tab, or pin another node with --node. For a staged file: the node's tabs hold as many staged bytes as it takes (serve --max-staged-bytes, files.maxStagedBytes): nothing was staged; abort staged files not needed or close tabs that hold some, then stage again"},
 	{CodeFetchFailed, "an http fetch got no HTTP answer: the server could not be reached, closed the connection early, answered something that is not HTTP, or redirected more often than allowed (a loop); the message says which and where"},
 	{CodeSearchFailed, "the search engine answered, but not with results: a captcha or block page, a quota or key error, a page it does not know how to read; the message says which"},
 	{CodeInternal, "a framebus bug or an unexpected browser reply"},

@@ -229,6 +229,8 @@ func (c *cli) startServing(cfg config, log zerolog.Logger) (*servedNode, error) 
 		MaxTabs:       cfg.Node.MaxTabs,
 		HTTP:          httpOpts,
 		Search:        searchOpts,
+
+		MaxStagedBytes: cfg.Files.MaxStagedBytes,
 	})
 	cancel()
 	if err != nil {
@@ -447,7 +449,8 @@ func declareServeFlags(fs *pflag.FlagSet) *string {
 	d := defaultConfig()
 	configFile := fs.String("config", "", "YAML configuration `file` (default $"+envConfig+", else "+defaultConfigHint()+" when it exists); flags override it")
 	fs.String("node", "", "the node's `name`, unique among the live nodes of the bus: letters, digits, '-' and '_' (node.name; default: the host name and a short random suffix)")
-	fs.Int("max-tabs", 0, "how many tabs the node takes, `N`; past it a new tab is refused node_full and placement sends tabs elsewhere (node.maxTabs; 0: no bound)")
+	fs.Int("max-tabs", 0, "how many tabs the node takes, `N`; past it a new tab is refused node_full and placement sends tabs elsewhere (node.maxTabs; 0: derived from the machine's memory and cores, printed at start; -1: no bound)")
+	fs.Int64("max-staged-bytes", 0, "how many `bytes` of files staged for upload the node's tabs hold together; past it a file is refused node_full (files.maxStagedBytes; 0: a quarter of the free disk space, printed at start; -1: no bound)")
 	boolVarP(fs, new(bool), "headed", "", "show the browser window (default: headless)")
 	timeout := msDuration(time.Duration(d.Browser.Timeout) * time.Millisecond)
 	fs.Var(&timeout, "timeout", "default deadline of an action that sets none, a duration or milliseconds (browser.timeout)")
