@@ -1,13 +1,16 @@
 package main
 
 import (
+	"math/rand/v2"
 	"net"
 	neturl "net/url"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/nats-io/nats.go"
 
+	busclient "github.com/framebus/framebus/bus/client"
 	"github.com/framebus/framebus/protocol"
 )
 
@@ -26,7 +29,7 @@ import (
 // followNode is the nats options of a client that follows the node f
 // leads to (see above). The URL and credentials themselves are dial's.
 func (c *cli) followNode(f clientFlags) []nats.Option {
-	opts := []nats.Option{nats.IgnoreAuthErrorAbort()}
+	opts := []nats.Option{nats.IgnoreAuthErrorAbort(), nats.CustomReconnectDelay(reconnectDelay)}
 	url := f.bus
 	if url == "" {
 		url = c.getenv(envURL)
@@ -55,6 +58,19 @@ func (c *cli) followNode(f clientFlags) []nats.Option {
 		opts = append(opts, nats.SetCustomDialer(d))
 	}
 	return opts
+}
+
+// reconnectDelay is the pause after the bus's addresses were all tried
+// attempts times in a row: as busclient's at first, then 2 s, for a node
+// gone a while (a refused login costs the server a bcrypt comparison;
+// a client that keeps trying should not keep a core busy). The jitter
+// keeps many clients from coming back at one instant.
+func reconnectDelay(attempts int) time.Duration {
+	d := busclient.DefaultReconnectWait
+	if attempts > 8 {
+		d = 2 * time.Second
+	}
+	return d + rand.N(100*time.Millisecond)
 }
 
 // loginFrom logs in with the credentials file at path as it is at each

@@ -94,10 +94,12 @@ func mcpFollowsARestart(t *testing.T, env ...string) {
 		t.Logf("the node came back at the same address %s", again.state.Bus)
 	}
 
+	back := time.Now()
 	for name, cs := range sessions {
 		for end := time.Now().Add(60 * time.Second); ; time.Sleep(100 * time.Millisecond) {
 			text, isErr := listed(cs)
 			if !isErr && strings.Contains(text, again.tab()) {
+				t.Logf("%s: a tool call reached the restarted node %s after it was ready", name, time.Since(back).Round(time.Millisecond))
 				break
 			}
 			if time.Now().After(end) {
