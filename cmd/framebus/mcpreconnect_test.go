@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/framebus/framebus/internal/testdir"
 )
 
 // bearer adds the MCP server's token to every request.
@@ -43,7 +45,9 @@ func TestMCPFollowsARestartedNode(t *testing.T) {
 }
 
 func mcpFollowsARestart(t *testing.T, env ...string) {
-	n := startNode(t, env...)
+	// What the killed node leaves (its browser's profile, staged files,
+	// JetStream store) goes with the test.
+	n := startNode(t, append(env, "TMPDIR="+testdir.Writable(t))...)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 
