@@ -45,7 +45,11 @@ func (b *Bus) startEmbedded() error {
 		return fmt.Errorf("%w: internal user: %w", ErrServerStart, err)
 	}
 	b.internal = internal
-	auth := &authenticator{internal: internal, users: map[string]*authUser{}}
+	unknown, err := unknownUserHash()
+	if err != nil {
+		return fmt.Errorf("%w: %w", ErrServerStart, err)
+	}
+	auth := &authenticator{internal: internal, unknown: unknown, users: map[string]*authUser{}}
 	sopts.CustomClientAuthentication, sopts.AlwaysEnableNonce = auth, true
 	if o.WebSocket != "" {
 		host, port, _ := splitHostPort("WebSocket", o.WebSocket, o.AllowRemote) // checked by withDefaults
