@@ -3,10 +3,12 @@ package actors
 import (
 	"context"
 	"errors"
+	"os"
 	"time"
 
 	"github.com/framebus/framebus/actors/egress"
 	"github.com/framebus/framebus/actors/whitelist"
+	"github.com/framebus/framebus/cdpdriver"
 )
 
 // resolveTimeout bounds the request filter's lookup of a host.
@@ -44,3 +46,12 @@ var networkSchemes = map[string]bool{"http": true, "https": true, "ws": true, "w
 // itself: it connects only to addresses the whitelist allows (see
 // egress.Dialer), with the pinned answers the browser's proxy uses.
 func (n *Node) Dialer() *egress.Dialer { return n.dialer }
+
+// browserUID is the account a launched browser runs as: its own when
+// the node is root, else the node's.
+func browserUID(proc *cdpdriver.Process) int {
+	if u := proc.User(); u != nil {
+		return u.UID
+	}
+	return os.Getuid()
+}

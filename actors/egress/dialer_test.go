@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/netip"
+	"os"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -149,6 +150,7 @@ func TestProxyRebinding(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
+			p.Allow(os.Getuid()) // the test is the browser
 			defer p.Close()
 			before := tw.allowed.Load()
 			if code, body := way(p.Addr()); code >= 300 {

@@ -11,6 +11,7 @@ import (
 	"net/http/httptest"
 	"net/netip"
 	"net/url"
+	"os"
 	"strings"
 	"testing"
 
@@ -42,6 +43,7 @@ func TestProxyAllowsOnlyCheckedHosts(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	p.Allow(os.Getuid()) // the test is the browser
 	defer p.Close()
 	proxyURL, _ := url.Parse("http://" + p.Addr())
 	client := &http.Client{Transport: &http.Transport{Proxy: http.ProxyURL(proxyURL)}}
