@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/framebus/framebus/actors/egress"
@@ -30,7 +31,7 @@ func (n *Node) checkRequest(rawURL string) error {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), resolveTimeout)
 	defer cancel()
-	_, err = n.dialer.Resolve(ctx, u.Host)
+	_, err = n.dialer.Resolve(ctx, u.Host, u.PortNumber())
 	var denied *egress.DeniedError
 	if errors.As(err, &denied) {
 		return denied
@@ -54,4 +55,30 @@ func browserUID(proc *cdpdriver.Process) int {
 		return u.UID
 	}
 	return os.Getuid()
+}
+
+// ownListeners are the bus's listeners (an external bus's too, when it
+// runs on this machine), which no page or fetch may reach (see
+// whitelist.Listeners); the egress proxy is added when it starts.
+func (n *Node) ownListeners() *whitelist.Listeners {
+	own := &whitelist.Listeners{}
+	urls := []struct{ what, url string }{
+		{"the bus's WebSocket port", n.bus.WebSocketURL()},
+		{"the bus's cluster port", n.bus.ClusterURL()},
+	}
+	for _, u := range strings.Split(n.bus.ClientURL(), ",") {
+		urls = append(urls, struct{ what, url string }{"the bus's client port", strings.TrimSpace(u)})
+	}
+	for _, l := range urls {
+		if l.url == "" {
+			continue
+		}
+		if err := own.Add(l.what, l.url); err != nil {
+			// An external server's URL may leave NATS's port out.
+			if err = own.Add(l.what, strings.TrimSuffix(l.url, "/")+":4222"); err != nil {
+				n.log.Warn().Err(err).Msg("a listener of the bus is not kept from pages and fetches")
+			}
+		}
+	}
+	return own
 }

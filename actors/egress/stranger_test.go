@@ -46,7 +46,7 @@ func TestProxyTakesOnlyTheBrowsersAccount(t *testing.T) {
 	}))
 	defer target.Close()
 	_, port, _ := net.SplitHostPort(target.Listener.Addr().String())
-	every := func(host string, addr netip.Addr) error { return nil }
+	every := func(host string, to netip.AddrPort) error { return nil }
 	p, err := Start(func(host string) error {
 		if host == "good.test" {
 			return nil
