@@ -21,8 +21,9 @@
 // unless more schemes are configured.
 //
 // Names are half of it: what a name resolves to is checked too
-// (CheckAddr, used by the egress proxy on every address it is about to
-// connect to). An address in a special range (loopback, private,
+// (CheckAddrPort, used by the egress Dialer on every address and port it
+// is about to connect to, which also keeps the node's own listeners out;
+// see Listeners). An address in a special range (loopback, private,
 // link-local, unspecified, ...; see specialRanges) is denied unless it or
 // a range holding it is an entry itself, so an allowed name whose DNS
 // answers 127.0.0.1 or 169.254.169.254 reaches nothing. IP-literal URLs
