@@ -12,6 +12,10 @@
 // Chromium reaches it with --proxy-server and --proxy-bypass-list=<-loopback>
 // (without which it would reach loopback hosts directly); see Flags.
 //
+// It serves the node's browsers only: a connection from a process of
+// any other account (Allow names the browsers') is refused, by the
+// kernel's word on who owns its other end (see peer.go).
+//
 // The proxy checks a host's name (Check), then connects through a Dialer,
 // which resolves the name itself, checks every address, and dials the
 // address it checked: an allowed name that resolves to loopback or an

@@ -79,20 +79,14 @@ func (p *Proxy) Allow(uid int) {
 // fromBrowser answers a request of a connection whose owner is not an
 // allowed account with 403, and says whether it may go on.
 func (p *Proxy) fromBrowser(w http.ResponseWriter, r *http.Request) bool {
-	c, _ := r.Context().Value(peerKey{}).(*peer)
-	uid, err := -1, error(errors.New("no peer"))
-	if c != nil {
+	uid, err := -1, errNoPeer
+	if c, ok := r.Context().Value(peerKey{}).(*peer); ok {
 		uid, err = c.owner()
 	}
-	if err == nil {
-		p.uidsMu.Lock()
-		ok := p.uids[uid]
-		p.uidsMu.Unlock()
-		if ok {
-			return true
-		}
-	} else {
+	if err != nil {
 		uid = -1
+	} else if p.takes(uid) {
+		return true
 	}
 	p.strangers.Add(1)
 	refusal := &StrangerError{UID: uid}
@@ -100,6 +94,17 @@ func (p *Proxy) fromBrowser(w http.ResponseWriter, r *http.Request) bool {
 	w.Header().Set("Connection", "close")
 	http.Error(w, refusal.Error(), http.StatusForbidden)
 	return false
+}
+
+// errNoPeer: a request without its connection's peer (never, from the
+// proxy's own server).
+var errNoPeer = errors.New("no peer")
+
+// takes reports whether uid is an allowed account.
+func (p *Proxy) takes(uid int) bool {
+	p.uidsMu.Lock()
+	defer p.uidsMu.Unlock()
+	return p.uids[uid]
 }
 
 // Strangers counts the connections' requests the proxy refused because
