@@ -14,6 +14,7 @@ import (
 	"time"
 
 	busclient "github.com/framebus/framebus/bus/client"
+	"github.com/framebus/framebus/internal/testscale"
 	"github.com/framebus/framebus/protocol"
 )
 
@@ -43,7 +44,7 @@ func TestServeBoundsTabsByDefault(t *testing.T) {
 	if staged := loggedBound(t, n, "maxStagedBytes"); staged <= 0 {
 		t.Errorf("serve bounds staged files at %d bytes by default, want a bound", staged)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), testscale.D(3*time.Minute))
 	defer cancel()
 	bc, err := busclient.Connect(ctx, busclient.Options{CredentialsFile: n.credsFile(agentCredsFile)})
 	if err != nil {

@@ -13,7 +13,9 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/framebus/framebus/internal/testchild"
 	"github.com/framebus/framebus/internal/testdir"
+	"github.com/framebus/framebus/internal/testscale"
 )
 
 // bearer adds the MCP server's token to every request.
@@ -48,10 +50,10 @@ func mcpFollowsARestart(t *testing.T, env ...string) {
 	// What the killed node leaves (its browser's profile, staged files,
 	// JetStream store) goes with the test.
 	n := startNode(t, append(env, "TMPDIR="+testdir.Writable(t))...)
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), testscale.D(3*time.Minute))
 	defer cancel()
 
-	stdio := exec.Command(binary, "mcp")
+	stdio := testchild.DieWithTest(exec.Command(binary, "mcp"))
 	stdio.Env = n.env
 	overStdio, err := mcp.NewClient(&mcp.Implementation{Name: "stdio"}, nil).Connect(ctx, &mcp.CommandTransport{Command: stdio}, nil)
 	if err != nil {
@@ -70,7 +72,7 @@ func mcpFollowsARestart(t *testing.T, env ...string) {
 
 	// listed is the text browser_tabs answers, and whether it is an error.
 	listed := func(cs *mcp.ClientSession) (string, bool) {
-		callCtx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		callCtx, cancel := context.WithTimeout(ctx, testscale.D(30*time.Second))
 		defer cancel()
 		res, err := cs.CallTool(callCtx, &mcp.CallToolParams{Name: "browser_tabs", Arguments: map[string]any{}})
 		if err != nil {
@@ -100,14 +102,15 @@ func mcpFollowsARestart(t *testing.T, env ...string) {
 
 	back := time.Now()
 	for name, cs := range sessions {
-		for end := time.Now().Add(60 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		wait := testscale.D(60 * time.Second)
+		for end := time.Now().Add(wait); ; time.Sleep(100 * time.Millisecond) {
 			text, isErr := listed(cs)
 			if !isErr && strings.Contains(text, again.tab()) {
 				t.Logf("%s: a tool call reached the restarted node %s after it was ready", name, time.Since(back).Round(time.Millisecond))
 				break
 			}
 			if time.Now().After(end) {
-				t.Fatalf("%s: no tool call reached the restarted node within 60s; the last answered %s", name, text)
+				t.Fatalf("%s: no tool call reached the restarted node within %s; the last answered %s", name, wait, text)
 			}
 		}
 		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "browser_navigate", Arguments: map[string]any{"url": site("/form.html"), "tab": again.tab()}})

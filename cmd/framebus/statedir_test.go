@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/framebus/framebus/cdpdriver"
+	"github.com/framebus/framebus/internal/testchild"
 	"github.com/framebus/framebus/internal/testdir"
 )
 
@@ -48,7 +49,7 @@ func TestNewcomersLayout(t *testing.T) {
 		t.Errorf("%s is %04o, want 0711 (others pass through, list nothing)", x, mode)
 	}
 	as := func(args ...string) (string, bool) {
-		cmd := exec.Command(setpriv, append([]string{"--reuid=" + strconv.Itoa(account.UID), "--regid=" + strconv.Itoa(account.GID), "--clear-groups"}, args...)...)
+		cmd := testchild.DieWithTest(exec.Command(setpriv, append([]string{"--reuid=" + strconv.Itoa(account.UID), "--regid=" + strconv.Itoa(account.GID), "--clear-groups"}, args...)...))
 		out, err := cmd.CombinedOutput()
 		return strings.TrimSpace(string(out)), err == nil
 	}
