@@ -34,28 +34,29 @@ func (c *cli) followNode(f clientFlags) []nats.Option {
 	if url == "" {
 		url = c.getenv(envURL)
 	}
-	if url != "" && urlUser(url) != "" {
-		return opts // the URL logs in: nothing to read again
+	// As dial finds the bus: named, else the credentials file's, else
+	// the state file's.
+	var follow *stateDialer
+	if url == "" && f.creds == "" && c.getenv(envCreds) == "" {
+		if path, err := c.statePath(); err == nil {
+			if st, err := readState(path); err == nil {
+				url = st.Bus
+				if u, err := neturl.Parse(firstURL(st.Bus)); err == nil && u.Port() != "" {
+					follow = &stateDialer{path: path, host: u.Hostname(), port: u.Port(), d: net.Dialer{Timeout: connectTimeout}}
+				}
+			}
+		}
+	}
+	if follow != nil {
+		opts = append(opts, nats.SetCustomDialer(follow))
+	}
+	if urlUser(url) != "" {
+		return opts // the URL logs in, not the credentials file
 	}
 	if path, _, err := c.credsPath(f.creds, agentCredsFile); err == nil {
 		if creds, err := readCredentials(path); err == nil {
 			opts = append(opts, loginFrom(path, creds))
 		}
-	}
-	if url != "" || f.creds != "" || c.getenv(envCreds) != "" {
-		return opts // the bus is named, not found through the state file
-	}
-	path, err := c.statePath()
-	if err != nil {
-		return opts
-	}
-	st, err := readState(path)
-	if err != nil {
-		return opts
-	}
-	if u, err := neturl.Parse(firstURL(st.Bus)); err == nil && u.Port() != "" {
-		d := &stateDialer{path: path, host: u.Hostname(), port: u.Port(), d: net.Dialer{Timeout: connectTimeout}}
-		opts = append(opts, nats.SetCustomDialer(d))
 	}
 	return opts
 }
