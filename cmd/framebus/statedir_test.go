@@ -19,8 +19,9 @@ import (
 // FRAMEBUS_STATE=/x/node.json with --profile-dir /x/prof, as root (the
 // browser runs as its own account). serve starts and a navigate works;
 // the browser's account passes through /x to its profile but can list
-// nothing there and read none of the state and credentials files, even
-// after framebus mcp --http wrote its token beside them.
+// nothing there and read none of the state and credentials files (the
+// users creds add made too), even after framebus mcp --http wrote its
+// token beside them.
 func TestNewcomersLayout(t *testing.T) {
 	setpriv := needSetpriv(t)
 	account, err := cdpdriver.LookupBrowserUser(cdpdriver.DefaultBrowserUser, true)
@@ -40,6 +41,7 @@ func TestNewcomersLayout(t *testing.T) {
 	m := startMCPHTTP(t, n.env)
 	defer m.stop(syscall.SIGTERM, 30*time.Second)
 	mustOK(t, n.env, "navigate", site("/links.html"), "--wait")
+	mustOK(t, n.env, "creds", "add", "newcomer", "--role", "observer") // users.json beside them
 
 	info, err := os.Stat(x)
 	if err != nil {
@@ -54,7 +56,7 @@ func TestNewcomersLayout(t *testing.T) {
 		return strings.TrimSpace(string(out)), err == nil
 	}
 	through, tries := 0, 0
-	for _, f := range []string{"node.json", "credentials.json", "admin.json", filepath.Base(m.TokenFile)} {
+	for _, f := range []string{"node.json", "credentials.json", "admin.json", "users.json", filepath.Base(m.TokenFile)} {
 		tries++
 		if out, ok := as("/bin/cat", filepath.Join(x, f)); ok {
 			through++
