@@ -87,6 +87,11 @@ type NodeOptions struct {
 	// JetStream for it; on an external bus without JetStream the node
 	// warns and runs without history.
 	History HistoryOptions
+	// TabsFile, when set, is where the node keeps the list of its open
+	// tabs (0600), for a node started again with it to bring them back
+	// under their ids, each going on from its last frame in the history
+	// (see restore.go); it needs History, on file to outlive the process.
+	TabsFile string
 	// MaxTabs is how many tabs the node takes (see capacity); 0: no bound.
 	// Placement sends tabs to the nodes with the most room.
 	MaxTabs int
@@ -112,6 +117,7 @@ type Node struct {
 	order    []string // profile names, the default first
 	sessions sessions
 	capacity capacity
+	restore  restorer // the tabs of the last run, and the file of this one's
 
 	egress    *egress.Proxy  // nil without a whitelist
 	dialer    *egress.Dialer // the proxy's, checked addresses only
@@ -179,6 +185,7 @@ func StartNode(ctx context.Context, opts NodeOptions) (n *Node, err error) {
 			return nil, err
 		}
 	}
+	n.loadRestore()
 	if err = n.joinRegistry(ctx); err != nil {
 		return nil, err
 	}
@@ -218,6 +225,16 @@ func StartNode(ctx context.Context, opts NodeOptions) (n *Node, err error) {
 	if err = def.Launch(ctx); err != nil {
 		return nil, err
 	}
+	for _, po := range opts.Profiles {
+		// A named profile launched on request had tabs when the node
+		// stopped: it is launched to bring them back.
+		if po.Attach == "" && n.hasRestore(po.Name) {
+			if err := n.Profile(po.Name).Launch(ctx); err != nil {
+				n.log.Error().Err(err).Str("profile", po.Name).Msg("the profile's tabs are not restored: its browser did not start")
+			}
+		}
+	}
+	n.saveTabs()
 	for _, po := range opts.Profiles {
 		if po.Attach == "" {
 			continue
@@ -408,6 +425,7 @@ func (n *Node) answerStatus(m micro.Request) {
 func (n *Node) Close() error {
 	n.closeOnce.Do(func() {
 		var errs []error
+		n.stopSavingTabs() // its tabs come back at its next start
 		if n.registry != nil {
 			n.registry.leave() // first: no one sends this node more work
 		}

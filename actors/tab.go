@@ -81,6 +81,10 @@ type TabOptions struct {
 	// JetStream (see History); nil: frames are live only, and the tab
 	// keeps its latest large contents itself.
 	History *History
+	// Restore, when set, is the latest frame the tab had before its node
+	// restarted: the tab goes on after it, its first frame a restore
+	// frame at that frame's URL (see restore.go), instead of an open one.
+	Restore *protocol.Frame
 	Logger  zerolog.Logger
 }
 
@@ -116,6 +120,9 @@ type Tab struct {
 	content *contentStore // large frame contents, without history
 	store   *frameStore   // stores frames in the history; nil: none
 	stage   *files.Stage  // files to upload, removed when the tab stops
+	// restoring is the restore frame's note while the node brings the tab
+	// back (restore.go): the navigate's frame is the node's restore frame.
+	restoring string
 	roots   *files.Roots
 	cancels cancelState
 	svc     micro.Service // the tab's endpoints: plan, cancel, content, stage
@@ -199,7 +206,11 @@ func StartTab(ctx context.Context, opts TabOptions) (*Tab, error) {
 	if opts.History != nil {
 		t.store = opts.History.startStore(t.nc, t.id, t.subj, t.content, t.log)
 	}
-	t.emit(ctx, frames.Change{URL: url, Title: title, Action: protocol.FrameOpen, Source: protocol.SourceBrowser, NewDocument: true}, "", true)
+	if opts.Restore != nil {
+		t.restore(ctx, *opts.Restore)
+	} else {
+		t.emit(ctx, frames.Change{URL: url, Title: title, Action: protocol.FrameOpen, Source: protocol.SourceBrowser, NewDocument: true}, "", true)
+	}
 	t.flush()
 	if t.store != nil {
 		// Once StartTab returns, the tab's first frame is its current

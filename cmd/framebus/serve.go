@@ -116,6 +116,12 @@ func (c *cli) startServing(cfg config, log zerolog.Logger, rotate bool) (*served
 	if err != nil {
 		return nil, protocol.Errorf(protocol.CodeInternal, "%v", err)
 	}
+	// A node started again with its state brings its tabs back, under the
+	// name it had unless given one.
+	tabsFile := restoreFile(cfg, path, log)
+	if cfg.Node.Name == "" {
+		cfg.Node.Name = restoredName(tabsFile)
+	}
 	// The embedded bus lets users in with a password only: the node's own
 	// agent and admin, written beside the state file, and the configured.
 	var local *localUsers
@@ -239,6 +245,7 @@ func (c *cli) startServing(cfg config, log zerolog.Logger, rotate bool) (*served
 		FileRoots:     roots,
 		History:       history,
 		MaxTabs:       cfg.Node.MaxTabs,
+		TabsFile:      tabsFile,
 		HTTP:          httpOpts,
 		Search:        searchOpts,
 	})

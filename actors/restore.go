@@ -1,0 +1,309 @@
+package actors
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/framebus/framebus/frames"
+	"github.com/framebus/framebus/protocol"
+)
+
+// Restoring tabs: a node restarted with its state brings back the tabs it
+// had, under their ids, each going on from its last frame in the history
+// with a restore frame (action "restore", source "node") at that frame's
+// URL, loaded again in a new page.
+//
+// Which tabs: a small file beside the node's state (NodeOptions.TabsFile)
+// lists the tabs open in the node's managed profiles, rewritten whenever a
+// tab opens or closes, and left as it is while the node stops, so a node
+// stopped cleanly or killed comes back with the same tabs. The history
+// alone cannot say it: it keeps the frames of closed tabs as of open ones,
+// and nothing in a frame says the tab closed.
+//
+// Where each one was: the history's last frame of the tab, not the file.
+// Every frame goes to the history and the file is written only as tabs
+// come and go, so the history has the tab's last sequence and URL, and a
+// restored tab's next frame is exactly one past the last one kept. A tab
+// the history no longer has (history off or in memory, its frames expired)
+// cannot go on from its sequence and is not restored: the log says so.
+
+// tabsFile is the content of NodeOptions.TabsFile.
+type tabsFile struct {
+	// Node is the name of the node that wrote it, which a node started
+	// again with its state takes when it is given none (ReadTabsFile).
+	Node string    `json:"node"`
+	Tabs []keptTab `json:"tabs"`
+}
+
+// keptTab is a tab open when the file was written.
+type keptTab struct {
+	Tab     string `json:"tab"`
+	Profile string `json:"profile"`
+}
+
+// ReadTabsFile reads the tabs file a node wrote (NodeOptions.TabsFile): the
+// node's name and its tabs. A missing file is no error: a node that never
+// ran there.
+func ReadTabsFile(path string) (node string, tabs []protocol.TabInfo, err error) {
+	data, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return "", nil, nil
+	}
+	if err != nil {
+		return "", nil, err
+	}
+	var f tabsFile
+	if err := json.Unmarshal(data, &f); err != nil {
+		return "", nil, fmt.Errorf("%s: %w", path, err)
+	}
+	for _, t := range f.Tabs {
+		if protocol.ValidTabID(t.Tab) && protocol.ValidProfileName(t.Profile) {
+			tabs = append(tabs, protocol.TabInfo{Tab: t.Tab, Profile: t.Profile, Node: f.Node})
+		}
+	}
+	return f.Node, tabs, nil
+}
+
+// restorer keeps the node's tabs file and the tabs still to be restored.
+type restorer struct {
+	file string // "": the node keeps no tabs file
+
+	mu      sync.Mutex
+	pending map[string][]string // profile: tab ids not restored yet
+	written []byte              // the file as last written
+	closing bool                // the node stops: its tabs stay in the file
+}
+
+// loadRestore reads the tabs the node had when it last stopped.
+func (n *Node) loadRestore() {
+	r := &n.restore
+	r.file, r.pending = n.opts.TabsFile, map[string][]string{}
+	if r.file == "" {
+		return
+	}
+	_, tabs, err := ReadTabsFile(r.file)
+	if err != nil {
+		n.log.Error().Err(err).Msg("the tabs of the node's last run are not restored: their file cannot be read")
+		return
+	}
+	if len(tabs) > 0 && n.history == nil {
+		n.log.Error().Int("tabs", len(tabs)).Msg("the tabs of the node's last run are not restored: there is no history to go on from")
+		return
+	}
+	for _, t := range tabs {
+		r.pending[t.Profile] = append(r.pending[t.Profile], t.Tab)
+	}
+	if len(tabs) > 0 {
+		n.log.Info().Int("tabs", len(tabs)).Msg("restoring the tabs of the node's last run")
+	}
+}
+
+// takeRestore hands over the tabs of profile still to be restored.
+func (n *Node) takeRestore(profile string) []string {
+	r := &n.restore
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	ids := r.pending[profile]
+	delete(r.pending, profile)
+	return ids
+}
+
+// hasRestore reports whether profile has tabs to restore.
+func (n *Node) hasRestore(profile string) bool {
+	r := &n.restore
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.pending[profile]) > 0
+}
+
+// saveTabs writes the tabs file: the tabs of the managed profiles, and
+// those still to be restored. Not once the node stops.
+func (n *Node) saveTabs() {
+	r := &n.restore
+	if r.file == "" {
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.closing {
+		return
+	}
+	f := tabsFile{Node: n.name, Tabs: []keptTab{}}
+	for _, p := range n.Profiles() {
+		if !p.Managed() {
+			continue // an attached browser keeps its own tabs
+		}
+		for _, id := range r.pending[p.name] {
+			f.Tabs = append(f.Tabs, keptTab{Tab: id, Profile: p.name})
+		}
+		for _, t := range p.Tabs() {
+			f.Tabs = append(f.Tabs, keptTab{Tab: t.Tab, Profile: p.name})
+		}
+	}
+	data, _ := json.Marshal(f)
+	if bytes.Equal(data, r.written) {
+		return
+	}
+	if err := writeFileAtomic(r.file, append(data, '\n')); err != nil {
+		n.log.Error().Err(err).Str("file", r.file).Msg("keep the node's tabs for its next start")
+		return
+	}
+	r.written = data
+}
+
+// stopSavingTabs leaves the tabs file as it is from now on: the node is
+// stopping, and its tabs come back at its next start.
+func (n *Node) stopSavingTabs() {
+	n.restore.mu.Lock()
+	n.restore.closing = true
+	n.restore.mu.Unlock()
+}
+
+// writeFileAtomic replaces path with data (0600), never half written.
+func writeFileAtomic(path string, data []byte) error {
+	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+"-*")
+	if err != nil {
+		return err
+	}
+	_, werr := tmp.Write(data)
+	if err := tmp.Close(); werr == nil {
+		werr = err
+	}
+	if werr == nil {
+		werr = os.Rename(tmp.Name(), path)
+	}
+	if werr != nil {
+		os.Remove(tmp.Name())
+	}
+	return werr
+}
+
+// restoreTimeout bounds reading a tab's last frame from the history.
+const restoreTimeout = 10 * time.Second
+
+// lastFrame is tab's latest frame in the history.
+func (n *Node) lastFrame(ctx context.Context, tab string) (protocol.Frame, error) {
+	if n.history == nil {
+		return protocol.Frame{}, errors.New("the node has no history")
+	}
+	ctx, cancel := context.WithTimeout(ctx, restoreTimeout)
+	defer cancel()
+	var f protocol.Frame
+	err := retryJetStream(ctx, func(try context.Context) error {
+		m, err := n.history.stream.GetLastMsgForSubject(try, n.subj.TabFrames(tab))
+		if err != nil {
+			return err
+		}
+		f, err = protocol.DecodeFrame(m.Data)
+		return err
+	})
+	if err == nil && (f.Tab != tab || f.Sequence < 1) {
+		err = fmt.Errorf("the history's last frame of tab %s is not one of its frames (tab %q, sequence %d)", tab, f.Tab, f.Sequence)
+	}
+	return f, err
+}
+
+// restoreTabs brings back the profile's tabs of the node's last run, side
+// by side; it reports how many came back.
+func (p *Profile) restoreTabs(ctx context.Context) int {
+	ids := p.node.takeRestore(p.name)
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	back := 0
+	for _, id := range ids {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			log := p.log.With().Str("tab", id).Logger()
+			last, err := p.node.lastFrame(ctx, id)
+			if err != nil {
+				log.Error().Err(err).Msg("tab not restored: its last frame is not in the history, so it cannot go on from its sequence")
+				return
+			}
+			if p.node.Tab(id) != nil {
+				return // back already
+			}
+			if _, err := p.restoreTab(ctx, last); err != nil {
+				log.Error().Err(err).Str("url", last.URL).Int64("sequence", last.Sequence).Msg("tab not restored")
+				return
+			}
+			log.Info().Str("url", last.URL).Int64("sequence", last.Sequence+1).Msg("tab restored")
+			mu.Lock()
+			back++
+			mu.Unlock()
+		}()
+	}
+	wg.Wait()
+	if len(ids) > 0 {
+		p.node.saveTabs() // those that did not come back are gone
+	}
+	return back
+}
+
+// restoreTab opens a new page and starts the actor of the tab whose last
+// frame was last on it, under the tab's id.
+func (p *Profile) restoreTab(ctx context.Context, last protocol.Frame) (*Tab, error) {
+	b := p.Browser()
+	if b == nil {
+		return nil, p.notRunning()
+	}
+	id, err := b.NewTarget(ctx, "about:blank")
+	if err != nil {
+		return nil, err
+	}
+	p.claim(id) // a managed browser's watcher leaves it alone (no opener)
+	page, err := b.AttachPage(ctx, id)
+	if err != nil {
+		p.unclaim(id)
+		_ = b.CloseTarget(ctx, id)
+		return nil, err
+	}
+	tab, err := p.startTabAs(ctx, page, &last)
+	if err != nil {
+		p.unclaim(id)
+		return nil, err
+	}
+	return tab, nil
+}
+
+// restore makes the tab's first frame the one after last, its last frame
+// before the node restarted: the page loaded again at last's URL, or,
+// when it cannot be (no longer allowed, it fails to load), a frame that
+// says so. Either way the tab is back under its id, and the frame says
+// its page is a new one. It runs in StartTab, before the tab takes plans.
+func (t *Tab) restore(ctx context.Context, last protocol.Frame) {
+	t.frames.Continue(last)
+	const gone = "what the old page held in memory (script state, form input, scroll position) is gone"
+	restoreFrame := func(note string) {
+		t.emit(ctx, frames.Change{URL: t.nav.url, Title: t.nav.title, Action: protocol.FrameRestore, Source: protocol.SourceNode, NewDocument: true}, note, true)
+	}
+	url := last.URL
+	if url == "" || url == "about:blank" {
+		restoreFrame("restored after its node restarted, in a new page at about:blank, as it was; " + gone)
+		return
+	}
+	t.restoring = fmt.Sprintf("restored after its node restarted: %s loaded again in a new page; %s", url, gone)
+	a := t.withNodeTimeout(protocol.Action{Type: "navigate", URL: url, Wait: true})
+	r := t.execute(ctx, time.Now().Add(a.EffectiveTimeout()), protocol.Plan{}, 0, a)
+	t.restoring = ""
+	if t.frames.Sequence() > last.Sequence {
+		// The restore frame: at the URL, or at Chromium's error page,
+		// which its note names.
+		if !r.OK {
+			t.log.Warn().Str("url", url).Str("code", string(r.Code)).Str("error", r.Error).Msg("restored tab: its page did not load as before")
+		}
+		return
+	}
+	// Nothing loaded: the whitelist no longer allows the URL, or it
+	// failed before any document came.
+	restoreFrame(fmt.Sprintf("restored after its node restarted, but %s was not loaded again (%s: %s): the tab is at %s in a new page; %s",
+		url, r.Code, r.Error, t.nav.url, gone))
+}
