@@ -123,13 +123,13 @@ type Tab struct {
 	// restoring is the restore frame's note while the node brings the tab
 	// back (restore.go): the navigate's frame is the node's restore frame.
 	restoring string
-	roots   *files.Roots
-	cancels cancelState
-	svc     micro.Service // the tab's endpoints: plan, cancel, content, stage
-	quit    chan struct{}
-	done    chan struct{}
-	info    atomic.Pointer[protocol.TabInfo]
-	stopped atomic.Bool
+	roots     *files.Roots
+	cancels   cancelState
+	svc       micro.Service // the tab's endpoints: plan, cancel, content, stage
+	quit      chan struct{}
+	done      chan struct{}
+	info      atomic.Pointer[protocol.TabInfo]
+	stopped   atomic.Bool
 }
 
 // startFlushTimeout bounds the round trip that confirms a new tab's
