@@ -7,8 +7,10 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 	"time"
 
@@ -137,12 +139,16 @@ func (n *Node) saveTabs() {
 		return
 	}
 	f := tabsFile{Node: n.name, Tabs: []keptTab{}}
+	// Those still to come back first, also of profiles not made yet (a
+	// session's, made when the session starts again).
+	for _, profile := range slices.Sorted(maps.Keys(r.pending)) {
+		for _, id := range r.pending[profile] {
+			f.Tabs = append(f.Tabs, keptTab{Tab: id, Profile: profile})
+		}
+	}
 	for _, p := range n.Profiles() {
 		if !p.Managed() {
 			continue // an attached browser keeps its own tabs
-		}
-		for _, id := range r.pending[p.name] {
-			f.Tabs = append(f.Tabs, keptTab{Tab: id, Profile: p.name})
 		}
 		for _, t := range p.Tabs() {
 			f.Tabs = append(f.Tabs, keptTab{Tab: t.Tab, Profile: p.name})

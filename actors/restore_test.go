@@ -2,6 +2,9 @@ package actors
 
 import (
 	"context"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -20,7 +23,8 @@ import (
 // the tab back, at about:blank, with a frame that says why.
 func TestNodeRestoresItsTabs(t *testing.T) {
 	dir := t.TempDir()
-	opts := NodeOptions{History: HistoryOptions{Storage: HistoryFile, Dir: filepath.Join(dir, "jetstream")}, TabsFile: filepath.Join(dir, "tabs.json")}
+	opts := NodeOptions{History: HistoryOptions{Storage: HistoryFile, Dir: filepath.Join(dir, "jetstream")}, TabsFile: filepath.Join(dir, "tabs.json"),
+		Profiles: []ProfileOptions{{Name: "work"}}}
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 
@@ -35,6 +39,24 @@ func TestNodeRestoresItsTabs(t *testing.T) {
 	if err != nil || !res.OK {
 		t.Fatalf("plan: %+v %v", res, err)
 	}
+	// A tab of a named profile, launched on request, and one whose
+	// server is gone by the restart.
+	work := node.Profile("work")
+	if err := work.Launch(ctx); err != nil {
+		t.Fatal(err)
+	}
+	workFirst := work.Tabs()[0].Tab // at about:blank
+	workTab, err := work.OpenTab(ctx, site("/"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	gone := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprint(w, "<title>soon gone</title><p>here now</p>")
+	}))
+	goneTab, err := node.OpenTab(ctx, gone.URL+"/")
+	if err != nil {
+		t.Fatal(err)
+	}
 	closed, err := node.OpenTab(ctx, site("/"))
 	if err != nil {
 		t.Fatal(err)
@@ -46,15 +68,26 @@ func TestNodeRestoresItsTabs(t *testing.T) {
 	if fi, err := os.Stat(opts.TabsFile); err != nil || fi.Mode().Perm() != 0o600 {
 		t.Fatalf("tabs file: %v %v; want it, 0600", fi, err)
 	}
+	workLast := lastStored(t, node, workTab.ID(), workTab.Info().Sequence)
+	goneLast := lastStored(t, node, goneTab.ID(), goneTab.Info().Sequence)
+	gone.Close()
 	nc.Close()
 	if err := node.Close(); err != nil {
 		t.Fatal(err)
 	}
 
-	// Started again: the tab is back, and only it.
+	// Started again: the tabs are back, not the one closed.
 	node = startTestNode(t, opts)
-	if tabs := node.Tabs(); len(tabs) != 1 || tabs[0].Tab != tab {
-		t.Fatalf("tabs after the restart: %+v; want only %s", tabs, tab)
+	want := map[string]string{tab: protocol.DefaultProfile, workFirst: "work", workTab.ID(): "work", goneTab.ID(): protocol.DefaultProfile}
+	if tabs := node.Tabs(); len(tabs) != len(want) || !restoredAs(tabs, want) {
+		t.Fatalf("tabs after the restart: %+v; want %v", tabs, want)
+	}
+	if f := lastStored(t, node, workTab.ID(), workLast.Sequence+1); f.Action != protocol.FrameRestore || f.URL != workLast.URL {
+		t.Errorf("the named profile's tab: %+v", f)
+	}
+	if f := lastStored(t, node, goneTab.ID(), goneLast.Sequence+1); f.Action != protocol.FrameRestore || f.Source != protocol.SourceNode ||
+		!strings.Contains(f.Note, gone.URL) || !strings.Contains(f.Note, "could not be loaded") {
+		t.Errorf("the tab whose page is gone: %+v", f)
 	}
 	nc, err = node.Bus().Connect("restore-test")
 	if err != nil {
@@ -82,14 +115,24 @@ func TestNodeRestoresItsTabs(t *testing.T) {
 		t.Fatal(err)
 	}
 	node = startTestNode(t, opts)
-	if tabs := node.Tabs(); len(tabs) != 1 || tabs[0].Tab != tab {
-		t.Fatalf("tabs after the restart with a whitelist: %+v; want only %s", tabs, tab)
+	if tabs := node.Tabs(); len(tabs) != len(want) || !restoredAs(tabs, want) {
+		t.Fatalf("tabs after the restart with a whitelist: %+v; want %v", tabs, want)
 	}
 	f = lastStored(t, node, tab, res.Sequence+1)
 	if f.Action != protocol.FrameRestore || f.Source != protocol.SourceNode || f.URL != "about:blank" ||
 		!strings.Contains(f.Note, "not loaded again") || !strings.Contains(f.Note, string(protocol.CodePermissionDenied)) {
 		t.Fatalf("restore frame of a URL no longer allowed: %+v", f)
 	}
+}
+
+// restoredAs reports whether tabs are those of want (id: profile).
+func restoredAs(tabs []protocol.TabInfo, want map[string]string) bool {
+	for _, ti := range tabs {
+		if want[ti.Tab] != ti.Profile {
+			return false
+		}
+	}
+	return true
 }
 
 // waitStored waits until the history's last frame of tab is seq.
