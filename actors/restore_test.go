@@ -3,6 +3,7 @@ package actors
 import (
 	"context"
 	"fmt"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -12,6 +13,7 @@ import (
 	"time"
 
 	"github.com/framebus/framebus/actors/whitelist"
+	"github.com/framebus/framebus/internal/testdir"
 	"github.com/framebus/framebus/protocol"
 )
 
@@ -155,4 +157,42 @@ func lastStored(t *testing.T, node *Node, tab string, seq int64) protocol.Frame 
 		t.Fatal(err)
 	}
 	return f
+}
+
+// A session's tabs come back with their session: the node starts the
+// session again (its registry on file) and its profile's tabs are those
+// of the last run, under their ids, instead of a new one at its URL.
+func TestSessionTabsComeBackWithTheirSession(t *testing.T) {
+	site := httptest.NewServer(siteHandler())
+	defer site.Close()
+	_, port, _ := net.SplitHostPort(site.Listener.Addr().String())
+	mail := "http://mail.example.test:" + port + "/"
+	wl, err := whitelist.New([]string{"*.example.test", "127.0.0.1"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	opts := NodeOptions{Name: "restorer", Prefix: "fbrestore", ProfileDir: testdir.Enterable(t), Launch: testDomains, Whitelist: wl, EgressResolver: loopbackResolver,
+		History: HistoryOptions{Storage: HistoryFile, Dir: filepath.Join(dir, "jetstream")}, TabsFile: filepath.Join(dir, "tabs.json")}
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	node := startTestNode(t, opts)
+	s, err := node.StartSession(ctx, protocol.SessionStartRequest{Domain: "mail.example.test", URL: mail})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tab := s.Tabs[0].Tab
+	last := lastStored(t, node, tab, s.Tabs[0].Sequence)
+	if err := node.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	node = startTestNode(t, opts)
+	waitUntil(t, func() bool { return node.Tab(tab) != nil && len(node.Sessions()) == 1 })
+	if f := lastStored(t, node, tab, last.Sequence+1); f.Action != protocol.FrameRestore || f.URL != last.URL {
+		t.Fatalf("the session's tab: %+v", f)
+	}
+	if got := node.Sessions(); len(got) != 1 || got[0].Session != s.Session || len(got[0].Tabs) != 1 || got[0].Tabs[0].Tab != tab {
+		t.Fatalf("sessions after the restart: %+v; want %s with tab %s", got, s.Session, tab)
+	}
 }
