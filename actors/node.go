@@ -175,6 +175,7 @@ func StartNode(ctx context.Context, opts NodeOptions) (n *Node, err error) {
 	if n.nc, err = n.bus.Connect("framebus-node"); err != nil {
 		return nil, err
 	}
+	n.loadRestore() // first: plans to the tabs coming back are answered at once
 	if !opts.History.Disabled {
 		n.history, err = StartHistory(ctx, n.nc, subj, opts.History, opts.Logger.With().Str("component", "history").Logger())
 		if errors.Is(err, ErrNoJetStream) {
@@ -185,7 +186,7 @@ func StartNode(ctx context.Context, opts NodeOptions) (n *Node, err error) {
 			return nil, err
 		}
 	}
-	n.loadRestore()
+	n.needHistoryToRestore()
 	if err = n.joinRegistry(ctx); err != nil {
 		return nil, err
 	}
@@ -231,6 +232,7 @@ func StartNode(ctx context.Context, opts NodeOptions) (n *Node, err error) {
 		if po.Attach == "" && n.hasRestore(po.Name) {
 			if err := n.Profile(po.Name).Launch(ctx); err != nil {
 				n.log.Error().Err(err).Str("profile", po.Name).Msg("the profile's tabs are not restored: its browser did not start")
+				n.releaseProfilePlans(po.Name)
 			}
 		}
 	}

@@ -394,9 +394,11 @@ func (p *Profile) startTab(ctx context.Context, page *cdpdriver.Page) (*Tab, err
 // node's last run, the page is that tab's, under its id (restore.go).
 func (p *Profile) startTabAs(ctx context.Context, page *cdpdriver.Page, restore *protocol.Frame) (*Tab, error) {
 	n := p.node
-	id := page.TargetID()
+	id, beforePlans := page.TargetID(), func() {}
 	if restore != nil {
 		id = restore.Tab
+		// The node answered for it while it came back.
+		beforePlans = func() { n.releasePlans(restore.Tab) }
 	}
 	var reader *cdpdriver.BrowserUser // who must read the tab's files
 	if b := p.Browser(); b != nil && b.Process() != nil {
@@ -423,6 +425,7 @@ func (p *Profile) startTabAs(ctx context.Context, page *cdpdriver.Page, restore 
 		FileLimits:    n.opts.FileLimits,
 		History:       n.history,
 		Restore:       restore,
+		BeforePlans:   beforePlans,
 		Resources:     n,
 		Logger:        p.log,
 	})

@@ -14,6 +14,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/nats-io/nats.go"
+
 	"github.com/framebus/framebus/frames"
 	"github.com/framebus/framebus/protocol"
 )
@@ -82,6 +84,9 @@ type restorer struct {
 	pending map[string][]string // profile: tab ids not restored yet
 	written []byte              // the file as last written
 	closing bool                // the node stops: its tabs stay in the file
+	// held are the plan subjects of tabs on their way back, answered
+	// unavailable until each tab takes its own plans (see holdPlans).
+	held map[string]*nats.Subscription
 }
 
 // loadRestore reads the tabs the node had when it last stopped.
@@ -96,15 +101,98 @@ func (n *Node) loadRestore() {
 		n.log.Error().Err(err).Msg("the tabs of the node's last run are not restored: their file cannot be read")
 		return
 	}
-	if len(tabs) > 0 && n.history == nil {
-		n.log.Error().Int("tabs", len(tabs)).Msg("the tabs of the node's last run are not restored: there is no history to go on from")
-		return
-	}
 	for _, t := range tabs {
 		r.pending[t.Profile] = append(r.pending[t.Profile], t.Tab)
 	}
 	if len(tabs) > 0 {
 		n.log.Info().Int("tabs", len(tabs)).Msg("restoring the tabs of the node's last run")
+	}
+	// The tabs of the profiles that start with the node: a plan sent to
+	// one meanwhile is told it is on its way back. (A session's come
+	// back with their session, later, or not at all.)
+	starting := []string{protocol.DefaultProfile}
+	for _, po := range n.opts.Profiles {
+		if po.Attach == "" {
+			starting = append(starting, po.Name)
+		}
+	}
+	for _, profile := range starting {
+		n.holdPlans(r.pending[profile])
+	}
+}
+
+// needHistoryToRestore gives up the tabs to restore when the node has no
+// history: they could not go on from their sequences.
+func (n *Node) needHistoryToRestore() {
+	if n.history != nil {
+		return
+	}
+	r := &n.restore
+	r.mu.Lock()
+	count := 0
+	for _, ids := range r.pending {
+		count += len(ids)
+	}
+	r.pending = map[string][]string{}
+	held := r.held
+	r.held = nil
+	r.mu.Unlock()
+	for _, sub := range held {
+		_ = sub.Unsubscribe()
+	}
+	if count > 0 {
+		n.log.Error().Int("tabs", count).Msg("the tabs of the node's last run are not restored: there is no history to go on from")
+	}
+}
+
+// holdPlans answers the plans sent to tabs on their way back: unavailable,
+// nothing ran, send it again in a moment; not the no responders of a tab
+// nobody has, which a client takes for a tab gone with its node.
+func (n *Node) holdPlans(ids []string) {
+	r := &n.restore
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.held == nil {
+		r.held = map[string]*nats.Subscription{}
+	}
+	for _, id := range ids {
+		sub, err := n.nc.Subscribe(n.subj.TabPlan(id), func(m *nats.Msg) {
+			if !protocol.Answerable(m.Reply) {
+				return // a server's answer aimed here, not a plan
+			}
+			respondMsg(m, protocol.NewErrorReply(protocol.Errorf(protocol.CodeUnavailable,
+				"tab %s is on its way back: its node %s restarted and is restoring it; nothing ran: send the plan again in a moment", id, n.name)), n.log)
+		})
+		if err != nil {
+			n.log.Warn().Err(err).Str("tab", id).Msg("plans to a tab on its way back get no answer until it is back")
+			continue
+		}
+		r.held[id] = sub
+	}
+}
+
+// releasePlans stops answering for tab (holdPlans): it takes its own plans
+// now, or is not coming back. The tab subscribes after this, on the same
+// connection, so a plan never reaches both.
+func (n *Node) releasePlans(tab string) {
+	r := &n.restore
+	r.mu.Lock()
+	sub := r.held[tab]
+	delete(r.held, tab)
+	r.mu.Unlock()
+	if sub != nil {
+		_ = sub.Unsubscribe()
+	}
+}
+
+// releaseProfilePlans stops answering for the tabs of profile still to
+// come back: its browser did not start.
+func (n *Node) releaseProfilePlans(profile string) {
+	n.restore.mu.Lock()
+	ids := slices.Clone(n.restore.pending[profile])
+	n.restore.mu.Unlock()
+	for _, id := range ids {
+		n.releasePlans(id)
 	}
 }
 
@@ -229,6 +317,7 @@ func (p *Profile) restoreTabs(ctx context.Context) int {
 		go func() {
 			defer wg.Done()
 			log := p.log.With().Str("tab", id).Logger()
+			defer p.node.releasePlans(id) // back or not: the tab's own answers, or none
 			last, err := p.node.lastFrame(ctx, id)
 			if err != nil {
 				log.Error().Err(err).Msg("tab not restored: its last frame is not in the history, so it cannot go on from its sequence")

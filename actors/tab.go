@@ -85,7 +85,10 @@ type TabOptions struct {
 	// restarted: the tab goes on after it, its first frame a restore
 	// frame at that frame's URL (see restore.go), instead of an open one.
 	Restore *protocol.Frame
-	Logger  zerolog.Logger
+	// BeforePlans, when set, is called right before the tab subscribes
+	// to its plans (a restored tab's node stops answering for it).
+	BeforePlans func()
+	Logger      zerolog.Logger
 }
 
 // Tab is the actor of one browser tab: one goroutine that owns the tab's
@@ -216,6 +219,9 @@ func StartTab(ctx context.Context, opts TabOptions) (*Tab, error) {
 		// Once StartTab returns, the tab's first frame is its current
 		// one in the history too, as it was with a plain publish.
 		t.store.sync()
+	}
+	if opts.BeforePlans != nil {
+		opts.BeforePlans()
 	}
 	err = t.svc.AddEndpoint("plan", answerableOnly(t.takePlan), micro.WithEndpointSubject(t.subj.TabPlan(t.id)), micro.WithEndpointQueueGroupDisabled())
 	if err == nil {

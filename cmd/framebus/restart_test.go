@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -87,7 +88,26 @@ func TestNodeRestartedWithItsState(t *testing.T) {
 		t.Errorf("a client while the node is down: exit %d, %s; want unavailable, not answering, maybe restarting", r.status, r.stdout)
 	}
 
-	again := serve()
+	again := &node{process: startProcessOf(t, binary, env, "serve", "--history", "file"), stateFile: stateFile, env: env}
+	// A client command while it starts: unavailable (not answering, or
+	// the tab on its way back), never a refusal.
+	said := map[string]int{}
+	waitFor(t, "a client command succeeds on the restarted node", 2*time.Minute, func() bool {
+		r := framebus(t, env, "", "url", "--tab", tab) // read-only: no frame
+		m := r.reply(t)
+		if r.status == 0 {
+			return true
+		}
+		said[fmt.Sprint(m["code"], ": ", m["error"])]++
+		return false
+	})
+	t.Logf("a client command during the restart said: %v", said)
+	for msg := range said {
+		if strings.HasPrefix(msg, string(protocol.CodePermissionDenied)) {
+			t.Errorf("a client command during the restart: %s", msg)
+		}
+	}
+	again.ready(t)
 	if again.state.Bus != n.state.Bus || !slices.ContainsFunc(again.state.Tabs, func(ti protocol.TabInfo) bool { return ti.Tab == tab }) {
 		t.Fatalf("restarted: bus %s (was %s), tabs %+v; want the same bus and tab %s", again.state.Bus, n.state.Bus, again.state.Tabs, tab)
 	}
@@ -99,7 +119,7 @@ func TestNodeRestartedWithItsState(t *testing.T) {
 	restored := last + 1
 	waitFor(t, "the agent's plan on the restore frame", time.Minute, func() bool {
 		res, err = agent.Plan(ctx, tab, protocol.Plan{Action: &protocol.Action{Type: "eval", Expression: "String(window.before)", BasedOnSequence: &restored}})
-		return err == nil
+		return err == nil && res.Code != protocol.CodeUnavailable // the node's answer while the tab comes back
 	})
 	if !res.OK || res.Sequence != restored+1 || string(res.Results[0].Value) != `"undefined"` {
 		t.Fatalf("plan on the restore frame: %+v; want sequence %d, the old page's memory gone", res, restored+1)
