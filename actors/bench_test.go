@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/framebus/framebus/internal/benchkit"
+	"github.com/framebus/framebus/internal/testchild"
 
 	chromedptarget "github.com/chromedp/cdproto/target"
 	"github.com/chromedp/chromedp"
@@ -254,7 +255,7 @@ var benchEchoSubject = protocol.DefaultSubjects.TabPlan("BENCH_ECHO")
 func runBenchClientProcess(b *testing.B, tab *Tab, n int) benchClientResult {
 	job, _ := json.Marshal(benchClientJob{Creds: bustest.AddUser(b, testBus, protocol.RoleAgent), Tab: tab.ID(),
 		Page: benchPageWebSocket(b, tab.ID()), Sequence: tab.Info().Sequence, N: n})
-	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd := testchild.DieWithTest(exec.Command(os.Args[0], "-test.run=^$"))
 	cmd.Env = append(os.Environ(), benchClientEnv+"="+string(job))
 	cmd.Stderr = os.Stderr
 	out, err := cmd.Output()

@@ -196,14 +196,19 @@ func StartNode(ctx context.Context, opts NodeOptions) (n *Node, err error) {
 	if n.stageDir, err = nodeStageDir(); err != nil {
 		return nil, err
 	}
-	n.dialer = egress.NewDialer(cmp.Or(opts.Whitelist, openWhitelist).CheckAddr, opts.EgressResolver)
+	// The node's own listeners are no page's or fetch's destination.
+	own := n.ownListeners()
+	n.dialer = egress.NewDialer(cmp.Or(opts.Whitelist, openWhitelist).WithListeners(own).CheckAddrPort, opts.EgressResolver)
 	if opts.EgressNoPin {
 		n.dialer.PinFor(0)
 	}
 	if wl := opts.Whitelist; wl != nil {
 		// file: URLs, when allowed, lead only under the file roots.
-		n.opts.Whitelist = wl.WithFileRoots(opts.FileRoots)
+		n.opts.Whitelist = wl.WithFileRoots(opts.FileRoots).WithListeners(own)
 		if n.egress, err = egress.Start(wl.CheckHost, n.dialer, opts.Logger.With().Str("component", "egress").Logger()); err != nil {
+			return nil, err
+		}
+		if err = own.Add("the node's egress proxy", n.egress.Addr()); err != nil {
 			return nil, err
 		}
 		n.opts.Launch.Args = append(slices.Clip(opts.Launch.Args), n.egress.Flags()...)

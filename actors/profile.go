@@ -148,6 +148,9 @@ func (p *Profile) start(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	if eg := p.node.egress; eg != nil && b.Process() != nil {
+		eg.Allow(browserUID(b.Process())) // the proxy takes its account's connections only
+	}
 	if p.node.opts.Whitelist != nil {
 		if err := b.FilterRequests(ctx, p.node.checkRequest); err != nil {
 			b.Close()
