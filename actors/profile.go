@@ -390,12 +390,13 @@ type openedEvent struct {
 
 // startTab starts the actor of a connected page and registers it.
 func (p *Profile) startTab(ctx context.Context, page *cdpdriver.Page) (*Tab, error) {
-	return p.startTabAs(ctx, page, nil)
+	return p.startTabAs(ctx, page, nil, nil)
 }
 
 // startTabAs is startTab; with restore, the last frame of a tab of the
-// node's last run, the page is that tab's, under its id (restore.go).
-func (p *Profile) startTabAs(ctx context.Context, page *cdpdriver.Page, restore *protocol.Frame) (*Tab, error) {
+// node's last run, the page is that tab's, under its id, and past are the
+// plans it ran (restore.go).
+func (p *Profile) startTabAs(ctx context.Context, page *cdpdriver.Page, restore *protocol.Frame, past []PastPlan) (*Tab, error) {
 	n := p.node
 	id, beforePlans := page.TargetID(), func() {}
 	if restore != nil {
@@ -428,6 +429,7 @@ func (p *Profile) startTabAs(ctx context.Context, page *cdpdriver.Page, restore 
 		FileLimits:    n.opts.FileLimits,
 		History:       n.history,
 		Restore:       restore,
+		PastPlans:     past,
 		BeforePlans:   beforePlans,
 		Resources:     n,
 		Logger:        p.log,

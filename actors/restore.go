@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/framebus/framebus/frames"
 	"github.com/framebus/framebus/protocol"
@@ -326,7 +327,11 @@ func (p *Profile) restoreTabs(ctx context.Context) int {
 			if p.node.Tab(id) != nil {
 				return // back already
 			}
-			if _, err := p.restoreTab(ctx, last); err != nil {
+			past, err := p.node.pastPlans(ctx, id, last.Sequence)
+			if err != nil {
+				log.Warn().Err(err).Msg("restored tab: the plans it ran before are not known, and one sent again under its id runs again")
+			}
+			if _, err := p.restoreTab(ctx, last, past); err != nil {
 				log.Error().Err(err).Str("url", last.URL).Int64("sequence", last.Sequence).Msg("tab not restored")
 				return
 			}
@@ -345,7 +350,7 @@ func (p *Profile) restoreTabs(ctx context.Context) int {
 
 // restoreTab opens a new page and starts the actor of the tab whose last
 // frame was last on it, under the tab's id.
-func (p *Profile) restoreTab(ctx context.Context, last protocol.Frame) (*Tab, error) {
+func (p *Profile) restoreTab(ctx context.Context, last protocol.Frame, past []PastPlan) (*Tab, error) {
 	b := p.Browser()
 	if b == nil {
 		return nil, p.notRunning()
@@ -361,12 +366,82 @@ func (p *Profile) restoreTab(ctx context.Context, last protocol.Frame) (*Tab, er
 		_ = b.CloseTarget(ctx, id)
 		return nil, err
 	}
-	tab, err := p.startTabAs(ctx, page, &last)
+	tab, err := p.startTabAs(ctx, page, &last, past)
 	if err != nil {
 		p.unclaim(id)
 		return nil, err
 	}
 	return tab, nil
+}
+
+// PastPlan is a plan a tab ran before its node restarted, as the tab's
+// frames in the history tell (they name its planId): a restored tab does
+// not run a plan of that id again (see planids.go), and answers it
+// outcome_unknown, its result lost with the node.
+type PastPlan struct {
+	ID          string
+	At          time.Time // its last frame's time
+	First, Last int64     // its first and last frames
+	Frames      int
+}
+
+// result is what a plan sent again under p's id is answered.
+func (p PastPlan) result(tab string) protocol.PlanResult {
+	return protocol.PlanResult{Version: protocol.Version, Tab: tab, PlanID: p.ID, Executed: p.Frames, Sequence: p.Last, Results: []protocol.ActionResult{},
+		Code: protocol.CodeOutcomeUnknown, Error: fmt.Sprintf(
+			"plan %s ran before the tab's node restarted (its frames %d to %d name it) and does not run again; its result was lost with the node: its frames are the record of what it did (framebus frames --tab %s --from %d)",
+			p.ID, p.First, p.Last, tab, p.First)}
+}
+
+// pastPlans are the plans whose frames of tab the history kept, up to
+// frame upTo, from the last planIDsAge (as long as a tab remembers a
+// plan id), oldest first.
+func (n *Node) pastPlans(ctx context.Context, tab string, upTo int64) ([]PastPlan, error) {
+	ctx, cancel := context.WithTimeout(ctx, restoreTimeout)
+	defer cancel()
+	since := time.Now().Add(-planIDsAge)
+	cons, err := n.history.js.OrderedConsumer(ctx, n.subj.FrameStream(), jetstream.OrderedConsumerConfig{
+		FilterSubjects: []string{n.subj.TabFrames(tab)}, DeliverPolicy: jetstream.DeliverByStartTimePolicy, OptStartTime: &since})
+	if err != nil {
+		return nil, err
+	}
+	var past []PastPlan
+	byID := map[string]int{}
+	for {
+		batch, err := cons.Fetch(256, jetstream.FetchMaxWait(time.Second))
+		if err != nil {
+			return past, err
+		}
+		got := 0
+		for m := range batch.Messages() {
+			got++
+			f, err := protocol.DecodeFrame(m.Data())
+			if err != nil || f.Tab != tab {
+				continue
+			}
+			if f.PlanID != "" {
+				i, seen := byID[f.PlanID]
+				if !seen {
+					i = len(past)
+					byID[f.PlanID] = i
+					past = append(past, PastPlan{ID: f.PlanID, First: f.Sequence})
+				}
+				pp := &past[i]
+				pp.At, pp.Last, pp.Frames = f.Time, f.Sequence, pp.Frames+1
+			}
+			if f.Sequence >= upTo {
+				return past, nil
+			}
+		}
+		if got == 0 {
+			// The frames since then end before upTo (the batch's error
+			// says there were no more), or the stream did not answer.
+			if err := batch.Error(); err != nil && ctx.Err() != nil {
+				return past, err
+			}
+			return past, nil
+		}
+	}
 }
 
 // restore makes the tab's first frame the one after last, its last frame

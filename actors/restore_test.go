@@ -41,6 +41,10 @@ func TestNodeRestoresItsTabs(t *testing.T) {
 	if err != nil || !res.OK {
 		t.Fatalf("plan: %+v %v", res, err)
 	}
+	ran := protocol.Plan{ID: "ran-before-the-restart", Action: &protocol.Action{Type: "eval", Expression: "window.runs = (window.runs || 0) + 1"}}
+	if res, err = request(nc, tab, ran); err != nil || !res.OK {
+		t.Fatalf("plan %s: %+v %v", ran.ID, res, err)
+	}
 	// A tab of a named profile, launched on request, and one whose
 	// server is gone by the restart.
 	work := node.Profile("work")
@@ -99,6 +103,12 @@ func TestNodeRestoresItsTabs(t *testing.T) {
 	if f.Action != protocol.FrameRestore || f.Source != protocol.SourceNode || f.URL != before.URL || f.FullPage == nil ||
 		!strings.Contains(*f.FullPage, "heading") || !strings.Contains(f.Note, "restored") || !strings.Contains(f.Note, "gone") {
 		t.Fatalf("restore frame: %+v", f)
+	}
+	// A plan it ran before, sent again under its id, does not run again.
+	again, err := request(nc, tab, ran)
+	if err != nil || again.OK || !again.Duplicate || again.Code != protocol.CodeOutcomeUnknown || again.Executed != 1 || again.Sequence != res.Sequence ||
+		!strings.Contains(again.Error, fmt.Sprintf("frames %d to %d", res.Sequence, res.Sequence)) {
+		t.Fatalf("plan %s sent again after the restart: %+v %v; want it not run again, outcome_unknown naming frame %d", ran.ID, again, err, res.Sequence)
 	}
 	restored := res.Sequence + 1
 	res, err = request(nc, tab, protocol.Plan{Actions: []protocol.Action{{Type: "eval", Expression: "String(window.kept)", BasedOnSequence: &restored}}})

@@ -85,6 +85,9 @@ type TabOptions struct {
 	// restarted: the tab goes on after it, its first frame a restore
 	// frame at that frame's URL (see restore.go), instead of an open one.
 	Restore *protocol.Frame
+	// PastPlans are the plans the restored tab ran before: a plan sent
+	// again under one of their ids does not run again.
+	PastPlans []PastPlan
 	// BeforePlans, when set, is called right before the tab subscribes
 	// to its plans (a restored tab's node stops answering for it).
 	BeforePlans func()
@@ -210,6 +213,9 @@ func StartTab(ctx context.Context, opts TabOptions) (*Tab, error) {
 		t.store = opts.History.startStore(t.nc, t.id, t.subj, t.content, t.log)
 	}
 	if opts.Restore != nil {
+		for _, pp := range opts.PastPlans {
+			t.planIDs.remember(pp.ID, pp.result(t.id), pp.At)
+		}
 		t.restore(ctx, *opts.Restore)
 	} else {
 		t.emit(ctx, frames.Change{URL: url, Title: title, Action: protocol.FrameOpen, Source: protocol.SourceBrowser, NewDocument: true}, "", true)
