@@ -281,15 +281,21 @@ func writeFileAtomic(path string, data []byte) error {
 	return werr
 }
 
-// restoreTimeout bounds reading a tab's last frame from the history.
-const restoreTimeout = 10 * time.Second
+// boundedByHistory is ctx, bounded by historyTimeout when it has no
+// deadline of its own (a session started again in the background).
+func boundedByHistory(ctx context.Context) (context.Context, context.CancelFunc) {
+	if _, ok := ctx.Deadline(); ok {
+		return context.WithCancel(ctx)
+	}
+	return context.WithTimeout(ctx, historyTimeout)
+}
 
 // lastFrame is tab's latest frame in the history.
 func (n *Node) lastFrame(ctx context.Context, tab string) (protocol.Frame, error) {
 	if n.history == nil {
 		return protocol.Frame{}, errors.New("the node has no history")
 	}
-	ctx, cancel := context.WithTimeout(ctx, restoreTimeout)
+	ctx, cancel := boundedByHistory(ctx)
 	defer cancel()
 	var f protocol.Frame
 	err := retryJetStream(ctx, func(try context.Context) error {
@@ -327,7 +333,7 @@ func (p *Profile) restoreTabs(ctx context.Context) int {
 			if p.node.Tab(id) != nil {
 				return // back already
 			}
-			past, err := p.node.pastPlans(ctx, id, last.Sequence)
+			past, err := p.node.pastPlans(ctx, last)
 			if err != nil {
 				log.Warn().Err(err).Msg("restored tab: the plans it ran before are not known, and one sent again under its id runs again")
 			}
@@ -393,13 +399,17 @@ func (p PastPlan) result(tab string) protocol.PlanResult {
 			p.ID, p.First, p.Last, tab, p.First)}
 }
 
-// pastPlans are the plans whose frames of tab the history kept, up to
-// frame upTo, from the last planIDsAge (as long as a tab remembers a
-// plan id), oldest first.
-func (n *Node) pastPlans(ctx context.Context, tab string, upTo int64) ([]PastPlan, error) {
-	ctx, cancel := context.WithTimeout(ctx, restoreTimeout)
-	defer cancel()
+// pastPlans are the plans whose frames of the tab the history kept, up
+// to its last frame, from the last planIDsAge (as long as a tab remembers
+// a plan id), oldest first.
+func (n *Node) pastPlans(ctx context.Context, last protocol.Frame) ([]PastPlan, error) {
+	tab, upTo := last.Tab, last.Sequence
 	since := time.Now().Add(-planIDsAge)
+	if last.Time.Before(since) {
+		return nil, nil // none of its frames is that recent
+	}
+	ctx, cancel := boundedByHistory(ctx)
+	defer cancel()
 	cons, err := n.history.js.OrderedConsumer(ctx, n.subj.FrameStream(), jetstream.OrderedConsumerConfig{
 		FilterSubjects: []string{n.subj.TabFrames(tab)}, DeliverPolicy: jetstream.DeliverByStartTimePolicy, OptStartTime: &since})
 	if err != nil {
@@ -433,13 +443,10 @@ func (n *Node) pastPlans(ctx context.Context, tab string, upTo int64) ([]PastPla
 				return past, nil
 			}
 		}
-		if got == 0 {
-			// The frames since then end before upTo (the batch's error
-			// says there were no more), or the stream did not answer.
-			if err := batch.Error(); err != nil && ctx.Err() != nil {
-				return past, err
-			}
-			return past, nil
+		if got == 0 && ctx.Err() != nil {
+			// Frame upTo is since then: only a stream that does not
+			// answer keeps it back.
+			return past, fmt.Errorf("the history's frames of tab %s up to %d: %w", tab, upTo, ctx.Err())
 		}
 	}
 }

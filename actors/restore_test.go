@@ -14,6 +14,7 @@ import (
 
 	"github.com/framebus/framebus/actors/whitelist"
 	"github.com/framebus/framebus/internal/testdir"
+	"github.com/framebus/framebus/internal/testscale"
 	"github.com/framebus/framebus/protocol"
 )
 
@@ -27,7 +28,7 @@ func TestNodeRestoresItsTabs(t *testing.T) {
 	dir := t.TempDir()
 	opts := NodeOptions{History: HistoryOptions{Storage: HistoryFile, Dir: filepath.Join(dir, "jetstream")}, TabsFile: filepath.Join(dir, "tabs.json"),
 		Profiles: []ProfileOptions{{Name: "work"}}}
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), testscale.D(3*time.Minute))
 	defer cancel()
 
 	node := startTestNode(t, opts)
@@ -151,7 +152,7 @@ func restoredAs(tabs []protocol.TabInfo, want map[string]string) bool {
 func waitStored(t *testing.T, node *Node, tab string, seq int64) {
 	t.Helper()
 	waitUntil(t, func() bool {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		ctx, cancel := context.WithTimeout(context.Background(), testscale.D(5*time.Second))
 		defer cancel()
 		f, err := node.lastFrame(ctx, tab)
 		return err == nil && f.Sequence == seq
@@ -184,7 +185,7 @@ func TestSessionTabsComeBackWithTheirSession(t *testing.T) {
 	dir := t.TempDir()
 	opts := NodeOptions{Name: "restorer", Prefix: "fbrestore", ProfileDir: testdir.Enterable(t), Launch: testDomains, Whitelist: wl, EgressResolver: loopbackResolver,
 		History: HistoryOptions{Storage: HistoryFile, Dir: filepath.Join(dir, "jetstream")}, TabsFile: filepath.Join(dir, "tabs.json")}
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), testscale.D(3*time.Minute))
 	defer cancel()
 	node := startTestNode(t, opts)
 	s, err := node.StartSession(ctx, protocol.SessionStartRequest{Domain: "mail.example.test", URL: mail})

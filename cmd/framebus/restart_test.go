@@ -14,6 +14,7 @@ import (
 	"time"
 
 	busclient "github.com/framebus/framebus/bus/client"
+	"github.com/framebus/framebus/internal/testscale"
 	"github.com/framebus/framebus/protocol"
 )
 
@@ -44,7 +45,7 @@ func TestNodeRestartedWithItsState(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), testscale.D(4*time.Minute))
 	defer cancel()
 	var events eventLog
 	agent, err := busclient.Connect(ctx, busclient.Options{Credentials: &creds, OnEvent: events.add})
