@@ -161,7 +161,7 @@ func (c *cli) startServing(cfg config, log zerolog.Logger, rotate bool) (*served
 		// knew the node find its bus there again.
 		busOpts.Port = local.reusePort(busOpts.Host, busOpts.Port, local.lastURL)
 		busOpts.WebSocket = local.reuseWebSocket(busOpts.WebSocket)
-		if len(local.kept) > 0 && local.kept[local.agent.User] && local.kept[local.admin.User] {
+		if local.kept[local.agent.User] && local.kept[local.admin.User] {
 			log.Info().Str("dir", dir).Msg("the node's own credentials are those of its last start (serve --rotate-credentials makes new ones)")
 		}
 	}
