@@ -78,6 +78,7 @@ func TestNodeRestartedWithItsState(t *testing.T) {
 	profile := chromiumProfile(t, n.cmd.Process.Pid)
 	t.Cleanup(func() { os.RemoveAll(profile) }) // a killed node leaves its temporary profile
 
+	killed := time.Now()
 	if err := n.cmd.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
@@ -102,7 +103,7 @@ func TestNodeRestartedWithItsState(t *testing.T) {
 		said[fmt.Sprint(m["code"], ": ", m["error"])]++
 		return false
 	})
-	t.Logf("a client command during the restart said: %v", said)
+	t.Logf("a client command during the restart (%s from the kill to the first answer) said: %v", time.Since(killed).Round(time.Millisecond), said)
 	for msg := range said {
 		if strings.HasPrefix(msg, string(protocol.CodePermissionDenied)) {
 			t.Errorf("a client command during the restart: %s", msg)
