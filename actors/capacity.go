@@ -115,6 +115,7 @@ func (n *Node) tabsChanged() {
 	if n.registry != nil {
 		n.registry.touch()
 	}
+	n.saveTabs()
 }
 
 // publishEntry writes the node's registry entry now (see

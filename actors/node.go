@@ -92,6 +92,11 @@ type NodeOptions struct {
 	// JetStream for it; on an external bus without JetStream the node
 	// warns and runs without history.
 	History HistoryOptions
+	// TabsFile, when set, is where the node keeps the list of its open
+	// tabs (0600), for a node started again with it to bring them back
+	// under their ids, each going on from its last frame in the history
+	// (see restore.go); it needs History, on file to outlive the process.
+	TabsFile string
 	// MaxTabs is how many tabs the node takes (see capacity): 0 derives
 	// it from the machine's memory and cores (DefaultMaxTabs), a
 	// negative number sets no bound. Placement sends tabs to the nodes
@@ -119,6 +124,7 @@ type Node struct {
 	order    []string // profile names, the default first
 	sessions sessions
 	capacity capacity
+	restore  restorer // the tabs of the last run, and the file of this one's
 
 	egress    *egress.Proxy  // nil without a whitelist
 	dialer    *egress.Dialer // the proxy's, checked addresses only
@@ -178,6 +184,7 @@ func StartNode(ctx context.Context, opts NodeOptions) (n *Node, err error) {
 	if n.nc, err = n.bus.Connect("framebus-node"); err != nil {
 		return nil, err
 	}
+	n.loadRestore() // first: plans to the tabs coming back are answered at once
 	if !opts.History.Disabled {
 		n.history, err = StartHistory(ctx, n.nc, subj, opts.History, opts.Logger.With().Str("component", "history").Logger())
 		if errors.Is(err, ErrNoJetStream) {
@@ -188,6 +195,7 @@ func StartNode(ctx context.Context, opts NodeOptions) (n *Node, err error) {
 			return nil, err
 		}
 	}
+	n.needHistoryToRestore()
 	if err = n.joinRegistry(ctx); err != nil {
 		return nil, err
 	}
@@ -242,6 +250,17 @@ func StartNode(ctx context.Context, opts NodeOptions) (n *Node, err error) {
 	if err = def.Launch(ctx); err != nil {
 		return nil, err
 	}
+	for _, po := range opts.Profiles {
+		// A named profile launched on request had tabs when the node
+		// stopped: it is launched to bring them back.
+		if po.Attach == "" && n.hasRestore(po.Name) {
+			if err := n.Profile(po.Name).Launch(ctx); err != nil {
+				n.log.Error().Err(err).Str("profile", po.Name).Msg("the profile's tabs are not restored: its browser did not start")
+				n.releaseProfilePlans(po.Name)
+			}
+		}
+	}
+	n.saveTabs()
 	for _, po := range opts.Profiles {
 		if po.Attach == "" {
 			continue
@@ -432,6 +451,7 @@ func (n *Node) answerStatus(m micro.Request) {
 func (n *Node) Close() error {
 	n.closeOnce.Do(func() {
 		var errs []error
+		n.stopSavingTabs() // its tabs come back at its next start
 		if n.registry != nil {
 			n.registry.leave() // first: no one sends this node more work
 		}

@@ -28,7 +28,8 @@ const (
 	usersFile      = "users.json"       // users added with creds add (hashes only)
 )
 
-// The users serve makes up at every start, with fresh passwords.
+// The node's own users: their passwords are kept beside the state file
+// from one start to the next (see localUsers).
 const (
 	localAgentUser = "agent"
 	localAdminUser = "admin"

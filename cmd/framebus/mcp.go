@@ -123,7 +123,7 @@ func (c *cli) mcpBus(target clientFlags, configFile string) (*client, func(), er
 		return nil, nil, err
 	}
 	log.Info().Msg("no framebus node running: starting one in this process")
-	sn, err := c.startServing(cfg, log)
+	sn, err := c.startServing(cfg, log, false)
 	if err != nil {
 		return nil, nil, err
 	}
