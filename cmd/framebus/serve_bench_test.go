@@ -38,9 +38,9 @@ import (
 // over TCP with the credentials file serve wrote and sends plans through
 // bus/client, as the CLI, the MCP server and Go agents do.
 //
-// The client times these rows, each iteration in an order of its own
-// (shuffled, so that no row always follows another and pays for what
-// that one left running):
+// The client times these rows, in blocks of serveBenchBlock round trips
+// that take turns in an order shuffled every round (so that no row always
+// follows another and pays for what that one left running):
 //
 //   - eval: the one-action eval 1+1 plan to the node's tab;
 //   - url: a url plan to it (no CDP call, no frame: the bus and the tab
@@ -223,6 +223,17 @@ type serveBenchJob struct {
 	N                     int
 }
 
+// serveBenchBlock is how many round trips a row makes in a row before
+// the next takes its turn. Each iteration's rows interleaved one by one,
+// the rows on the peer browser (bare, chromedp, raw) kept its processes
+// busy three times as often as eval kept the node's browser, and on a
+// loaded 2-core machine a process that ran a moment ago answers sooner
+// than one that has to be woken: eval/raw measured 1.68 that way and
+// 1.1-1.2 with eval's own rows run back to back. In blocks, every path
+// runs as an agent's plans do when it sends them one after another, and
+// the blocks still interleave, so noise over time hits all rows alike.
+const serveBenchBlock = 16
+
 // serveBenchResult holds every round trip of each row.
 type serveBenchResult struct {
 	Eval, URL, Bare, Echo, EchoNATS, Chromedp, Raw []time.Duration
@@ -316,17 +327,18 @@ func serveBenchClient(jobJSON string) error {
 		},
 	}
 	times := make([][]time.Duration, len(rows))
-	for i := -200; i < job.N; i++ { // 200 to warm up
-		// In an order of their own each time: no row always follows
-		// another (what one leaves running, the next would pay for).
+	for i := -200; i < job.N; i += serveBenchBlock { // 200 to warm up
+		// The rows take turns in blocks, in an order of their own each
+		// round (see serveBenchBlock).
 		for _, r := range rand.Perm(len(rows)) {
-			row := rows[r]
-			t0 := time.Now()
-			if err := row(); err != nil {
-				return fmt.Errorf("row %d: %w", r, err)
-			}
-			if i >= 0 {
-				times[r] = append(times[r], time.Since(t0))
+			for j := i; j < i+serveBenchBlock; j++ {
+				t0 := time.Now()
+				if err := rows[r](); err != nil {
+					return fmt.Errorf("row %d: %w", r, err)
+				}
+				if j >= 0 && j < job.N {
+					times[r] = append(times[r], time.Since(t0))
+				}
 			}
 		}
 	}
