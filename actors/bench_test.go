@@ -61,6 +61,12 @@ import (
 // any service answering plans over NATS must at least do), reached
 // in-process and over TCP.
 //
+// Its node is assembled here (the tests' bus, without JetStream and so
+// without history; plain NATS clients; every path on one tab): it shows
+// the parts. The node users run, `framebus serve` reached through
+// bus/client with its credentials file, is cmd/framebus's
+// BenchmarkServeEval.
+//
 // It reports each path's p50 and the bus/raw ratios. Run it with
 // -cpu 1,2: framebus serve runs with GOMAXPROCS = half the CPUs (one on a
 // 2-core machine, see cmd/framebus/procs.go), and the two rows show why.

@@ -310,7 +310,6 @@ func serveBenchClient(jobJSON string) error {
 			_, err := bc.Conn().Request(bc.Subjects().TabPlan(job.EchoTab), planData, 10*time.Second)
 			return err
 		},
-
 		func() error {
 			v, err := chromedp.Run(cdctx, chromedp.Evaluate[int]("1+1"))
 			if err == nil && v != 2 {
