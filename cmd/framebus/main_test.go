@@ -37,6 +37,9 @@ func TestMain(m *testing.M) {
 	if job := os.Getenv(devtoolsProbeEnv); job != "" {
 		os.Exit(runDevToolsProbe(job))
 	}
+	if job := os.Getenv(serveBenchClientEnv); job != "" {
+		os.Exit(runServeBenchClient(job))
+	}
 	os.Exit(runTests(m))
 }
 
