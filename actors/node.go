@@ -124,6 +124,9 @@ type Node struct {
 	svc       micro.Service // tabs, browser status, sessions; nil until started
 	closeOnce sync.Once
 	closeErr  error
+	// leaving is closed as Close starts: tabs that end now make no
+	// close frame (the node stops, it does not close them).
+	leaving chan struct{}
 }
 
 // StartNode starts the bus, launches the default profile's browser and
@@ -142,7 +145,7 @@ func StartNode(ctx context.Context, opts NodeOptions) (n *Node, err error) {
 	}
 	opts.Frames.Node = opts.Name
 	opts.Logger = opts.Logger.With().Str("node", opts.Name).Logger()
-	n = &Node{opts: opts, name: opts.Name, subj: subj, log: opts.Logger, profiles: map[string]*Profile{}, started: time.Now()}
+	n = &Node{opts: opts, name: opts.Name, subj: subj, log: opts.Logger, profiles: map[string]*Profile{}, started: time.Now(), leaving: make(chan struct{})}
 	started := n // the returns below set n to nil
 	defer func() {
 		if err != nil {
@@ -407,6 +410,7 @@ func (n *Node) answerStatus(m micro.Request) {
 // the bus, in that order. Safe to call more than once.
 func (n *Node) Close() error {
 	n.closeOnce.Do(func() {
+		close(n.leaving)
 		var errs []error
 		if n.registry != nil {
 			n.registry.leave() // first: no one sends this node more work

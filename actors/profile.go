@@ -409,6 +409,7 @@ func (p *Profile) startTab(ctx context.Context, page *cdpdriver.Page) (*Tab, err
 		FileLimits:    n.opts.FileLimits,
 		History:       n.history,
 		Resources:     n,
+		NodeLeaving:   n.leaving,
 		Logger:        p.log,
 	})
 	if err != nil {

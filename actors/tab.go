@@ -81,7 +81,10 @@ type TabOptions struct {
 	// JetStream (see History); nil: frames are live only, and the tab
 	// keeps its latest large contents itself.
 	History *History
-	Logger  zerolog.Logger
+	// NodeLeaving is closed when the tab's node stops: a tab that ends
+	// then makes no close frame (see closeframe.go).
+	NodeLeaving <-chan struct{}
+	Logger      zerolog.Logger
 }
 
 // Tab is the actor of one browser tab: one goroutine that owns the tab's
@@ -121,6 +124,7 @@ type Tab struct {
 	svc     micro.Service // the tab's endpoints: plan, cancel, content, stage
 	quit    chan struct{}
 	done    chan struct{}
+	leaving <-chan struct{} // the node's NodeLeaving
 	info    atomic.Pointer[protocol.TabInfo]
 	stopped atomic.Bool
 }
@@ -166,7 +170,9 @@ func StartTab(ctx context.Context, opts TabOptions) (*Tab, error) {
 		inbox:         make(chan micro.Request, planQueue),
 		quit:          make(chan struct{}),
 		done:          make(chan struct{}),
+		leaving:       opts.NodeLeaving,
 	}
+	watchStalls()
 	t.page.SetDialogs(t.dialogs.held(), t.dialogs.accept)
 	// A value longer than a reply carries is refused in the page, at once
 	// (the room is for the reply around it).
@@ -246,6 +252,10 @@ func (t *Tab) Stop() {
 // goroutine); when the tab has stopped, or has more plans queued than it
 // holds, it answers at once.
 func (t *Tab) takePlan(m micro.Request) {
+	if err := stallRefusal(t.node); err != nil {
+		respond(m, protocol.NewErrorReply(err), t.log) // see stall.go
+		return
+	}
 	t.inboxMu.Lock()
 	defer t.inboxMu.Unlock()
 	if t.inboxClosed {
@@ -336,6 +346,7 @@ func (t *Tab) run() {
 		if t.pending != nil {
 			t.completePending(context.Background(), "tab stopped before the page finished loading; content left out", false)
 		}
+		t.emitClose()
 		t.flush()
 		if t.store != nil {
 			t.store.close() // the frames so far reach the history first

@@ -67,7 +67,7 @@ var Codes = []struct {
 	{CodeResultTooLarge, "an action's value (eval, html, text, snapshot, screenshot) is larger than a reply carries; the page checks it before sending it, so this comes at once, stating the size and the limit. The action ran (its frame is there), the tab stays usable: ask for less (a selector, a part of the value)"},
 	{CodeCancelled, "the plan was cancelled (a cancel request, the CLI's Ctrl-C) while it ran or waited; an action cut short may have acted, and then made its frame"},
 	{CodeUnavailable, "nothing answered on the bus (no node running, or it is shutting down)"},
-	{CodeNodeUnavailable, "the node that has the tab (or session) is gone: it stopped or died, and nothing answers for it; the message names the node"},
+	{CodeNodeUnavailable, "the node that has the tab (or session) is gone: it stopped or died, and nothing answers for it, or it lost its liveness (frozen or cut off: the node registry forgot it, or nothing answered for it for the registry's TTL); the message names the node and says which"},
 	{CodeNodeNameTaken, "another live node on the bus has this node name; the message names its host and process. Pick another name (--node), or stop that node"},
 	{CodeNodeFull, "the node has as many tabs as it takes (serve --max-tabs, node.maxTabs), or every node that has the profile has: nothing was opened; the message names the nodes and their bound. Close a tab, or pin another node with --node"},
 	{CodeFetchFailed, "an http fetch got no HTTP answer: the server could not be reached, closed the connection early, answered something that is not HTTP, or redirected more often than allowed (a loop); the message says which and where"},

@@ -20,6 +20,12 @@ const (
 	FrameNavigation   = "navigation"    // the page loaded a new document on its own
 	FrameSameDocument = "same-document" // the page changed its URL without a new document (pushState, hash)
 	FrameCrash        = "crash"         // the renderer crashed
+	// FrameClose is the tab's last frame: the tab closed (a close
+	// request, its page closed in the browser, its browser closed or
+	// gone). Its URL and title are the page's as it closed; nothing
+	// follows it. A node that stops (or dies) makes none: its tabs end
+	// with it, and watchers learn that from its liveness.
+	FrameClose = "close"
 )
 
 // Frame is one numbered state of a tab. Sequence starts at 1 and grows by
