@@ -125,12 +125,23 @@ func (c *Client) checkNode(ctx context.Context, l *liveness) (liveState, error) 
 		return nodeAnswered, nil
 	}
 	l.silent(sent)
-	state, err := c.vouch(ctx, l)
-	if state != nodeUnvouched {
-		return state, err
+	// Through a server that answers not even a ping, no node can vouch
+	// for it: the silence decides, sooner.
+	serverSilent := c.serverSilent(ctx)
+	if !serverSilent {
+		if state, err := c.vouch(ctx, l); state != nodeUnvouched {
+			return state, err
+		}
 	}
 	if d := time.Since(l.silentSince); d >= protocol.NodeTTL {
-		return nodeNotLive, c.notLive(l, fmt.Sprintf("it has answered nothing for %s, and no node answered for it%s", d.Round(100*time.Millisecond), c.serverSilence(ctx, l)))
+		why := fmt.Sprintf("it has answered nothing for %s, and no node answered for it", d.Round(100*time.Millisecond))
+		switch {
+		case serverSilent && l.server == l.node:
+			why += "; nor does this client's bus server, the node's own process"
+		case serverSilent:
+			why += fmt.Sprintf("; nor does this client's bus server (%s)", l.server)
+		}
+		return nodeNotLive, c.notLive(l, why)
 	}
 	return nodeWaiting, nil
 }
@@ -234,19 +245,13 @@ func (c *Client) vouch(ctx context.Context, l *liveness) (liveState, error) {
 	return nodeNotLive, c.notLive(l, fmt.Sprintf("the node registry no longer has it (not renewed for %s), say the live nodes %v", protocol.NodeTTL, live))
 }
 
-// serverSilence says, for a message, whether this client's own server
-// answers a ping: when it does not, the bus itself (often the node's own
-// process) is what is silent.
-func (c *Client) serverSilence(ctx context.Context, l *liveness) string {
+// serverSilent reports whether this client's own server leaves a ping
+// unanswered: then the bus itself (often the node's own process) is what
+// is silent.
+func (c *Client) serverSilent(ctx context.Context) bool {
 	pctx, cancel := context.WithTimeout(ctx, livePingWait)
 	defer cancel()
-	if c.nc.FlushWithContext(pctx) == nil {
-		return ""
-	}
-	if l.server == l.node {
-		return "; nor does this client's bus server, which is the node's own process"
-	}
-	return fmt.Sprintf("; nor does this client's bus server (%s)", l.server)
+	return c.nc.FlushWithContext(pctx) != nil && ctx.Err() == nil
 }
 
 // notLive is node_unavailable for a node that lost its liveness (why).
