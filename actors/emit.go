@@ -54,6 +54,7 @@ func (t *Tab) frameFor(ctx context.Context, c pageChange, change frames.Change) 
 		// could not be loaded, whatever action led there.
 		note = c.unreachable + " could not be loaded: this is Chromium's error page"
 	}
+	note = joinNote(t.restoring, note)
 	if change.NewDocument && t.nav.dialog == nil && !t.nav.crashed {
 		// A document that loaded already (navigate --wait) still goes
 		// pending when the action's frame wants its content: the

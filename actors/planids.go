@@ -53,7 +53,7 @@ func (p *planIDs) result(id string, now time.Time) (protocol.PlanResult, bool) {
 	return res, true
 }
 
-// remember records plan id's result.
+// remember records plan id's result, as of now (when it ran).
 func (p *planIDs) remember(id string, res protocol.PlanResult, now time.Time) {
 	if id == "" {
 		return

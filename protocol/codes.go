@@ -36,6 +36,7 @@ const (
 	CodeFetchFailed       Code = "fetch_failed"
 	CodeSearchFailed      Code = "search_failed"
 	CodeInternal          Code = "internal"
+	CodeOutcomeUnknown    Code = "outcome_unknown"
 )
 
 // Codes lists every code with what it means, for docs and `framebus help`.
@@ -66,13 +67,14 @@ var Codes = []struct {
 	{CodeTooLarge, "the answer is more than one bus message carries; the action ran, its value is left out: ask for less"},
 	{CodeResultTooLarge, "an action's value (eval, html, text, snapshot, screenshot) is larger than a reply carries; the page checks it before sending it, so this comes at once, stating the size and the limit. The action ran (its frame is there), the tab stays usable: ask for less (a selector, a part of the value)"},
 	{CodeCancelled, "the plan was cancelled (a cancel request, the CLI's Ctrl-C) while it ran or waited; an action cut short may have acted, and then made its frame"},
-	{CodeUnavailable, "nothing answered on the bus (no node running, or it is shutting down)"},
+	{CodeUnavailable, "nothing answered on the bus (no node running, or it is shutting down or restarting), or a restarted node's tab is on its way back; nothing ran: try again in a moment"},
 	{CodeNodeUnavailable, "the node that has the tab (or session) is gone: it stopped or died, and nothing answers for it, or it lost its liveness (frozen or cut off: the node registry forgot it, or nothing answered for it for the registry's TTL); the message names the node and says which"},
 	{CodeNodeNameTaken, "another live node on the bus has this node name; the message names its host and process. Pick another name (--node), or stop that node"},
-	{CodeNodeFull, "the node has as many tabs as it takes (serve --max-tabs, node.maxTabs), or every node that has the profile has: nothing was opened; the message names the nodes and their bound. Close a tab, or pin another node with --node"},
+	{CodeNodeFull, "the node has as many tabs as it takes (serve --max-tabs, node.maxTabs; by default derived from its memory and cores), or every node that has the profile has: nothing was opened; the message names the nodes and their bound. Close a tab, or pin another node with --node. For a staged file: the node's tabs hold as many staged bytes as it takes (serve --max-staged-bytes, files.maxStagedBytes): nothing was staged; abort staged files not needed or close tabs that hold some, then stage again"},
 	{CodeFetchFailed, "an http fetch got no HTTP answer: the server could not be reached, closed the connection early, answered something that is not HTTP, or redirected more often than allowed (a loop); the message says which and where"},
 	{CodeSearchFailed, "the search engine answered, but not with results: a captcha or block page, a quota or key error, a page it does not know how to read; the message says which"},
 	{CodeInternal, "a framebus bug or an unexpected browser reply"},
+	{CodeOutcomeUnknown, "the plan of this id ran before its tab's node restarted (duplicate: true), and its result was lost with the node: it does not run again; its frames (which name its planId, and the message names) are the record of what it did"},
 }
 
 // Known reports whether c is one of the codes in Codes.
