@@ -243,18 +243,22 @@ func TestHistoryOutlivesTabAndDropsOldContent(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// Frames 3..5: frame 2 is still one of the last 4.
-	if res, err = request(nc, tab.ID(), evals(3)); err != nil || res.Sequence != 5 {
+	// Frames 3 and 4, and the close frame 5: frame 2 is still one of
+	// the last 4.
+	if res, err = request(nc, tab.ID(), evals(2)); err != nil || res.Sequence != 4 {
 		t.Fatalf("evals: %+v %v", res, err)
 	}
-	frames.until(5)
+	frames.until(4)
 	if _, err := obs.GetInfo(ctx, big.FullPageRef.Object); err != nil {
 		t.Fatalf("frame 2's content while frame 2 is kept: %v", err)
 	}
 	tab.Stop()
 	last, err := h.Stream().GetLastMsgForSubject(ctx, subject)
-	if err != nil || !strings.Contains(string(last.Data), `"sequence":5`) {
-		t.Fatalf("the closed tab's current frame: %v", err)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(last.Data), `"sequence":5`) || !strings.Contains(string(last.Data), `"action":"close"`) {
+		t.Fatalf("the closed tab's current frame: %s; want its close frame 5", last.Data)
 	}
 	if _, err := FetchContent(nc, big, 30*time.Second); err != nil {
 		t.Fatalf("the closed tab's large content: %v", err)

@@ -137,6 +137,9 @@ type Node struct {
 	svc       micro.Service // tabs, browser status, sessions; nil until started
 	closeOnce sync.Once
 	closeErr  error
+	// leaving is closed as Close starts: tabs that end now make no
+	// close frame (the node stops, it does not close them).
+	leaving chan struct{}
 }
 
 // StartNode starts the bus, launches the default profile's browser and
@@ -157,7 +160,7 @@ func StartNode(ctx context.Context, opts NodeOptions) (n *Node, err error) {
 	opts.Logger = opts.Logger.With().Str("node", opts.Name).Logger()
 	machine := ThisMachine()
 	opts.MaxTabs = maxTabs(opts.MaxTabs, machine)
-	n = &Node{opts: opts, name: opts.Name, subj: subj, log: opts.Logger, profiles: map[string]*Profile{}, started: time.Now()}
+	n = &Node{opts: opts, name: opts.Name, subj: subj, log: opts.Logger, profiles: map[string]*Profile{}, started: time.Now(), leaving: make(chan struct{})}
 	started := n // the returns below set n to nil
 	defer func() {
 		if err != nil {
@@ -450,6 +453,7 @@ func (n *Node) answerStatus(m micro.Request) {
 // the bus, in that order. Safe to call more than once.
 func (n *Node) Close() error {
 	n.closeOnce.Do(func() {
+		close(n.leaving)
 		var errs []error
 		n.stopSavingTabs() // its tabs come back at its next start
 		if n.registry != nil {

@@ -432,6 +432,7 @@ func (p *Profile) startTabAs(ctx context.Context, page *cdpdriver.Page, restore 
 		PastPlans:     past,
 		BeforePlans:   beforePlans,
 		Resources:     n,
+		NodeLeaving:   n.leaving,
 		Logger:        p.log,
 	})
 	if err != nil {

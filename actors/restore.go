@@ -31,7 +31,7 @@ import (
 // tab opens or closes, and left as it is while the node stops, so a node
 // stopped cleanly or killed comes back with the same tabs. The history
 // alone cannot say it: it keeps the frames of closed tabs as of open ones,
-// and nothing in a frame says the tab closed.
+// and the tabs of a node that stopped or was killed make no close frame.
 //
 // Where each one was: the history's last frame of the tab, not the file.
 // Every frame goes to the history and the file is written only as tabs

@@ -91,6 +91,9 @@ type TabOptions struct {
 	// BeforePlans, when set, is called right before the tab subscribes
 	// to its plans (a restored tab's node stops answering for it).
 	BeforePlans func()
+	// NodeLeaving is closed when the tab's node stops: a tab that ends
+	// then makes no close frame (see closeframe.go).
+	NodeLeaving <-chan struct{}
 	Logger      zerolog.Logger
 }
 
@@ -134,6 +137,7 @@ type Tab struct {
 	svc       micro.Service // the tab's endpoints: plan, cancel, content, stage
 	quit      chan struct{}
 	done      chan struct{}
+	leaving   <-chan struct{} // the node's NodeLeaving
 	info      atomic.Pointer[protocol.TabInfo]
 	stopped   atomic.Bool
 }
@@ -179,7 +183,9 @@ func StartTab(ctx context.Context, opts TabOptions) (*Tab, error) {
 		inbox:         make(chan micro.Request, planQueue),
 		quit:          make(chan struct{}),
 		done:          make(chan struct{}),
+		leaving:       opts.NodeLeaving,
 	}
+	watchStalls()
 	t.page.SetDialogs(t.dialogs.held(), t.dialogs.accept)
 	// A value longer than a reply carries is refused in the page, at once
 	// (the room is for the reply around it).
@@ -269,6 +275,10 @@ func (t *Tab) Stop() {
 // goroutine); when the tab has stopped, or has more plans queued than it
 // holds, it answers at once.
 func (t *Tab) takePlan(m micro.Request) {
+	if err := stallRefusal(t.node); err != nil {
+		respond(m, protocol.NewErrorReply(err), t.log) // see stall.go
+		return
+	}
 	t.inboxMu.Lock()
 	defer t.inboxMu.Unlock()
 	if t.inboxClosed {
@@ -359,6 +369,7 @@ func (t *Tab) run() {
 		if t.pending != nil {
 			t.completePending(context.Background(), "tab stopped before the page finished loading; content left out", false)
 		}
+		t.emitClose()
 		t.flush()
 		if t.store != nil {
 			t.store.close() // the frames so far reach the history first

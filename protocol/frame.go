@@ -26,6 +26,12 @@ const (
 	// what the old page held in memory (script state, form input,
 	// scroll) is gone. Its note says what happened.
 	FrameRestore = "restore"
+	// FrameClose is the tab's last frame: the tab closed (a close
+	// request, its page closed in the browser, its browser closed or
+	// gone). Its URL and title are the page's as it closed; nothing
+	// follows it. A node that stops (or dies) makes none: its tabs end
+	// with it, and watchers learn that from its liveness.
+	FrameClose = "close"
 )
 
 // Frame is one numbered state of a tab. Sequence starts at 1 and grows by

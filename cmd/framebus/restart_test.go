@@ -20,7 +20,8 @@ import (
 
 // A node killed (SIGKILL) and started again with its state (its state
 // directory, history on file): the clients it had before, a Go agent and
-// watcher (bus/client) and a framebus watch, come back by themselves with
+// watcher (bus/client) and a framebus watch (both keeping waiting for the
+// node: without, a watch ends when its tab's node goes), come back by themselves with
 // the credentials they had; the watchers miss no frame kept in the
 // history; the agent's tab answers under its id, its sequence going on
 // with the node's restore frame; and while the node is down, a client
@@ -53,7 +54,7 @@ func TestNodeRestartedWithItsState(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer agent.Close()
-	w, err := agent.Watch(ctx, tab, 1)
+	w, err := agent.Watch(ctx, tab, 1, busclient.KeepWaiting())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -64,7 +65,7 @@ func TestNodeRestartedWithItsState(t *testing.T) {
 			seen.add(f.Frame)
 		}
 	}()
-	cliWatch := startProcess(t, env, "watch", "--tab", tab, "--from", "1")
+	cliWatch := startProcess(t, env, "watch", "--tab", tab, "--from", "1", "--keep-waiting")
 	var res protocol.PlanResult
 	for range 3 {
 		if res, err = agent.Plan(ctx, tab, protocol.Plan{Action: &protocol.Action{Type: "eval", Expression: "window.before = 1"}}); err != nil || !res.OK {
