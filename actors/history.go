@@ -17,13 +17,16 @@ import (
 )
 
 // Durable frame history: every frame a tab publishes on its frame subject
-// is also kept by a JetStream stream (Subjects.FrameStream), which
-// captures the core publish, so live subscribers see frames exactly as
-// before. Each frame carries a Nats-Msg-Id (protocol.FrameMsgID), so the
-// stream stores it once however often it is published (within the
-// duplicate window). Content too large for one message goes to a
-// JetStream object store (Subjects.ContentBucket) before its frame is
-// published, and is deleted when the frame leaves the history.
+// is also kept by a JetStream stream (Subjects.FrameStream). The tab
+// publishes it live at once, and its frameStore sends it again on the
+// tab's history subject (Subjects.HistoryFrames), which only the stream
+// takes: a subject transform stores it under the frame subject, so a
+// reader finds it there. Live subscribers never wait for the stream.
+// Each frame carries a Nats-Msg-Id (protocol.FrameMsgID), so the stream
+// stores it once however often it is sent (within the duplicate window).
+// Content too large for one message goes to a JetStream object store
+// (Subjects.ContentBucket), checked whole, before the stored frame names
+// it, and is deleted when the frame leaves the history.
 //
 // A late or reconnecting observer replays a tab's frames from any
 // sequence still kept with an ordered consumer filtered to the tab's
@@ -242,9 +245,15 @@ func StartHistory(ctx context.Context, nc *nats.Conn, subj protocol.Subjects, op
 	ctx, cancel := context.WithTimeout(ctx, historyTimeout)
 	defer cancel()
 	streamConfig := jetstream.StreamConfig{
-		Name:              subj.FrameStream(),
-		Description:       "framebus frames of every tab, by tab subject",
-		Subjects:          []string{subj.AllFrames()},
+		Name:        subj.FrameStream(),
+		Description: "framebus frames of every tab, by tab subject",
+		// The stream takes the history subjects, never the live ones, and
+		// stores each frame under its tab's frame subject: a frame sent
+		// again until the stream acks it cannot follow a later frame's
+		// live publish into the stream (see framestore.go). A stream an
+		// older node made (on AllFrames) is updated to this in place.
+		Subjects:          []string{subj.AllHistoryFrames()},
+		SubjectTransform:  historyTransform(subj),
 		Storage:           opts.storage(),
 		Retention:         jetstream.LimitsPolicy,
 		Discard:           jetstream.DiscardOld,
@@ -288,6 +297,14 @@ func StartHistory(ctx context.Context, nc *nats.Conn, subj protocol.Subjects, op
 		return nil, fmt.Errorf("history: content bucket %s: %w", subj.ContentBucket(), err)
 	}
 	return &History{opts: opts, js: js, stream: stream, content: content, bucket: subj.ContentBucket(), maxPayload: nc.MaxPayload(), log: log}, nil
+}
+
+// historyTransform maps a tab's history subject to its frame subject.
+func historyTransform(subj protocol.Subjects) *jetstream.SubjectTransformConfig {
+	return &jetstream.SubjectTransformConfig{
+		Source:      subj.AllHistoryFrames(),
+		Destination: subj.TabFrames("{{wildcard(1)}}"),
+	}
 }
 
 // Options are the history's settings, defaults filled in.
