@@ -255,7 +255,7 @@ func storeRetryable(err error) bool {
 	switch {
 	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, nats.ErrTimeout),
 		errors.Is(err, jetstream.ErrNoStreamResponse), errors.Is(err, nats.ErrNoResponders),
-		errors.Is(err, errChunksLost):
+		errors.Is(err, errChunksLost), errors.Is(err, errObjectCorrupt):
 		return true
 	case errors.As(err, &apiErr):
 		return apiErr.Code == 503

@@ -326,7 +326,53 @@ func (h *History) putContent(ctx context.Context, name string, seq int64, conten
 	if err := h.checkChunks(ctx, info); err != nil {
 		return nil, err
 	}
+	if err := h.checkObject(ctx, name, content); err != nil {
+		return nil, err
+	}
 	return &protocol.ContentRef{Bucket: h.bucket, Object: name, Sequence: seq, Bytes: len(content)}, nil
+}
+
+// objectReadAgain is the pause before reading an object back again
+// that a replica did not have yet.
+const objectReadAgain = 20 * time.Millisecond
+
+// errObjectCorrupt: an object read back right after its put is not what
+// was put.
+var errObjectCorrupt = errors.New("the object read back is not the content put")
+
+// checkObject reads object name back and compares it with content, so
+// that no frame names content that is not whole. A put acked in full can
+// still have stored wrong chunks: nats.go's put sends every chunk from
+// one reused message and buffer, and a chunk it sends again after "no
+// responders" (the bucket's stream handing over to its next leader)
+// goes with the data of the chunk read last (seen: an object of four
+// chunks stored as the last chunk four times; digests do not match).
+// The corrupt object is deleted; the caller puts again under a new name.
+func (h *History) checkObject(ctx context.Context, name, content string) error {
+	data, err := h.content.GetBytes(ctx, name)
+	for errors.Is(err, jetstream.ErrObjectNotFound) {
+		// The meta is read with a direct get, which any replica answers:
+		// one that has not applied the put yet finds nothing.
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("object %s not found after its put: %w", name, ctx.Err())
+		case <-time.After(objectReadAgain):
+		}
+		data, err = h.content.GetBytes(ctx, name)
+	}
+	if err == nil && string(data) == content {
+		return nil
+	}
+	if err != nil && !errors.Is(err, jetstream.ErrDigestMismatch) {
+		return err
+	}
+	if derr := h.content.Delete(ctx, name); derr != nil {
+		h.log.Warn().Err(derr).Str("object", name).Msg("delete a corrupt frame content")
+	}
+	if err == nil {
+		err = fmt.Errorf("%d bytes, want %d", len(data), len(content))
+	}
+	return fmt.Errorf("object %s: %w: %w", name, errObjectCorrupt, err)
 }
 
 // errChunksLost: the bucket's stream does not hold the chunks a put
