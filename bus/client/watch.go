@@ -214,11 +214,14 @@ const (
 	// it could not be read after a reconnect (a restarted server may
 	// not have the stream back yet).
 	catchUpRetry = 250 * time.Millisecond
-	// fillTries bound the reads of the history for the frames before a
-	// live one that came with a jump: the frames before it may still
-	// be on their way into the stream.
-	fillTries = 5
-	fillPause = 20 * time.Millisecond
+	// fillWait bounds the reads of the history for the frames before a
+	// live one that came with a jump: live frames run ahead of the
+	// stream, by seconds while it elects a leader, and a node gives a
+	// frame up after 20 s (HistoryOptions.StoreTimeout). The pause
+	// between reads grows from fillPause to fillPauseMax.
+	fillWait     = 30 * time.Second
+	fillPause    = 20 * time.Millisecond
+	fillPauseMax = 500 * time.Millisecond
 )
 
 func (c *Client) startWatch(ctx context.Context, spec watchSpec) (*Watcher, error) {
@@ -447,9 +450,12 @@ func (f *follower) catchUp(ctx context.Context) error {
 // fill reads tab's frames from the one after the last delivered (or
 // from where the watch starts) to the end of the history. When a live
 // frame until came with a jump, the history is read again for a while
-// until it has frame until: the frames before it may not be stored yet.
+// until it has frame until: the frames before it may not be stored yet
+// (a tab's frames are stored in order: once one at or after until is,
+// those missing before it never will be).
 func (f *follower) fill(ctx context.Context, tab string, until int64) error {
 	subject := f.c.subj.TabFrames(tab)
+	began := time.Now()
 	for try := 1; ; try++ {
 		start := f.start
 		if last, ok := f.seen.last[tab]; ok || f.spec.tab == "" {
@@ -465,10 +471,10 @@ func (f *follower) fill(ctx context.Context, tab string, until int64) error {
 			}
 			return true, f.stored(ctx, msgs)
 		})
-		if err != nil || reached || until == 0 || try == fillTries {
+		if err != nil || reached || until == 0 || time.Since(began) >= fillWait {
 			return err
 		}
-		if err := sleepCtx(ctx, time.Duration(try)*fillPause); err != nil {
+		if err := sleepCtx(ctx, min(time.Duration(try)*fillPause, fillPauseMax)); err != nil {
 			return err
 		}
 	}
