@@ -21,6 +21,7 @@ import (
 // launch; status and close are answered while a tab is stuck in a long
 // wait-for; plans to a closed browser's tabs say how to launch it.
 func TestLifecycleOnTheBus(t *testing.T) {
+	t.Parallel() // its own node and browser
 	node := startTestNode(t, NodeOptions{Prefix: "fblife"})
 	subj := node.Subjects()
 	nc := bustest.Connect(t, node.Bus(), protocol.RoleAgent)

@@ -29,6 +29,7 @@ import (
 // permission_denied or leave the tab on the allowed page, and the denied
 // server must never see a request.
 func TestWhitelistBoundary(t *testing.T) {
+	t.Parallel() // its own node, browser and sites
 	var evilHits atomic.Int64
 	evil := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		evilHits.Add(1)
