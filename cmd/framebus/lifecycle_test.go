@@ -12,6 +12,7 @@ import (
 // The lifecycle commands against a node: status, pages, tab new, select
 // and close, close and launch.
 func TestLifecycleCommands(t *testing.T) {
+	t.Parallel() // its own node
 	n := startNode(t)
 	st := mustOK(t, n.env, "status")
 	prof := st["profiles"].([]any)[0].(map[string]any)
