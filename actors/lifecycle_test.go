@@ -215,6 +215,7 @@ func TestLifecycleOnTheBus(t *testing.T) {
 // A persistent profile keeps cookies and localStorage across close and
 // launch; a second node on the same profile gets "profile in use".
 func TestProfilePersistsAndIsExclusive(t *testing.T) {
+	t.Parallel() // its own nodes and profile directory
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	dir := testdir.Enterable(t)
