@@ -87,7 +87,7 @@ func makeLocalUsers(dir, suffix string, rotate bool) (*localUsers, []bus.User, e
 		if err != nil {
 			return nil, nil, err
 		}
-		*u.creds = protocol.Credentials{User: u.name, Password: password, Role: u.role, InboxPrefix: protocol.InboxPrefix(u.name)}
+		*u.creds = protocol.Credentials{User: u.name, Password: password, Role: u.role, InboxPrefix: protocol.InboxPrefix(u.name), BusUID: os.Geteuid()}
 		users = append(users, bus.User{Name: u.name, PasswordHash: hash, Role: u.role})
 	}
 	return lu, users, nil
