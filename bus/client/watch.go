@@ -317,7 +317,7 @@ func (f *follower) run(ctx context.Context) error {
 		case <-ctx.Done():
 			return nil
 		case <-f.c.gone:
-			return errClosed
+			return f.c.closeErr()
 		case <-down:
 			due, down, retry = f.history, nil, nil
 			if _, err := f.c.awaitConnected(ctx, "the watch"); err != nil {
