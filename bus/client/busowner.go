@@ -20,11 +20,13 @@ import (
 // kept credentials, still takes. So before a connection to a listener on
 // this machine is used, the client asks the kernel whose it is (the
 // owner of the socket at the other end, see internal/sockowner), and
-// goes on only with the node's account: its own, root's, or the one its
-// credentials name (BusUID). Any other is dropped before a byte is sent,
+// goes on only with the node's account: the one its credentials name
+// (BusUID), its own or root's. Any other is dropped before a byte is sent,
 // as a bus that did not answer: the client keeps trying, and finds the
 // node when it is back. A listener on another host is not in this
-// machine's tables and is dialled as before.
+// machine's tables and is dialled as before. Credentials that name no
+// account (a URL's login for an external bus, which may run as any
+// account; a file written before busUid was) are not checked.
 
 // StrangerBusError is a listener on this machine, at the bus's address,
 // of an account that does not run the node: nothing was sent to it.

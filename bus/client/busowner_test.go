@@ -119,7 +119,8 @@ func TestNoPasswordToAnotherUsersListener(t *testing.T) {
 	s := startServer(t, -1, dir, agent)
 	port := s.Addr().(*net.TCPAddr).Port
 	url := s.ClientURL()
-	creds := &protocol.Credentials{User: "agent", Password: password}
+	node := os.Geteuid() // the bus's account, as serve writes it
+	creds := &protocol.Credentials{User: "agent", Password: password, BusUID: &node}
 	reconnected := make(chan struct{}, 16)
 	c := connect(t, url, creds, func(e client.Event) {
 		if e.Kind == client.EventReconnected {

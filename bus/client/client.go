@@ -181,7 +181,9 @@ func Connect(ctx context.Context, opts Options) (*Client, error) {
 	nopts = append(nopts, opts.NATSOptions...)
 	// Last: whatever dialer the options chose, a listener on this
 	// machine gets the password only if it is the node's (busowner.go).
-	nopts = append(nopts, busOwners(creds.BusUID))
+	if creds.BusUID != nil {
+		nopts = append(nopts, busOwners(*creds.BusUID))
+	}
 
 	type dialed struct {
 		nc  *nats.Conn

@@ -83,7 +83,8 @@ func TestCLINamesAnotherUsersListener(t *testing.T) {
 	if err := writeState(filepath.Join(dir, "node.json"), nodeState{OK: true, Node: "n", Bus: url, Prefix: "framebus", PID: os.Getpid()}); err != nil {
 		t.Fatal(err)
 	}
-	if err := writeCredentials(filepath.Join(dir, agentCredsFile), protocol.Credentials{URL: url, User: localAgentUser, Password: password, Role: protocol.RoleAgent}); err != nil {
+	node := os.Geteuid() // the node's account, as serve writes it
+	if err := writeCredentials(filepath.Join(dir, agentCredsFile), protocol.Credentials{URL: url, User: localAgentUser, Password: password, Role: protocol.RoleAgent, BusUID: &node}); err != nil {
 		t.Fatal(err)
 	}
 	r := runCLI(t, map[string]string{envState: filepath.Join(dir, "node.json")}, "", "eval", "1+1")
