@@ -167,6 +167,12 @@ const (
 	tabArrivalRetry = 50 * time.Millisecond
 )
 
+// errTabsLate is in the error for a request to a tab nothing answers
+// for, when the nodes' tab lists did not come in time to tell whether a
+// node has it (a busy bus): asked again within tabArrival, as a tab on
+// its way is.
+var errTabsLate = errors.New("the nodes' tab lists did not come in time")
+
 // ErrTabNotHereYet is in the error for a request to a tab that a live
 // node lists but that nothing at the client's server answers for.
 var ErrTabNotHereYet = errors.New("the tab's subscription has not reached this server")
@@ -182,7 +188,8 @@ func (c *Client) reachTab(ctx context.Context, tab string, send func() error) er
 			return err
 		}
 		err = c.tabNotFound(ctx, tab, err)
-		if !errors.Is(err, ErrTabNotHereYet) || time.Now().After(deadline) || sleepCtx(ctx, tabArrivalRetry) != nil {
+		retry := errors.Is(err, ErrTabNotHereYet) || errors.Is(err, errTabsLate)
+		if !retry || time.Now().After(deadline) || sleepCtx(ctx, tabArrivalRetry) != nil {
 			return err
 		}
 	}
@@ -228,6 +235,10 @@ func (c *Client) TabNotFound(ctx context.Context, tab string, cause error) error
 		return c.nodeGone(last, "tab "+tab, cause)
 	case errNoAnswer(err):
 		return err // no node at all: unavailable
+	case protocol.CodeOf(err) == protocol.CodeTimeout:
+		// Not knowing is no "not found".
+		return &protocol.Error{Code: protocol.CodeUnavailable, Err: errors.Join(errTabsLate, cause),
+			Message: "nothing at this server answers for tab " + tab + ", and the nodes did not list their tabs within " + goneLookup.String() + " to tell whether one has it (a busy bus?); nothing ran: ask again"}
 	case err != nil:
 		return &protocol.Error{Code: protocol.CodeTabNotFound, Message: "no tab " + tab + " on the bus", Err: cause}
 	}
