@@ -104,10 +104,10 @@ type Tab struct {
 	resources     Resources
 	viewport      protocol.Viewport // what resize last set, or the node's
 	log           zerolog.Logger
-	inbox         chan micro.Request // plans, from the plan endpoint
-	inboxMu       sync.Mutex         // guards inboxClosed, and sends to inbox
-	inboxClosed   bool               // plans now get tab_closed at once
-	planIDs       planIDs            // recent plan ids and their results
+	inbox         chan queuedPlan // plans, from the plan endpoint
+	inboxMu       sync.Mutex      // guards inboxClosed, and sends to inbox
+	inboxClosed   bool            // plans now get tab_closed at once
+	planIDs       planIDs         // recent plan ids and their results
 	// outbox holds frames appended but not yet published: a plan's last
 	// frame goes out right after the plan's reply, so the reply is not
 	// delayed by encoding a frame that may carry a whole page.
@@ -163,7 +163,7 @@ func StartTab(ctx context.Context, opts TabOptions) (*Tab, error) {
 		stage:         newStage(opts),
 		roots:         opts.FileRoots,
 		log:           opts.Logger.With().Str("tab", opts.ID).Logger(),
-		inbox:         make(chan micro.Request, planQueue),
+		inbox:         make(chan queuedPlan, planQueue),
 		quit:          make(chan struct{}),
 		done:          make(chan struct{}),
 	}
@@ -253,15 +253,22 @@ func (t *Tab) takePlan(m micro.Request) {
 		return
 	}
 	select {
-	case t.inbox <- m:
+	case t.inbox <- queuedPlan{m, time.Now()}:
 	default:
 		respond(m, protocol.NewErrorReply(protocol.Errorf(protocol.CodeUnavailable, "tab %s has %d plans queued already; send this one again later", t.id, planQueue)), t.log)
 	}
 }
 
+// queuedPlan is a plan request in the tab's mailbox, and when it came.
+type queuedPlan struct {
+	m  micro.Request
+	at time.Time
+}
+
 // receive decodes a plan and runs it; a malformed one is answered at
 // once, and one whose id ran before gets that run's result (see planids.go).
-func (t *Tab) receive(m micro.Request) {
+func (t *Tab) receive(q queuedPlan) {
+	m := q.m
 	plan, err := protocol.DecodePlan(m.Data())
 	if err != nil {
 		respond(m, protocol.NewErrorReply(err), t.log)
@@ -276,7 +283,7 @@ func (t *Tab) receive(m micro.Request) {
 	ctx, run := t.cancels.start(plan.ID)
 	var res protocol.PlanResult
 	if run {
-		res = t.runPlan(ctx, plan)
+		res = t.runPlan(ctx, plan, q.at)
 	} else {
 		res = protocol.PlanResult{Version: protocol.Version, Tab: t.id, PlanID: plan.ID, Results: []protocol.ActionResult{}, Sequence: t.frames.Sequence()}
 		stop(&res, 0, protocol.Errorf(protocol.CodeCancelled, "plan %s was cancelled before it ran", plan.ID), nil, t.frames.Sequence())
@@ -320,8 +327,8 @@ func (t *Tab) closeInbox() {
 	t.inboxMu.Unlock()
 	for {
 		select {
-		case m := <-t.inbox:
-			respond(m, protocol.NewErrorReply(protocol.Errorf(protocol.CodeTabClosed, "tab %s closed", t.id)), t.log)
+		case q := <-t.inbox:
+			respond(q.m, protocol.NewErrorReply(protocol.Errorf(protocol.CodeTabClosed, "tab %s closed", t.id)), t.log)
 		default:
 			return
 		}
@@ -346,8 +353,8 @@ func (t *Tab) run() {
 		case <-t.page.Notify():
 			t.absorb(context.Background())
 			t.flush()
-		case m := <-t.inbox:
-			t.receive(m)
+		case q := <-t.inbox:
+			t.receive(q)
 			// The content of a loaded document's frame, held back
 			// until the plan was answered (see frameFor).
 			t.settlePending(context.Background(), false, time.Time{})

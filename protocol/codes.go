@@ -29,6 +29,8 @@ const (
 	CodeTooLarge          Code = "too_large"
 	CodeResultTooLarge    Code = "result_too_large"
 	CodeCancelled         Code = "cancelled"
+	CodeExpired           Code = "expired"
+	CodeOutcomeUnknown    Code = "outcome_unknown"
 	CodeUnavailable       Code = "unavailable"
 	CodeNodeUnavailable   Code = "node_unavailable"
 	CodeNodeNameTaken     Code = "node_name_taken"
@@ -66,6 +68,8 @@ var Codes = []struct {
 	{CodeTooLarge, "the answer is more than one bus message carries; the action ran, its value is left out: ask for less"},
 	{CodeResultTooLarge, "an action's value (eval, html, text, snapshot, screenshot) is larger than a reply carries; the page checks it before sending it, so this comes at once, stating the size and the limit. The action ran (its frame is there), the tab stays usable: ask for less (a selector, a part of the value)"},
 	{CodeCancelled, "the plan was cancelled (a cancel request, the CLI's Ctrl-C) while it ran or waited; an action cut short may have acted, and then made its frame"},
+	{CodeExpired, "the plan's deadline passed before this action started: it and the actions after it did not run (those before it did, as its results say). Nothing will run later; send the plan again, under a new id and with a new deadline, if it is still wanted"},
+	{CodeOutcomeUnknown, "the answer was lost; the plan may have run: its frames name its plan id; look before sending it again (framebus frames --tab TAB, or the tab's history). Sent again under the same id it is not run twice: the tab answers with the first run's result"},
 	{CodeUnavailable, "nothing answered on the bus (no node running, or it is shutting down)"},
 	{CodeNodeUnavailable, "the node that has the tab (or session) is gone: it stopped or died, and nothing answers for it; the message names the node"},
 	{CodeNodeNameTaken, "another live node on the bus has this node name; the message names its host and process. Pick another name (--node), or stop that node"},
