@@ -1,0 +1,112 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	busclient "github.com/framebus/framebus/bus/client"
+	"github.com/framebus/framebus/protocol"
+)
+
+// freeze stops a process (SIGSTOP, as a GC pause, a swapped VM or a
+// partition look from outside) until the returned thaw, which the test's
+// end calls too.
+func freeze(t *testing.T, p *process) (thaw func()) {
+	t.Helper()
+	pid := p.cmd.Process.Pid
+	if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	thawed := false
+	thaw = func() {
+		if !thawed {
+			thawed = true
+			if err := syscall.Kill(pid, syscall.SIGCONT); err != nil {
+				t.Error(err)
+			}
+		}
+	}
+	t.Cleanup(thaw)
+	return thaw
+}
+
+// Issue 33, item 1: a plan its client gave up on does not run later.
+// With the node frozen (its bus server too), a client connected before
+// sends plans with short deadlines: one from its call's context, one
+// written in the plan. Neither is answered; each call ends by its
+// deadline with outcome_unknown naming the plan's id and how to look.
+// Once the node is thawed it takes both plans, past their deadlines,
+// and starts neither: the page has no trace of them, the tab no frame
+// of them, and each sent again under its id is answered with its first
+// fate, expired.
+func TestFrozenNodeStartsNoLatePlan(t *testing.T) {
+	n := startNode(t)
+	tab := n.tab()
+	mustOK(t, n.env, "navigate", site("/"), "--tab", tab)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	bc, err := busclient.Connect(ctx, busclient.Options{CredentialsFile: n.credsFile(agentCredsFile)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer bc.Close()
+	late := func(id string) protocol.Plan {
+		return protocol.Plan{ID: id, Action: &protocol.Action{Type: "eval", Expression: "window.lateRuns = (window.lateRuns || 0) + 1"}}
+	}
+
+	thaw := freeze(t, n.process)
+	byContext := late("frozen-by-context")
+	pctx, pcancel := context.WithTimeout(ctx, 2*time.Second)
+	_, err = bc.Plan(pctx, tab, byContext)
+	pcancel()
+	checkOutcomeUnknown(t, err, byContext.ID, tab)
+	byPlan := late("frozen-by-plan")
+	byPlan.Deadline = time.Now().Add(2 * time.Second)
+	_, err = bc.Plan(ctx, tab, byPlan) // no deadline but the plan's
+	checkOutcomeUnknown(t, err, byPlan.ID, tab)
+	thaw()
+
+	for _, p := range []protocol.Plan{byContext, byPlan} {
+		res, err := bc.Plan(ctx, tab, p)
+		if err != nil || res.OK || res.Code != protocol.CodeExpired || !res.Duplicate || res.Executed != 0 {
+			t.Errorf("plan %s sent again after the thaw: %+v, %v; want its first answer, expired", p.ID, res, err)
+		}
+	}
+	res, err := bc.Plan(ctx, tab, protocol.Plan{Action: &protocol.Action{Type: "eval", Expression: "window.lateRuns ?? 0"}})
+	if err != nil || !res.OK || string(res.Results[0].Value) != "0" {
+		t.Fatalf("after the thaw, the late plans' evals ran: %+v, %v", res, err)
+	}
+	r := framebus(t, n.env, "", "frames", "--tab", tab)
+	for _, f := range frameLines(t, r.stdout) {
+		if f.PlanID == byContext.ID || f.PlanID == byPlan.ID {
+			t.Errorf("the tab has a frame of a late plan: %+v", f)
+		}
+	}
+}
+
+// checkOutcomeUnknown fails unless err is outcome_unknown naming plan id
+// and how to look at tab's frames.
+func checkOutcomeUnknown(t *testing.T, err error, id, tab string) {
+	t.Helper()
+	msg := ""
+	if err != nil {
+		msg = err.Error()
+	}
+	if protocol.CodeOf(err) != protocol.CodeOutcomeUnknown || !strings.Contains(msg, "plan "+id+" ") || !strings.Contains(msg, "framebus frames --tab "+tab) {
+		t.Errorf("a plan to a frozen node: %q (%s); want outcome_unknown naming plan %s and how to look", msg, protocol.CodeOf(err), id)
+	}
+}
+
+// planFile is a plan as the CLI reads it, with a deadline d from now.
+func planFile(t *testing.T, id, expression string, d time.Duration) string {
+	t.Helper()
+	data, err := json.Marshal(protocol.Plan{ID: id, Deadline: time.Now().Add(d), Action: &protocol.Action{Type: "eval", Expression: expression}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(data)
+}
