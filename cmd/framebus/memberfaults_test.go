@@ -1,0 +1,112 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/framebus/framebus/internal/bustest"
+	"github.com/framebus/framebus/internal/testdir"
+)
+
+// Issue 33, items 1 and 6, at the command line, in a cluster of three:
+// node one (serve, with the tab) and bus members two and three; the
+// CLI logs in at member two.
+//   - Node one frozen (SIGSTOP): framebus plan with a 3 s deadline
+//     answers outcome_unknown naming its plan, exit 1; once node one is
+//     thawed the plan has not run and does not.
+//   - Member two killed (kill -9) while the tab runs the CLI's eval: the
+//     CLI reconnects to another member, sends the plan again under its
+//     id, and prints the eval's own result; the eval ran once.
+func TestCLIThroughClusterFaults(t *testing.T) {
+	secret := filepath.Join(t.TempDir(), "cluster-secret")
+	if err := os.WriteFile(secret, []byte("a-secret-the-members-share\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	listen, routes := bustest.ClusterRoutes(t, 3)
+	config := func(i int, extra string) string { return memberConfig(t, listen[i], routes, secret, extra) }
+	profiles := filepath.Join(testdir.Enterable(t), "profiles")
+	one := launchNode(t, binary, envNode+"=one", envConfig+"="+config(0, "browser:\n  profileDir: "+profiles+"\n"))
+	two := startBusMember(t, "two", config(1, ""), t.TempDir())
+	three := startBusMember(t, "three", config(2, ""), t.TempDir())
+	one.ready(t)
+	tab := one.tab()
+	agentFile := one.credsFile(agentCredsFile)
+	atTwo := testEnv(envCreds + "=" + credentialsAt(t, agentFile, two.state.Bus))
+	atThree := testEnv(envCreds + "=" + credentialsAt(t, agentFile, three.state.Bus))
+	waitFor(t, "node one's tab answers at member two", 30*time.Second, func() bool {
+		return framebus(t, atTwo, "", "eval", "1", "--tab", tab).status == 0
+	})
+	mustOK(t, atTwo, "navigate", site("/"), "--tab", tab)
+	evalAtThree := func(expr string) string {
+		t.Helper()
+		var r result
+		waitFor(t, "an eval through member three", 60*time.Second, func() bool {
+			r = framebus(t, atThree, "", "eval", expr, "--tab", tab)
+			return r.status == 0
+		})
+		return fmt.Sprint(r.reply(t)["value"])
+	}
+
+	// Node one frozen.
+	thaw := freeze(t, one.process)
+	r := framebus(t, atTwo, planFile(t, "cli-frozen", "window.lateRuns = (window.lateRuns || 0) + 1", 3*time.Second), "plan", "--tab", tab)
+	m := r.reply(t)
+	if msg := fmt.Sprint(m["error"]); r.status != exitFailed || m["code"] != "outcome_unknown" || !strings.Contains(msg, "plan cli-frozen ") || !strings.Contains(msg, "framebus frames --tab "+tab) {
+		t.Errorf("framebus plan to a frozen node: exit %d, %s; want outcome_unknown naming plan cli-frozen", r.status, r.stdout)
+	}
+	thaw()
+	if runs := evalAtThree("window.lateRuns ?? 0"); runs != "0" {
+		t.Errorf("the plan the CLI was told outcome_unknown of ran %s times after the thaw", runs)
+	}
+
+	// Member two killed while the eval waits on the hold server.
+	var hits atomic.Int64
+	started, release := make(chan struct{}, 1), make(chan struct{})
+	hold := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		hits.Add(1)
+		started <- struct{}{}
+		select {
+		case <-release:
+		case <-r.Context().Done():
+		}
+	}))
+	defer hold.Close()
+	expr := fmt.Sprintf("(async () => { window.heldRuns = (window.heldRuns || 0) + 1; await fetch(%q, {mode: 'no-cors'}); return window.heldRuns })()", hold.URL+"/hold")
+	cli := startProcess(t, atTwo, "eval", expr, "--tab", tab)
+	select {
+	case <-started:
+	case <-time.After(60 * time.Second):
+		t.Fatalf("the eval did not reach the hold server\nstdout: %s\nstderr: %s", cli.stdout, cli.stderr)
+	}
+	if err := two.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	<-two.done
+	close(release)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	select {
+	case <-cli.done:
+	case <-ctx.Done():
+		t.Fatalf("the CLI did not finish\nstdout: %s\nstderr: %s", cli.stdout, cli.stderr)
+	}
+	out := result{stdout: cli.stdout.String(), stderr: cli.stderr.String(), status: cli.cmd.ProcessState.ExitCode()}
+	if m := out.reply(t); out.status != 0 || m["ok"] != true || fmt.Sprint(m["value"]) != "1" {
+		t.Errorf("the eval whose member was killed: exit %d, %s %s; want its result, 1", out.status, out.stdout, out.stderr)
+	}
+	if n := hits.Load(); n != 1 {
+		t.Errorf("the eval reached the hold server %d times, want once", n)
+	}
+	if runs := evalAtThree("window.heldRuns"); runs != "1" {
+		t.Errorf("the eval ran %s times, want once", runs)
+	}
+}
