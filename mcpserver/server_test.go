@@ -340,3 +340,32 @@ func TestCancelledCallCancelsItsPlan(t *testing.T) {
 		t.Fatalf("the eval after a cancelled call: %s", text)
 	}
 }
+
+// A call whose tab does not answer within its wait (busy with another
+// plan) says outcome_unknown naming its plan, not "timeout ... the plan
+// was cancelled": the plan was sent, and may have run. Once the tab is
+// free the plan, past its deadline, does not run.
+func TestCallWithoutAnswerIsOutcomeUnknown(t *testing.T) {
+	s := start(t, mcpserver.ToolsActions)
+	tab := s.node.Tabs()[0].Tab
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	held := make(chan error, 1)
+	go func() {
+		_, err := s.agent.Plan(ctx, tab, protocol.Plan{ID: "holder", Action: &protocol.Action{Type: "eval", Expression: "new Promise(() => {})", Timeout: protocol.Duration(5 * time.Minute)}})
+		held <- err
+	}()
+	// The wait of an eval with a 1 ms timeout is 30 s: the holder keeps
+	// the tab longer.
+	text, out, isErr := s.call(t, "browser_eval", map[string]any{"expression": "window.lateRan = true", "timeout": "1ms", "tab": tab})
+	if !isErr || out["code"] != string(protocol.CodeOutcomeUnknown) || !strings.Contains(text, "framebus frames --tab "+tab) {
+		t.Errorf("a call its tab did not answer in time: %s %v", text, out)
+	}
+	if _, err := s.agent.Cancel(ctx, tab, "holder"); err != nil {
+		t.Fatal(err)
+	}
+	<-held
+	if text, _, isErr := s.call(t, "browser_eval", map[string]any{"expression": "window.lateRan ?? 'never'", "tab": tab}); isErr || !strings.Contains(text, "never") {
+		t.Fatalf("the late call's eval ran: %s", text)
+	}
+}
