@@ -8,7 +8,10 @@
 // reports disconnects and reconnects through Options.OnEvent.
 //
 //   - Plan sends a plan, waits through a disconnect and sends it again,
-//     same id, when the answer was lost: the node runs an id once.
+//     same id, when the answer was lost: the node runs an id once. The
+//     plan carries the context's deadline, and the tab starts nothing
+//     of it after that (expired); a plan sent whose answer never came
+//     is outcome_unknown, naming its id, never a plain timeout.
 //   - Watch delivers a tab's frames from a sequence, the stored ones
 //     first and then the live ones: a live subscription, and the node's
 //     JetStream frame history read by batches of direct gets (no
