@@ -110,16 +110,18 @@ func (p preparedPlan) bound(ctx context.Context) (context.Context, context.Cance
 }
 
 // unanswered is the error of a plan that got no answer (err): as it is
-// when the plan never left (or a node or the server said why), else
-// outcome_unknown.
+// when a node or the server said why, saying that the plan was not sent
+// when it never left, else outcome_unknown.
 func (p preparedPlan) unanswered(tab string, sent bool, err error) error {
-	switch protocol.CodeOf(err) {
-	case protocol.CodeTimeout, protocol.CodeUnavailable:
-	default:
+	code := protocol.CodeOf(err)
+	switch {
+	case code != protocol.CodeTimeout && code != protocol.CodeUnavailable:
 		return err // an answer of sorts: node_unavailable, tab_not_found, permission_denied
-	}
-	if !sent || errors.Is(err, nats.ErrNoResponders) {
-		return err
+	case errors.Is(err, nats.ErrNoResponders):
+		return err // nobody took it: what reachTab made of that
+	case !sent:
+		return &protocol.Error{Code: code, Err: err,
+			Message: fmt.Sprintf("plan %s was not sent to tab %s (%v): it did not run, and will not", p.id, tab, err)}
 	}
 	after := ""
 	if !p.deadline.IsZero() {

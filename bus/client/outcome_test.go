@@ -73,4 +73,17 @@ func TestPlanDeadlineAndLostAnswer(t *testing.T) {
 	}
 	px.SetDown(true) // cut, and not back before the call ends
 	unknown(<-done, "p-cut")
+
+	// Never sent: the bus is still away when the call ends.
+	ctx, cancel = context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	_, err = agent.Plan(ctx, "t1", evalPlan("p-unsent"))
+	if codeOf(err) != protocol.CodeUnavailable || !strings.Contains(err.Error(), "plan p-unsent was not sent to tab t1") || !strings.Contains(err.Error(), "it did not run, and will not") {
+		t.Fatalf("a plan the call never sent: %v", err)
+	}
+	select {
+	case p := <-got:
+		t.Fatalf("the tab got plan %s, which was never sent", p.ID)
+	default:
+	}
 }
