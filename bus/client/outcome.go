@@ -33,6 +33,11 @@ func replyMargin(budget time.Duration) time.Duration {
 	return min(budget/10, maxReplyMargin)
 }
 
+// pastDeadlineWait bounds the wait for the answer to a plan sent past
+// its own deadline, with no deadline of the call's: the tab answers it at
+// once (its first fate, or expired), unless it is busy or frozen.
+const pastDeadlineWait = 10 * time.Second
+
 // preparedPlan is an encoded plan with its id and deadline set.
 type preparedPlan struct {
 	data     []byte
@@ -85,9 +90,12 @@ func preparePlan(ctx context.Context, data []byte) (preparedPlan, error) {
 		p.wait = own.Add(replyMargin(own.Sub(now)))
 	case hasOwn:
 		// Nothing of it will start; sent all the same, it learns the
-		// fate of an earlier send under its id (or expired).
+		// fate of an earlier send under its id (or expired), within
+		// ctx's deadline, else pastDeadlineWait.
 		p.deadline = own
-		p.wait = now.Add(maxReplyMargin)
+		if !bounded {
+			p.wait = now.Add(pastDeadlineWait)
+		}
 	}
 	return p.encode(fields, changed)
 }
