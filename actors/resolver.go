@@ -196,9 +196,9 @@ func withPlanDeadline(ctx context.Context, plan protocol.Plan) (context.Context,
 // expiredError is the error of action i of a plan whose deadline had
 // passed at now, before the action started. A deadline that had passed
 // already when the plan arrived is said so, with by how much: a client
-// does not send a plan past its own deadline, so either the plan waited
-// that long on the way (a frozen node, a partition) or the client's
-// clock is behind this node's.
+// sends a plan well before its deadline (but for a resend), so either
+// the plan waited that long on the way (a frozen node, a partition) or
+// the client's clock is behind this node's.
 func expiredError(plan protocol.Plan, i int, a protocol.Action, arrived, now time.Time) error {
 	deadline := plan.Deadline.UTC().Format(time.RFC3339Nano)
 	what := fmt.Sprintf("action %d (%s)", i, a.Type)

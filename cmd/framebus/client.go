@@ -40,6 +40,8 @@ const noNodeMessage = "no framebus node running. Start one with: framebus serve"
 func errNoNode(cause error) error {
 	var perr *protocol.Error
 	switch {
+	case errors.Is(cause, busclient.ErrTabNotHereYet):
+		return cause // a live node has the tab
 	case errors.Is(cause, nats.ErrNoResponders):
 	case errors.As(cause, &perr):
 		return cause
