@@ -1,6 +1,7 @@
 package client
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -50,41 +51,46 @@ type preparedPlan struct {
 // deadline ctx sets (its deadline less the reply margin), unless the plan
 // has an earlier one of its own, which then bounds the wait instead. A
 // deadline the plan gives that is not a time is left for the node to
-// refuse (bad_request).
+// refuse (bad_request). The fields it adds are put at the end of the
+// plan as written; only one it replaces (an id that is not a string, a
+// later deadline) costs decoding and encoding the plan.
 func preparePlan(ctx context.Context, data []byte) (preparedPlan, error) {
-	var fields map[string]json.RawMessage
-	if err := json.Unmarshal(data, &fields); err != nil {
+	var head struct {
+		ID       json.RawMessage `json:"id"`
+		Deadline json.RawMessage `json:"deadline"`
+	}
+	body := bytes.TrimSpace(data)
+	if err := json.Unmarshal(body, &head); err != nil {
 		return preparedPlan{}, protocol.Errorf(protocol.CodeBadRequest, "plan: invalid JSON: %v", err)
 	}
-	if fields == nil {
-		return preparedPlan{}, protocol.Errorf(protocol.CodeBadRequest, "plan: expected a JSON object, got null")
+	if len(body) < 2 || body[0] != '{' {
+		return preparedPlan{}, protocol.Errorf(protocol.CodeBadRequest, "plan: expected a JSON object")
 	}
 	p := preparedPlan{data: data}
-	changed := false
-	if raw, ok := fields["id"]; !ok || json.Unmarshal(raw, &p.id) != nil || p.id == "" {
+	set := map[string]string{}
+	if json.Unmarshal(head.ID, &p.id) != nil || p.id == "" {
 		p.id = NewPlanID()
-		fields["id"], _ = json.Marshal(p.id)
-		changed = true
+		set["id"] = p.id
 	}
 	var own time.Time
-	raw, hasOwn := fields["deadline"]
-	if hasOwn {
-		var s string
-		if json.Unmarshal(raw, &s) != nil {
-			return p.encode(fields, changed)
+	hasOwn := false
+	if head.Deadline != nil {
+		var text string
+		if json.Unmarshal(head.Deadline, &text) != nil {
+			return p.with(body, set, head.ID != nil) // the node refuses it
 		}
 		var err error
-		if own, err = time.Parse(time.RFC3339Nano, s); err != nil {
-			return p.encode(fields, changed)
+		if own, err = time.Parse(time.RFC3339Nano, text); err != nil {
+			return p.with(body, set, head.ID != nil)
 		}
+		hasOwn = true
 	}
 	now := time.Now()
 	ctxEnd, bounded := ctx.Deadline()
 	switch {
 	case bounded && (!hasOwn || ctxEnd.Add(-replyMargin(ctxEnd.Sub(now))).Before(own)):
 		p.deadline = ctxEnd.Add(-replyMargin(ctxEnd.Sub(now)))
-		fields["deadline"], _ = json.Marshal(p.deadline.UTC().Format(time.RFC3339Nano))
-		changed = true
+		set["deadline"] = p.deadline.UTC().Format(time.RFC3339Nano)
 	case hasOwn && own.After(now):
 		p.deadline = own
 		p.wait = own.Add(replyMargin(own.Sub(now)))
@@ -97,16 +103,50 @@ func preparePlan(ctx context.Context, data []byte) (preparedPlan, error) {
 			p.wait = now.Add(pastDeadlineWait)
 		}
 	}
-	return p.encode(fields, changed)
+	_, replacesID := set["id"]
+	_, replacesDeadline := set["deadline"]
+	return p.with(body, set, replacesID && head.ID != nil || replacesDeadline && head.Deadline != nil)
 }
 
-func (p preparedPlan) encode(fields map[string]json.RawMessage, changed bool) (preparedPlan, error) {
-	if !changed {
+// with is p whose data is the plan body with the fields set: added at
+// the end of the object, or, when one replaces a field the plan has,
+// through a map.
+func (p preparedPlan) with(body []byte, set map[string]string, replaces bool) (preparedPlan, error) {
+	if len(set) == 0 {
 		return p, nil
 	}
-	var err error
-	p.data, err = protocol.Marshal(fields)
-	return p, err
+	if replaces {
+		var fields map[string]json.RawMessage
+		if err := json.Unmarshal(body, &fields); err != nil {
+			return preparedPlan{}, protocol.Errorf(protocol.CodeBadRequest, "plan: invalid JSON: %v", err)
+		}
+		for name, value := range set {
+			fields[name], _ = json.Marshal(value)
+		}
+		var err error
+		p.data, err = protocol.Marshal(fields)
+		return p, err
+	}
+	out := make([]byte, 0, len(body)+128)
+	out = append(out, body[:len(body)-1]...)
+	empty := len(bytes.TrimSpace(body[1:len(body)-1])) == 0
+	for _, name := range []string{"id", "deadline"} {
+		value, ok := set[name]
+		if !ok {
+			continue
+		}
+		if !empty {
+			out = append(out, ',')
+		}
+		empty = false
+		out = append(out, '"')
+		out = append(out, name...)
+		out = append(out, '"', ':')
+		v, _ := json.Marshal(value)
+		out = append(out, v...)
+	}
+	p.data = append(out, '}')
+	return p, nil
 }
 
 // bound is ctx, ended when the client stops waiting for the plan.
