@@ -69,7 +69,7 @@ func TestPlanDeadlineOnTheTab(t *testing.T) {
 	// Cut short at the deadline while running: the wait-for would wait
 	// 90 s, the request waits 60 s at most (request), far more than the
 	// deadline: an answer at all says it was cut there.
-	running := protocol.Plan{ID: "running", Deadline: time.Now().Add(time.Second), Actions: []protocol.Action{
+	running := protocol.Plan{ID: "running", Deadline: time.Now().Add(5 * time.Second), Actions: []protocol.Action{
 		{Type: "wait-for", Selector: "#never", Timeout: protocol.Duration(90 * time.Second)},
 		{Type: "eval", Expression: "window.afterRan = true"},
 	}}

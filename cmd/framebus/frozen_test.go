@@ -60,12 +60,12 @@ func TestFrozenNodeStartsNoLatePlan(t *testing.T) {
 
 	thaw := freeze(t, n.process)
 	byContext := late("frozen-by-context")
-	pctx, pcancel := context.WithTimeout(ctx, 2*time.Second)
+	pctx, pcancel := context.WithTimeout(ctx, 3*time.Second)
 	_, err = bc.Plan(pctx, tab, byContext)
 	pcancel()
 	checkOutcomeUnknown(t, err, byContext.ID, tab)
 	byPlan := late("frozen-by-plan")
-	byPlan.Deadline = time.Now().Add(2 * time.Second)
+	byPlan.Deadline = time.Now().Add(3 * time.Second)
 	_, err = bc.Plan(ctx, tab, byPlan) // no deadline but the plan's
 	checkOutcomeUnknown(t, err, byPlan.ID, tab)
 	thaw()
