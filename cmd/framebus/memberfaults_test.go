@@ -26,6 +26,8 @@ import (
 //   - Member two killed (kill -9) while the tab runs the CLI's eval: the
 //     CLI reconnects to another member, sends the plan again under its
 //     id, and prints the eval's own result; the eval ran once.
+//   - Node one killed while the tab runs the CLI's eval: node_unavailable,
+//     saying that the plan had been sent and may have run.
 func TestCLIThroughClusterFaults(t *testing.T) {
 	secret := filepath.Join(t.TempDir(), "cluster-secret")
 	if err := os.WriteFile(secret, []byte("a-secret-the-members-share\n"), 0o600); err != nil {
@@ -70,16 +72,22 @@ func TestCLIThroughClusterFaults(t *testing.T) {
 
 	// Member two killed while the eval waits on the hold server.
 	var hits atomic.Int64
-	started, release := make(chan struct{}, 1), make(chan struct{})
+	started, release, never := make(chan struct{}, 1), make(chan struct{}), make(chan struct{})
 	hold := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		hits.Add(1)
+		released := release
+		if r.URL.Path == "/never" {
+			released = never
+		} else {
+			hits.Add(1)
+		}
 		started <- struct{}{}
 		select {
-		case <-release:
+		case <-released:
 		case <-r.Context().Done():
 		}
 	}))
 	defer hold.Close()
+	defer close(never) // first: a handler still waiting lets Close return
 	expr := fmt.Sprintf("(async () => { window.heldRuns = (window.heldRuns || 0) + 1; await fetch(%q, {mode: 'no-cors'}); return window.heldRuns })()", hold.URL+"/hold")
 	cli := startProcess(t, atTwo, "eval", expr, "--tab", tab)
 	select {
@@ -108,5 +116,27 @@ func TestCLIThroughClusterFaults(t *testing.T) {
 	}
 	if runs := evalAtThree("window.heldRuns"); runs != "1" {
 		t.Errorf("the eval ran %s times, want once", runs)
+	}
+
+	// Node one killed while the tab runs the CLI's eval (through
+	// member three): node_unavailable, saying that the plan had been
+	// sent and may have run.
+	cli = startProcess(t, atThree, "eval", strings.ReplaceAll(expr, "/hold", "/never"), "--tab", tab)
+	select {
+	case <-started:
+	case <-time.After(60 * time.Second):
+		t.Fatalf("the eval did not reach the hold server\nstdout: %s\nstderr: %s", cli.stdout, cli.stderr)
+	}
+	if err := one.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-cli.done:
+	case <-ctx.Done():
+		t.Fatalf("the CLI did not finish\nstdout: %s\nstderr: %s", cli.stdout, cli.stderr)
+	}
+	out = result{stdout: cli.stdout.String(), stderr: cli.stderr.String(), status: cli.cmd.ProcessState.ExitCode()}
+	if m := out.reply(t); out.status != exitFailed || m["code"] != "node_unavailable" || !strings.Contains(fmt.Sprint(m["error"]), "had been sent to it: it may have run") {
+		t.Errorf("the eval whose node was killed: exit %d, %s %s; want node_unavailable saying the plan may have run", out.status, out.stdout, out.stderr)
 	}
 }
