@@ -13,7 +13,8 @@ import (
 //   - a plan that reaches the tab past its deadline runs nothing
 //     (expired, saying it had passed when the plan arrived);
 //   - one whose deadline passes while it waits behind another plan in the
-//     tab's mailbox is refused when its turn comes, without running;
+//     tab's mailbox is answered expired then, without running, but for a
+//     repeat of the plan the tab runs, which gets that run's result;
 //   - an action running at the deadline is cut short there, well before
 //     its own timeout, and the actions after it do not run.
 //
@@ -35,8 +36,8 @@ func TestPlanDeadlineOnTheTab(t *testing.T) {
 		t.Fatalf("the expired plan sent again answered %+v", again)
 	}
 
-	// Expired in the mailbox: queued behind a plan that holds the tab
-	// until its deadline has surely passed, then cancelled.
+	// Expired in the mailbox: queued behind a plan that holds the tab,
+	// it is answered at its deadline while the other still runs.
 	replies := make(chan protocol.PlanResult, 2)
 	ask := func(plan protocol.Plan) {
 		res, err := request(testConn, tab.ID(), plan)
@@ -50,20 +51,44 @@ func TestPlanDeadlineOnTheTab(t *testing.T) {
 	queued := protocol.Plan{ID: "queued", Deadline: time.Now().Add(300 * time.Millisecond),
 		Actions: []protocol.Action{{Type: "eval", Expression: "window.queuedRan = true"}, {Type: "eval", Expression: "window.queuedRan2 = true"}}}
 	go ask(queued)
-	waitUntil(t, func() bool { return len(tab.inbox) == 1 && time.Now().After(queued.Deadline) })
+	res = <-replies
+	if res.PlanID != "queued" || res.OK || res.Code != protocol.CodeExpired || res.Executed != 0 || len(res.Results) != 0 ||
+		!strings.Contains(res.Error, "before its first action (eval) could start") {
+		t.Fatalf("a plan whose deadline passed in the mailbox answered %+v", res)
+	}
+	if id := tab.cancels.runningID(); id != "holder" {
+		t.Fatalf("the queued plan was answered once the tab ran %q, not while it ran the holder", id)
+	}
 	data, _ := json.Marshal(protocol.CancelRequest{PlanID: "holder"})
 	if _, err := testConn.Request(protocol.DefaultSubjects.TabCancel(tab.ID()), data, 10*time.Second); err != nil {
 		t.Fatal(err)
 	}
-	for range 2 {
-		res := <-replies
-		if res.PlanID != "queued" {
-			continue
-		}
-		if res.OK || res.Code != protocol.CodeExpired || res.Executed != 0 || len(res.Results) != 0 ||
-			!strings.Contains(res.Error, "before its first action (eval) could start") {
-			t.Fatalf("a plan whose deadline passed in the mailbox answered %+v", res)
-		}
+	if res := <-replies; res.PlanID != "holder" || res.Code != protocol.CodeCancelled {
+		t.Fatalf("the holder answered %+v", res)
+	}
+	if again := send(t, tab.ID(), queued); again.Code != protocol.CodeExpired || !again.Duplicate {
+		t.Fatalf("the plan expired in the mailbox, sent again: %+v", again)
+	}
+
+	// A repeat of the plan the tab runs, queued behind it, is not
+	// answered expired at its deadline: it gets the run's result.
+	first := protocol.Plan{ID: "same", Action: &protocol.Action{Type: "wait-for", Selector: "#never", Timeout: protocol.Duration(50 * time.Second)}}
+	go ask(first)
+	waitUntil(t, func() bool { return len(tab.inbox) == 0 && tab.cancels.runningID() == "same" })
+	repeat := first
+	repeat.Deadline = time.Now().Add(300 * time.Millisecond)
+	go ask(repeat)
+	waitUntil(t, func() bool { return len(tab.inbox) == 1 && time.Now().After(repeat.Deadline) })
+	data, _ = json.Marshal(protocol.CancelRequest{PlanID: "same"})
+	if _, err := testConn.Request(protocol.DefaultSubjects.TabCancel(tab.ID()), data, 10*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	one, two := <-replies, <-replies
+	if one.Duplicate {
+		one, two = two, one
+	}
+	if one.Code != protocol.CodeCancelled || two.Code != protocol.CodeCancelled || !two.Duplicate {
+		t.Fatalf("a plan and its repeat queued behind it past the repeat's deadline: %+v and %+v; want the run's result twice", one, two)
 	}
 
 	// Cut short at the deadline while running: the wait-for would wait

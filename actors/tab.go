@@ -104,10 +104,14 @@ type Tab struct {
 	resources     Resources
 	viewport      protocol.Viewport // what resize last set, or the node's
 	log           zerolog.Logger
-	inbox         chan queuedPlan // plans, from the plan endpoint
-	inboxMu       sync.Mutex      // guards inboxClosed, and sends to inbox
-	inboxClosed   bool            // plans now get tab_closed at once
-	planIDs       planIDs         // recent plan ids and their results
+	inbox         chan *queuedPlan // plans, from the plan endpoint
+	inboxMu       sync.Mutex       // guards inboxClosed, and sends to inbox
+	inboxClosed   bool             // plans now get tab_closed at once
+	// queueMu guards the queued plans' states, planIDs and inFlight, which
+	// a queued plan's deadline timer reads (see mailbox.go).
+	queueMu  sync.Mutex
+	planIDs  planIDs // recent plan ids and their results
+	inFlight string  // the id of the plan taken and not yet remembered
 	// outbox holds frames appended but not yet published: a plan's last
 	// frame goes out right after the plan's reply, so the reply is not
 	// delayed by encoding a frame that may carry a whole page.
@@ -163,7 +167,7 @@ func StartTab(ctx context.Context, opts TabOptions) (*Tab, error) {
 		stage:         newStage(opts),
 		roots:         opts.FileRoots,
 		log:           opts.Logger.With().Str("tab", opts.ID).Logger(),
-		inbox:         make(chan queuedPlan, planQueue),
+		inbox:         make(chan *queuedPlan, planQueue),
 		quit:          make(chan struct{}),
 		done:          make(chan struct{}),
 	}
@@ -243,42 +247,37 @@ func (t *Tab) Stop() {
 }
 
 // takePlan hands a plan to the actor (from the plan endpoint's
-// goroutine); when the tab has stopped, or has more plans queued than it
-// holds, it answers at once.
+// goroutine): decoded here, so a malformed one is answered at once, and
+// with a timer that answers it expired at its deadline if it still waits
+// then (see mailbox.go). When the tab has stopped, or has more plans
+// queued than it holds, it answers at once.
 func (t *Tab) takePlan(m micro.Request) {
-	t.inboxMu.Lock()
-	defer t.inboxMu.Unlock()
-	if t.inboxClosed {
-		respond(m, protocol.NewErrorReply(protocol.Errorf(protocol.CodeTabClosed, "tab %s closed", t.id)), t.log)
-		return
-	}
-	select {
-	case t.inbox <- queuedPlan{m, time.Now()}:
-	default:
-		respond(m, protocol.NewErrorReply(protocol.Errorf(protocol.CodeUnavailable, "tab %s has %d plans queued already; send this one again later", t.id, planQueue)), t.log)
-	}
-}
-
-// queuedPlan is a plan request in the tab's mailbox, and when it came.
-type queuedPlan struct {
-	m  micro.Request
-	at time.Time
-}
-
-// receive decodes a plan and runs it; a malformed one is answered at
-// once, and one whose id ran before gets that run's result (see planids.go).
-func (t *Tab) receive(q queuedPlan) {
-	m := q.m
 	plan, err := protocol.DecodePlan(m.Data())
 	if err != nil {
 		respond(m, protocol.NewErrorReply(err), t.log)
 		return
 	}
-	if plan.ID != "" {
-		if res, ok := t.planIDs.result(plan.ID, time.Now()); ok {
-			t.respondPlan(m, res)
-			return
-		}
+	q := t.queue(m, plan)
+	t.inboxMu.Lock()
+	defer t.inboxMu.Unlock()
+	if t.inboxClosed {
+		t.refuseQueued(q, protocol.Errorf(protocol.CodeTabClosed, "tab %s closed", t.id))
+		return
+	}
+	select {
+	case t.inbox <- q:
+	default:
+		t.refuseQueued(q, protocol.Errorf(protocol.CodeUnavailable, "tab %s has %d plans queued already; send this one again later", t.id, planQueue))
+	}
+}
+
+// receive runs a plan taken from the mailbox; one whose id ran before
+// gets that run's result (see planids.go), and one answered at its
+// deadline while it waited (see mailbox.go) is done.
+func (t *Tab) receive(q *queuedPlan) {
+	plan := q.plan
+	if t.take(q) {
+		return
 	}
 	ctx, run := t.cancels.start(plan.ID)
 	var res protocol.PlanResult
@@ -289,8 +288,8 @@ func (t *Tab) receive(q queuedPlan) {
 		stop(&res, 0, protocol.Errorf(protocol.CodeCancelled, "plan %s was cancelled before it ran", plan.ID), nil, t.frames.Sequence())
 	}
 	t.cancels.done()
-	t.planIDs.remember(plan.ID, res, time.Now())
-	t.respondPlan(m, res)
+	t.ran(plan.ID, res)
+	t.respondPlan(q.m, res)
 	// Let the connection's flusher send the reply now: with one P (as
 	// serve runs on two cores) it would wait until this goroutine blocks,
 	// after the frames are encoded and published.
@@ -328,7 +327,7 @@ func (t *Tab) closeInbox() {
 	for {
 		select {
 		case q := <-t.inbox:
-			respond(q.m, protocol.NewErrorReply(protocol.Errorf(protocol.CodeTabClosed, "tab %s closed", t.id)), t.log)
+			t.refuseQueued(q, protocol.Errorf(protocol.CodeTabClosed, "tab %s closed", t.id))
 		default:
 			return
 		}

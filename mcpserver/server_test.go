@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/nats-io/nats.go"
 
 	"github.com/framebus/framebus/actors"
 	busclient "github.com/framebus/framebus/bus/client"
@@ -341,11 +342,12 @@ func TestCancelledCallCancelsItsPlan(t *testing.T) {
 	}
 }
 
-// A call whose tab does not answer within its wait (busy with another
-// plan) says outcome_unknown naming its plan, not "timeout ... the plan
-// was cancelled": the plan was sent, and may have run. Once the tab is
-// free the plan, past its deadline, does not run.
-func TestCallWithoutAnswerIsOutcomeUnknown(t *testing.T) {
+// A call whose tab does not answer within its wait: one queued behind
+// another plan past its deadline is answered expired then (it did not
+// run, and will not); one whose answer is lost (a tab, here made up,
+// that takes the plan and never answers) says outcome_unknown naming its
+// plan, not "timeout ... the plan was cancelled": it may have run.
+func TestCallWithoutAnswer(t *testing.T) {
 	s := start(t, mcpserver.ToolsActions)
 	tab := s.node.Tabs()[0].Tab
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
@@ -358,8 +360,8 @@ func TestCallWithoutAnswerIsOutcomeUnknown(t *testing.T) {
 	// The wait of an eval with a 1 ms timeout is 30 s: the holder keeps
 	// the tab longer.
 	text, out, isErr := s.call(t, "browser_eval", map[string]any{"expression": "window.lateRan = true", "timeout": "1ms", "tab": tab})
-	if !isErr || out["code"] != string(protocol.CodeOutcomeUnknown) || !strings.Contains(text, "framebus frames --tab "+tab) {
-		t.Errorf("a call its tab did not answer in time: %s %v", text, out)
+	if !isErr || out["code"] != string(protocol.CodeExpired) || !strings.Contains(text, "did not run") {
+		t.Errorf("a call queued behind another plan past its deadline: %s %v", text, out)
 	}
 	if _, err := s.agent.Cancel(ctx, tab, "holder"); err != nil {
 		t.Fatal(err)
@@ -367,5 +369,17 @@ func TestCallWithoutAnswerIsOutcomeUnknown(t *testing.T) {
 	<-held
 	if text, _, isErr := s.call(t, "browser_eval", map[string]any{"expression": "window.lateRan ?? 'never'", "tab": tab}); isErr || !strings.Contains(text, "never") {
 		t.Fatalf("the late call's eval ran: %s", text)
+	}
+
+	sink := bustest.Connect(t, s.node.Bus(), protocol.RoleAdmin)
+	if _, err := sink.Subscribe(s.node.Subjects().TabPlan("MADEUP"), func(*nats.Msg) {}); err != nil {
+		t.Fatal(err)
+	}
+	if err := sink.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	text, out, isErr = s.call(t, "browser_text", map[string]any{"timeout": "1ms", "tab": "MADEUP"})
+	if !isErr || out["code"] != string(protocol.CodeOutcomeUnknown) || !strings.Contains(text, "framebus frames --tab MADEUP") {
+		t.Errorf("a call whose answer is lost: %s %v", text, out)
 	}
 }
