@@ -1,8 +1,11 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
+	"os"
 	"strings"
 	"syscall"
 	"testing"
@@ -14,13 +17,15 @@ import (
 
 // freeze stops a process (SIGSTOP, as a GC pause, a swapped VM or a
 // partition look from outside) until the returned thaw, which the test's
-// end calls too.
+// end calls too. It returns once every thread of the process is stopped:
+// kill returns before they are.
 func freeze(t *testing.T, p *process) (thaw func()) {
 	t.Helper()
 	pid := p.cmd.Process.Pid
 	if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil {
 		t.Fatal(err)
 	}
+	waitFor(t, "every thread of the process stopped", 10*time.Second, func() bool { return allStopped(pid) })
 	thawed := false
 	thaw = func() {
 		if !thawed {
@@ -32,6 +37,27 @@ func freeze(t *testing.T, p *process) (thaw func()) {
 	}
 	t.Cleanup(thaw)
 	return thaw
+}
+
+// allStopped reports whether every thread of process pid is stopped
+// (state T in /proc/PID/task/TID/stat).
+func allStopped(pid int) bool {
+	tasks, err := os.ReadDir(fmt.Sprintf("/proc/%d/task", pid))
+	if err != nil || len(tasks) == 0 {
+		return false
+	}
+	for _, task := range tasks {
+		stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%s/stat", pid, task.Name()))
+		if err != nil {
+			return false
+		}
+		// pid (comm) state ...: the command may hold spaces and parentheses.
+		i := bytes.LastIndexByte(stat, ')')
+		if i < 0 || i+2 >= len(stat) || stat[i+2] != 'T' {
+			return false
+		}
+	}
+	return true
 }
 
 // Issue 33, item 1: a plan its client gave up on does not run later.
