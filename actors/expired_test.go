@@ -99,7 +99,8 @@ func TestPlanDeadlineOnTheTab(t *testing.T) {
 		{Type: "eval", Expression: "window.afterRan = true"},
 	}}
 	res = send(t, tab.ID(), running)
-	if res.OK || res.Code != protocol.CodeTimeout || len(res.Results) != 1 || res.Stopped == nil || res.Stopped.Index != 0 {
+	if res.OK || res.Code != protocol.CodeTimeout || len(res.Results) != 1 || res.Stopped == nil || res.Stopped.Index != 0 ||
+		!strings.Contains(res.Results[0].Error, "cut short at plan running's deadline") {
 		t.Fatalf("a plan whose action ran past its deadline answered %+v", res)
 	}
 

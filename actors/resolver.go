@@ -115,7 +115,12 @@ func (t *Tab) runPlan(ctx context.Context, plan protocol.Plan, arrived time.Time
 			stop(&res, i, protocol.Errorf(protocol.CodeTimeout, "the %s's %s passed while the page settled, before it could run; it was not sent", a.Type, a.EffectiveTimeout()), nil, t.frames.Sequence())
 			break
 		}
-		if !t.record(ctx, &res, plan, a, t.execute(ctx, deadline, plan, i, a)) {
+		r := t.execute(ctx, deadline, plan, i, a)
+		if r.Code == protocol.CodeTimeout && deadline.Equal(plan.Deadline) && plan.Expired(time.Now()) {
+			// Its own timeout was not what ended it.
+			r.Error += fmt.Sprintf(" (cut short at plan %s's deadline, %s)", plan.ID, plan.Deadline.UTC().Format(time.RFC3339Nano))
+		}
+		if !t.record(ctx, &res, plan, a, r) {
 			break
 		}
 	}
