@@ -28,7 +28,7 @@ func TestJetStreamDeliveriesAreNotPlans(t *testing.T) {
 
 	// Stored: a plan, in a subject of the frame stream.
 	admin := bustest.Connect(t, node.Bus(), protocol.RoleAdmin)
-	if err := admin.Publish(subj.TabFrames("STORED"), []byte(`{"action":{"type":"eval","expression":"window.__delivered = 'ran'"}}`)); err != nil {
+	if err := admin.Publish(subj.HistoryFrames("STORED"), []byte(`{"action":{"type":"eval","expression":"window.__delivered = 'ran'"}}`)); err != nil {
 		t.Fatal(err)
 	}
 	if err := admin.Flush(); err != nil {

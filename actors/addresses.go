@@ -3,10 +3,13 @@ package actors
 import (
 	"context"
 	"errors"
+	"os"
+	"strings"
 	"time"
 
 	"github.com/framebus/framebus/actors/egress"
 	"github.com/framebus/framebus/actors/whitelist"
+	"github.com/framebus/framebus/cdpdriver"
 )
 
 // resolveTimeout bounds the request filter's lookup of a host.
@@ -28,7 +31,7 @@ func (n *Node) checkRequest(rawURL string) error {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), resolveTimeout)
 	defer cancel()
-	_, err = n.dialer.Resolve(ctx, u.Host)
+	_, err = n.dialer.Resolve(ctx, u.Host, u.PortNumber())
 	var denied *egress.DeniedError
 	if errors.As(err, &denied) {
 		return denied
@@ -44,3 +47,38 @@ var networkSchemes = map[string]bool{"http": true, "https": true, "ws": true, "w
 // itself: it connects only to addresses the whitelist allows (see
 // egress.Dialer), with the pinned answers the browser's proxy uses.
 func (n *Node) Dialer() *egress.Dialer { return n.dialer }
+
+// browserUID is the account a launched browser runs as: its own when
+// the node is root, else the node's.
+func browserUID(proc *cdpdriver.Process) int {
+	if u := proc.User(); u != nil {
+		return u.UID
+	}
+	return os.Getuid()
+}
+
+// ownListeners are the bus's listeners (an external bus's too, when it
+// runs on this machine), which no page or fetch may reach (see
+// whitelist.Listeners); the egress proxy is added when it starts.
+func (n *Node) ownListeners() *whitelist.Listeners {
+	own := &whitelist.Listeners{}
+	urls := []struct{ what, url string }{
+		{"the bus's WebSocket port", n.bus.WebSocketURL()},
+		{"the bus's cluster port", n.bus.ClusterURL()},
+	}
+	for _, u := range strings.Split(n.bus.ClientURL(), ",") {
+		urls = append(urls, struct{ what, url string }{"the bus's client port", strings.TrimSpace(u)})
+	}
+	for _, l := range urls {
+		if l.url == "" {
+			continue
+		}
+		if err := own.Add(l.what, l.url); err != nil {
+			// An external server's URL may leave NATS's port out.
+			if err = own.Add(l.what, strings.TrimSuffix(l.url, "/")+":4222"); err != nil {
+				n.log.Warn().Err(err).Msg("a listener of the bus is not kept from pages and fetches")
+			}
+		}
+	}
+	return own
+}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"math/rand/v2"
 	"net/url"
 	"os"
 	"os/exec"
@@ -17,6 +18,7 @@ import (
 	"time"
 
 	"github.com/framebus/framebus/internal/benchkit"
+	"github.com/framebus/framebus/internal/testchild"
 
 	chromedptarget "github.com/chromedp/cdproto/target"
 	"github.com/chromedp/chromedp"
@@ -59,6 +61,12 @@ import (
 // any service answering plans over NATS must at least do), reached
 // in-process and over TCP.
 //
+// Its node is assembled here (the tests' bus, without JetStream and so
+// without history; plain NATS clients; every path on one tab): it shows
+// the parts. The node users run, `framebus serve` reached through
+// bus/client with its credentials file, is cmd/framebus's
+// BenchmarkServeEval.
+//
 // It reports each path's p50 and the bus/raw ratios. Run it with
 // -cpu 1,2: framebus serve runs with GOMAXPROCS = half the CPUs (one on a
 // 2-core machine, see cmd/framebus/procs.go), and the two rows show why.
@@ -99,26 +107,19 @@ func BenchmarkEvalRoundTrip(b *testing.B) {
 		floor(inproc)
 		floor(tcp)
 	}
-	var rawT, wsT, inT, tcpT, floorInT, floorTCPT []time.Duration
+	// Each iteration in an order of its own: no path always follows
+	// another and pays for what that one left running.
+	rows := []func(){wsEval, rawEval, func() { plan(inproc) }, func() { plan(tcp) }, func() { floor(inproc) }, func() { floor(tcp) }}
+	times := make([][]time.Duration, len(rows))
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		tw := time.Now()
-		wsEval()
-		t0 := time.Now()
-		rawEval()
-		t1 := time.Now()
-		wsT = append(wsT, t0.Sub(tw))
-		plan(inproc)
-		t2 := time.Now()
-		plan(tcp)
-		t3 := time.Now()
-		floor(inproc)
-		t4 := time.Now()
-		floor(tcp)
-		t5 := time.Now()
-		rawT, inT, tcpT = append(rawT, t1.Sub(t0)), append(inT, t2.Sub(t1)), append(tcpT, t3.Sub(t2))
-		floorInT, floorTCPT = append(floorInT, t4.Sub(t3)), append(floorTCPT, t5.Sub(t4))
+		for _, r := range rand.Perm(len(rows)) {
+			t0 := time.Now()
+			rows[r]()
+			times[r] = append(times[r], time.Since(t0))
+		}
 	}
+	wsT, rawT, inT, tcpT, floorInT, floorTCPT := times[0], times[1], times[2], times[3], times[4], times[5]
 	b.StopTimer()
 	r, in, tc := benchkit.P50(rawT), benchkit.P50(inT), benchkit.P50(tcpT)
 	b.ReportMetric(float64(r.Microseconds()), "raw-p50-µs")
@@ -254,7 +255,7 @@ var benchEchoSubject = protocol.DefaultSubjects.TabPlan("BENCH_ECHO")
 func runBenchClientProcess(b *testing.B, tab *Tab, n int) benchClientResult {
 	job, _ := json.Marshal(benchClientJob{Creds: bustest.AddUser(b, testBus, protocol.RoleAgent), Tab: tab.ID(),
 		Page: benchPageWebSocket(b, tab.ID()), Sequence: tab.Info().Sequence, N: n})
-	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd := testchild.DieWithTest(exec.Command(os.Args[0], "-test.run=^$"))
 	cmd.Env = append(os.Environ(), benchClientEnv+"="+string(job))
 	cmd.Stderr = os.Stderr
 	out, err := cmd.Output()
@@ -291,34 +292,29 @@ func runBenchClient(jobJSON string) int {
 	raw := cdp.NewClient(conn)
 	seq := job.Sequence
 	urlPlan, _ := json.Marshal(protocol.Plan{Action: &protocol.Action{Type: "url"}})
-	var rawT, busT, floorT, echoT []time.Duration
+	rows := []func() error{
+		func() error { return evalRaw(ctx, raw) },
+		func() (err error) { seq, err = evalPlan(nc, job.Tab, seq); return err },
+		func() error {
+			_, err := nc.Request(protocol.DefaultSubjects.TabPlan(job.Tab), urlPlan, 10*time.Second)
+			return err
+		},
+		func() error { _, err := nc.Request(benchEchoSubject, urlPlan, 10*time.Second); return err },
+	}
+	times := make([][]time.Duration, len(rows))
 	for i := -200; i < job.N; i++ { // 200 to warm up
-		t0 := time.Now()
-		if err := evalRaw(ctx, raw); err != nil {
-			fmt.Fprintln(os.Stderr, "bench client:", err)
-			return 1
-		}
-		t1 := time.Now()
-		if seq, err = evalPlan(nc, job.Tab, seq); err != nil {
-			fmt.Fprintln(os.Stderr, "bench client:", err)
-			return 1
-		}
-		t2 := time.Now()
-		if _, err := nc.Request(protocol.DefaultSubjects.TabPlan(job.Tab), urlPlan, 10*time.Second); err != nil {
-			fmt.Fprintln(os.Stderr, "bench client:", err)
-			return 1
-		}
-		t3 := time.Now()
-		if _, err := nc.Request(benchEchoSubject, urlPlan, 10*time.Second); err != nil {
-			fmt.Fprintln(os.Stderr, "bench client:", err)
-			return 1
-		}
-		if i >= 0 {
-			rawT, busT = append(rawT, t1.Sub(t0)), append(busT, t2.Sub(t1))
-			floorT, echoT = append(floorT, t3.Sub(t2)), append(echoT, time.Since(t3))
+		for _, r := range rand.Perm(len(rows)) { // in an order of its own each time
+			t0 := time.Now()
+			if err := rows[r](); err != nil {
+				fmt.Fprintln(os.Stderr, "bench client:", err)
+				return 1
+			}
+			if i >= 0 {
+				times[r] = append(times[r], time.Since(t0))
+			}
 		}
 	}
-	out, _ := json.Marshal(benchClientResult{Raw: benchkit.P50(rawT), Bus: benchkit.P50(busT), Floor: benchkit.P50(floorT), Echo: benchkit.P50(echoT)})
+	out, _ := json.Marshal(benchClientResult{Raw: benchkit.P50(times[0]), Bus: benchkit.P50(times[1]), Floor: benchkit.P50(times[2]), Echo: benchkit.P50(times[3])})
 	fmt.Println(string(out))
 	return 0
 }

@@ -14,11 +14,12 @@ import (
 )
 
 // Frame content larger than the bus carries in one message is never
-// dropped or cut: the frame goes out with a reference (FullPageRef) and
-// the content goes to the history's object store (history.go), or, on a
-// bus without JetStream, stays in the tab's content store, which answers
+// dropped or cut: the frame goes out with a reference (FullPageRef). The
+// live frame's content stays in the tab's content store, which answers
 // chunk requests on <prefix>.tab.<tab>.content from the subscription's
-// own goroutine, so a busy tab actor never delays them.
+// own goroutine, so a busy tab actor never delays them; with history the
+// stored frame's content goes to the history's object store (history.go),
+// so the live frame never waits for the object store either.
 
 // contentKept is how many large contents a tab keeps for fetching, and
 // contentKeptBytes how many bytes of them at most (the latest is kept

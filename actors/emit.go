@@ -54,6 +54,7 @@ func (t *Tab) frameFor(ctx context.Context, c pageChange, change frames.Change) 
 		// could not be loaded, whatever action led there.
 		note = c.unreachable + " could not be loaded: this is Chromium's error page"
 	}
+	note = joinNote(t.restoring, note)
 	if change.NewDocument && t.nav.dialog == nil && !t.nav.crashed {
 		// A document that loaded already (navigate --wait) still goes
 		// pending when the action's frame wants its content: the
@@ -265,16 +266,13 @@ func joinNote(a, b string) string {
 // counts against the bus's message size.
 const frameHeaderRoom = 256
 
-// publish sends a frame to the tab's frame subject, with its message id.
-// With history, the tab's frameStore sends it and waits for the stream's
-// ack (see framestore.go); without, it goes out here as a plain publish.
-// A frame too large for the bus goes out with its content by reference
-// (see content.go and history.go), never dropped or cut.
+// publish sends a frame to the tab's frame subject, with its message id,
+// as a plain publish: live subscribers get it now. With history the
+// tab's frameStore then sends it to the stream, which may take a while
+// (see framestore.go). A frame too large for the bus goes out with its
+// content by reference (see content.go and history.go), never dropped or
+// cut: live, the tab's own copy, which it serves in chunks.
 func (t *Tab) publish(f protocol.Frame) {
-	if t.store != nil {
-		t.store.add(f)
-		return
-	}
 	msg, err := frameMessage(f, t.frameSubject, t.nc.MaxPayload(), func(content string, max int64) (*protocol.ContentRef, string) {
 		return keepChunks(t.content, t.subj.TabContent(t.id), f.Sequence, content, max)
 	})
@@ -283,6 +281,9 @@ func (t *Tab) publish(f protocol.Frame) {
 	}
 	if err != nil {
 		t.log.Error().Err(err).Int64("sequence", f.Sequence).Msg("publish frame")
+	}
+	if t.store != nil {
+		t.store.add(f)
 	}
 }
 

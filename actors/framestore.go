@@ -13,29 +13,30 @@ import (
 	"github.com/framebus/framebus/protocol"
 )
 
-// Storing a tab's frames in the history: each frame is published with a
-// JetStream publish and its ack awaited; with no ack (a timeout, no
-// responders, a 503 while a cluster elects the frame stream's leader) the
-// same message, with the same Nats-Msg-Id, goes again until it is acked,
-// so the stream stores it once. A core publish, as the node made before,
-// is lost from the history when it reaches the stream between two leaders.
+// Storing a tab's frames in the history. The tab publishes each frame
+// live itself, at once (see Tab.publish); its frameStore sends the same
+// frame to the stream on the tab's history subject, which only the
+// stream takes (Subjects.HistoryFrames; the stream stores it under the
+// frame subject), with a JetStream publish, and awaits the ack. With no
+// ack (a timeout, no responders, a 503 while a cluster elects the frame
+// stream's leader) the same message, with the same Nats-Msg-Id, goes
+// again until it is acked, so the stream stores it once.
 //
-// The publish is the live delivery too: live subscribers get each frame
-// as it is published, and a frame sent again reaches them again (clients
-// drop a sequence they have seen). Frames of a tab reach the stream in
-// sequence order because the next frame is not sent before the one
-// before it was acked or given up (a frame sent again after a later one
-// was stored would stand after it); the client's search for frame N and
-// its gap filling rely on that order.
+// So live subscribers get every frame as the tab makes it, whatever the
+// stream is doing, and the history may lag behind them and catch up.
+// Frames of a tab reach the stream in sequence order because the next
+// frame is not sent before the one before it was acked or given up (a
+// frame sent again after a later one was stored would stand after it);
+// the client's search for frame N and its gap filling rely on that
+// order. Were the stream to take the live publishes too, a live frame
+// could be stored while the one before it still waited for a leader.
 //
 // A frameStore does this for one tab, on a goroutine of its own, so the
 // tab's actor never waits for the stream: it hands a frame over and goes
 // on with its plans. Content too large for one message is put in the
-// history's object store by the same goroutine, before its frame.
-
-// frameQueue is how many frames may wait for the stream; past it the
-// actor waits for room, at most about one StoreTimeout (see run).
-const frameQueue = 1024
+// history's object store by the same goroutine, and checked whole,
+// before the stored frame names it (the live frame names the tab's own
+// copy: see content.go).
 
 // storeTry bounds one publish's wait for its ack before it is sent again,
 // and storeBackoff is the pause after an attempt that failed at once (no
@@ -57,7 +58,7 @@ type frameStore struct {
 	content      *contentStore
 	contentSubj  string
 	objects      []storedContent // frames whose content is in the object store, oldest first
-	queue        chan storeItem
+	queue        *storeQueue
 	done         chan struct{}
 	log          zerolog.Logger
 	storeTimeout time.Duration
@@ -68,11 +69,11 @@ func (h *History) startStore(nc *nats.Conn, tab string, subj protocol.Subjects, 
 		history:      h,
 		nc:           nc,
 		tab:          tab,
-		subject:      subj.TabFrames(tab),
+		subject:      subj.HistoryFrames(tab),
 		stream:       subj.FrameStream(),
 		content:      content,
 		contentSubj:  subj.TabContent(tab),
-		queue:        make(chan storeItem, frameQueue),
+		queue:        newStoreQueue(storeBacklogBytes),
 		done:         make(chan struct{}),
 		log:          log,
 		storeTimeout: h.opts.StoreTimeout,
@@ -89,37 +90,40 @@ type storeItem struct {
 }
 
 // add hands frame f, the next in sequence, to the store.
-func (s *frameStore) add(f protocol.Frame) { s.queue <- storeItem{frame: f} }
+func (s *frameStore) add(f protocol.Frame) { s.queue.push(storeItem{frame: f}) }
 
 // sync waits until the frames handed over are stored or given up.
 func (s *frameStore) sync() {
 	synced := make(chan struct{})
-	s.queue <- storeItem{synced: synced}
+	s.queue.push(storeItem{synced: synced})
 	<-synced
 }
 
 // close waits until the frames handed over are stored or given up.
 func (s *frameStore) close() {
-	close(s.queue)
+	s.queue.close()
 	<-s.done
 }
 
 func (s *frameStore) run() {
 	defer close(s.done)
-	for item := range s.queue {
-		if item.synced != nil {
+	for {
+		item, ok := s.queue.pop()
+		switch {
+		case !ok:
+			return
+		case item.synced != nil:
 			close(item.synced)
 			continue
-		}
-		if s.store(item.frame) {
+		case s.store(item.frame):
 			continue
 		}
 		// The stream took nothing for a whole StoreTimeout: the
-		// frames waiting already go out live at once, unacked (the
-		// stream keeps them if it can; they are still in order), so
-		// observers are held up once, not once per frame.
-		for n := len(s.queue); n > 0; n-- {
-			switch item := <-s.queue; {
+		// frames waiting go to it at once, unacked (it keeps them if
+		// it can; they are still in order), so the history is held up
+		// once, not once per frame.
+		for n := s.queue.len(); n > 0; n-- {
+			switch item, _ := s.queue.pop(); {
 			case item.synced != nil:
 				close(item.synced)
 			default:
@@ -138,7 +142,7 @@ func (s *frameStore) store(f protocol.Frame) bool {
 		err = s.publishAcked(msg, deadline)
 	}
 	if err != nil {
-		s.log.Error().Err(err).Int64("sequence", f.Sequence).Msg("frame not stored in the history (live subscribers had it)")
+		s.log.Error().Err(err).Int64("sequence", f.Sequence).Msg("frame not stored in the history (live subscribers had it): readers of the history see a gap")
 		return false
 	}
 	if len(s.objects) > 0 {
@@ -230,7 +234,7 @@ func (s *frameStore) pause(deadline time.Time) bool {
 	return true
 }
 
-// publishUnacked sends frame f as a plain publish.
+// publishUnacked sends frame f to the stream as a plain publish.
 func (s *frameStore) publishUnacked(f protocol.Frame) {
 	msg, err := frameMessage(f, s.subject, s.nc.MaxPayload(), func(content string, max int64) (*protocol.ContentRef, string) {
 		return keepChunks(s.content, s.contentSubj, f.Sequence, content, max)
@@ -239,7 +243,7 @@ func (s *frameStore) publishUnacked(f protocol.Frame) {
 		err = s.nc.PublishMsg(msg)
 	}
 	if err != nil {
-		s.log.Error().Err(err).Int64("sequence", f.Sequence).Msg("publish frame")
+		s.log.Error().Err(err).Int64("sequence", f.Sequence).Msg("publish frame to the history")
 	}
 }
 
@@ -251,7 +255,7 @@ func storeRetryable(err error) bool {
 	switch {
 	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, nats.ErrTimeout),
 		errors.Is(err, jetstream.ErrNoStreamResponse), errors.Is(err, nats.ErrNoResponders),
-		errors.Is(err, errChunksLost):
+		errors.Is(err, errChunksLost), errors.Is(err, errObjectCorrupt):
 		return true
 	case errors.As(err, &apiErr):
 		return apiErr.Code == 503

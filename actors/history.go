@@ -17,13 +17,16 @@ import (
 )
 
 // Durable frame history: every frame a tab publishes on its frame subject
-// is also kept by a JetStream stream (Subjects.FrameStream), which
-// captures the core publish, so live subscribers see frames exactly as
-// before. Each frame carries a Nats-Msg-Id (protocol.FrameMsgID), so the
-// stream stores it once however often it is published (within the
-// duplicate window). Content too large for one message goes to a
-// JetStream object store (Subjects.ContentBucket) before its frame is
-// published, and is deleted when the frame leaves the history.
+// is also kept by a JetStream stream (Subjects.FrameStream). The tab
+// publishes it live at once, and its frameStore sends it again on the
+// tab's history subject (Subjects.HistoryFrames), which only the stream
+// takes: a subject transform stores it under the frame subject, so a
+// reader finds it there. Live subscribers never wait for the stream.
+// Each frame carries a Nats-Msg-Id (protocol.FrameMsgID), so the stream
+// stores it once however often it is sent (within the duplicate window).
+// Content too large for one message goes to a JetStream object store
+// (Subjects.ContentBucket), checked whole, before the stored frame names
+// it, and is deleted when the frame leaves the history.
 //
 // A late or reconnecting observer replays a tab's frames from any
 // sequence still kept with an ordered consumer filtered to the tab's
@@ -242,9 +245,15 @@ func StartHistory(ctx context.Context, nc *nats.Conn, subj protocol.Subjects, op
 	ctx, cancel := context.WithTimeout(ctx, historyTimeout)
 	defer cancel()
 	streamConfig := jetstream.StreamConfig{
-		Name:              subj.FrameStream(),
-		Description:       "framebus frames of every tab, by tab subject",
-		Subjects:          []string{subj.AllFrames()},
+		Name:        subj.FrameStream(),
+		Description: "framebus frames of every tab, by tab subject",
+		// The stream takes the history subjects, never the live ones, and
+		// stores each frame under its tab's frame subject: a frame sent
+		// again until the stream acks it cannot follow a later frame's
+		// live publish into the stream (see framestore.go). A stream an
+		// older node made (on AllFrames) is updated to this in place.
+		Subjects:          []string{subj.AllHistoryFrames()},
+		SubjectTransform:  historyTransform(subj),
 		Storage:           opts.storage(),
 		Retention:         jetstream.LimitsPolicy,
 		Discard:           jetstream.DiscardOld,
@@ -290,6 +299,14 @@ func StartHistory(ctx context.Context, nc *nats.Conn, subj protocol.Subjects, op
 	return &History{opts: opts, js: js, stream: stream, content: content, bucket: subj.ContentBucket(), maxPayload: nc.MaxPayload(), log: log}, nil
 }
 
+// historyTransform maps a tab's history subject to its frame subject.
+func historyTransform(subj protocol.Subjects) *jetstream.SubjectTransformConfig {
+	return &jetstream.SubjectTransformConfig{
+		Source:      subj.AllHistoryFrames(),
+		Destination: subj.TabFrames("{{wildcard(1)}}"),
+	}
+}
+
 // Options are the history's settings, defaults filled in.
 func (h *History) Options() HistoryOptions { return h.opts }
 
@@ -309,7 +326,53 @@ func (h *History) putContent(ctx context.Context, name string, seq int64, conten
 	if err := h.checkChunks(ctx, info); err != nil {
 		return nil, err
 	}
+	if err := h.checkObject(ctx, name, content); err != nil {
+		return nil, err
+	}
 	return &protocol.ContentRef{Bucket: h.bucket, Object: name, Sequence: seq, Bytes: len(content)}, nil
+}
+
+// objectReadAgain is the pause before reading an object back again
+// that a replica did not have yet.
+const objectReadAgain = 20 * time.Millisecond
+
+// errObjectCorrupt: an object read back right after its put is not what
+// was put.
+var errObjectCorrupt = errors.New("the object read back is not the content put")
+
+// checkObject reads object name back and compares it with content, so
+// that no frame names content that is not whole. A put acked in full can
+// still have stored wrong chunks: nats.go's put sends every chunk from
+// one reused message and buffer, and a chunk it sends again after "no
+// responders" (the bucket's stream handing over to its next leader)
+// goes with the data of the chunk read last (seen: an object of four
+// chunks stored as the last chunk four times; digests do not match).
+// The corrupt object is deleted; the caller puts again under a new name.
+func (h *History) checkObject(ctx context.Context, name, content string) error {
+	data, err := h.content.GetBytes(ctx, name)
+	for errors.Is(err, jetstream.ErrObjectNotFound) {
+		// The meta is read with a direct get, which any replica answers:
+		// one that has not applied the put yet finds nothing.
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("object %s not found after its put: %w", name, ctx.Err())
+		case <-time.After(objectReadAgain):
+		}
+		data, err = h.content.GetBytes(ctx, name)
+	}
+	if err == nil && string(data) == content {
+		return nil
+	}
+	if err != nil && !errors.Is(err, jetstream.ErrDigestMismatch) {
+		return err
+	}
+	if derr := h.content.Delete(ctx, name); derr != nil {
+		h.log.Warn().Err(derr).Str("object", name).Msg("delete a corrupt frame content")
+	}
+	if err == nil {
+		err = fmt.Errorf("%d bytes, want %d", len(data), len(content))
+	}
+	return fmt.Errorf("object %s: %w: %w", name, errObjectCorrupt, err)
 }
 
 // errChunksLost: the bucket's stream does not hold the chunks a put

@@ -205,7 +205,7 @@ func TestHistoryStoresAFrameOnce(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ack, err := js.PublishMsg(ctx, &nats.Msg{Subject: subject, Data: stored.Data, Header: stored.Header})
+	ack, err := js.PublishMsg(ctx, &nats.Msg{Subject: protocol.DefaultSubjects.HistoryFrames(tab.ID()), Data: stored.Data, Header: stored.Header})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -233,28 +233,44 @@ func TestHistoryOutlivesTabAndDropsOldContent(t *testing.T) {
 	if err != nil || !res.OK {
 		t.Fatalf("navigate: %+v %v", res, err)
 	}
-	big := frames.until(res.Sequence)
-	if big.FullPageRef == nil || big.FullPageRef.Bucket == "" {
-		t.Fatalf("big frame: %+v", big.FullPageRef)
+	// Live, the frame names the tab's copy of its content; in the
+	// history, the object store's.
+	if live := frames.until(res.Sequence); live.FullPageRef == nil || live.FullPageRef.Subject != protocol.DefaultSubjects.TabContent(tab.ID()) {
+		t.Fatalf("big frame live: %+v", live.FullPageRef)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
+	var big protocol.Frame
+	waitUntil(t, func() bool {
+		stored, err := h.Stream().GetLastMsgForSubject(ctx, subject)
+		if err == nil {
+			big, err = protocol.DecodeFrame(stored.Data)
+		}
+		return err == nil && big.Sequence == res.Sequence
+	})
+	if big.FullPageRef == nil || big.FullPageRef.Bucket == "" {
+		t.Fatalf("big frame stored: %+v", big.FullPageRef)
+	}
 	obs, err := h.js.ObjectStore(ctx, big.FullPageRef.Bucket)
 	if err != nil {
 		t.Fatal(err)
 	}
-	// Frames 3..5: frame 2 is still one of the last 4.
-	if res, err = request(nc, tab.ID(), evals(3)); err != nil || res.Sequence != 5 {
+	// Frames 3 and 4, and the close frame 5: frame 2 is still one of
+	// the last 4.
+	if res, err = request(nc, tab.ID(), evals(2)); err != nil || res.Sequence != 4 {
 		t.Fatalf("evals: %+v %v", res, err)
 	}
-	frames.until(5)
+	frames.until(4)
 	if _, err := obs.GetInfo(ctx, big.FullPageRef.Object); err != nil {
 		t.Fatalf("frame 2's content while frame 2 is kept: %v", err)
 	}
 	tab.Stop()
 	last, err := h.Stream().GetLastMsgForSubject(ctx, subject)
-	if err != nil || !strings.Contains(string(last.Data), `"sequence":5`) {
-		t.Fatalf("the closed tab's current frame: %v", err)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(last.Data), `"sequence":5`) || !strings.Contains(string(last.Data), `"action":"close"`) {
+		t.Fatalf("the closed tab's current frame: %s; want its close frame 5", last.Data)
 	}
 	if _, err := FetchContent(nc, big, 30*time.Second); err != nil {
 		t.Fatalf("the closed tab's large content: %v", err)
@@ -369,5 +385,67 @@ func TestHistoryReplicatedOnACluster(t *testing.T) {
 		if _, err := StartHistory(ctx, conns[1], protocol.DefaultSubjects, HistoryOptions{Replicas: bad}, zerolog.Nop()); protocol.CodeOf(err) != protocol.CodeBadRequest {
 			t.Errorf("replicas %d: %v, want bad_request", bad, err)
 		}
+	}
+}
+
+// A frame stream an older node made, which took the live frame subjects
+// themselves, is updated in place: its frames stay, the tab's frames are
+// stored from the history subjects under their frame subjects, and a
+// live publish alone is no longer stored.
+func TestHistoryUpdatesAnOlderStream(t *testing.T) {
+	srv := stockServer(t, &server.Options{JetStream: true, StoreDir: t.TempDir()})
+	nc, err := nats.Connect(srv.ClientURL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	subj := protocol.DefaultSubjects
+	if _, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: subj.FrameStream(), Subjects: []string{subj.AllFrames()},
+		Storage: jetstream.MemoryStorage, Duplicates: time.Minute, AllowDirect: true}); err != nil {
+		t.Fatal(err)
+	}
+	old := protocol.Frame{Version: protocol.Version, Tab: "OLD", Sequence: 1, URL: "about:blank"}
+	msg, err := frameMessage(old, subj.TabFrames("OLD"), nc.MaxPayload(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := js.PublishMsg(ctx, msg); err != nil {
+		t.Fatal(err)
+	}
+
+	h, err := StartHistory(ctx, nc, subj, HistoryOptions{}, zerolog.Nop())
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := h.Stream().CachedInfo().Config
+	if len(cfg.Subjects) != 1 || cfg.Subjects[0] != subj.AllHistoryFrames() || cfg.SubjectTransform == nil {
+		t.Fatalf("the stream after the update: subjects %v, transform %+v", cfg.Subjects, cfg.SubjectTransform)
+	}
+	tab := openTab(t, func(o *TabOptions) { o.Conn, o.History = nc, h })
+	if res, err := request(nc, tab.ID(), evals(2)); err != nil || res.Sequence != 3 {
+		t.Fatalf("plan: %+v %v", res, err)
+	}
+	// A live publish alone: not stored (the tab's frame 4 would be).
+	live := protocol.Frame{Version: protocol.Version, Tab: "LIVE", Sequence: 1, URL: "about:blank"}
+	if msg, err = frameMessage(live, subj.TabFrames("LIVE"), nc.MaxPayload(), nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := nc.PublishMsg(msg); err != nil {
+		t.Fatal(err)
+	}
+	tab.Stop()
+	info, err := h.Stream().Info(ctx, jetstream.WithSubjectFilter(subj.AllFrames()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]uint64{subj.TabFrames("OLD"): 1, subj.TabFrames(tab.ID()): 3}
+	if fmt.Sprint(info.State.Subjects) != fmt.Sprint(want) {
+		t.Fatalf("stored frames by subject: %v, want %v", info.State.Subjects, want)
 	}
 }

@@ -80,15 +80,27 @@ type NodeOptions struct {
 	// whitelist judges file: URLs by the same roots (see
 	// whitelist.WithFileRoots).
 	FileRoots *files.Roots
-	// FileLimits bound the files a tab holds for upload.
+	// FileLimits bound the files a tab holds for upload; their Shared
+	// budget, when nil, is the node's (MaxStagedBytes).
 	FileLimits files.Limits
+	// MaxStagedBytes bounds the staged files of all the node's tabs
+	// together: 0 derives it from the free disk space and memory
+	// (DefaultMaxStagedBytes), a negative number sets no bound.
+	MaxStagedBytes int64
 	// History keeps every tab's frames in JetStream (see History): in
 	// memory unless it says file storage. The embedded bus gets
 	// JetStream for it; on an external bus without JetStream the node
 	// warns and runs without history.
 	History HistoryOptions
-	// MaxTabs is how many tabs the node takes (see capacity); 0: no bound.
-	// Placement sends tabs to the nodes with the most room.
+	// TabsFile, when set, is where the node keeps the list of its open
+	// tabs (0600), for a node started again with it to bring them back
+	// under their ids, each going on from its last frame in the history
+	// (see restore.go); it needs History, on file to outlive the process.
+	TabsFile string
+	// MaxTabs is how many tabs the node takes (see capacity): 0 derives
+	// it from the machine's memory and cores (DefaultMaxTabs), a
+	// negative number sets no bound. Placement sends tabs to the nodes
+	// with the most room.
 	MaxTabs int
 	// HTTP and Search configure the resources beside the browser (fetch
 	// and search, on the bus and in plans).
@@ -112,6 +124,7 @@ type Node struct {
 	order    []string // profile names, the default first
 	sessions sessions
 	capacity capacity
+	restore  restorer // the tabs of the last run, and the file of this one's
 
 	egress    *egress.Proxy  // nil without a whitelist
 	dialer    *egress.Dialer // the proxy's, checked addresses only
@@ -124,6 +137,9 @@ type Node struct {
 	svc       micro.Service // tabs, browser status, sessions; nil until started
 	closeOnce sync.Once
 	closeErr  error
+	// leaving is closed as Close starts: tabs that end now make no
+	// close frame (the node stops, it does not close them).
+	leaving chan struct{}
 }
 
 // StartNode starts the bus, launches the default profile's browser and
@@ -142,7 +158,9 @@ func StartNode(ctx context.Context, opts NodeOptions) (n *Node, err error) {
 	}
 	opts.Frames.Node = opts.Name
 	opts.Logger = opts.Logger.With().Str("node", opts.Name).Logger()
-	n = &Node{opts: opts, name: opts.Name, subj: subj, log: opts.Logger, profiles: map[string]*Profile{}, started: time.Now()}
+	machine := ThisMachine()
+	opts.MaxTabs = maxTabs(opts.MaxTabs, machine)
+	n = &Node{opts: opts, name: opts.Name, subj: subj, log: opts.Logger, profiles: map[string]*Profile{}, started: time.Now(), leaving: make(chan struct{})}
 	started := n // the returns below set n to nil
 	defer func() {
 		if err != nil {
@@ -169,6 +187,7 @@ func StartNode(ctx context.Context, opts NodeOptions) (n *Node, err error) {
 	if n.nc, err = n.bus.Connect("framebus-node"); err != nil {
 		return nil, err
 	}
+	n.loadRestore() // first: plans to the tabs coming back are answered at once
 	if !opts.History.Disabled {
 		n.history, err = StartHistory(ctx, n.nc, subj, opts.History, opts.Logger.With().Str("component", "history").Logger())
 		if errors.Is(err, ErrNoJetStream) {
@@ -179,6 +198,7 @@ func StartNode(ctx context.Context, opts NodeOptions) (n *Node, err error) {
 			return nil, err
 		}
 	}
+	n.needHistoryToRestore()
 	if err = n.joinRegistry(ctx); err != nil {
 		return nil, err
 	}
@@ -188,14 +208,29 @@ func StartNode(ctx context.Context, opts NodeOptions) (n *Node, err error) {
 	if n.stageDir, err = nodeStageDir(); err != nil {
 		return nil, err
 	}
-	n.dialer = egress.NewDialer(cmp.Or(opts.Whitelist, openWhitelist).CheckAddr, opts.EgressResolver)
+	if n.opts.FileLimits.Shared == nil {
+		staged, err := maxStagedBytes(opts.MaxStagedBytes, machine, n.stageDir)
+		if err != nil {
+			return nil, err
+		}
+		n.opts.FileLimits.Shared = files.NewBudget(staged)
+	}
+	n.log.Info().Int("maxTabs", n.MaxTabs()).Int64("maxStagedBytes", n.MaxStagedBytes()).
+		Int64("memAvailable", machine.MemAvailable).Int("cores", machine.Cores).
+		Msg("bounds (0: none; serve --max-tabs, --max-staged-bytes)")
+	// The node's own listeners are no page's or fetch's destination.
+	own := n.ownListeners()
+	n.dialer = egress.NewDialer(cmp.Or(opts.Whitelist, openWhitelist).WithListeners(own).CheckAddrPort, opts.EgressResolver)
 	if opts.EgressNoPin {
 		n.dialer.PinFor(0)
 	}
 	if wl := opts.Whitelist; wl != nil {
 		// file: URLs, when allowed, lead only under the file roots.
-		n.opts.Whitelist = wl.WithFileRoots(opts.FileRoots)
+		n.opts.Whitelist = wl.WithFileRoots(opts.FileRoots).WithListeners(own)
 		if n.egress, err = egress.Start(wl.CheckHost, n.dialer, opts.Logger.With().Str("component", "egress").Logger()); err != nil {
+			return nil, err
+		}
+		if err = own.Add("the node's egress proxy", n.egress.Addr()); err != nil {
 			return nil, err
 		}
 		n.opts.Launch.Args = append(slices.Clip(opts.Launch.Args), n.egress.Flags()...)
@@ -218,6 +253,17 @@ func StartNode(ctx context.Context, opts NodeOptions) (n *Node, err error) {
 	if err = def.Launch(ctx); err != nil {
 		return nil, err
 	}
+	for _, po := range opts.Profiles {
+		// A named profile launched on request had tabs when the node
+		// stopped: it is launched to bring them back.
+		if po.Attach == "" && n.hasRestore(po.Name) {
+			if err := n.Profile(po.Name).Launch(ctx); err != nil {
+				n.log.Error().Err(err).Str("profile", po.Name).Msg("the profile's tabs are not restored: its browser did not start")
+				n.releaseProfilePlans(po.Name)
+			}
+		}
+	}
+	n.saveTabs()
 	for _, po := range opts.Profiles {
 		if po.Attach == "" {
 			continue
@@ -407,7 +453,9 @@ func (n *Node) answerStatus(m micro.Request) {
 // the bus, in that order. Safe to call more than once.
 func (n *Node) Close() error {
 	n.closeOnce.Do(func() {
+		close(n.leaving)
 		var errs []error
+		n.stopSavingTabs() // its tabs come back at its next start
 		if n.registry != nil {
 			n.registry.leave() // first: no one sends this node more work
 		}

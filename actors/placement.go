@@ -152,7 +152,7 @@ func allFull(what, profile string, full []protocol.NodeEntry) error {
 	}
 	slices.Sort(each)
 	each = slices.Compact(each)
-	return protocol.Errorf(protocol.CodeNodeFull, "%s: every node that has profile %q is full (tabs/max: %s); close a tab, or start a node with room (serve --max-tabs N, node.maxTabs; 0: no bound)",
+	return protocol.Errorf(protocol.CodeNodeFull, "%s: every node that has profile %q is full (tabs/max: %s); close a tab, or start a node with room (serve --max-tabs N, node.maxTabs; -1: no bound)",
 		what, profile, strings.Join(each, ", "))
 }
 

@@ -60,7 +60,7 @@ func (p *planIDs) known(id string) bool {
 	return ok
 }
 
-// remember records plan id's result.
+// remember records plan id's result, as of now (when it ran).
 func (p *planIDs) remember(id string, res protocol.PlanResult, now time.Time) {
 	if id == "" {
 		return

@@ -148,6 +148,9 @@ func (p *Profile) start(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	if eg := p.node.egress; eg != nil && b.Process() != nil {
+		eg.Allow(browserUID(b.Process())) // the proxy takes its account's connections only
+	}
 	if p.node.opts.Whitelist != nil {
 		if err := b.FilterRequests(ctx, p.node.checkRequest); err != nil {
 			b.Close()
@@ -167,7 +170,11 @@ func (p *Profile) start(ctx context.Context) error {
 	go p.adoptOpened(opened)
 	go p.watchGone(b)
 	if p.Managed() {
-		_, err = p.OpenTab(ctx, p.firstURL())
+		// The tabs it had when the node last stopped come back, or it
+		// opens its first tab.
+		if p.restoreTabs(ctx) == 0 {
+			_, err = p.OpenTab(ctx, p.firstURL())
+		}
 	} else {
 		err = p.adoptExisting(ctx)
 	}
@@ -383,13 +390,26 @@ type openedEvent struct {
 
 // startTab starts the actor of a connected page and registers it.
 func (p *Profile) startTab(ctx context.Context, page *cdpdriver.Page) (*Tab, error) {
+	return p.startTabAs(ctx, page, nil, nil)
+}
+
+// startTabAs is startTab; with restore, the last frame of a tab of the
+// node's last run, the page is that tab's, under its id, and past are the
+// plans it ran (restore.go).
+func (p *Profile) startTabAs(ctx context.Context, page *cdpdriver.Page, restore *protocol.Frame, past []PastPlan) (*Tab, error) {
 	n := p.node
+	id, beforePlans := page.TargetID(), func() {}
+	if restore != nil {
+		id = restore.Tab
+		// The node answered for it while it came back.
+		beforePlans = func() { n.releasePlans(restore.Tab) }
+	}
 	var reader *cdpdriver.BrowserUser // who must read the tab's files
 	if b := p.Browser(); b != nil && b.Process() != nil {
 		reader = b.Process().User()
 	}
 	tab, err := StartTab(ctx, TabOptions{
-		ID:            page.TargetID(),
+		ID:            id,
 		Profile:       p.name,
 		Node:          n.name,
 		Page:          page,
@@ -408,7 +428,11 @@ func (p *Profile) startTab(ctx context.Context, page *cdpdriver.Page) (*Tab, err
 		StageReader:   reader,
 		FileLimits:    n.opts.FileLimits,
 		History:       n.history,
+		Restore:       restore,
+		PastPlans:     past,
+		BeforePlans:   beforePlans,
 		Resources:     n,
+		NodeLeaving:   n.leaving,
 		Logger:        p.log,
 	})
 	if err != nil {
@@ -445,6 +469,7 @@ func (p *Profile) retireWhenDone(tab *Tab) {
 	if pg, ok := p.pages[tab.ID()]; ok {
 		pg.Close()
 		delete(p.pages, tab.ID())
+		delete(p.claimed, pg.TargetID()) // a restored tab's page is not its id
 	}
 	delete(p.claimed, tab.ID())
 }

@@ -351,6 +351,10 @@ func (t *Tab) execute(ctx context.Context, deadline time.Time, plan protocol.Pla
 	}
 	change := frames.Change{Action: a.Type, Source: protocol.SourceAgent, PlanID: plan.ID, Agent: plan.Agent,
 		Format: frames.Format(plan.FullPage), Policy: frames.Policy(plan.FullPagePolicy)}
+	if t.restoring != "" {
+		// The node's own navigate, bringing the tab back (restore.go).
+		change = frames.Change{Action: protocol.FrameRestore, Source: protocol.SourceNode}
+	}
 	var f protocol.Frame
 	if len(changes) == 0 {
 		f = t.frameFor(ctx, pageChange{url: t.nav.url, status: t.nav.status}, change)

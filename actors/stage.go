@@ -116,6 +116,39 @@ func nodeStageDir() (string, error) {
 	return dir, nil
 }
 
+// DefaultMaxStagedBytes is how many bytes of staged files a node on m
+// holds, all its tabs together, when it is given no bound: a quarter of
+// the free space of the file system they go to (free bytes), and when
+// that is memory (tmpfs: inMemory), at most a quarter of the available
+// memory too. Each tab is bounded besides (files.Limits: 500 MiB).
+func (m Machine) DefaultMaxStagedBytes(free int64, inMemory bool) int64 {
+	n := free / 4
+	if inMemory && m.MemAvailable > 0 {
+		n = min(n, m.MemAvailable/4)
+	}
+	return max(1, n)
+}
+
+// maxStagedBytes is the bound of the node's staged files given asked
+// (NodeOptions.MaxStagedBytes) on m, for files under dir: 0 for none.
+func maxStagedBytes(asked int64, m Machine, dir string) (int64, error) {
+	switch {
+	case asked < 0:
+		return 0, nil
+	case asked > 0:
+		return asked, nil
+	}
+	free, inMemory, err := diskFree(dir)
+	if err != nil {
+		return 0, fmt.Errorf("files: the free space of %s: %w", dir, err)
+	}
+	return m.DefaultMaxStagedBytes(free, inMemory), nil
+}
+
+// MaxStagedBytes is how many bytes of staged files the node's tabs may
+// hold together, 0 for no bound.
+func (n *Node) MaxStagedBytes() int64 { return n.opts.FileLimits.Shared.Max() }
+
 // newStage is the tab's stage, its files the browser's account's.
 func newStage(opts TabOptions) *files.Stage {
 	s := files.NewStage(opts.StageDir, opts.FileLimits)

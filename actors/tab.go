@@ -81,7 +81,20 @@ type TabOptions struct {
 	// JetStream (see History); nil: frames are live only, and the tab
 	// keeps its latest large contents itself.
 	History *History
-	Logger  zerolog.Logger
+	// Restore, when set, is the latest frame the tab had before its node
+	// restarted: the tab goes on after it, its first frame a restore
+	// frame at that frame's URL (see restore.go), instead of an open one.
+	Restore *protocol.Frame
+	// PastPlans are the plans the restored tab ran before: a plan sent
+	// again under one of their ids does not run again.
+	PastPlans []PastPlan
+	// BeforePlans, when set, is called right before the tab subscribes
+	// to its plans (a restored tab's node stops answering for it).
+	BeforePlans func()
+	// NodeLeaving is closed when the tab's node stops: a tab that ends
+	// then makes no close frame (see closeframe.go).
+	NodeLeaving <-chan struct{}
+	Logger      zerolog.Logger
 }
 
 // Tab is the actor of one browser tab: one goroutine that owns the tab's
@@ -120,13 +133,17 @@ type Tab struct {
 	content *contentStore // large frame contents, without history
 	store   *frameStore   // stores frames in the history; nil: none
 	stage   *files.Stage  // files to upload, removed when the tab stops
-	roots   *files.Roots
-	cancels cancelState
-	svc     micro.Service // the tab's endpoints: plan, cancel, content, stage
-	quit    chan struct{}
-	done    chan struct{}
-	info    atomic.Pointer[protocol.TabInfo]
-	stopped atomic.Bool
+	// restoring is the restore frame's note while the node brings the tab
+	// back (restore.go): the navigate's frame is the node's restore frame.
+	restoring string
+	roots     *files.Roots
+	cancels   cancelState
+	svc       micro.Service // the tab's endpoints: plan, cancel, content, stage
+	quit      chan struct{}
+	done      chan struct{}
+	leaving   <-chan struct{} // the node's NodeLeaving
+	info      atomic.Pointer[protocol.TabInfo]
+	stopped   atomic.Bool
 }
 
 // startFlushTimeout bounds the round trip that confirms a new tab's
@@ -170,7 +187,9 @@ func StartTab(ctx context.Context, opts TabOptions) (*Tab, error) {
 		inbox:         make(chan *queuedPlan, planQueue),
 		quit:          make(chan struct{}),
 		done:          make(chan struct{}),
+		leaving:       opts.NodeLeaving,
 	}
+	watchStalls()
 	t.page.SetDialogs(t.dialogs.held(), t.dialogs.accept)
 	// A value longer than a reply carries is refused in the page, at once
 	// (the room is for the reply around it).
@@ -203,12 +222,22 @@ func StartTab(ctx context.Context, opts TabOptions) (*Tab, error) {
 	if opts.History != nil {
 		t.store = opts.History.startStore(t.nc, t.id, t.subj, t.content, t.log)
 	}
-	t.emit(ctx, frames.Change{URL: url, Title: title, Action: protocol.FrameOpen, Source: protocol.SourceBrowser, NewDocument: true}, "", true)
+	if opts.Restore != nil {
+		for _, pp := range opts.PastPlans {
+			t.planIDs.remember(pp.ID, pp.result(t.id), pp.At)
+		}
+		t.restore(ctx, *opts.Restore)
+	} else {
+		t.emit(ctx, frames.Change{URL: url, Title: title, Action: protocol.FrameOpen, Source: protocol.SourceBrowser, NewDocument: true}, "", true)
+	}
 	t.flush()
 	if t.store != nil {
 		// Once StartTab returns, the tab's first frame is its current
 		// one in the history too, as it was with a plain publish.
 		t.store.sync()
+	}
+	if opts.BeforePlans != nil {
+		opts.BeforePlans()
 	}
 	err = t.svc.AddEndpoint("plan", answerableOnly(t.takePlan), micro.WithEndpointSubject(t.subj.TabPlan(t.id)), micro.WithEndpointQueueGroupDisabled())
 	if err == nil {
@@ -252,6 +281,10 @@ func (t *Tab) Stop() {
 // then (see mailbox.go). When the tab has stopped, or has more plans
 // queued than it holds, it answers at once.
 func (t *Tab) takePlan(m micro.Request) {
+	if err := stallRefusal(t.node); err != nil {
+		respond(m, protocol.NewErrorReply(err), t.log) // see stall.go
+		return
+	}
 	plan, err := protocol.DecodePlan(m.Data())
 	if err != nil {
 		respond(m, protocol.NewErrorReply(err), t.log)
@@ -342,6 +375,7 @@ func (t *Tab) run() {
 		if t.pending != nil {
 			t.completePending(context.Background(), "tab stopped before the page finished loading; content left out", false)
 		}
+		t.emitClose()
 		t.flush()
 		if t.store != nil {
 			t.store.close() // the frames so far reach the history first

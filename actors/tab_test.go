@@ -15,6 +15,7 @@ import (
 	"github.com/mafredri/cdp"
 	"github.com/nats-io/nats.go"
 
+	"github.com/framebus/framebus/internal/testscale"
 	"github.com/framebus/framebus/protocol"
 )
 
@@ -467,10 +468,11 @@ func TestStopAnswersQueuedPlans(t *testing.T) {
 // waitUntil polls cond with a deadline.
 func waitUntil(t testing.TB, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
+	within := testscale.D(20 * time.Second)
+	deadline := time.Now().Add(within)
 	for !cond() {
 		if time.Now().After(deadline) {
-			t.Fatal("condition not met within 20s")
+			t.Fatalf("condition not met within %s", within)
 		}
 		time.Sleep(5 * time.Millisecond)
 	}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/framebus/framebus/bus"
 	"github.com/framebus/framebus/internal/bustest"
+	"github.com/framebus/framebus/internal/testscale"
 	"github.com/framebus/framebus/protocol"
 )
 
@@ -56,10 +57,11 @@ func connectedRoutes(b *bus.Bus) int {
 
 func waitUntil(t testing.TB, what string, ok func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
+	within := testscale.D(30 * time.Second)
+	deadline := time.Now().Add(within)
 	for !ok() {
 		if time.Now().After(deadline) {
-			t.Fatalf("%s: not within 30s", what) // the caller logs why
+			t.Fatalf("%s: not within %s", what, within) // the caller logs why
 		}
 		time.Sleep(20 * time.Millisecond)
 	}

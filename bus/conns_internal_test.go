@@ -4,13 +4,15 @@ import (
 	"fmt"
 	"testing"
 	"time"
+
+	"github.com/framebus/framebus/internal/testscale"
 )
 
 // checkFor polls cond until it returns nil or timeout passes, as nats-server's
 // tests do; it never sleeps hoping something happened.
 func checkFor(t *testing.T, timeout, every time.Duration, cond func() error) {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
+	deadline := time.Now().Add(testscale.D(timeout))
 	var err error
 	for time.Now().Before(deadline) {
 		if err = cond(); err == nil {

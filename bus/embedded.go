@@ -45,17 +45,22 @@ func (b *Bus) startEmbedded() error {
 		return fmt.Errorf("%w: internal user: %w", ErrServerStart, err)
 	}
 	b.internal = internal
-	auth := &authenticator{internal: internal, users: map[string]*authUser{}}
+	unknown, err := unknownUserHash()
+	if err != nil {
+		return fmt.Errorf("%w: %w", ErrServerStart, err)
+	}
+	auth := &authenticator{internal: internal, unknown: unknown, users: map[string]*authUser{}}
 	sopts.CustomClientAuthentication, sopts.AlwaysEnableNonce = auth, true
 	if o.WebSocket != "" {
 		host, port, _ := splitHostPort("WebSocket", o.WebSocket, o.AllowRemote) // checked by withDefaults
 		// No TLS: loopback, or a remote listener the options opted in to.
 		sopts.Websocket = server.WebsocketOpts{Host: host, Port: port, NoTLS: true}
-		// Web pages only from the listed origins; with none, from none
-		// (the listener serves no page, so none is of the same origin).
-		sopts.Websocket.SameOrigin = len(o.WebSocketOrigins) == 0
+		// Web pages only from the listed origins; with none, from none.
 		for _, origin := range o.WebSocketOrigins {
 			sopts.Websocket.AllowedOrigins = append(sopts.Websocket.AllowedOrigins, strings.TrimSuffix(origin, "/"))
+		}
+		if len(o.WebSocketOrigins) == 0 {
+			refuseEveryOrigin(&sopts.Websocket)
 		}
 	}
 	if c := o.Cluster; c != nil {

@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/framebus/framebus/protocol"
 )
 
 // usersRegistry shares the users of a cluster's members: a JetStream KV
@@ -62,7 +64,9 @@ func (r *usersRegistry) isAdding(name string) bool {
 }
 
 // registryWait bounds how long AddUser and RemoveUser wait for the
-// registry (a cluster's JetStream elects its leader first).
+// registry (a cluster's JetStream elects its leader first). Past it they
+// fail with unavailable, having changed nothing: the caller may ask
+// again (a cluster forming on a busy machine can take longer).
 const registryWait = 10 * time.Second
 
 func (b *Bus) startRegistry(replicas int) error {
@@ -370,7 +374,7 @@ func (b *Bus) ClaimUsers(names ...string) error {
 	for r.applied.Load() < last {
 		select {
 		case <-ctx.Done():
-			return fmt.Errorf("bus: the cluster's users: this member did not follow its own users within %s", registryWait)
+			return protocol.Errorf(protocol.CodeUnavailable, "bus: the cluster's users: this member did not follow its own users within %s", registryWait)
 		case <-r.done:
 			return fmt.Errorf("bus: the cluster's users: the registry stopped")
 		case <-time.After(10 * time.Millisecond):
@@ -400,7 +404,7 @@ func (r *usersRegistry) wait() error {
 	case <-r.done:
 		return fmt.Errorf("bus: the cluster's users: the registry stopped")
 	case <-time.After(registryWait):
-		return fmt.Errorf("bus: the cluster's users: no registry after %s (is JetStream up on the cluster?)", registryWait)
+		return protocol.Errorf(protocol.CodeUnavailable, "bus: the cluster's users: no registry after %s (the cluster's JetStream has no leader yet, or is not up); nothing was changed: try again", registryWait)
 	}
 }
 

@@ -14,6 +14,8 @@ import (
 	"github.com/mafredri/cdp"
 	cdpruntime "github.com/mafredri/cdp/protocol/runtime"
 	"github.com/rs/zerolog"
+
+	"github.com/framebus/framebus/internal/testscale"
 )
 
 // pipeTestLaunch launches a browser of the test's own (these tests stop
@@ -174,18 +176,18 @@ func pipeTestHeap() (heap, rss uint64) {
 // 64 MiB for the life of the browser.)
 func TestPipeBigReplyLeavesNothingWithChromium(t *testing.T) {
 	_, b, target := pipeTestLaunch(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), testscale.D(4*time.Minute))
 	defer cancel()
 	page, err := b.ConnectPage(ctx, target, zerolog.Nop())
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer page.Close()
-	if _, err := page.Eval(ctx, "1", 10*time.Second); err != nil {
+	if _, err := page.Eval(ctx, "1", testscale.D(10*time.Second)); err != nil {
 		t.Fatal(err)
 	}
 	heap0, rss0 := pipeTestHeap()
-	v, err := page.Eval(ctx, "'x'.repeat(50e6)", 100*time.Second)
+	v, err := page.Eval(ctx, "'x'.repeat(50e6)", testscale.D(100*time.Second))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -198,11 +200,12 @@ func TestPipeBigReplyLeavesNothingWithChromium(t *testing.T) {
 	if heap1 > heap0+16 {
 		t.Errorf("%d MiB more heap in use after a 50 MB reply was read and dropped; want nothing large left", heap1-heap0)
 	}
-	if _, err := page.Eval(ctx, "1", 10*time.Second); err != nil {
+	if _, err := page.Eval(ctx, "1", testscale.D(10*time.Second)); err != nil {
 		t.Fatalf("the tab after the large reply: %v", err)
 	}
 
-	// Four at once, on four tabs.
+	// Four at once, on four tabs: 20 MB each, enough to overlap on the
+	// pipe (a 50 MB one each took minutes under -race on a busy machine).
 	pages := []*Page{page}
 	for range 3 {
 		id, err := b.NewTarget(ctx, "about:blank")
@@ -219,8 +222,8 @@ func TestPipeBigReplyLeavesNothingWithChromium(t *testing.T) {
 	errs := make(chan error, len(pages))
 	for _, pg := range pages {
 		go func() {
-			v, err := pg.Eval(ctx, "'x'.repeat(50e6)", 100*time.Second)
-			if err == nil && len(v) != 50e6+2 {
+			v, err := pg.Eval(ctx, "'x'.repeat(20e6)", testscale.D(100*time.Second))
+			if err == nil && len(v) != 20e6+2 {
 				err = fmt.Errorf("a value of %d bytes", len(v))
 			}
 			errs <- err
@@ -232,8 +235,8 @@ func TestPipeBigReplyLeavesNothingWithChromium(t *testing.T) {
 		}
 	}
 	heap4, rss4 := pipeTestHeap()
-	t.Logf("after four 50 MB replies on four tabs at once: heap in use %d MiB, RSS %d MiB", heap4, rss4)
+	t.Logf("after four 20 MB replies on four tabs at once: heap in use %d MiB, RSS %d MiB", heap4, rss4)
 	if heap4 > heap0+16 {
-		t.Errorf("%d MiB more heap in use after four 50 MB replies at once; want nothing large left", heap4-heap0)
+		t.Errorf("%d MiB more heap in use after four 20 MB replies at once; want nothing large left", heap4-heap0)
 	}
 }

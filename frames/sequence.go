@@ -42,7 +42,7 @@ type Change struct {
 	URL, Title    string
 	Status        int    // the document's HTTP status; 0 when it had none
 	Action        string // the action type, or protocol.FrameNavigation etc. for page changes
-	Source        string // protocol.SourceAgent, SourcePage, SourceUser or SourceBrowser
+	Source        string // protocol.SourceAgent, SourcePage, SourceUser, SourceBrowser or SourceNode
 	PlanID, Agent string
 	// NewDocument: a new document was committed (not a same-document change).
 	NewDocument bool
@@ -86,6 +86,15 @@ func New(tab string, opts Options) *Stream {
 		opts.HistoryContent = DefaultHistoryContent
 	}
 	return &Stream{tab: tab, opts: opts}
+}
+
+// Continue makes the stream go on after last, the latest frame the tab
+// had before its node restarted (from the history): the next Append is
+// frame last.Sequence+1 and carries the page's content (the old page's
+// was its, not this one's).
+func (s *Stream) Continue(last protocol.Frame) {
+	last.FullPage, last.FullPageFormat, last.FullPageRef = nil, "", nil
+	s.seq, s.last, s.delivered = last.Sequence, last, ""
 }
 
 // MaxContentBytes is the longest content a frame may carry, 0 for no

@@ -169,3 +169,24 @@ func TestHistoryContentBounded(t *testing.T) {
 		t.Errorf("the latest frame keeps its content, alone: %+v", h[len(h)-2:])
 	}
 }
+
+// A stream that continues a tab's frames after its node restarted goes on
+// from the last one (the guard is against it) and owes the page's
+// content even at the same URL: the old page's was not this one's.
+func TestContinue(t *testing.T) {
+	s := New("t", Options{})
+	s.Continue(protocol.Frame{Tab: "t", Sequence: 41, URL: "http://a/x", FullPage: content("old")})
+	if s.Sequence() != 41 || s.Last().FullPage != nil {
+		t.Fatalf("continued at %d, last %+v", s.Sequence(), s.Last())
+	}
+	if err := s.Check(protocol.Based(41)); err != nil {
+		t.Fatalf("the last frame before the restart is not current: %v", err)
+	}
+	restore := Change{URL: "http://a/x", Action: protocol.FrameRestore, Source: protocol.SourceNode, NewDocument: true}
+	if !s.WantsContent(restore) {
+		t.Fatal("the restore frame at the same URL does not carry the page's content")
+	}
+	if f := s.Append(restore, content("new"), ""); f.Sequence != 42 {
+		t.Fatalf("restore frame %+v; want sequence 42", f)
+	}
+}

@@ -263,7 +263,9 @@ func (s *Server) startWatch(ctx context.Context, tab string) (*busclient.Watcher
 	}
 	done := make(chan started, 1)
 	go func() {
-		w, err := s.bc.Watch(wctx, tab, busclient.FromNext)
+		// Followed while used or subscribed: through its node's restart
+		// or freeze too (the watch ends only with the tab).
+		w, err := s.bc.Watch(wctx, tab, busclient.FromNext, busclient.KeepWaiting())
 		done <- started{w, err}
 	}()
 	limit := time.NewTimer(watchStart)

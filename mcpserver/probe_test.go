@@ -16,6 +16,7 @@ import (
 
 	busclient "github.com/framebus/framebus/bus/client"
 	"github.com/framebus/framebus/internal/bustest"
+	"github.com/framebus/framebus/internal/testscale"
 	"github.com/framebus/framebus/mcpserver"
 	"github.com/framebus/framebus/protocol"
 )
@@ -29,8 +30,10 @@ import (
 // test by name.
 
 // probeWait bounds one probing call: bad input is refused before any
-// browser work, so a call still running at this deadline hangs.
-const probeWait = 30 * time.Second
+// browser work, so a call still running at this deadline hangs. (A 10 MB
+// argument is read, checked against the tool's schema and refused: that
+// alone took over 30 s under -race on a busy machine.)
+var probeWait = testscale.D(60 * time.Second)
 
 // outcome is how the server answered one probing call.
 type outcome struct {

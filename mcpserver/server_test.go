@@ -126,9 +126,9 @@ func TestActionTools(t *testing.T) {
 	if slices.Contains(names, "web") {
 		t.Errorf("--tools actions serves the web tool")
 	}
-	// The README's table of Playwright MCP's tools names only tools that
-	// are served.
-	readme, err := os.ReadFile("../README.md")
+	// docs/mcp.md's table of Playwright MCP's tools names only tools
+	// that are served.
+	readme, err := os.ReadFile("../docs/mcp.md")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -137,12 +137,12 @@ func TestActionTools(t *testing.T) {
 		mapped++
 		for _, name := range regexp.MustCompile("`(browser_\\w+)`").FindAllStringSubmatch(row[1], -1) {
 			if !slices.Contains(names, name[1]) {
-				t.Errorf("README maps a Playwright tool to %s, which is not served", name[1])
+				t.Errorf("docs/mcp.md maps a Playwright tool to %s, which is not served", name[1])
 			}
 		}
 	}
 	if mapped < 20 {
-		t.Errorf("README maps %d of Playwright MCP's 20 core tools", mapped)
+		t.Errorf("docs/mcp.md maps %d of Playwright MCP's 20 core tools", mapped)
 	}
 
 	tab := s.node.Tabs()[0].Tab

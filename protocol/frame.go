@@ -12,6 +12,7 @@ const (
 	SourcePage    = "page"    // the page itself: a script or meta redirect, a timer, pushState, a crash
 	SourceUser    = "user"    // a person at the browser: the address bar, a click, back or forward, a form they submit
 	SourceBrowser = "browser" // the tab being opened
+	SourceNode    = "node"    // the node itself: a tab it brought back after it restarted
 )
 
 // Actions a frame can name besides the action types of a plan.
@@ -20,6 +21,17 @@ const (
 	FrameNavigation   = "navigation"    // the page loaded a new document on its own
 	FrameSameDocument = "same-document" // the page changed its URL without a new document (pushState, hash)
 	FrameCrash        = "crash"         // the renderer crashed
+	// FrameRestore: the node restarted and brought the tab back under its
+	// id, its page loaded again at the last frame's URL in a new page:
+	// what the old page held in memory (script state, form input,
+	// scroll) is gone. Its note says what happened.
+	FrameRestore = "restore"
+	// FrameClose is the tab's last frame: the tab closed (a close
+	// request, its page closed in the browser, its browser closed or
+	// gone). Its URL and title are the page's as it closed; nothing
+	// follows it. A node that stops (or dies) makes none: its tabs end
+	// with it, and watchers learn that from its liveness.
+	FrameClose = "close"
 )
 
 // Frame is one numbered state of a tab. Sequence starts at 1 and grows by

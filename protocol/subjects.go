@@ -13,6 +13,7 @@ const DefaultPrefix = "framebus"
 // Subjects names the NATS subjects of one framebus deployment. The scheme:
 //
 //	<prefix>.tab.<tab>.frame        frames of a tab (publish)
+//	<prefix>.history.tab.<tab>.frame the same frames, to the frame stream (the node's account only)
 //	<prefix>.tab.<tab>.plan         plans for a tab (request/reply)
 //	<prefix>.tab.<tab>.event.<kind> page events of a tab (publish)
 //	<prefix>.tab.<tab>.stage        a client's files for a tab's upload (request/reply; see StageRequest)
@@ -84,6 +85,19 @@ func (s Subjects) TabFrames(tab string) string { return fmt.Sprintf("%s.tab.%s.f
 
 // AllFrames matches the frames of every tab.
 func (s Subjects) AllFrames() string { return s.p() + ".tab.*.frame" }
+
+// HistoryFrames is where a node hands a tab's frame to the frame stream
+// (FrameStream), which stores it under TabFrames: live subscribers, on
+// TabFrames, get each frame as the tab makes it, and the stream takes it
+// apart from them, so a stream electing its leader delays the history
+// only. Only the node's account has this subject; no user imports it.
+func (s Subjects) HistoryFrames(tab string) string {
+	return fmt.Sprintf("%s.history.tab.%s.frame", s.p(), tab)
+}
+
+// AllHistoryFrames matches HistoryFrames of every tab: the frame
+// stream's subjects.
+func (s Subjects) AllHistoryFrames() string { return s.p() + ".history.tab.*.frame" }
 
 // TabPlan is where a tab takes plans (request/reply).
 func (s Subjects) TabPlan(tab string) string { return fmt.Sprintf("%s.tab.%s.plan", s.p(), tab) }
@@ -164,7 +178,8 @@ func (s Subjects) SessionList() string { return s.p() + ".session.list" }
 func (s Subjects) SessionStop(id string) string { return fmt.Sprintf("%s.session.%s.stop", s.p(), id) }
 
 // FrameStream is the JetStream stream that keeps the frames of every tab
-// (subjects AllFrames): FRAMEBUS_FRAMES for the default prefix.
+// (it takes AllHistoryFrames and stores each under the tab's TabFrames):
+// FRAMEBUS_FRAMES for the default prefix.
 func (s Subjects) FrameStream() string { return streamToken(s.p()) + "_FRAMES" }
 
 // ContentBucket is the JetStream object store bucket that keeps frame

@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/netip"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -18,9 +19,10 @@ type Resolver interface {
 	LookupNetIP(ctx context.Context, network, host string) ([]netip.Addr, error)
 }
 
-// AddrCheck decides whether host may be reached at addr: nil allows it.
-// whitelist.(*Whitelist).CheckAddr is the node's.
-type AddrCheck func(host string, addr netip.Addr) error
+// AddrCheck decides whether host may be reached at to, an address and
+// port: nil allows it. whitelist.(*Whitelist).CheckAddrPort is the
+// node's (which also keeps the node's own listeners out).
+type AddrCheck func(host string, to netip.AddrPort) error
 
 // DefaultPin is how long a Dialer keeps using the addresses it checked for
 // a name before it looks the name up again.
@@ -34,7 +36,7 @@ const DefaultPin = 30 * time.Second
 // with it, and the browser's request filter asks it (Resolve) so that a
 // denied address fails a navigation as permission_denied.
 //
-//	d := egress.NewDialer(wl.CheckAddr, nil)
+//	d := egress.NewDialer(wl.CheckAddrPort, nil)
 //	conn, err := d.DialContext(ctx, "tcp", "example.com:443")
 //	// err wraps a *whitelist.DeniedError when example.com resolves to,
 //	// say, 127.0.0.1 and the whitelist does not list it.
@@ -74,31 +76,36 @@ func (d *Dialer) PinFor(pin time.Duration) *Dialer {
 }
 
 // DeniedError is a Dialer's refusal: host resolved to an address the
-// check denied. Err is the check's error (a *whitelist.DeniedError for the
-// node's).
+// check denied at Port. Err is the check's error (a
+// *whitelist.DeniedError for the node's).
 type DeniedError struct {
 	Host string
 	Addr netip.Addr
+	Port uint16
 	Err  error
 }
 
 func (e *DeniedError) Error() string { return e.Err.Error() }
 func (e *DeniedError) Unwrap() error { return e.Err }
 
-// Resolve returns host's addresses, every one of them checked: an IP
-// address is checked as it is; a name is looked up (or its pinned answer
-// used) and refused whole, as a *DeniedError, when any address of the
-// answer is denied (an answer mixing a public and an internal address is
-// a rebinding trick too). A failed lookup is returned as it is.
-func (d *Dialer) Resolve(ctx context.Context, host string) ([]netip.Addr, error) {
+// Resolve returns host's addresses, every one of them checked at port:
+// an IP address is checked as it is; a name is looked up (or its pinned
+// answer used, checked again for this port) and refused whole, as a
+// *DeniedError, when any address of the answer is denied (an answer
+// mixing a public and an internal address is a rebinding trick too). A
+// failed lookup is returned as it is.
+func (d *Dialer) Resolve(ctx context.Context, host string, port uint16) ([]netip.Addr, error) {
 	host = strings.ToLower(strings.TrimSuffix(strings.Trim(host, "[]"), "."))
 	if a, err := netip.ParseAddr(host); err == nil {
-		if err := d.checkAll(host, []netip.Addr{a}); err != nil {
+		if err := d.checkAll(host, []netip.Addr{a}, port); err != nil {
 			return nil, err
 		}
 		return []netip.Addr{a.WithZone("").Unmap()}, nil
 	}
 	if addrs, ok := d.pinned(host); ok {
+		if err := d.checkAll(host, addrs, port); err != nil {
+			return nil, err
+		}
 		return addrs, nil
 	}
 	addrs, err := d.resolver.LookupNetIP(ctx, "ip", host)
@@ -111,17 +118,17 @@ func (d *Dialer) Resolve(ctx context.Context, host string) ([]netip.Addr, error)
 	for i, a := range addrs {
 		addrs[i] = a.WithZone("").Unmap()
 	}
-	if err := d.checkAll(host, addrs); err != nil {
+	if err := d.checkAll(host, addrs, port); err != nil {
 		return nil, err
 	}
 	d.pinAnswer(host, addrs)
 	return addrs, nil
 }
 
-func (d *Dialer) checkAll(host string, addrs []netip.Addr) error {
+func (d *Dialer) checkAll(host string, addrs []netip.Addr, port uint16) error {
 	for _, a := range addrs {
-		if err := d.check(host, a); err != nil {
-			return &DeniedError{Host: host, Addr: a, Err: err}
+		if err := d.check(host, netip.AddrPortFrom(a, port)); err != nil {
+			return &DeniedError{Host: host, Addr: a, Port: port, Err: err}
 		}
 	}
 	return nil
@@ -164,7 +171,11 @@ func (d *Dialer) DialContext(ctx context.Context, network, addr string) (net.Con
 	if err != nil {
 		return nil, fmt.Errorf("egress: %w", err)
 	}
-	addrs, err := d.Resolve(ctx, host)
+	portNum, err := strconv.ParseUint(port, 10, 16)
+	if err != nil {
+		return nil, fmt.Errorf("egress: %s: the port is no number 0-65535", addr)
+	}
+	addrs, err := d.Resolve(ctx, host, uint16(portNum))
 	if err != nil {
 		return nil, err
 	}

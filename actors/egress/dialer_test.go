@@ -10,10 +10,12 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/netip"
+	"os"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/rs/zerolog"
 
@@ -145,10 +147,11 @@ func TestProxyRebinding(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			wl := rebindWhitelist(t)
 			r := &rebinder{}
-			p, err := Start(wl.CheckHost, NewDialer(wl.CheckAddr, r).PinFor(0), zerolog.Nop())
+			p, err := Start(wl.CheckHost, NewDialer(wl.CheckAddrPort, r).PinFor(0), zerolog.Nop())
 			if err != nil {
 				t.Fatal(err)
 			}
+			p.Allow(os.Getuid()) // the test is the browser
 			defer p.Close()
 			before := tw.allowed.Load()
 			if code, body := way(p.Addr()); code >= 300 {
@@ -219,7 +222,7 @@ func TestDialer(t *testing.T) {
 	}
 	ctx := context.Background()
 
-	d := NewDialer(wl.CheckAddr, resolver)
+	d := NewDialer(wl.CheckAddrPort, resolver)
 	c, err := d.DialContext(ctx, "tcp", rebindName+":"+tw.port)
 	if err != nil {
 		t.Fatal(err)
@@ -229,11 +232,11 @@ func TestDialer(t *testing.T) {
 	}
 	c.Close()
 	setAnswer(internalAddr) // rebinding within the pin: the checked answer holds
-	if _, err := d.Resolve(ctx, rebindName); err != nil || lookups != 1 {
+	if _, err := d.Resolve(ctx, rebindName, 80); err != nil || lookups != 1 {
 		t.Errorf("pinned: %v after %d lookups", err, lookups)
 	}
 
-	d = NewDialer(wl.CheckAddr, resolver).PinFor(0)
+	d = NewDialer(wl.CheckAddrPort, resolver).PinFor(0)
 	for _, answer := range [][]string{{internalAddr}, {allowedAddr, internalAddr}, {internalAddr, allowedAddr}, {"::ffff:" + internalAddr}} {
 		setAnswer(answer...)
 		_, err := d.DialContext(ctx, "tcp", rebindName+":"+tw.port)
@@ -248,11 +251,11 @@ func TestDialer(t *testing.T) {
 	}
 	before := lookups
 	for _, host := range []string{internalAddr, "::ffff:" + internalAddr, "[::ffff:7f00:1]", "::1", "[::1]", "0.0.0.0", "64:ff9b::7f00:1"} {
-		if _, err := d.Resolve(ctx, host); err == nil {
+		if _, err := d.Resolve(ctx, host, 80); err == nil {
 			t.Errorf("address %s allowed", host)
 		}
 	}
-	if addrs, err := d.Resolve(ctx, "[::ffff:"+allowedAddr+"]"); err != nil || len(addrs) != 1 || addrs[0].String() != allowedAddr {
+	if addrs, err := d.Resolve(ctx, "[::ffff:"+allowedAddr+"]", 80); err != nil || len(addrs) != 1 || addrs[0].String() != allowedAddr {
 		t.Errorf("the listed address, mapped: %v %v", addrs, err)
 	}
 	if lookups != before {
@@ -260,5 +263,72 @@ func TestDialer(t *testing.T) {
 	}
 	if n := tw.internal.Load(); n != 0 {
 		t.Fatalf("the internal server accepted %d connections", n)
+	}
+}
+
+// A listener of the node's own (here one the test opens on 127.0.0.1,
+// which the whitelist allows) is never dialled, by address or by a name
+// whose answer was pinned for another port: the pinned answer is checked
+// again at each port. Its port named in the whitelist, it is.
+func TestDialerKeepsTheNodesListenersOut(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	var accepted atomic.Int64
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			accepted.Add(1)
+			c.Close()
+		}
+	}()
+	own := &whitelist.Listeners{}
+	if err := own.Add("the bus's client port", "nats://"+ln.Addr().String()); err != nil {
+		t.Fatal(err)
+	}
+	_, port, _ := net.SplitHostPort(ln.Addr().String())
+	var lookups atomic.Int64
+	resolver := resolverFunc(func(string) []netip.Addr {
+		lookups.Add(1)
+		return []netip.Addr{netip.MustParseAddr("127.0.0.1")}
+	})
+	wl, err := whitelist.New([]string{"own.test", "127.0.0.1"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := NewDialer(wl.WithListeners(own).CheckAddrPort, resolver)
+	ctx := context.Background()
+	if _, err := d.Resolve(ctx, "own.test", 80); err != nil {
+		t.Fatalf("own.test at port 80: %v", err)
+	}
+	for _, addr := range []string{"own.test:" + port, "127.0.0.1:" + port, "[::ffff:127.0.0.1]:" + port, "localhost:" + port} {
+		c, err := d.DialContext(ctx, "tcp", addr)
+		var denied *DeniedError
+		if !errors.As(err, &denied) || denied.Port == 0 {
+			if c != nil {
+				c.Close()
+			}
+			t.Errorf("%s: %v, want refused as the node's own", addr, err)
+		}
+	}
+	if lookups.Load() != 2 { // own.test once (then pinned), localhost once
+		t.Errorf("%d lookups: the pinned answer was not used", lookups.Load())
+	}
+	named, _ := whitelist.New([]string{"own.test", "127.0.0.1:" + port}, nil)
+	c, err := NewDialer(named.WithListeners(own).CheckAddrPort, resolver).DialContext(ctx, "tcp", "own.test:"+port)
+	if err != nil {
+		t.Fatalf("the listener named in the whitelist: %v", err)
+	}
+	c.Close()
+	for deadline := time.Now().Add(10 * time.Second); accepted.Load() == 0 && time.Now().Before(deadline); {
+		time.Sleep(10 * time.Millisecond) // the accept goroutine counts it
+	}
+	if n := accepted.Load(); n != 1 {
+		t.Errorf("the listener accepted %d connections, want the named one only", n)
 	}
 }

@@ -12,6 +12,10 @@
 // Chromium reaches it with --proxy-server and --proxy-bypass-list=<-loopback>
 // (without which it would reach loopback hosts directly); see Flags.
 //
+// It serves the node's browsers only: a connection from a process of
+// any other account (Allow names the browsers') is refused, by the
+// kernel's word on who owns its other end (see peer.go).
+//
 // The proxy checks a host's name (Check), then connects through a Dialer,
 // which resolves the name itself, checks every address, and dials the
 // address it checked: an allowed name that resolves to loopback or an
@@ -55,11 +59,15 @@ type Proxy struct {
 	// has begun, after which no tunnel starts.
 	tunnelsMu sync.Mutex
 	closed    bool
+
+	uidsMu    sync.Mutex
+	uids      map[int]bool // the accounts whose processes may connect (Allow)
+	strangers atomic.Int64
 }
 
 // Start listens on a free loopback port and serves until Close. It
 // connects to hosts check allows, through dialer (which checks their
-// addresses).
+// addresses), for the processes of the accounts Allow names only.
 func Start(check Check, dialer *Dialer, log zerolog.Logger) (*Proxy, error) {
 	if check == nil || dialer == nil {
 		return nil, errors.New("egress proxy: a name check and a dialer are both required")
@@ -68,7 +76,7 @@ func Start(check Check, dialer *Dialer, log zerolog.Logger) (*Proxy, error) {
 	if err != nil {
 		return nil, fmt.Errorf("egress proxy: %w", err)
 	}
-	p := &Proxy{ln: ln, check: check, dialer: dialer, log: log, closing: make(chan struct{})}
+	p := &Proxy{ln: ln, check: check, dialer: dialer, log: log, closing: make(chan struct{}), uids: map[int]bool{}}
 	forward := &httputil.ReverseProxy{
 		Rewrite:       func(r *httputil.ProxyRequest) {}, // the request's absolute URL is its target
 		FlushInterval: -1,                                // event streams and long polls as they come
@@ -91,6 +99,9 @@ func Start(check Check, dialer *Dialer, log zerolog.Logger) (*Proxy, error) {
 	}
 	p.srv = &http.Server{
 		Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if !p.fromBrowser(w, r) {
+				return
+			}
 			if r.Method == http.MethodConnect {
 				p.tunnel(w, r)
 				return
@@ -105,6 +116,7 @@ func Start(check Check, dialer *Dialer, log zerolog.Logger) (*Proxy, error) {
 			forward.ServeHTTP(w, r)
 		}),
 		ReadHeaderTimeout: dialTimeout,
+		ConnContext:       withPeer,
 	}
 	go func() { _ = p.srv.Serve(ln) }()
 	return p, nil

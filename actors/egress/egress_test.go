@@ -11,6 +11,7 @@ import (
 	"net/http/httptest"
 	"net/netip"
 	"net/url"
+	"os"
 	"strings"
 	"testing"
 
@@ -28,7 +29,7 @@ func TestProxyAllowsOnlyCheckedHosts(t *testing.T) {
 	defer target.Close()
 	_, port, _ := net.SplitHostPort(target.Listener.Addr().String())
 	looked := map[string]int{}
-	every := func(host string, addr netip.Addr) error { return nil } // this test is about names
+	every := func(host string, to netip.AddrPort) error { return nil } // this test is about names
 	resolve := resolverFunc(func(host string) []netip.Addr {
 		looked[host]++
 		return []netip.Addr{netip.MustParseAddr("127.0.0.1")} // every name is the target
@@ -42,6 +43,7 @@ func TestProxyAllowsOnlyCheckedHosts(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	p.Allow(os.Getuid()) // the test is the browser
 	defer p.Close()
 	proxyURL, _ := url.Parse("http://" + p.Addr())
 	client := &http.Client{Transport: &http.Transport{Proxy: http.ProxyURL(proxyURL)}}

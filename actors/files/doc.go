@@ -18,5 +18,9 @@
 // StageRequest begin (name, size, sha256), chunks written straight to a
 // 0600 file in the tab's 0700 directory, and a commit that checks size and
 // digest. The tab refers to a staged file only by the opaque id the node
-// chose; the directory goes when the tab closes.
+// chose; the directory goes when the tab closes. Limits bound a tab's
+// files, and a Budget shared by every tab's Stage bounds a node's:
+//
+//	budget := files.NewBudget(1 << 30) // the node's tabs hold 1 GiB together
+//	stage := files.NewStage("", files.Limits{Shared: budget})
 package files

@@ -20,6 +20,9 @@ import (
 type Limits struct {
 	MaxFile  int64 // bytes of one file; DefaultMaxFile when 0
 	MaxTotal int64 // bytes of all the tab's files; DefaultMaxTotal when 0
+	// Shared, when set, bounds the files of every stage given it
+	// together (a node's tabs); nil: only the limits above.
+	Shared *Budget
 }
 
 // The default limits.
@@ -107,8 +110,12 @@ func (s *Stage) Begin(name string, size int64, sum string) (string, error) {
 	if s.total+size > s.limits.total() {
 		return "", protocol.Errorf(protocol.CodeTooLarge, "%s (%d bytes) would bring the tab's staged files to %d bytes; a tab may hold at most %d (they go when it closes)", name, size, s.total+size, s.limits.total())
 	}
+	if err := s.limits.Shared.take(name, size); err != nil {
+		return "", err
+	}
 	st, id, err := s.create(name)
 	if err != nil {
+		s.limits.Shared.give(size)
 		return "", err
 	}
 	st.size, st.sum, st.h = size, strings.ToLower(sum), sha256.New()
@@ -241,6 +248,7 @@ func (s *Stage) drop(id string, st *staged) {
 	}
 	os.RemoveAll(filepath.Dir(st.path))
 	s.total -= st.size
+	s.limits.Shared.give(st.size)
 	delete(s.files, id)
 }
 
@@ -285,8 +293,12 @@ func (s *Stage) Copy(f *os.File, name string) (string, error) {
 	if s.total+size > s.limits.total() {
 		return "", protocol.Errorf(protocol.CodeTooLarge, "%s (%d bytes) would bring the tab's files to %d bytes; a tab may hold at most %d", f.Name(), size, s.total+size, s.limits.total())
 	}
+	if err := s.limits.Shared.take(f.Name(), size); err != nil {
+		return "", err
+	}
 	st, id, err := s.create(name)
 	if err != nil {
+		s.limits.Shared.give(size)
 		return "", err
 	}
 	s.files[id] = st
@@ -303,6 +315,7 @@ func (s *Stage) Copy(f *os.File, name string) (string, error) {
 		return "", protocol.Errorf(protocol.CodeInternal, "stage %s: %v", name, err)
 	}
 	s.total += n - size
+	s.limits.Shared.give(size - n)
 	st.size, st.received, st.done = n, n, true
 	return st.path, nil
 }
@@ -319,6 +332,7 @@ func (s *Stage) Close() error {
 		}
 		delete(s.files, id)
 	}
+	s.limits.Shared.give(s.total)
 	s.total = 0
 	if s.dir == "" {
 		return nil

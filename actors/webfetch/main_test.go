@@ -54,7 +54,7 @@ func newFetcher(t testing.TB, o Options) *Fetcher {
 		t.Fatal(err)
 	}
 	o.Check = wl.Check
-	o.Dialer = egress.NewDialer(wl.CheckAddr, testResolver{})
+	o.Dialer = egress.NewDialer(wl.CheckAddrPort, testResolver{})
 	f := New(o)
 	t.Cleanup(f.Close)
 	return f

@@ -13,14 +13,17 @@
 //	127.0.0.1, [::1] an IP address, in any form a browser accepts (::1
 //	                 without brackets too)
 //	10.0.0.0/8       a range of addresses (CIDR), IPv4 or IPv6
+//	127.0.0.1:4222   an address at one port only; the one way to allow
+//	                 one of the node's own listeners (see Listeners)
 //
 // A nil whitelist (none configured) allows every host; an empty one denies
 // every host. Only http and https URLs (and about:blank) are allowed,
 // unless more schemes are configured.
 //
 // Names are half of it: what a name resolves to is checked too
-// (CheckAddr, used by the egress proxy on every address it is about to
-// connect to). An address in a special range (loopback, private,
+// (CheckAddrPort, used by the egress Dialer on every address and port it
+// is about to connect to, which also keeps the node's own listeners out;
+// see Listeners). An address in a special range (loopback, private,
 // link-local, unspecified, ...; see specialRanges) is denied unless it or
 // a range holding it is an entry itself, so an allowed name whose DNS
 // answers 127.0.0.1 or 169.254.169.254 reaches nothing. IP-literal URLs
@@ -44,6 +47,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"net"
 	"net/netip"
 	"net/url"
 	"path"
@@ -62,8 +66,12 @@ type Whitelist struct {
 	exact    map[string]bool
 	suffixes []string       // ".example.com" for "*.example.com"
 	addrs    []netip.Prefix // address and range entries, IPv4 unmapped
-	schemes  map[string]bool
-	roots    *files.Roots // where file: URLs may lead (nil: nowhere)
+	// addrPorts are address and port entries (127.0.0.1:4222): that
+	// address at that port only, a listener of the node's included.
+	addrPorts map[netip.AddrPort]bool
+	listeners *Listeners // the node's own, denied unless named (nil: none)
+	schemes   map[string]bool
+	roots     *files.Roots // where file: URLs may lead (nil: nowhere)
 }
 
 // WithFileRoots is the whitelist with file: URLs (when the file scheme is
@@ -82,7 +90,8 @@ var DefaultSchemes = []string{"http", "https"}
 // New builds a whitelist. patterns nil allows every host; an empty,
 // non-nil slice denies every host. schemes nil means DefaultSchemes.
 func New(patterns []string, schemes []string) (*Whitelist, error) {
-	w := &Whitelist{exact: map[string]bool{}, schemes: map[string]bool{}, all: patterns == nil, anyAddr: patterns == nil}
+	w := &Whitelist{exact: map[string]bool{}, schemes: map[string]bool{}, addrPorts: map[netip.AddrPort]bool{},
+		all: patterns == nil, anyAddr: patterns == nil}
 	if schemes == nil {
 		schemes = DefaultSchemes
 	}
@@ -116,6 +125,18 @@ func New(patterns []string, schemes []string) (*Whitelist, error) {
 			}
 			w.addrs = append(w.addrs, r.Masked())
 		default:
+			if ap, err := netip.ParseAddrPort(p); err == nil {
+				if ap.Port() == 0 || ap.Addr().Zone() != "" {
+					return nil, fmt.Errorf("whitelist: pattern %q: want an address and a port 1-65535, e.g. 127.0.0.1:4222 or [::1]:4222", p)
+				}
+				w.addrPorts[netip.AddrPortFrom(ap.Addr().Unmap(), ap.Port())] = true
+				continue
+			}
+			if h, _, err := net.SplitHostPort(p); err == nil && h != "" {
+				if _, err := netip.ParseAddr(h); err != nil {
+					return nil, fmt.Errorf("whitelist: pattern %q: a port goes with an IP address only (e.g. 127.0.0.1:4222): a name is allowed at every port", p)
+				}
+			}
 			if a, err := netip.ParseAddr(p); err == nil && a.Is6() && a.Zone() == "" {
 				p = "[" + p + "]" // ::1 as well as [::1]
 			}
@@ -135,16 +156,26 @@ func New(patterns []string, schemes []string) (*Whitelist, error) {
 
 // DeniedError says why a URL may not be loaded. Host is the denied host
 // (empty when the scheme is what is denied); Addr, when valid, the address
-// Host resolved to that the address policy denies; Malformed, why the URL
-// could not be checked at all.
+// Host resolved to that the address policy denies; Port, when not 0, the
+// port there, one of the node's own listeners (Reason names it);
+// Malformed, why the URL could not be checked at all.
 type DeniedError struct {
 	URL, Host, Scheme string
 	Addr              netip.Addr
+	Port              uint16
 	Reason            string
 	Malformed         error
 }
 
 func (e *DeniedError) Error() string {
+	if e.Addr.IsValid() && e.Port != 0 {
+		at := netip.AddrPortFrom(e.Addr, e.Port).String()
+		where := at
+		if a, ok := hostAddr(e.Host); !ok || a != e.Addr {
+			where = e.Host + " at " + at
+		}
+		return fmt.Sprintf("permission denied: %s is %s, which no page or fetch may reach (list %s in the whitelist to allow it)", where, e.Reason, at)
+	}
 	if e.Addr.IsValid() {
 		allow := e.Addr.String()
 		if a, ok := hostAddr(e.Host); ok && a == e.Addr {
@@ -188,7 +219,7 @@ func (w *Whitelist) Check(rawURL string) error {
 	if !w.AllowsHost(u.Host) {
 		return &DeniedError{URL: rawURL, Host: u.Host, Scheme: u.Scheme}
 	}
-	if err := w.checkLiteral(u.Host); err != nil {
+	if err := w.checkLiteral(u.Host, u.PortNumber()); err != nil {
 		err.URL, err.Scheme = rawURL, u.Scheme
 		return err
 	}
@@ -196,14 +227,25 @@ func (w *Whitelist) Check(rawURL string) error {
 }
 
 // checkLiteral applies the address policy to a host that is an IP
-// address (allowed by name under "*"); a name's addresses are checked
-// where it is resolved.
-func (w *Whitelist) checkLiteral(host string) *DeniedError {
-	if a, ok := hostAddr(host); ok {
-		var denied *DeniedError
-		if errors.As(w.CheckAddr(host, a), &denied) {
-			return denied
-		}
+// address (allowed by name under "*") at port (0: not known here; an
+// address that an address and port entry names is then left to the
+// check that knows the port); a name's addresses are checked where it is
+// resolved.
+func (w *Whitelist) checkLiteral(host string, port uint16) *DeniedError {
+	a, ok := hostAddr(host)
+	if !ok {
+		return nil
+	}
+	err := w.CheckAddr(host, a)
+	switch {
+	case port != 0:
+		err = w.CheckAddrPort(host, netip.AddrPortFrom(a, port))
+	case w.namesAddr(a):
+		err = nil
+	}
+	var denied *DeniedError
+	if errors.As(err, &denied) {
+		return denied
 	}
 	return nil
 }
@@ -232,7 +274,7 @@ func (w *Whitelist) AllowsHost(host string) bool {
 		return true
 	}
 	if a, ok := hostAddr(host); ok {
-		return w.listsAddr(a)
+		return w.listsAddr(a) || w.namesAddr(a)
 	}
 	for _, s := range w.suffixes {
 		if strings.HasSuffix(host, s) {
@@ -495,7 +537,7 @@ func (w *Whitelist) CheckHost(host string) error {
 	if !w.AllowsHost(u.Host) {
 		return &DeniedError{Host: u.Host}
 	}
-	if err := w.checkLiteral(u.Host); err != nil {
+	if err := w.checkLiteral(u.Host, 0); err != nil {
 		return err
 	}
 	return nil

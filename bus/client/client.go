@@ -78,6 +78,16 @@ const (
 	// EventGap: a watch found frames missing (From..To of Tab), for
 	// instance expired from the history before they were read.
 	EventGap EventKind = "gap"
+	// EventNodeLost: the node of a watched tab (Tab, Node) is gone or
+	// lost its liveness; Err says which (node_unavailable). A watch
+	// ends with it, unless it keeps waiting (KeepWaiting).
+	EventNodeLost EventKind = "node-lost"
+	// EventNodeBack: the node of a watched tab that keeps waiting
+	// answers again; the watch goes on after its last frame.
+	EventNodeBack EventKind = "node-back"
+	// EventTabClosed: a watched tab made its close frame
+	// (protocol.FrameClose); the watch ends after delivering it.
+	EventTabClosed EventKind = "tab-closed"
 )
 
 // Event is something the connection or a watch went through.
@@ -88,6 +98,9 @@ type Event struct {
 	// Tab, From and To name the frames missing, for EventGap.
 	Tab      string
 	From, To int64
+	// Node is the watched tab's node, for EventNodeLost and
+	// EventNodeBack.
+	Node string
 }
 
 // Client is a connection to a framebus bus. It is safe for concurrent use.

@@ -30,6 +30,9 @@ type directRequest struct {
 	// after it on that subject).
 	Seq     uint64 `json:"seq,omitempty"`
 	NextFor string `json:"next_by_subj,omitempty"`
+	// LastFor asks for the last message on a subject (">": the
+	// stream's last).
+	LastFor string `json:"last_by_subj,omitempty"`
 	// Batch asks for up to Batch messages, then an end-of-batch status;
 	// the server stops early past MaxBytes (after the message that
 	// crossed it).
@@ -161,6 +164,16 @@ func (c *Client) directBatch(ctx context.Context, stream string, req directReque
 // Every wait is bounded by ctx (jsCallWait when it has no deadline); a
 // refused call is permission_denied at once, a lost connection
 // unavailable at once (the answers would not come).
+//
+// Every replica of a stream answers direct gets (one of a queue group),
+// and one that is frozen (a stopped process, a swapped VM) takes its
+// share and answers nothing: a get with no first answer within
+// directTry is sent again (with twice the wait each time, at most
+// directTryMax), to whichever replica the server picks then, and the
+// first try to answer is read. The earlier tries are still listened to,
+// so a replica that is only slow still answers in the end. A get reads
+// and changes nothing: the other tries' answers go to inboxes no one
+// reads.
 func (c *Client) direct(ctx context.Context, subject string, req any, batch bool) ([]storedMsg, batchEnd, error) {
 	var body []byte
 	if req != nil {
@@ -185,24 +198,11 @@ func (c *Client) direct(ctx context.Context, subject string, req any, batch bool
 			case <-ctx.Done():
 			}
 		}()
-		answers, reply, done, err := c.replies.open(c.nc, answersOf(req))
+		answers, first, err := c.directTries(ctx, subject, body, answersOf(req))
 		if err != nil {
 			return err
 		}
-		defer done()
-		if err := c.nc.PublishRequest(subject, reply, body); err != nil {
-			return err
-		}
-		for {
-			var m *nats.Msg
-			select {
-			case m = <-answers:
-			case <-ctx.Done():
-				if errors.Is(context.Cause(ctx), errDisconnected) {
-					return &protocol.Error{Code: protocol.CodeUnavailable, Message: "the bus connection was lost while reading the frame history", Err: errDisconnected}
-				}
-				return ctx.Err()
-			}
+		for m := first; ; {
 			if len(m.Header.Values("Nats-Stream")) == 0 { // a status: every stored message has one
 				end, err = directStatus(subject, m.Header)
 				return err
@@ -211,9 +211,111 @@ func (c *Client) direct(ctx context.Context, subject string, req any, batch bool
 			if !batch {
 				return nil
 			}
+			select {
+			case m = <-answers:
+			case <-ctx.Done():
+				return directEnded(ctx)
+			}
 		}
 	})
 	return msgs, end, err
+}
+
+// directTry is how long a direct get waits for its first answer before
+// it is sent again, doubling each time up to directTryMax.
+const (
+	directTry    = 100 * time.Millisecond
+	directTryMax = time.Second
+)
+
+// directTries sends a direct get, and again while no try has answered
+// (see direct): the answers of the first try that answers, and its
+// first answer. Its answers come on until ctx ends.
+func (c *Client) directTries(ctx context.Context, subject string, body []byte, n int) (<-chan *nats.Msg, *nats.Msg, error) {
+	type answered struct {
+		first   *nats.Msg
+		answers <-chan *nats.Msg
+	}
+	firsts := make(chan answered)
+	stop := make(chan struct{})
+	var mu sync.Mutex // forget, and whether stop is closed
+	var forget []func()
+	send := func() error {
+		answers, reply, done, err := c.replies.open(c.nc, n)
+		if err != nil {
+			return err
+		}
+		mu.Lock()
+		if stopped(stop) {
+			mu.Unlock()
+			done()
+			return directEnded(ctx)
+		}
+		forget = append(forget, done)
+		mu.Unlock()
+		if err := c.nc.PublishRequest(subject, reply, body); err != nil {
+			return err
+		}
+		go func() {
+			select {
+			case m := <-answers:
+				select {
+				case firsts <- answered{first: m, answers: answers}:
+				case <-stop:
+				}
+			case <-stop:
+			}
+		}()
+		return nil
+	}
+	ended := func() {
+		mu.Lock()
+		defer mu.Unlock()
+		close(stop)
+		for _, done := range forget {
+			done()
+		}
+		forget = nil
+	}
+	go func() { <-ctx.Done(); ended() }() // the chosen try's inbox is forgotten with the others then
+	if err := send(); err != nil {
+		return nil, nil, err
+	}
+	wait := directTry
+	timer := time.NewTimer(wait)
+	defer timer.Stop()
+	for {
+		select {
+		case a := <-firsts:
+			return a.answers, a.first, nil
+		case <-timer.C:
+			if err := send(); err != nil {
+				return nil, nil, err
+			}
+			wait = min(2*wait, directTryMax)
+			timer.Reset(wait)
+		case <-ctx.Done():
+			return nil, nil, directEnded(ctx)
+		}
+	}
+}
+
+// stopped reports whether stop is closed.
+func stopped(stop <-chan struct{}) bool {
+	select {
+	case <-stop:
+		return true
+	default:
+		return false
+	}
+}
+
+// directEnded is a direct get's error when ctx ended.
+func directEnded(ctx context.Context) error {
+	if errors.Is(context.Cause(ctx), errDisconnected) {
+		return &protocol.Error{Code: protocol.CodeUnavailable, Message: "the bus connection was lost while reading the frame history", Err: errDisconnected}
+	}
+	return ctx.Err()
 }
 
 // answersOf is how many messages can answer req: its batch and the

@@ -8,16 +8,20 @@
 // reports disconnects and reconnects through Options.OnEvent.
 //
 //   - Plan sends a plan, waits through a disconnect and sends it again,
-//     same id, when the answer was lost: the node runs an id once. The
-//     plan carries the context's deadline, and the tab starts nothing
-//     of it after that (expired); a plan sent whose answer never came
-//     is outcome_unknown, naming its id, never a plain timeout.
+//     same id, when the answer was lost: the node runs an id once.
+//     While it waits it checks that the tab's node is live (liveness.go):
+//     a node gone, frozen or cut off ends the wait with node_unavailable.
+//     The plan carries the context's deadline, and the tab starts
+//     nothing of it after that (expired); a plan sent whose answer never
+//     came is outcome_unknown, naming its id, never a plain timeout.
 //   - Watch delivers a tab's frames from a sequence, the stored ones
 //     first and then the live ones: a live subscription, and the node's
 //     JetStream frame history read by batches of direct gets (no
 //     consumer: agents and observers may make none). After a disconnect
 //     or a server restart it reads the history from where it was, no
-//     frame twice, and says when frames are missing (EventGap).
+//     frame twice, and says when frames are missing (EventGap). It ends
+//     after the tab's close frame (tab_closed), and when the tab's node
+//     is not live (node_unavailable) unless KeepWaiting.
 //   - Frames and Current read the history; Tabs, Status, Lifecycle and
 //     the session calls are the node's other requests.
 //

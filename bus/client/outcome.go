@@ -163,15 +163,15 @@ func (p preparedPlan) bound(ctx context.Context) (context.Context, context.Cance
 func (p preparedPlan) unanswered(tab string, sent bool, err error) error {
 	code := protocol.CodeOf(err)
 	switch {
+	case errors.Is(err, ErrNodeNotLive):
+		// The node or this client's server lost its liveness and may
+		// come back: probeTabNode's error says what becomes of the plan.
+		return err
 	case code == protocol.CodeNodeUnavailable && sent:
 		// Gone while the plan was with it: what ran is not known.
-		yet := ""
-		if !p.deadline.IsZero() {
-			yet = ", and may yet run if the node comes back before the plan's deadline, " + p.deadline.UTC().Format(time.RFC3339Nano)
-		}
 		return &protocol.Error{Code: code, Err: err, Message: fmt.Sprintf(
-			"%v; plan %s had been sent to it: it may have run, in whole or in part%s. Its frames name plan %s (framebus frames --tab %s)",
-			err, p.id, yet, p.id, tab)}
+			"%v; plan %s had been sent to it: it may have run, in whole or in part, before the node went. Its frames name plan %s (framebus frames --tab %s)",
+			err, p.id, p.id, tab)}
 	case code != protocol.CodeTimeout && code != protocol.CodeUnavailable:
 		return err // an answer of sorts: node_unavailable, tab_not_found, permission_denied
 	case errors.Is(err, nats.ErrNoResponders):

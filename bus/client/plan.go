@@ -81,14 +81,15 @@ func (c *Client) PlanData(ctx context.Context, tab string, data []byte) (protoco
 }
 
 // While a plan waits for its answer, the client checks now and then that
-// the tab's node is still there: a plan sent in the moment its node died
-// (before the server dropped the dead connection's subscriptions) would
-// otherwise wait for its whole deadline. A node answers its status from
-// its connection, however busy its tabs are, so nothing answering there
-// means it is gone.
+// the tab's node is still live (liveness.go): a plan sent in the moment
+// its node died (before the server dropped the dead connection's
+// subscriptions), or to a node that froze, would otherwise wait for its
+// whole deadline. A node found silent is checked again sooner, so that
+// its loss is told within about protocol.NodeTTL plus a second.
 const (
-	nodeProbeAfter = 250 * time.Millisecond
-	nodeProbeEvery = 500 * time.Millisecond
+	nodeProbeAfter  = 250 * time.Millisecond
+	nodeProbeEvery  = 500 * time.Millisecond
+	nodeProbeSilent = 250 * time.Millisecond
 )
 
 // planRoundTrip sends a plan (resent after a reconnect: the node knows
@@ -97,10 +98,10 @@ const (
 func (c *Client) planRoundTrip(ctx context.Context, tab string, data []byte, sent *bool) ([]byte, error) {
 	pctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
-	go c.probeTabNode(pctx, tab, cancel)
+	go c.probeTabNode(pctx, tab, data, cancel)
 	msg, err := c.exchange(pctx, &nats.Msg{Subject: c.subj.TabPlan(tab), Data: data}, true, sent)
-	if cause := context.Cause(pctx); protocol.CodeOf(cause) == protocol.CodeNodeUnavailable {
-		return nil, cause
+	if err != nil && ctx.Err() == nil && pctx.Err() != nil {
+		return nil, context.Cause(pctx) // the probe's: the tab's node is not live
 	}
 	if err != nil {
 		return nil, err
@@ -108,32 +109,38 @@ func (c *Client) planRoundTrip(ctx context.Context, tab string, data []byte, sen
 	return msg.Data, nil
 }
 
-// probeTabNode ends a plan's wait (cancel) when the tab's node is gone.
-func (c *Client) probeTabNode(ctx context.Context, tab string, cancel context.CancelCauseFunc) {
+// probeTabNode ends a plan's wait (cancel) when the tab's node is gone or
+// lost its liveness. For a node that may come back (ErrNodeNotLive), it
+// first sends a cancel of the plan (data) the node takes if and when it
+// does, so that the plan the client was told failed does not run then;
+// the error says so.
+func (c *Client) probeTabNode(ctx context.Context, tab string, data []byte, cancel context.CancelCauseFunc) {
 	wait := time.NewTimer(nodeProbeAfter)
 	defer wait.Stop()
-	node := ""
+	l := &liveness{what: "tab " + tab}
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-wait.C:
 		}
-		if node == "" {
-			if node = c.tabNodes.nodeOf(tab); node == "" {
-				node = c.historyNodeOf(ctx, tab)
-			}
+		var state liveState
+		var err error
+		if state, err = c.learnNode(ctx, l, tab); l.node != "" {
+			state, err = c.checkNode(ctx, l)
 		}
-		if node != "" {
-			pctx, pcancel := context.WithTimeout(ctx, nodeProbeEvery)
-			err := c.Request(pctx, c.subj.NodeProfile(node, protocol.DefaultProfile, protocol.OpStatus), nil, nil)
-			pcancel()
-			if errNoAnswer(err) {
-				cancel(c.nodeGone(node, "tab "+tab, err))
-				return
-			}
+		switch {
+		case state == nodeNotLive && errors.Is(err, ErrNodeNotLive):
+			cancel(c.cancelLeftBehind(tab, data, err))
+			return
+		case state == nodeNotLive:
+			cancel(err)
+			return
+		case state == nodeWaiting:
+			wait.Reset(nodeProbeSilent)
+		default:
+			wait.Reset(nodeProbeEvery)
 		}
-		wait.Reset(nodeProbeEvery)
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"strings"
+	"time"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
@@ -16,24 +17,54 @@ import (
 var errNoHistory = errors.New("no frame history")
 
 // historyBounds is the frame stream's first and last sequence now
-// (stream info, which every role may ask for).
+// (stream info, which every role may ask for). Only the stream's leader
+// answers stream info: when it does not within boundsTry (frozen, or
+// gone and no next one elected yet) the bounds come from the replicas
+// instead (see directBounds).
 func (c *Client) historyBounds(ctx context.Context) (first, last uint64, err error) {
 	name := c.subj.FrameStream()
 	var s jetstream.Stream
-	err = c.jsCall(ctx, func(ctx context.Context) (err error) {
+	try, cancel := context.WithTimeout(ctx, boundsTry)
+	defer cancel()
+	err = c.jsCall(try, func(ctx context.Context) (err error) {
 		s, err = c.js.Stream(ctx, name)
 		return err
 	})
 	switch {
 	case errors.Is(err, jetstream.ErrStreamNotFound), errors.Is(err, jetstream.ErrJetStreamNotEnabled),
 		errors.Is(err, jetstream.ErrJetStreamNotEnabledForAccount), errors.Is(err, nats.ErrNoResponders):
-		return 0, 0, &protocol.Error{Code: protocol.CodeUnavailable, Err: errNoHistory,
-			Message: "the bus keeps no frame history (no JetStream stream " + name + "): only live frames can be watched"}
+		return 0, 0, noHistory(name)
+	case err != nil && try.Err() != nil && ctx.Err() == nil:
+		return c.directBounds(ctx)
 	case err != nil:
 		return 0, 0, err
 	}
 	state := s.CachedInfo().State
 	return max(state.FirstSeq, 1), state.LastSeq, nil
+}
+
+// boundsTry bounds the wait for the stream leader's info.
+const boundsTry = time.Second
+
+func noHistory(stream string) error {
+	return &protocol.Error{Code: protocol.CodeUnavailable, Err: errNoHistory,
+		Message: "the bus keeps no frame history (no JetStream stream " + stream + "): only live frames can be watched"}
+}
+
+// directBounds are bounds of the frame stream that any replica gives: 1
+// (no sequence is before the first) and the sequence of the stream's
+// last message (a direct get of it).
+func (c *Client) directBounds(ctx context.Context) (first, last uint64, err error) {
+	m, err := c.directGet(ctx, c.subj.FrameStream(), directRequest{LastFor: ">"})
+	switch {
+	case errors.Is(err, errNotStored):
+		return 1, 0, nil
+	case errors.Is(err, nats.ErrNoResponders):
+		return 0, 0, noHistory(c.subj.FrameStream())
+	case err != nil:
+		return 0, 0, err
+	}
+	return 1, m.Sequence, nil
 }
 
 // maxPassedOver bounds the walks past messages that are no node's frames

@@ -1,7 +1,9 @@
 package client
 
 import (
+	"cmp"
 	"context"
+	"encoding/json"
 	"errors"
 	"time"
 
@@ -66,15 +68,37 @@ func (w *Watcher) Stop() { w.cancel() }
 //
 // On a bus that keeps no frame history, Watch from 0 or FromNext follows
 // live frames only, and a from of 1 or more is an unavailable error.
-func (c *Client) Watch(ctx context.Context, tab string, from int64) (*Watcher, error) {
+//
+// A watch is told when its tab ends. After the tab's close frame
+// (protocol.FrameClose) it ends with tab_closed (EventTabClosed). It
+// checks the liveness of the tab's node as a waiting plan does
+// (liveness.go): when the node is gone or lost its liveness it reports
+// EventNodeLost and ends with that node_unavailable error, unless
+// KeepWaiting: then it goes on, reports EventNodeBack when the node
+// answers again, and delivers the frames it missed meanwhile from the
+// history.
+func (c *Client) Watch(ctx context.Context, tab string, from int64, opts ...WatchOption) (*Watcher, error) {
 	if !protocol.ValidTabID(tab) {
 		return nil, protocol.Errorf(protocol.CodeBadRequest, "tab: %q is not a tab id (letters, digits, '-' and '_')", tab)
 	}
 	if from < FromNext {
 		return nil, protocol.Errorf(protocol.CodeBadRequest, "from: %d is not a frame sequence (1 or more; 0 for the current frame, -1 for the next)", from)
 	}
-	return c.startWatch(ctx, watchSpec{tab: tab, from: from})
+	spec := watchSpec{tab: tab, from: from}
+	for _, o := range opts {
+		o(&spec)
+	}
+	return c.startWatch(ctx, spec)
 }
+
+// WatchOption changes how Watch follows a tab.
+type WatchOption func(*watchSpec)
+
+// KeepWaiting makes a watch go on when the tab's node is gone or lost its
+// liveness (it reports EventNodeLost, then EventNodeBack if it answers
+// again): for a node that may come back, restarted with its state or no
+// longer frozen.
+func KeepWaiting() WatchOption { return func(s *watchSpec) { s.keepWaiting = true } }
 
 // WatchAll delivers the frames of every tab, from now on (last false) or
 // from each tab's current frame (last true: one direct get of the last
@@ -158,9 +182,10 @@ func (c *Client) Current(ctx context.Context, tab string) (Frame, error) {
 // watchSpec says what a watch follows: one tab from a frame, or every
 // tab.
 type watchSpec struct {
-	tab        string // "" for every tab
-	from       int64
-	lastOfEach bool // every tab: from each one's current frame
+	tab         string // "" for every tab
+	from        int64
+	lastOfEach  bool // every tab: from each one's current frame
+	keepWaiting bool // one tab: go on when its node is lost
 }
 
 // follower is one watch's state, owned by its goroutine (Frames uses it
@@ -178,6 +203,9 @@ type follower struct {
 	// start is where the first catch-up reads the history from; for
 	// every tab, where the next one does (where the last ended).
 	start uint64
+	// node is the watched tab's node, as its frames name it ("" until
+	// one does); its liveness is checked (see nodeWatch).
+	node string
 }
 
 // Bounds of the waits of a watch between its direct gets.
@@ -186,11 +214,14 @@ const (
 	// it could not be read after a reconnect (a restarted server may
 	// not have the stream back yet).
 	catchUpRetry = 250 * time.Millisecond
-	// fillTries bound the reads of the history for the frames before a
-	// live one that came with a jump: the frames before it may still
-	// be on their way into the stream.
-	fillTries = 5
-	fillPause = 20 * time.Millisecond
+	// fillWait bounds the reads of the history for the frames before a
+	// live one that came with a jump: live frames run ahead of the
+	// stream, by seconds while it elects a leader, and a node gives a
+	// frame up after 20 s (HistoryOptions.StoreTimeout). The pause
+	// between reads grows from fillPause to fillPauseMax.
+	fillWait     = 30 * time.Second
+	fillPause    = 20 * time.Millisecond
+	fillPauseMax = 500 * time.Millisecond
 )
 
 func (c *Client) startWatch(ctx context.Context, spec watchSpec) (*Watcher, error) {
@@ -212,10 +243,18 @@ func (c *Client) startWatch(ctx context.Context, spec watchSpec) (*Watcher, erro
 	f.deliver = func(fr Frame) error {
 		select {
 		case w.frames <- fr:
-			return nil
 		case <-wctx.Done():
 			return wctx.Err()
 		}
+		if spec.tab == "" {
+			return nil
+		}
+		f.node = cmp.Or(fr.Node, f.node)
+		if fr.Action == protocol.FrameClose {
+			c.emit(Event{Kind: EventTabClosed, Tab: fr.Tab, Node: fr.Node})
+			return protocol.Errorf(protocol.CodeTabClosed, "tab %s closed (its close frame, %d, is the last it makes)", fr.Tab, fr.Sequence)
+		}
+		return nil
 	}
 	if err := f.subscribe(wctx); err != nil {
 		cancel()
@@ -279,26 +318,35 @@ func (f *follower) startOfTab(ctx context.Context) (uint64, error) {
 		return 0, err
 	case m == nil:
 		return f.start, nil // nothing stored: what comes
-	case f.spec.from == FromNext:
+	}
+	var last struct{ Node, Action string }
+	if f.c.storedFrame(f.subject, *m) && json.Unmarshal(m.Data, &last) == nil && protocol.ValidNodeName(last.Node) {
+		f.node = last.Node
+	}
+	if f.spec.from == FromNext && last.Action != protocol.FrameClose {
 		f.seen.last[f.spec.tab] = f.c.frameSeqOf(*m) // an old frame that comes again is dropped
 		return m.Sequence + 1, nil
 	}
+	// The current frame, or the close frame of a tab that closed: no
+	// frame comes after it, and it says why.
 	return m.Sequence, nil
 }
 
 // run delivers the frames until ctx ends or deliver fails: the history
 // caught up with first, and again after each reconnect, then the live
-// frames.
+// frames; meanwhile the tab's node's liveness is checked.
 func (f *follower) run(ctx context.Context) error {
 	due := f.history // a catch-up with the history is due
-	var down <-chan struct{}
 	var retry <-chan time.Time
+	nw := f.newNodeWatch(ctx)
+	defer nw.stop()
 	for {
-		if due && retry == nil {
-			var err error
-			if down, err = f.c.awaitConnected(ctx, "the watch"); err != nil {
-				return f.ended(ctx, err)
-			}
+		up, down, closed := f.c.state()
+		if closed {
+			return f.ended(ctx, errClosed)
+		}
+		connected := isClosed(up)
+		if connected && due && retry == nil {
 			switch err := f.catchUp(ctx); {
 			case err == nil:
 				due = false
@@ -310,21 +358,30 @@ func (f *follower) run(ctx context.Context) error {
 				retry = time.After(catchUpRetry)
 			}
 		}
-		if down == nil {
-			_, down, _ = f.c.state()
+		if connected {
+			up = nil // wait for its loss (down), not for it
+		} else {
+			down = nil // closed already: wait for the connection (up)
 		}
 		select {
 		case <-ctx.Done():
 			return nil
 		case <-f.c.gone:
-			return errClosed
+			return f.ended(ctx, errClosed)
 		case <-down:
-			due, down, retry = f.history, nil, nil
-			if _, err := f.c.awaitConnected(ctx, "the watch"); err != nil {
-				return f.ended(ctx, err)
-			}
+			due, retry = f.history, nil
+		case <-up:
 		case <-retry:
 			retry = nil
+		case <-nw.due():
+			nw.start(f.node)
+		case r := <-nw.results:
+			switch back, err := nw.took(r); {
+			case err != nil:
+				return err
+			case back:
+				due = f.history // what the node made meanwhile
+			}
 		case m := <-f.live:
 			switch err := f.onLive(ctx, m); {
 			case err == nil:
@@ -339,11 +396,21 @@ func (f *follower) run(ctx context.Context) error {
 	}
 }
 
+// isClosed reports whether ch is closed (a connection state channel).
+func isClosed(ch <-chan struct{}) bool {
+	select {
+	case <-ch:
+		return true
+	default:
+		return false
+	}
+}
+
 // lasting reports whether a watch's error would come again: a watch
 // ends with it instead of trying again.
 func lasting(err error) bool {
 	switch protocol.CodeOf(err) {
-	case protocol.CodePermissionDenied, protocol.CodeTooLarge, protocol.CodeInternal:
+	case protocol.CodePermissionDenied, protocol.CodeTooLarge, protocol.CodeInternal, protocol.CodeTabClosed:
 		return true
 	}
 	return err == errClosed
@@ -383,9 +450,12 @@ func (f *follower) catchUp(ctx context.Context) error {
 // fill reads tab's frames from the one after the last delivered (or
 // from where the watch starts) to the end of the history. When a live
 // frame until came with a jump, the history is read again for a while
-// until it has frame until: the frames before it may not be stored yet.
+// until it has frame until: the frames before it may not be stored yet
+// (a tab's frames are stored in order: once one at or after until is,
+// those missing before it never will be).
 func (f *follower) fill(ctx context.Context, tab string, until int64) error {
 	subject := f.c.subj.TabFrames(tab)
+	began := time.Now()
 	for try := 1; ; try++ {
 		start := f.start
 		if last, ok := f.seen.last[tab]; ok || f.spec.tab == "" {
@@ -401,10 +471,10 @@ func (f *follower) fill(ctx context.Context, tab string, until int64) error {
 			}
 			return true, f.stored(ctx, msgs)
 		})
-		if err != nil || reached || until == 0 || try == fillTries {
+		if err != nil || reached || until == 0 || time.Since(began) >= fillWait {
 			return err
 		}
-		if err := sleepCtx(ctx, time.Duration(try)*fillPause); err != nil {
+		if err := sleepCtx(ctx, min(time.Duration(try)*fillPause, fillPauseMax)); err != nil {
 			return err
 		}
 	}

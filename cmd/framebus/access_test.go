@@ -235,7 +235,7 @@ func TestStoredContentCannotMakeUsers(t *testing.T) {
 		t.Fatal(err)
 	}
 	shaped, _ := json.Marshal(protocol.UserRequest{Name: "mallory", Role: protocol.RoleAdmin, PasswordHash: string(hash)})
-	if err := adminNC.Publish("framebus.tab.STORED.frame", shaped); err != nil { // as a page might shape stored content
+	if err := adminNC.Publish("framebus.history.tab.STORED.frame", shaped); err != nil { // stored under framebus.tab.STORED.frame, as a page might shape stored content
 		t.Fatal(err)
 	}
 	if err := adminNC.Flush(); err != nil {

@@ -287,13 +287,24 @@ func TestNoNodeRunning(t *testing.T) {
 		{"no state file", noNodeEnv(t), []string{"eval", "1+1"}},
 		{"nothing at --bus", noNodeEnv(t), []string{"click", "#x", "--bus", "nats://127.0.0.1:1"}},
 		{"nothing at FRAMEBUS_URL", map[string]string{envURL: "nats://127.0.0.1:1"}, []string{"plan", "-"}},
-		{"stale state file", staleStateEnv(t), []string{"watch", "--all"}},
 	}
 	for _, tc := range cases {
 		stdin := `{"action": {"type": "eval", "expression": "1"}}`
 		r := runCLI(t, tc.env, stdin, tc.args...)
 		if r.status != exitFailed || strings.TrimSpace(r.stdout) != want {
 			t.Errorf("%s: exit %d, stdout %s; want exit 1, %s", tc.name, r.status, r.stdout, want)
+		}
+	}
+	// A state file whose node does not answer: that node is not
+	// answering (killed, or restarting with its state), which is no
+	// refusal and not "no node".
+	for _, args := range [][]string{{"watch", "--all"}, {"eval", "1"}} {
+		r := runCLI(t, staleStateEnv(t), "", args...)
+		var m map[string]any
+		_ = json.Unmarshal([]byte(r.stdout), &m)
+		msg, _ := m["error"].(string)
+		if r.status != exitFailed || m["code"] != "unavailable" || !strings.Contains(msg, "is not answering") || !strings.Contains(msg, "restarting") {
+			t.Errorf("stale state file, %q: exit %d, stdout %s; want exit 1, unavailable: not answering, maybe restarting", args, r.status, r.stdout)
 		}
 	}
 }

@@ -55,6 +55,21 @@ func noNodeRunning(cause error) error {
 	return &protocol.Error{Code: protocol.CodeUnavailable, Message: noNodeMessage, Err: cause}
 }
 
+// errNotAnswering is what a client says when the bus of the node its
+// state file names does not answer (connection refused, no server): the
+// node is not answering, maybe restarting, which is not "no node" (a node
+// restarted with its state listens there again, and takes the same
+// credentials) and not permission_denied (nothing refused the login).
+func errNotAnswering(st nodeState, cause error) error {
+	why := "it stopped without removing its state file (killed?), or it is restarting"
+	if processAlive(st.PID) {
+		why = "it is starting or restarting, or too busy to answer"
+	}
+	return &protocol.Error{Code: protocol.CodeUnavailable, Err: cause, Message: fmt.Sprintf(
+		"the framebus node at %s (pid %d) is not answering: %s. Try again in a moment; if it does not come back, start it with: framebus serve",
+		withoutPassword(st.Bus), st.PID, why)}
+}
+
 // errInterrupted is the error of a command the user interrupted (Ctrl-C,
 // or a signal) while it waited for an answer. No stable code means
 // "interrupted", and timeout is the nearest (no answer came in time), so
@@ -124,6 +139,7 @@ func (c *cli) dial(f clientFlags, opts busclient.Options) (*client, error) {
 		return nil, err
 	}
 	url, prefix, active := f.bus, f.prefix, ""
+	var registered *nodeState // the state file's node, when the URL is its
 	if url == "" {
 		url = c.getenv(envURL)
 	}
@@ -142,7 +158,7 @@ func (c *cli) dial(f clientFlags, opts busclient.Options) (*client, error) {
 		if err != nil {
 			return nil, errState(path, err)
 		}
-		url, active = st.Bus, st.Active
+		url, active, registered = st.Bus, st.Active, &st
 		if prefix == "" {
 			prefix = st.Prefix
 		}
@@ -166,6 +182,8 @@ func (c *cli) dial(f clientFlags, opts busclient.Options) (*client, error) {
 	switch {
 	case protocol.CodeOf(err) == protocol.CodePermissionDenied:
 		return nil, err // the bus refused the login: say so, not "no node"
+	case err != nil && registered != nil:
+		return nil, errNotAnswering(*registered, err)
 	case err != nil:
 		return nil, noNodeRunning(err)
 	}

@@ -90,8 +90,9 @@ type nodeConfig struct {
 	// Name is unique among the live nodes of the bus (one subject token);
 	// "": the host name and a short random suffix, made at start.
 	Name string `yaml:"name" json:"name,omitempty"`
-	// MaxTabs is how many tabs the node takes (0: no bound); placement
-	// sends tabs to the nodes with the most room.
+	// MaxTabs is how many tabs the node takes: 0 (the default) derives
+	// it from the machine's memory and cores, -1 sets no bound;
+	// placement sends tabs to the nodes with the most room.
 	MaxTabs int `yaml:"maxTabs" json:"maxTabs,omitempty"`
 }
 
@@ -140,6 +141,11 @@ type framesConfig struct {
 // over the bus and need no root.
 type filesConfig struct {
 	Roots []string `yaml:"roots" json:"roots"`
+	// MaxStagedBytes bounds the files staged for upload, all the node's
+	// tabs together: 0 (the default) derives it from the free disk space
+	// (and memory, when the temporary directory is in memory), -1 sets no
+	// bound.
+	MaxStagedBytes int64 `yaml:"maxStagedBytes" json:"maxStagedBytes,omitempty"`
 }
 
 // clusterOptions are the bus's cluster options, the secret read from its
@@ -472,6 +478,9 @@ func (cfg *config) applyFlags(fs *pflag.FlagSet) {
 	if fs.Changed("max-tabs") {
 		cfg.Node.MaxTabs, _ = fs.GetInt("max-tabs")
 	}
+	if fs.Changed("max-staged-bytes") {
+		cfg.Files.MaxStagedBytes, _ = fs.GetInt64("max-staged-bytes")
+	}
 	str("profile-dir", &cfg.Browser.ProfileDir)
 	str("browser-user", &cfg.Browser.User)
 	str("start-url", &cfg.Browser.StartURL)
@@ -536,8 +545,11 @@ func (cfg config) validate() error {
 	if cfg.Node.Name != "" && !protocol.ValidNodeName(cfg.Node.Name) {
 		return usagef("node.name (--node): %q is not a node name (letters, digits, '-' and '_', at most %d)", cfg.Node.Name, protocol.MaxNodeName)
 	}
-	if cfg.Node.MaxTabs < 0 {
-		return usagef("node.maxTabs (--max-tabs): %d is not a number of tabs (0: no bound)", cfg.Node.MaxTabs)
+	if cfg.Node.MaxTabs < -1 {
+		return usagef("node.maxTabs (--max-tabs): %d is not a number of tabs (0: derived from the machine; -1: no bound)", cfg.Node.MaxTabs)
+	}
+	if cfg.Files.MaxStagedBytes < -1 {
+		return usagef("files.maxStagedBytes (--max-staged-bytes): %d is not a number of bytes (0: derived from the free disk space; -1: no bound)", cfg.Files.MaxStagedBytes)
 	}
 	if cfg.Bus.URL == "" {
 		if _, _, err := splitListen(cfg.Bus.Listen, cfg.Bus.AllowRemote); err != nil {

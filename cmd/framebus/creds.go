@@ -28,7 +28,8 @@ const (
 	usersFile      = "users.json"       // users added with creds add (hashes only)
 )
 
-// The users serve makes up at every start, with fresh passwords.
+// The node's own users: their passwords are kept beside the state file
+// from one start to the next (see localUsers).
 const (
 	localAgentUser = "agent"
 	localAdminUser = "admin"
@@ -252,7 +253,9 @@ func privateDir(dir string) error {
 	if err != nil {
 		return err
 	}
-	if fi.Mode().Perm()&0o077 == 0 {
+	if fi.Mode().Perm()&0o066 == 0 {
+		// 0700, or 0711 for a browser's account on its way to a
+		// profile beneath (passableStateDir): others list nothing.
 		return nil
 	}
 	st, ok := fi.Sys().(*syscall.Stat_t)

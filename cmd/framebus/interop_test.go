@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/framebus/framebus/internal/testchild"
 	"github.com/framebus/framebus/protocol"
 )
 
@@ -57,7 +58,7 @@ func natsCLI(t *testing.T, creds protocol.Credentials, args ...string) *exec.Cmd
 	all = append(all, args...)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	t.Cleanup(cancel)
-	cmd := exec.CommandContext(ctx, path, all...)
+	cmd := testchild.DieWithTest(exec.CommandContext(ctx, path, all...))
 	cmd.Env = append(os.Environ(), "HOME="+t.TempDir()) // no contexts of the machine's
 	return cmd
 }
@@ -179,7 +180,7 @@ func TestNpmClientPlansAndReplays(t *testing.T) {
 	pages := []string{site("/product.html?id=npm"), site("/read.html"), site("/big.html")}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, "node", script)
+	cmd := testchild.DieWithTest(exec.CommandContext(ctx, "node", script))
 	cmd.Env = append(os.Environ(),
 		"FRAMEBUS_CREDS="+filepath.Join(filepath.Dir(n.stateFile), "credentials.json"),
 		"FRAMEBUS_TAB="+n.tab(),

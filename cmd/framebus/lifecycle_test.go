@@ -1,11 +1,12 @@
 package main
 
 import (
-	"github.com/framebus/framebus/internal/testdir"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/framebus/framebus/internal/testdir"
 )
 
 // The lifecycle commands against a node: status, pages, tab new, select

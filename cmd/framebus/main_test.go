@@ -21,6 +21,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/framebus/framebus/internal/testchild"
+	"github.com/framebus/framebus/internal/testscale"
 	"github.com/framebus/framebus/protocol"
 )
 
@@ -34,6 +36,9 @@ var (
 func TestMain(m *testing.M) {
 	if job := os.Getenv(devtoolsProbeEnv); job != "" {
 		os.Exit(runDevToolsProbe(job))
+	}
+	if job := os.Getenv(serveBenchClientEnv); job != "" {
+		os.Exit(runServeBenchClient(job))
 	}
 	os.Exit(runTests(m))
 }
@@ -145,9 +150,9 @@ func framebus(t *testing.T, env []string, stdin string, args ...string) result {
 // test's own).
 func framebusIn(t *testing.T, dir string, env []string, stdin string, args ...string) result {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), testscale.D(2*time.Minute))
 	defer cancel()
-	cmd := exec.CommandContext(ctx, binary, args...)
+	cmd := testchild.DieWithTest(exec.CommandContext(ctx, binary, args...))
 	cmd.Dir = dir
 	cmd.Env = env
 	cmd.Stdin = strings.NewReader(stdin)
@@ -216,7 +221,7 @@ func startProcess(t testing.TB, env []string, args ...string) *process {
 func startProcessOf(t testing.TB, bin string, env []string, args ...string) *process {
 	t.Helper()
 	p := &process{t: t, stdout: &lockedBuffer{}, stderr: &lockedBuffer{}, done: make(chan struct{})}
-	p.cmd = exec.Command(bin, args...)
+	p.cmd = testchild.DieWithTest(exec.Command(bin, args...))
 	p.cmd.Env = env
 	p.cmd.Stdout, p.cmd.Stderr = p.stdout, p.stderr
 	if err := p.cmd.Start(); err != nil {
@@ -251,6 +256,7 @@ func (p *process) exited() bool {
 func (p *process) stop(sig syscall.Signal, deadline time.Duration) int {
 	p.t.Helper()
 	_ = p.cmd.Process.Signal(sig)
+	deadline = testscale.D(deadline)
 	select {
 	case <-p.done:
 	case <-time.After(deadline):
@@ -264,6 +270,7 @@ func (p *process) stop(sig syscall.Signal, deadline time.Duration) int {
 // waitFor polls cond until it holds or the deadline passes.
 func waitFor(t testing.TB, what string, deadline time.Duration, cond func() bool) {
 	t.Helper()
+	deadline = testscale.D(deadline)
 	end := time.Now().Add(deadline)
 	for !cond() {
 		if time.Now().After(end) {

@@ -101,7 +101,9 @@ func (c *cli) mcp(target clientFlags, configFile, httpAddr, tools, tokenFile str
 // stops that node (a no-op for a node of its own).
 func (c *cli) mcpBus(target clientFlags, configFile string) (*client, func(), error) {
 	noStop := func() {}
-	cl, err := c.dial(target, busclient.Options{})
+	// It runs as long as its MCP client: it follows the node through
+	// restarts (see followNode).
+	cl, err := c.dial(target, busclient.Options{NATSOptions: c.followNode(target)})
 	if err == nil {
 		return cl, noStop, nil
 	}
@@ -121,7 +123,7 @@ func (c *cli) mcpBus(target clientFlags, configFile string) (*client, func(), er
 		return nil, nil, err
 	}
 	log.Info().Msg("no framebus node running: starting one in this process")
-	sn, err := c.startServing(cfg, log)
+	sn, err := c.startServing(cfg, log, false)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -14,6 +14,7 @@ import (
 
 	busclient "github.com/framebus/framebus/bus/client"
 	"github.com/framebus/framebus/internal/benchkit"
+	"github.com/framebus/framebus/internal/testchild"
 	"github.com/framebus/framebus/protocol"
 )
 
@@ -48,7 +49,7 @@ func BenchmarkMCPEvalVsNATS(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer bc.Close()
-	cmd := exec.Command(binary, "mcp")
+	cmd := testchild.DieWithTest(exec.Command(binary, "mcp"))
 	cmd.Env = n.env
 	cs, err := mcp.NewClient(&mcp.Implementation{Name: "bench"}, nil).Connect(ctx, &mcp.CommandTransport{Command: cmd}, nil)
 	if err != nil {

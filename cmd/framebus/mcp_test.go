@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/framebus/framebus/internal/testchild"
 	"github.com/framebus/framebus/mcpserver"
 	"github.com/framebus/framebus/protocol"
 )
@@ -101,7 +102,7 @@ func runMCPScript(t *testing.T, env []string, prefix ...string) (mcpFindings, st
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
 	args := append(slices.Clone(prefix), "node", script)
-	cmd := exec.CommandContext(ctx, args[0], args[1:]...)
+	cmd := testchild.DieWithTest(exec.CommandContext(ctx, args[0], args[1:]...))
 	cmd.Env = env
 	var stderr lockedBuffer
 	cmd.Stderr = &stderr
@@ -461,7 +462,7 @@ type rawMCP struct {
 func startRawMCP(t *testing.T, env []string) *rawMCP {
 	t.Helper()
 	r := &rawMCP{t: t, lines: make(chan map[string]any, 4096), done: make(chan struct{}), errb: &lockedBuffer{}}
-	r.cmd = exec.Command(binary, "mcp")
+	r.cmd = testchild.DieWithTest(exec.Command(binary, "mcp"))
 	r.cmd.Env = env
 	r.cmd.Stderr = r.errb
 	var err error

@@ -15,10 +15,11 @@ import (
 
 // A second node under a live node's name takes none of its users. A
 // node killed with kill -9 leaves its own users (agent-one, admin-one)
-// in the cluster's shared users. Started again under its name, it writes
-// fresh credentials files: those log in at every member, and a copy of
-// the dead node's credentials file no longer does (before, the dead
-// node's entries won: the new files were refused, the old one worked).
+// in the cluster's shared users. Started again under its name with
+// --rotate-credentials, it writes fresh credentials files: those log in
+// at every member, and a copy of the dead node's credentials file no
+// longer does (before, the dead node's entries won: the new files were
+// refused, the old one worked).
 func TestNodeRestartedAfterKill9OwnsItsCredentials(t *testing.T) {
 	secret := filepath.Join(t.TempDir(), "cluster-secret")
 	if err := os.WriteFile(secret, []byte("a-secret-the-members-share\n"), 0o600); err != nil {
@@ -53,8 +54,9 @@ func TestNodeRestartedAfterKill9OwnsItsCredentials(t *testing.T) {
 	}
 	<-one.done
 	// Its name is free once its registry entry expires (node_name_taken
-	// until then).
-	again := serveUntilStarted(t, one.env, one.stateFile)
+	// until then). Started again with new credentials: a node keeps its
+	// own from one start to the next unless asked to rotate them.
+	again := serveUntilStarted(t, one.env, one.stateFile, "--rotate-credentials")
 	again.ready(t)
 	defer again.stop(syscall.SIGTERM, 30*time.Second)
 
@@ -130,11 +132,11 @@ func TestCredsRemoveSparesEveryLiveNodesOwnUsers(t *testing.T) {
 // serveUntilStarted starts serve with env until it starts (ready), while
 // it exits at once: its name still taken by a node that died, or the
 // cluster's JetStream still electing its leader.
-func serveUntilStarted(t *testing.T, env []string, stateFile string) *node {
+func serveUntilStarted(t *testing.T, env []string, stateFile string, flags ...string) *node {
 	t.Helper()
 	var started *node
 	waitFor(t, "serve starts", 60*time.Second, func() bool {
-		n := &node{process: startProcessOf(t, binary, env, "serve"), stateFile: stateFile, env: env}
+		n := &node{process: startProcessOf(t, binary, env, append([]string{"serve"}, flags...)...), stateFile: stateFile, env: env}
 		waitFor(t, "serve prints a line or exits", 90*time.Second, func() bool {
 			return n.exited() || strings.Contains(n.stdout.String(), "\n")
 		})

@@ -39,7 +39,7 @@ func TestRolesReachNothingElse(t *testing.T) {
 		"$JS.API.ACCOUNT.PURGE", "$JS.API.META.LEADER.STEPDOWN", "$JS.API.STREAM.RESTORE." + frames,
 		"$O." + s.ContentBucket() + ".C.forged", "$O." + s.ContentBucket() + ".M.forged", "$KV.x.y",
 		"$SYS.REQ.SERVER.PING", "$SYS.REQ.ACCOUNT.PING.CONNZ",
-		s.TabFrames(tab), s.Prefix + ".tab." + tab + ".event.console", s.AdminUsers(protocol.UsersList),
+		s.TabFrames(tab), s.HistoryFrames(tab), s.Prefix + ".tab." + tab + ".event.console", s.AdminUsers(protocol.UsersList),
 		// The history API of a user's account: read-only, no consumers.
 		s.JSAPIPrefix() + ".STREAM.DELETE." + frames, s.JSAPIPrefix() + ".STREAM.PURGE." + content,
 		s.JSAPIPrefix() + ".STREAM.CREATE.SPY", s.JSAPIPrefix() + ".CONSUMER.CREATE." + frames,

@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/framebus/framebus/internal/testchild"
+
 	"github.com/creack/pty"
 )
 
@@ -320,7 +322,7 @@ type terminal struct {
 
 func startTerminal(t *testing.T, env []string, args ...string) *terminal {
 	t.Helper()
-	cmd := exec.Command(binary, append([]string{"repl"}, args...)...)
+	cmd := testchild.DieWithTest(exec.Command(binary, append([]string{"repl"}, args...)...))
 	cmd.Env = env
 	tty, err := pty.StartWithSize(cmd, &pty.Winsize{Rows: 50, Cols: 300})
 	if err != nil {
@@ -522,7 +524,7 @@ func TestREPLFromAPipe(t *testing.T) {
 // A script that has not ended (its pipe still open) stops on SIGTERM.
 func TestREPLFromAPipeStopsOnSignal(t *testing.T) {
 	n := startNode(t)
-	cmd := exec.Command(binary, "repl")
+	cmd := testchild.DieWithTest(exec.Command(binary, "repl"))
 	cmd.Env = n.env
 	stdin, err := cmd.StdinPipe()
 	if err != nil {

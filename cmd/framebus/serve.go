@@ -32,6 +32,9 @@ const startTimeout = 2 * time.Minute
 // serveOptions is what serve runs with: the effective configuration.
 type serveOptions struct {
 	cfg config
+	// rotate makes the node's own credentials new instead of keeping
+	// those of its last start (--rotate-credentials).
+	rotate bool
 }
 
 func serveCommand() command {
@@ -43,9 +46,13 @@ func serveCommand() command {
 and writes it to the state file ($` + envState + `, default ` + defaultStateHint() + `)
 so other framebus commands find the node. Logs go to stderr.
 On SIGINT or SIGTERM it closes the tabs, stops Chromium (removing its
-temporary profile) and the bus, removes the state file and exits 0.`,
+temporary profile) and the bus, removes the state file and exits 0.
+Its own credentials (` + agentCredsFile + `, ` + adminCredsFile + ` beside the state file) are kept
+for its next start, so clients reconnect by themselves; --rotate-credentials
+makes new ones (every client logged in with the old ones is refused).`,
 		setup: func(fs *pflag.FlagSet) func(c *cli, args []string) error {
 			configFile := declareServeFlags(fs)
+			rotate := fs.Bool("rotate-credentials", false, "make new passwords for the node's own agent and admin users instead of keeping those of its last start (clients using the old ones are refused)")
 			return func(c *cli, args []string) error {
 				if len(args) > 0 {
 					return usagef("serve: takes no arguments, got %q", args)
@@ -61,7 +68,7 @@ temporary profile) and the bus, removes the state file and exits 0.`,
 				if err := cfg.validate(); err != nil {
 					return err
 				}
-				return c.serve(serveOptions{cfg: cfg})
+				return c.serve(serveOptions{cfg: cfg, rotate: *rotate})
 			}
 		},
 	}
@@ -72,7 +79,7 @@ func (c *cli) serve(o serveOptions) error {
 	if err != nil {
 		return err
 	}
-	sn, err := c.startServing(o.cfg, log)
+	sn, err := c.startServing(o.cfg, log, o.rotate)
 	if err != nil {
 		return err
 	}
@@ -101,12 +108,19 @@ type servedNode struct {
 	log     zerolog.Logger
 }
 
-// startServing starts a node as cfg says, its users and its state file.
-func (c *cli) startServing(cfg config, log zerolog.Logger) (*servedNode, error) {
+// startServing starts a node as cfg says, its users and its state file;
+// rotate makes the node's own credentials new.
+func (c *cli) startServing(cfg config, log zerolog.Logger, rotate bool) (*servedNode, error) {
 	busOpts := bus.Options{URL: cfg.Bus.URL}
 	path, err := c.statePath()
 	if err != nil {
 		return nil, protocol.Errorf(protocol.CodeInternal, "%v", err)
+	}
+	// A node started again with its state brings its tabs back, under the
+	// name it had unless given one.
+	tabsFile := restoreFile(cfg, path, log)
+	if cfg.Node.Name == "" {
+		cfg.Node.Name = restoredName(tabsFile)
 	}
 	// The embedded bus lets users in with a password only: the node's own
 	// agent and admin, written beside the state file, and the configured.
@@ -139,10 +153,17 @@ func (c *cli) startServing(cfg config, log zerolog.Logger) (*servedNode, error) 
 			return nil, err
 		}
 		var own []bus.User
-		if local, own, err = makeLocalUsers(dir, localUserSuffix(busOpts.Cluster, cfg.Node.Name)); err != nil {
+		if local, own, err = makeLocalUsers(dir, localUserSuffix(busOpts.Cluster, cfg.Node.Name), rotate); err != nil {
 			return nil, protocol.Errorf(protocol.CodeInternal, "credentials: %v", err)
 		}
 		busOpts.Users = append(own, configured...)
+		// Where the last start listened, when it is free: clients that
+		// knew the node find its bus there again.
+		busOpts.Port = local.reusePort(busOpts.Host, busOpts.Port, local.lastURL)
+		busOpts.WebSocket = local.reuseWebSocket(busOpts.WebSocket)
+		if local.kept[local.agent.User] && local.kept[local.admin.User] {
+			log.Info().Str("dir", dir).Msg("the node's own credentials are those of its last start (serve --rotate-credentials makes new ones)")
+		}
 	}
 	if st, err := readState(path); err == nil && st.PID != os.Getpid() && processAlive(st.PID) {
 		log.Warn().Int("pid", st.PID).Str("state", path).
@@ -175,6 +196,9 @@ func (c *cli) startServing(cfg config, log zerolog.Logger) (*servedNode, error) 
 		browserHome = account.Home
 	}
 	profiles := cfg.profilesDir(c.getenv, browserHome)
+	if err := passableStateDir(filepath.Dir(path), account, profiles, cfg.profileDir()); err != nil {
+		return nil, protocol.Errorf(protocol.CodeInternal, "the state file's directory: %v", err)
+	}
 	if err := makeProfilesDir(profiles, account); err != nil {
 		return nil, usagef("browser.profileDir: %v", err)
 	}
@@ -224,8 +248,11 @@ func (c *cli) startServing(cfg config, log zerolog.Logger) (*servedNode, error) 
 		FileRoots:     roots,
 		History:       history,
 		MaxTabs:       cfg.Node.MaxTabs,
+		TabsFile:      tabsFile,
 		HTTP:          httpOpts,
 		Search:        searchOpts,
+
+		MaxStagedBytes: cfg.Files.MaxStagedBytes,
 	})
 	cancel()
 	if err != nil {
@@ -266,8 +293,8 @@ func (c *cli) startServing(cfg config, log zerolog.Logger) (*servedNode, error) 
 	return &servedNode{node: node, local: local, cluster: busOpts.Cluster != nil, path: path, state: st, log: log}, nil
 }
 
-// stop closes the node (a second signal kills its browser at once),
-// removes the state file and the node's users.
+// stop closes the node (a second signal kills its browser at once) and
+// removes the state file; in a cluster the node's own users leave it.
 func (sn *servedNode) stop(c *cli) error {
 	log, node, local := sn.log, sn.node, sn.local
 	log.Info().Msg("shutting down (a second signal kills the browser at once)")
@@ -300,7 +327,7 @@ func (sn *servedNode) stop(c *cli) error {
 	if err := removeState(sn.path, os.Getpid()); err != nil {
 		log.Warn().Err(err).Msg("remove state file")
 	}
-	local.remove()
+	// The node's own credentials stay (0600) for its next start.
 	if closeErr != nil {
 		log.Error().Err(closeErr).Msg("shutdown")
 		return protocol.Errorf(protocol.CodeInternal, "shutdown: %v", closeErr)
@@ -444,7 +471,8 @@ func declareServeFlags(fs *pflag.FlagSet) *string {
 	d := defaultConfig()
 	configFile := fs.String("config", "", "YAML configuration `file` (default $"+envConfig+", else "+defaultConfigHint()+" when it exists); flags override it")
 	fs.String("node", "", "the node's `name`, unique among the live nodes of the bus: letters, digits, '-' and '_' (node.name; default: the host name and a short random suffix)")
-	fs.Int("max-tabs", 0, "how many tabs the node takes, `N`; past it a new tab is refused node_full and placement sends tabs elsewhere (node.maxTabs; 0: no bound)")
+	fs.Int("max-tabs", 0, "how many tabs the node takes, `N`; past it a new tab is refused node_full and placement sends tabs elsewhere (node.maxTabs; 0: derived from the machine's memory and cores, printed at start; -1: no bound)")
+	fs.Int64("max-staged-bytes", 0, "how many `bytes` of files staged for upload the node's tabs hold together; past it a file is refused node_full (files.maxStagedBytes; 0: a quarter of the free disk space, printed at start; -1: no bound)")
 	boolVarP(fs, new(bool), "headed", "", "show the browser window (default: headless)")
 	timeout := msDuration(time.Duration(d.Browser.Timeout) * time.Millisecond)
 	fs.Var(&timeout, "timeout", "default deadline of an action that sets none, a duration or milliseconds (browser.timeout)")

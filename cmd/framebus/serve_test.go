@@ -217,7 +217,8 @@ func TestServeSecondSignalStillCleansUp(t *testing.T) {
 }
 
 // checkLeftNothing checks a stopped node left no Chromium running with
-// profile, and removed the profile, its state file and its credentials.
+// profile, and removed the profile and its state file; its credentials
+// stay for its next start, its user's alone (0600).
 func (n *node) checkLeftNothing(profile string) {
 	n.t.Helper()
 	waitFor(n.t, "every chromium process with the profile has exited", 10*time.Second, func() bool {
@@ -226,9 +227,12 @@ func (n *node) checkLeftNothing(profile string) {
 	if _, err := os.Stat(profile); !os.IsNotExist(err) {
 		n.t.Errorf("profile %s still exists: %v", profile, err)
 	}
-	for _, file := range []string{n.stateFile, n.credsFile(agentCredsFile), n.credsFile(adminCredsFile)} {
-		if _, err := os.Stat(file); !os.IsNotExist(err) {
-			n.t.Errorf("%s still exists: %v", file, err)
+	if _, err := os.Stat(n.stateFile); !os.IsNotExist(err) {
+		n.t.Errorf("%s still exists: %v", n.stateFile, err)
+	}
+	for _, file := range []string{n.credsFile(agentCredsFile), n.credsFile(adminCredsFile)} {
+		if fi, err := os.Stat(file); err != nil || fi.Mode().Perm() != 0o600 {
+			n.t.Errorf("%s after the node stopped: %v %v; want it kept, 0600", file, fi, err)
 		}
 	}
 }

@@ -8,9 +8,11 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 
+	"github.com/framebus/framebus/cdpdriver"
 	"github.com/framebus/framebus/protocol"
 )
 
@@ -120,4 +122,37 @@ func processAlive(pid int) bool {
 	}
 	err := syscall.Kill(pid, 0)
 	return err == nil || err == syscall.EPERM
+}
+
+// passableStateDir lets the browser's account (account; nil: Chromium
+// runs as this user) pass through the state directory when a profile
+// directory lies under it (FRAMEBUS_STATE=/x/node.json with
+// --profile-dir /x/prof, the layout a newcomer picks): 0711, so it can
+// enter on the way to its profile but neither list the directory nor
+// read the files in it, which stay 0600. A directory privateDir left
+// as it is (shared, or another user's) is left so here too.
+func passableStateDir(stateDir string, account *cdpdriver.BrowserUser, profileDirs ...string) error {
+	if account == nil || !slices.ContainsFunc(profileDirs, func(p string) bool { return p != "" && below(p, stateDir) }) {
+		return nil
+	}
+	fi, err := os.Stat(stateDir)
+	if err != nil {
+		return err
+	}
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	if !ok || int(st.Uid) != os.Geteuid() || fi.Mode().Perm() != 0o700 {
+		return nil
+	}
+	return os.Chmod(stateDir, 0o711)
+}
+
+// below reports whether path lies under dir (both made absolute).
+func below(path, dir string) bool {
+	p, errP := filepath.Abs(path)
+	d, errD := filepath.Abs(dir)
+	if errP != nil || errD != nil {
+		return false
+	}
+	rel, err := filepath.Rel(d, p)
+	return err == nil && rel != "." && rel != ".." && !strings.HasPrefix(rel, "../")
 }

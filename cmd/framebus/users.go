@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"slices"
 	"sync"
+	"syscall"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/micro"
@@ -29,10 +30,19 @@ type userConfig struct {
 }
 
 // localUsers are the node's own credentials: an agent for client
-// commands and an admin for creds, fresh passwords every start.
+// commands and an admin for creds. They are kept beside the state file
+// and used again at the next start, so the clients a node had before it
+// restarted (watchers, agents, MCP servers) log in again by themselves;
+// serve --rotate-credentials makes new ones.
 type localUsers struct {
 	dir          string
 	agent, admin protocol.Credentials
+	// kept: each user's password is the one its file held (not rotated).
+	kept map[string]bool
+	// lastURL and lastWebSocket are where the last start's bus listened,
+	// by its agent file ("" when none): a start on a free port takes that
+	// port again when it is free, so clients find the bus where it was.
+	lastURL, lastWebSocket string
 }
 
 // localUserSuffix is what the node's own users' names end with: nothing
@@ -50,16 +60,29 @@ func localUserSuffix(cluster *bus.ClusterOptions, node string) string {
 func clusterUserSuffix(node string) string { return "-" + node }
 
 // makeLocalUsers makes the agent and admin users (their names with
-// suffix) and their passwords.
-func makeLocalUsers(dir, suffix string) (*localUsers, []bus.User, error) {
-	lu := &localUsers{dir: dir}
+// suffix): with the passwords of the files a start before wrote in dir,
+// unless rotate or those files are no longer fit to keep (see
+// keptPassword); else with new ones.
+func makeLocalUsers(dir, suffix string, rotate bool) (*localUsers, []bus.User, error) {
+	lu := &localUsers{dir: dir, kept: map[string]bool{}}
+	if last, err := readCredentials(filepath.Join(dir, agentCredsFile)); err == nil {
+		lu.lastURL, lu.lastWebSocket = last.URL, last.WebSocket
+	}
 	var users []bus.User
 	for _, u := range []struct {
 		creds *protocol.Credentials
 		name  string
 		role  string
-	}{{&lu.agent, localAgentUser + suffix, protocol.RoleAgent}, {&lu.admin, localAdminUser + suffix, protocol.RoleAdmin}} {
-		password := newPassword()
+		file  string
+	}{{&lu.agent, localAgentUser + suffix, protocol.RoleAgent, agentCredsFile}, {&lu.admin, localAdminUser + suffix, protocol.RoleAdmin, adminCredsFile}} {
+		password := ""
+		if !rotate {
+			password = keptPassword(filepath.Join(dir, u.file), u.name, u.role)
+		}
+		lu.kept[u.name] = password != ""
+		if password == "" {
+			password = newPassword()
+		}
 		hash, err := bus.HashPassword(password)
 		if err != nil {
 			return nil, nil, err
@@ -68,6 +91,32 @@ func makeLocalUsers(dir, suffix string) (*localUsers, []bus.User, error) {
 		users = append(users, bus.User{Name: u.name, PasswordHash: hash, Role: u.role})
 	}
 	return lu, users, nil
+}
+
+// keptPassword is the password of the credentials file a start before
+// wrote at path for user name with role, or "" when there is none to
+// keep: no file, another user (the node's name changed in a cluster),
+// or a file others could read or that is not the user's own (its
+// password may have been read: a new one is safer).
+func keptPassword(path, name, role string) string {
+	data, err := readSecretFile(path)
+	if err != nil {
+		return ""
+	}
+	if fi, err := os.Stat(path); err != nil || !ownFile(fi) {
+		return ""
+	}
+	var creds protocol.Credentials
+	if json.Unmarshal(data, &creds) != nil || creds.User != name || creds.Role != role || len(creds.Password) < 16 {
+		return ""
+	}
+	return creds.Password
+}
+
+// ownFile reports whether fi is a file of this process's user.
+func ownFile(fi os.FileInfo) bool {
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	return ok && int(st.Uid) == os.Geteuid()
 }
 
 // write puts both credentials files beside the state file, 0600, once
@@ -87,7 +136,8 @@ func (lu *localUsers) write(b *bus.Bus, prefix string) error {
 }
 
 // remove removes the credentials files that are still this node's (a
-// node started since may have replaced them).
+// node started since may have replaced them): when its start failed
+// with passwords no file held before.
 func (lu *localUsers) remove() {
 	if lu == nil {
 		return // an external bus: none written
@@ -96,6 +146,9 @@ func (lu *localUsers) remove() {
 		creds protocol.Credentials
 		name  string
 	}{{lu.agent, agentCredsFile}, {lu.admin, adminCredsFile}} {
+		if lu.kept[f.creds.User] {
+			continue // as it was before this start
+		}
 		path := filepath.Join(lu.dir, f.name)
 		if have, err := readCredentials(path); err == nil && have.Password == f.creds.Password {
 			os.Remove(path)

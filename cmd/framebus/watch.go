@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/pflag"
 
 	busclient "github.com/framebus/framebus/bus/client"
+	"github.com/framebus/framebus/protocol"
 )
 
 func watchCommand() command {
@@ -25,13 +26,24 @@ stored frames from N, then follows live ones, with no gap and no frame twice;
 --last starts at the tab's current frame (with --all, each tab's). Once
 subscribed it logs "watching" on stderr. watch reconnects by itself and
 logs each disconnect and reconnect on stderr; frames made meanwhile come
-from the history (a gap in it is logged too).`,
+from the history (a gap in it is logged too).
+
+A watch of one tab ends when the tab does. After the tab's close frame
+(action "close", its last) it logs "tab closed" and exits 0. When the
+tab's node is gone (stopped, died) or lost its liveness (frozen or cut
+off: the node registry forgot it), it logs "the tab's node is not live"
+and exits 1 with the node_unavailable reply; with --keep-waiting it goes
+on instead, logs "the tab's node answers again" if it comes back (a node
+restarted with its state brings its tabs back), and prints the frames
+made meanwhile from the history, none lost.`,
 		setup: func(fs *pflag.FlagSet) func(c *cli, args []string) error {
 			var target clientFlags
 			target.declare(fs, true)
 			all, last := new(bool), new(bool)
 			boolVarP(fs, all, "all", "", "watch every tab on the bus")
 			boolVarP(fs, last, "last", "", "start at the current frame")
+			keep := new(bool)
+			boolVarP(fs, keep, "keep-waiting", "", "when the tab's node is gone or not live, keep waiting for it to come back instead of exiting")
 			from := fs.Int64("from", 0, "replay the tab's stored frames from sequence `N`, then follow")
 			return func(c *cli, args []string) error {
 				switch {
@@ -45,6 +57,8 @@ from the history (a gap in it is logged too).`,
 					return usagef("watch: --from and --last exclude each other")
 				case fs.Changed("from") && *all:
 					return usagef("watch --all: --from names one tab's frame; give --tab")
+				case *keep && *all:
+					return usagef("watch --all follows every tab whatever their nodes do; --keep-waiting is for one tab (--tab)")
 				}
 				start := busclient.FromNext
 				switch {
@@ -53,7 +67,7 @@ from the history (a gap in it is logged too).`,
 				case *last:
 					start = 0
 				}
-				return c.watch(target, *all, start)
+				return c.watch(target, *all, start, *keep)
 			}
 		},
 	}
@@ -87,9 +101,9 @@ large content inlined; a closed tab's frames stay until they expire.`,
 	}
 }
 
-func (c *cli) watch(target clientFlags, all bool, from int64) error {
+func (c *cli) watch(target clientFlags, all bool, from int64, keepWaiting bool) error {
 	log, _ := newLogger(c.stderr, "info") // "watching" tells scripts the subscription is live
-	cl, err := c.dial(target, busclient.Options{OnEvent: logEvent(log)})
+	cl, err := c.dial(target, busclient.Options{OnEvent: logEvent(log, keepWaiting)})
 	if err != nil {
 		return err
 	}
@@ -107,7 +121,11 @@ func (c *cli) watch(target clientFlags, all bool, from int64) error {
 			return err // a tab nobody has, nor had, would be watched forever
 		}
 		subject = cl.subj.TabFrames(tab)
-		w, err = cl.bc.Watch(c.ctx, tab, from)
+		var opts []busclient.WatchOption
+		if keepWaiting {
+			opts = append(opts, busclient.KeepWaiting())
+		}
+		w, err = cl.bc.Watch(c.ctx, tab, from, opts...)
 		if err != nil {
 			return err
 		}
@@ -126,7 +144,10 @@ func (c *cli) watch(target clientFlags, all bool, from int64) error {
 	if c.ctx.Err() != nil {
 		return nil
 	}
-	return w.Err()
+	if err := w.Err(); protocol.CodeOf(err) != protocol.CodeTabClosed {
+		return err
+	}
+	return nil // the tab's close frame was its last: the watch is complete
 }
 
 func (c *cli) frames(target clientFlags, from, to int64) error {
@@ -157,9 +178,19 @@ func (cl *client) hasHistory(ctx context.Context, tab string) bool {
 }
 
 // logEvent logs what the bus connection and a watch go through.
-func logEvent(log zerolog.Logger) func(busclient.Event) {
+func logEvent(log zerolog.Logger, keepWaiting bool) func(busclient.Event) {
 	return func(e busclient.Event) {
 		switch e.Kind {
+		case busclient.EventNodeLost:
+			then := "the watch ends"
+			if keepWaiting {
+				then = "waiting for it to come back (--keep-waiting)"
+			}
+			log.Warn().Str("tab", e.Tab).Str("node", e.Node).Str("code", string(protocol.CodeOf(e.Err))).Err(e.Err).Msg("the tab's node is not live; " + then)
+		case busclient.EventNodeBack:
+			log.Info().Str("tab", e.Tab).Str("node", e.Node).Msg("the tab's node answers again; resuming after the last frame printed")
+		case busclient.EventTabClosed:
+			log.Info().Str("tab", e.Tab).Str("node", e.Node).Msg("tab closed: its close frame was its last; the watch ends")
 		case busclient.EventDisconnected:
 			log.Warn().Err(e.Err).Msg("disconnected from the bus; reconnecting")
 		case busclient.EventReconnected:

@@ -7,11 +7,13 @@ import (
 	"encoding/hex"
 	"net"
 	"testing"
+	"time"
 
 	"github.com/nats-io/nats.go"
 	"golang.org/x/crypto/bcrypt"
 
 	"github.com/framebus/framebus/bus"
+	"github.com/framebus/framebus/internal/testscale"
 	"github.com/framebus/framebus/protocol"
 )
 
@@ -27,8 +29,19 @@ func AddUser(t testing.TB, b *bus.Bus, role string) protocol.Credentials {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := b.AddUser(bus.User{Name: name, PasswordHash: string(hash), Role: role}); err != nil {
-		t.Fatalf("add %s user: %v", role, err)
+	// A cluster's registry answers once its JetStream has a leader; on a
+	// busy machine that is later than AddUser's own bound, which then
+	// says unavailable and changed nothing: asked again, within the
+	// test's scaled deadline.
+	deadline := time.Now().Add(testscale.D(time.Minute))
+	for {
+		err := b.AddUser(bus.User{Name: name, PasswordHash: string(hash), Role: role})
+		if err == nil {
+			break
+		}
+		if protocol.CodeOf(err) != protocol.CodeUnavailable || time.Now().After(deadline) {
+			t.Fatalf("add %s user: %v", role, err)
+		}
 	}
 	return protocol.Credentials{
 		URL: b.ClientURL(), WebSocket: b.WebSocketURL(), User: name, Password: password,

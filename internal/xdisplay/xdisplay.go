@@ -24,6 +24,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/framebus/framebus/internal/testchild"
 )
 
 // startTimeout bounds how long Xvfb may take to say which display it took.
@@ -46,7 +48,7 @@ func Start(t testing.TB, width, height int) string {
 		t.Fatal(err)
 	}
 	defer r.Close()
-	x := exec.Command(xvfb, "-displayfd", "3", "-screen", "0", strconv.Itoa(width)+"x"+strconv.Itoa(height)+"x24", "-nolisten", "tcp")
+	x := testchild.DieWithTest(exec.Command(xvfb, "-displayfd", "3", "-screen", "0", strconv.Itoa(width)+"x"+strconv.Itoa(height)+"x24", "-nolisten", "tcp"))
 	x.ExtraFiles = []*os.File{w}
 	if err := x.Start(); err != nil {
 		w.Close()
