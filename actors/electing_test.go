@@ -21,6 +21,7 @@ import (
 // unavailable and says what it waited for (it was internal, the 503,
 // after a fixed 30 s). Once the last member comes up, the node starts.
 func TestHistoryWaitsForTheClusterToForm(t *testing.T) {
+	t.Parallel() // its own cluster
 	listen, routes := bustest.ClusterRoutes(t, 3)
 	start := func(i int) *bus.Bus {
 		b, err := bus.Start(bus.Options{Name: fmt.Sprintf("s%d", i+1), JetStream: &bus.JetStreamOptions{},

@@ -444,7 +444,7 @@ func TestHistoryUpdatesAnOlderStream(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := map[string]uint64{subj.TabFrames("OLD"): 1, subj.TabFrames(tab.ID()): 3}
+	want := map[string]uint64{subj.TabFrames("OLD"): 1, subj.TabFrames(tab.ID()): 4} // 3 and the close frame
 	if fmt.Sprint(info.State.Subjects) != fmt.Sprint(want) {
 		t.Fatalf("stored frames by subject: %v, want %v", info.State.Subjects, want)
 	}

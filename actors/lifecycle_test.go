@@ -21,6 +21,7 @@ import (
 // launch; status and close are answered while a tab is stuck in a long
 // wait-for; plans to a closed browser's tabs say how to launch it.
 func TestLifecycleOnTheBus(t *testing.T) {
+	t.Parallel() // its own node and browser
 	node := startTestNode(t, NodeOptions{Prefix: "fblife"})
 	subj := node.Subjects()
 	nc := bustest.Connect(t, node.Bus(), protocol.RoleAgent)
@@ -214,6 +215,7 @@ func TestLifecycleOnTheBus(t *testing.T) {
 // A persistent profile keeps cookies and localStorage across close and
 // launch; a second node on the same profile gets "profile in use".
 func TestProfilePersistsAndIsExclusive(t *testing.T) {
+	t.Parallel() // its own nodes and profile directory
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	dir := testdir.Enterable(t)

@@ -222,6 +222,7 @@ func TestNetworkBound(t *testing.T) {
 // A request the whitelist refuses shows as blocked, saying why, and the
 // denied server never sees it.
 func TestNetworkShowsBlocked(t *testing.T) {
+	t.Parallel() // its own node and server
 	var hits atomic.Int64
 	denied := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { hits.Add(1) }))
 	defer denied.Close()

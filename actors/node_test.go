@@ -15,6 +15,7 @@ import (
 // A node wires bus, browser and tab; a TCP client lists its tabs, runs a
 // plan and sees its frames; Close leaves no Chromium and no profile.
 func TestNodeLifecycle(t *testing.T) {
+	t.Parallel() // its own node and browser
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	node, err := StartNode(ctx, NodeOptions{Launch: cdpdriver.LaunchOptions{Headless: true}, Prefix: "fbtest"})

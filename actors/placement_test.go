@@ -47,6 +47,7 @@ func lifecycleRequest(t *testing.T, nc *nats.Conn, subject string, req any) prot
 // random member of the queue group.)
 // A node that lacks a profile is never where a thing of it is placed.
 func TestPlacementLeastTabs(t *testing.T) {
+	t.Parallel() // its own bus and nodes
 	alpha, beta := twoNodes(t, NodeOptions{Profiles: []ProfileOptions{{Name: "extra"}}}, 0)
 	nc := testConnOf(t, alpha)
 	subj := alpha.Subjects()
@@ -94,6 +95,8 @@ func TestPlacementLeastTabs(t *testing.T) {
 // answer is node_full naming each and its bound; a tab pinned to a full
 // node is node_full, whatever the others have.
 func TestPlacementMaxTabs(t *testing.T) {
+	// Its own bus and nodes.
+	t.Parallel()
 	alpha, beta := twoNodes(t, NodeOptions{MaxTabs: 1}, 3) // alpha is full with its first tab
 	nc := testConnOf(t, alpha)
 	subj := alpha.Subjects()
@@ -135,6 +138,7 @@ func TestPlacementMaxTabs(t *testing.T) {
 // node that runs the profile's browser, and is refused naming them when
 // several do.
 func TestCloseReachesTheNodeThatHasIt(t *testing.T) {
+	t.Parallel() // its own bus and nodes
 	alpha, beta := twoNodes(t, NodeOptions{}, 0)
 	nc := testConnOf(t, alpha)
 	subj := alpha.Subjects()

@@ -20,6 +20,7 @@ import (
 // is adopted, launch is refused, close only disconnects and connect
 // reconnects.
 func TestProfilesManagedAndAttached(t *testing.T) {
+	t.Parallel() // its own node and browsers
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	outside, err := cdpdriver.Launch(ctx, cdpdriver.LaunchOptions{Headless: true, DebuggingPort: true, Logger: zerolog.Nop()}) // a user's own Chrome

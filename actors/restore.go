@@ -83,8 +83,12 @@ type restorer struct {
 
 	mu      sync.Mutex
 	pending map[string][]string // profile: tab ids not restored yet
-	written []byte              // the file as last written
-	closing bool                // the node stops: its tabs stay in the file
+	// coming are the tabs taken from pending and on their way back
+	// (their pages loading): id: profile. They stay in the file until
+	// they are back or failed, so a node killed meanwhile still has them.
+	coming  map[string]string
+	written []byte // the file as last written
+	closing bool   // the node stops: its tabs stay in the file
 	// held are the plan subjects of tabs on their way back, answered
 	// unavailable until each tab takes its own plans (see holdPlans).
 	held map[string]*nats.Subscription
@@ -93,7 +97,7 @@ type restorer struct {
 // loadRestore reads the tabs the node had when it last stopped.
 func (n *Node) loadRestore() {
 	r := &n.restore
-	r.file, r.pending = n.opts.TabsFile, map[string][]string{}
+	r.file, r.pending, r.coming = n.opts.TabsFile, map[string][]string{}, map[string]string{}
 	if r.file == "" {
 		return
 	}
@@ -204,7 +208,18 @@ func (n *Node) takeRestore(profile string) []string {
 	defer r.mu.Unlock()
 	ids := r.pending[profile]
 	delete(r.pending, profile)
+	for _, id := range ids {
+		r.coming[id] = profile
+	}
 	return ids
+}
+
+// arrived ends tab id's way back, whether it came back or not.
+func (n *Node) arrived(id string) {
+	r := &n.restore
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	delete(r.coming, id)
 }
 
 // hasRestore reports whether profile has tabs to restore.
@@ -235,12 +250,20 @@ func (n *Node) saveTabs() {
 			f.Tabs = append(f.Tabs, keptTab{Tab: id, Profile: profile})
 		}
 	}
+	listed := map[string]bool{}
 	for _, p := range n.Profiles() {
 		if !p.Managed() {
 			continue // an attached browser keeps its own tabs
 		}
 		for _, t := range p.Tabs() {
 			f.Tabs = append(f.Tabs, keptTab{Tab: t.Tab, Profile: p.name})
+			listed[t.Tab] = true
+		}
+	}
+	// Those on their way back are not the profiles' tabs yet.
+	for _, id := range slices.Sorted(maps.Keys(r.coming)) {
+		if !listed[id] {
+			f.Tabs = append(f.Tabs, keptTab{Tab: id, Profile: r.coming[id]})
 		}
 	}
 	data, _ := json.Marshal(f)
@@ -325,6 +348,7 @@ func (p *Profile) restoreTabs(ctx context.Context) int {
 			defer wg.Done()
 			log := p.log.With().Str("tab", id).Logger()
 			defer p.node.releasePlans(id) // back or not: the tab's own answers, or none
+			defer p.node.arrived(id)
 			last, err := p.node.lastFrame(ctx, id)
 			if err != nil {
 				log.Error().Err(err).Msg("tab not restored: its last frame is not in the history, so it cannot go on from its sequence")

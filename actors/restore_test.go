@@ -8,9 +8,14 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/rs/zerolog"
 
 	"github.com/framebus/framebus/actors/whitelist"
 	"github.com/framebus/framebus/internal/testdir"
@@ -206,4 +211,122 @@ func TestSessionTabsComeBackWithTheirSession(t *testing.T) {
 	if got := node.Sessions(); len(got) != 1 || got[0].Session != s.Session || len(got[0].Tabs) != 1 || got[0].Tabs[0].Tab != tab {
 		t.Fatalf("sessions after the restart: %+v; want %s with tab %s", got, s.Session, tab)
 	}
+}
+
+// A tab on its way back stays in the tabs file until it is back: while
+// one restored tab's page is still loading, another that came back
+// first rewrites the file (its profile's tabs changed), and a node
+// killed at that moment must still find the slow one at its next start.
+// (Without: the file listed only the tabs already back, and the slow
+// one was lost for good.)
+func TestTabsFileKeepsTabsOnTheirWayBack(t *testing.T) {
+	var hold atomic.Bool
+	asked, release := make(chan struct{}, 1), make(chan struct{})
+	slow := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/" && hold.Load() {
+			select {
+			case asked <- struct{}{}:
+			default:
+			}
+			select {
+			case <-release:
+			case <-r.Context().Done():
+			case <-time.After(testscale.D(time.Minute)):
+			}
+		}
+		fmt.Fprint(w, "<title>slow</title><p>slow page</p>")
+	}))
+	defer slow.Close()
+	defer func() {
+		select {
+		case <-release:
+		default:
+			close(release)
+		}
+	}()
+	dir := t.TempDir()
+	logs := &logLines{}
+	opts := NodeOptions{History: HistoryOptions{Storage: HistoryFile, Dir: filepath.Join(dir, "jetstream")}, TabsFile: filepath.Join(dir, "tabs.json"),
+		Logger: zerolog.New(logs)}
+	ctx, cancel := context.WithTimeout(context.Background(), testscale.D(3*time.Minute))
+	defer cancel()
+
+	node := startTestNode(t, opts)
+	fast, err := node.OpenTab(ctx, site("/"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	slowTab, err := node.OpenTab(ctx, slow.URL+"/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	lastStored(t, node, fast.ID(), fast.Info().Sequence)
+	lastStored(t, node, slowTab.ID(), slowTab.Info().Sequence)
+	if err := node.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	hold.Store(true)
+	opts.Launch.Headless = true
+	started := make(chan error, 1)
+	go func() {
+		n, err := StartNode(ctx, opts)
+		if err == nil {
+			t.Cleanup(func() { n.Close() })
+		}
+		started <- err
+	}()
+	select {
+	case <-asked:
+	case err := <-started:
+		t.Fatalf("the node started (%v) before the slow tab's page was asked for", err)
+	case <-ctx.Done():
+		t.Fatal("the slow tab's page was not asked for again")
+	}
+	// The fast tab is back (and wrote the file) while the slow one loads.
+	waitUntil(t, func() bool { return logs.has(`"tab":"`+fast.ID()+`"`, `"tab restored"`) })
+	_, kept, err := ReadTabsFile(opts.TabsFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ids []string
+	for _, k := range kept {
+		ids = append(ids, k.Tab)
+	}
+	if !slices.Contains(ids, slowTab.ID()) || !slices.Contains(ids, fast.ID()) {
+		t.Errorf("the tabs file while %s is on its way back: %v; want it and %s", slowTab.ID(), ids, fast.ID())
+	}
+	close(release)
+	if err := <-started; err != nil {
+		t.Fatal(err)
+	}
+}
+
+// logLines keeps a logger's lines.
+type logLines struct {
+	mu    sync.Mutex
+	lines []string
+}
+
+func (l *logLines) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.lines = append(l.lines, string(p))
+	return len(p), nil
+}
+
+// has reports whether a line holds every one of parts.
+func (l *logLines) has(parts ...string) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, line := range l.lines {
+		all := true
+		for _, p := range parts {
+			all = all && strings.Contains(line, p)
+		}
+		if all {
+			return true
+		}
+	}
+	return false
 }

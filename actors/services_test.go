@@ -102,6 +102,7 @@ func requests(t *testing.T, nc *nats.Conn, id, name string) int {
 // subjects (queue groups as the subjects need), their request counts
 // grow, and a closed tab's instance is gone.
 func TestMicroDiscovery(t *testing.T) {
+	t.Parallel() // its own node; it counts requests on its own bus
 	node := startTestNode(t, NodeOptions{})
 	nc, err := node.Bus().Connect("micro-test")
 	if err != nil {

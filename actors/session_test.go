@@ -81,6 +81,7 @@ func (c *busClient) plan(subj protocol.Subjects, tab string, plan protocol.Plan)
 // domain's profile does not see them; the whitelist and bad domains are
 // refused; a second node on the same profile directory gets profile_in_use.
 func TestSessionsKeepAProfilePerDomain(t *testing.T) {
+	t.Parallel() // its own node, site and profile directory
 	site := httptest.NewServer(siteHandler())
 	defer site.Close()
 	_, port, _ := net.SplitHostPort(site.Listener.Addr().String())

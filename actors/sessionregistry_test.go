@@ -94,6 +94,7 @@ func die(n *Node) {
 // that one session, on one node, and only that node has the domain's
 // profile. Stop deletes the entry; the next start is a new session.
 func TestOneSessionPerDomainOnTheBus(t *testing.T) {
+	t.Parallel() // its own bus, nodes and profile directories
 	alpha, beta, _ := twoSessionNodes(t, "fbsessone")
 	subj := alpha.Subjects()
 	clients := []*nats.Conn{bustest.Connect(t, alpha.Bus(), protocol.RoleAgent), bustest.Connect(t, alpha.Bus(), protocol.RoleAgent)}
@@ -147,6 +148,7 @@ func TestOneSessionPerDomainOnTheBus(t *testing.T) {
 // domain: same id, on the node asked, which says whose it was; a stop of
 // its other session is answered by a live node, which forgets it.
 func TestSessionsOutliveTheirNode(t *testing.T) {
+	t.Parallel() // its own bus, nodes and profile directories
 	alpha, beta, betaOpts := twoSessionNodes(t, "fbsessback")
 	subj := alpha.Subjects()
 	nc := bustest.Connect(t, alpha.Bus(), protocol.RoleAgent)
@@ -210,6 +212,7 @@ func TestSessionsOutliveTheirNode(t *testing.T) {
 // A bus whose session registry cannot be on file (here: a bucket made in
 // memory before) still takes the node, with the registry in memory.
 func TestSessionRegistryInMemory(t *testing.T) {
+	t.Parallel() // its own buses and nodes
 	first := startTestNode(t, NodeOptions{Name: "alpha", Prefix: "fbsessmem"})
 	js, err := jetstream.New(testConnOf(t, first))
 	if err != nil {

@@ -20,6 +20,7 @@ import (
 // values, the registry came from that replica now and then with nothing
 // in it, and the node started no session.
 func TestSessionsComeBackThroughAClusterMemberRestart(t *testing.T) {
+	t.Parallel() // its own cluster, node and browsers
 	const secret = "session-restart-secret"
 	listen, routes := bustest.ClusterRoutes(t, 3)
 	var members []*bus.Bus

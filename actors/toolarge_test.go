@@ -15,6 +15,7 @@ import (
 // from Chromium takes longer), stating the size and the limit. The action
 // ran (an eval makes its frame), and the tab goes on.
 func TestResultTooLarge(t *testing.T) {
+	t.Parallel() // its own tab; it reads no other tab or the browser's list
 	tab, frames, seq := tabAt(t, "/")
 	limit := strconv.Itoa(int(testConn.MaxPayload()) - replyRoom)
 	tooLarge := func(name string, a protocol.Action, mutates bool) {

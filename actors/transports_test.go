@@ -160,6 +160,7 @@ func runAttacksOn(t *testing.T, l *listeners, opts NodeOptions, more ...string) 
 // tried. Without a whitelist the same page's lookups are counted, so the
 // count can see them.
 func TestTransportsNoSystemDNS(t *testing.T) {
+	t.Parallel() // its own nodes, browsers and listeners
 	l := startListeners(t)
 	defer l.close()
 	wl, err := whitelist.New([]string{"127.0.0.1"}, nil)
@@ -229,6 +230,7 @@ func systemLookups(t *testing.T, path string) int {
 // preconnect, beacons, keepalive fetches, EventSource and WebSockets. The
 // UDP and TCP listeners on the denied host count what arrives: nothing may.
 func TestTransportsBoundary(t *testing.T) {
+	t.Parallel() // its own node, browser and listeners
 	l := startListeners(t)
 	wl, err := whitelist.New([]string{"127.0.0.1"}, nil)
 	if err != nil {
@@ -264,6 +266,7 @@ func TestTransportsBoundary(t *testing.T) {
 // TestTransportsControl runs the same attacks without a whitelist: the
 // listeners must count them, or TestTransportsBoundary's 0 proves nothing.
 func TestTransportsControl(t *testing.T) {
+	t.Parallel() // its own node, browser and listeners
 	l := startListeners(t)
 	runAttacks(t, l, "fbtransctl", nil)
 	deadline := time.Now().Add(10 * time.Second)
@@ -292,6 +295,7 @@ func TestTransportsControl(t *testing.T) {
 // profile is refused with permission_denied, at start and on connect, and
 // the attacks never run there: the listeners count nothing.
 func TestTransportsAttachRefused(t *testing.T) {
+	t.Parallel() // its own node, browsers and listeners
 	l := startListeners(t)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()

@@ -62,6 +62,7 @@ func pngSize(t *testing.T, r protocol.ActionResult) (int, int) {
 // own window is 780x493, where sites show their phone layout), and a
 // screenshot is that size too; a popup a page opens gets it as well.
 func TestNodeDefaultViewport(t *testing.T) {
+	t.Parallel() // its own node
 	node := startTestNode(t, NodeOptions{Prefix: "fbviewport"})
 	nc := bustest.Connect(t, node.Bus(), protocol.RoleAgent)
 	defer nc.Close()
@@ -336,6 +337,7 @@ func TestClickZoomedOut(t *testing.T) {
 // A profile with a viewport of its own lays its tabs out for it, and its
 // browser's windows are that size; the other profiles keep the node's.
 func TestProfileViewport(t *testing.T) {
+	t.Parallel() // its own node
 	phone, err := protocol.NewViewport("", "iPhone 13")
 	if err != nil {
 		t.Fatal(err)

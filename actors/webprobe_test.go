@@ -45,6 +45,7 @@ func probeNode(t *testing.T, search SearchOptions, http HTTPOptions) *Node {
 // in JSON and with the body outside it (Framebus-Body: raw), never
 // silence until its own deadline.
 func TestProbeReplyLargerThanTheBus(t *testing.T) {
+	t.Parallel() // its own node and server
 	// The body's cap as large as the node allows: the bus's payload,
 	// less the room it keeps for the rest of the reply.
 	node := probeNode(t, SearchOptions{}, HTTPOptions{MaxBytes: 64 << 20})
@@ -112,6 +113,7 @@ func TestProbeReplyLargerThanTheBus(t *testing.T) {
 // A plan whose fetches together pass what one bus message carries: the
 // plan answers too_large (its values left out), never nothing.
 func TestProbePlanOfFetchesLargerThanTheBus(t *testing.T) {
+	t.Parallel() // its own node and server
 	node := probeNode(t, SearchOptions{}, HTTPOptions{})
 	big := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/plain")
@@ -272,6 +274,7 @@ func TestProbePlanFollowsAnInjectedResult(t *testing.T) {
 // raw-body header from a page with odd header bytes; a Host header the
 // whitelist denies, on the bus.
 func TestProbeWhoMayFetch(t *testing.T) {
+	t.Parallel() // its own nodes and servers
 	wl, err := whitelist.New([]string{"127.0.0.1"}, nil)
 	if err != nil {
 		t.Fatal(err)

@@ -29,6 +29,7 @@ import (
 // whitelist denies is permission_denied and reaches nothing; an observer
 // may use neither resource; bad input is bad_request naming the field.
 func TestResourcesOnTheBusAndInPlans(t *testing.T) {
+	t.Parallel() // its own node and servers
 	page := site("/read.html")
 	results, err := os.ReadFile("../testdata/search/ddg-results.html")
 	if err != nil {
@@ -187,6 +188,7 @@ func TestResourcesOnTheBusAndInPlans(t *testing.T) {
 // answered timeout, saying why, instead of nothing; once the slots free,
 // fetches run again.
 func TestFetchSlotsHeldByAServerThatNeverAnswers(t *testing.T) {
+	t.Parallel() // its own node and server
 	hold := make(chan struct{})
 	var held atomic.Int64
 	stuck := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

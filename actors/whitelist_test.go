@@ -29,6 +29,7 @@ import (
 // permission_denied or leave the tab on the allowed page, and the denied
 // server must never see a request.
 func TestWhitelistBoundary(t *testing.T) {
+	t.Parallel() // its own node, browser and sites
 	var evilHits atomic.Int64
 	evil := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		evilHits.Add(1)
@@ -215,6 +216,7 @@ func mustJSON(t *testing.T, v any) []byte {
 // An empty whitelist denies every host: navigations, new tabs and
 // sessions alike, and nothing reaches the server.
 func TestEmptyWhitelistDeniesAll(t *testing.T) {
+	t.Parallel() // its own node and server
 	var hits atomic.Int64
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { hits.Add(1) }))
 	defer srv.Close()
@@ -248,6 +250,7 @@ func TestEmptyWhitelistDeniesAll(t *testing.T) {
 // scripts and images load, an event stream streams, a long poll stays
 // open without holding up anything else, and a form post gets through.
 func TestAllowedTrafficThroughTheEgressProxy(t *testing.T) {
+	t.Parallel() // its own node and server
 	wl, err := whitelist.New([]string{"127.0.0.1"}, nil)
 	if err != nil {
 		t.Fatal(err)

@@ -39,6 +39,11 @@ type Credentials struct {
 	// to the NATS client (jetstream.NewWithAPIPrefix, the nats CLI's
 	// --js-api-prefix, nats.js's jetstream({apiPrefix})).
 	JSAPIPrefix string `json:"jsApiPrefix,omitempty"`
+	// BusUID is the account the node runs as on its machine: when it is
+	// given, framebus's clients there send the password to a listener of
+	// that account (or their own, or root's) only, never to another
+	// local user's that holds the bus's port while the node is down.
+	BusUID *int `json:"busUid,omitempty"`
 }
 
 // JSAPIPrefixFor is the JetStream API prefix a role uses: "" (the

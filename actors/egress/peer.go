@@ -1,18 +1,14 @@
 package egress
 
 import (
-	"bufio"
 	"context"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"net"
 	"net/http"
-	"net/netip"
-	"os"
-	"strconv"
-	"strings"
 	"sync"
+
+	"github.com/framebus/framebus/internal/sockowner"
 )
 
 // Who may use the proxy: only the node's browsers. Every other process of
@@ -22,7 +18,7 @@ import (
 // when the node is not root), so the proxy takes a connection only from a
 // process of an account it was told (Allow), and learns the account from
 // the kernel: the owner of the other end of the TCP connection, in
-// /proc/net/tcp.
+// /proc/net/tcp (see internal/sockowner).
 //
 // Why not a password: Chromium takes no credentials in --proxy-server;
 // answering its challenge over CDP (Fetch.authRequired) reaches only the
@@ -57,7 +53,7 @@ type peer struct {
 }
 
 func (c *peer) owner() (int, error) {
-	c.once.Do(func() { c.uid, c.err = socketOwner(c.local, c.remote) })
+	c.once.Do(func() { c.uid, c.err = sockowner.Owner(c.remote, c.local) })
 	return c.uid, c.err
 }
 
@@ -110,84 +106,3 @@ func (p *Proxy) takes(uid int) bool {
 // Strangers counts the connections' requests the proxy refused because
 // they did not come from the node's browsers.
 func (p *Proxy) Strangers() int64 { return p.strangers.Load() }
-
-// socketOwner is the uid that owns the TCP socket at the other end of a
-// loopback connection whose ends are local (ours) and remote (theirs):
-// the socket whose own address is remote and whose peer is local, in
-// /proc/net/tcp (IPv4) or /proc/net/tcp6 (IPv6, IPv4-mapped too).
-func socketOwner(local, remote net.Addr) (int, error) {
-	l, err1 := netip.ParseAddrPort(local.String())
-	r, err2 := netip.ParseAddrPort(remote.String())
-	if err := errors.Join(err1, err2); err != nil {
-		return 0, err
-	}
-	var errs []error
-	for _, table := range []struct {
-		file string
-		v6   bool
-	}{{"/proc/net/tcp", false}, {"/proc/net/tcp6", true}} {
-		theirs, ok1 := procAddr(r, table.v6)
-		ours, ok2 := procAddr(l, table.v6)
-		if !ok1 || !ok2 {
-			continue
-		}
-		uid, err := findSocket(table.file, theirs, ours)
-		if err == nil {
-			return uid, nil
-		}
-		errs = append(errs, err)
-	}
-	return 0, fmt.Errorf("the socket %s -> %s: %w", remote, local, errors.Join(errs...))
-}
-
-// errNoSocket: the table has no such socket.
-var errNoSocket = errors.New("not in the table")
-
-// findSocket reads a /proc/net/tcp table for the socket with the given
-// local and remote addresses (as the table writes them) and returns its
-// uid.
-func findSocket(file, local, remote string) (int, error) {
-	f, err := os.Open(file)
-	if err != nil {
-		return 0, err
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	sc.Scan() // the header
-	for sc.Scan() {
-		// sl local_address rem_address st tx_queue:rx_queue tr:tm->when retrnsmt uid ...
-		fields := strings.Fields(sc.Text())
-		if len(fields) < 8 || fields[1] != local || fields[2] != remote {
-			continue
-		}
-		return strconv.Atoi(fields[7])
-	}
-	if err := sc.Err(); err != nil {
-		return 0, err
-	}
-	return 0, errNoSocket
-}
-
-// procAddr writes an address and port as /proc/net/tcp does: the
-// address's 32-bit words in hex as the machine stores them, a colon, the
-// port in hex. An IPv4 address is written in tcp6 as IPv4-mapped.
-func procAddr(ap netip.AddrPort, v6 bool) (string, bool) {
-	a := ap.Addr().Unmap()
-	var b []byte
-	switch {
-	case v6:
-		b16 := a.As16() // an IPv4 address as ::ffff:a.b.c.d
-		b = b16[:]
-	case a.Is4():
-		b4 := a.As4()
-		b = b4[:]
-	default:
-		return "", false
-	}
-	var s strings.Builder
-	for i := 0; i < len(b); i += 4 {
-		fmt.Fprintf(&s, "%08X", binary.NativeEndian.Uint32(b[i:i+4]))
-	}
-	fmt.Fprintf(&s, ":%04X", ap.Port())
-	return s.String(), true
-}

@@ -123,6 +123,8 @@ type Client struct {
 	done bool          // the connection is closed for good
 	// gone is closed when the connection is closed for good.
 	gone chan struct{}
+	// closedErr is the calls' error once it is (see closeErr).
+	closedErr error
 
 	// closing is set by Close: the end the caller asked for is no event.
 	closing atomic.Bool
@@ -198,6 +200,11 @@ func Connect(ctx context.Context, opts Options) (*Client, error) {
 		nopts = append(nopts, nats.CustomInboxPrefix(inbox))
 	}
 	nopts = append(nopts, opts.NATSOptions...)
+	// Last: whatever dialer the options chose, a listener on this
+	// machine gets the password only if it is the node's (busowner.go).
+	if creds.BusUID != nil {
+		nopts = append(nopts, busOwners(*creds.BusUID))
+	}
 
 	type dialed struct {
 		nc  *nats.Conn
@@ -318,9 +325,10 @@ func (c *Client) reconnected(nc *nats.Conn) {
 	c.emit(Event{Kind: EventReconnected, URL: nc.ConnectedUrlRedacted()})
 }
 
-func (c *Client) closed(*nats.Conn) {
+func (c *Client) closed(nc *nats.Conn) {
 	c.mu.Lock()
 	if !c.done {
+		c.closedErr = closedBy(nc.LastError(), c.creds.User)
 		close(c.gone)
 	}
 	c.done = true
@@ -331,7 +339,7 @@ func (c *Client) closed(*nats.Conn) {
 		close(c.down)
 	}
 	c.mu.Unlock()
-	c.perms.failAll(errClosed)
+	c.perms.failAll(c.closeErr())
 	c.emit(Event{Kind: EventClosed})
 }
 
@@ -347,13 +355,35 @@ func (c *Client) state() (up, down <-chan struct{}, closed bool) {
 var errClosed = &protocol.Error{Code: protocol.CodeUnavailable,
 	Message: "the bus connection is closed (the node may have stopped)", Err: nats.ErrConnectionClosed}
 
+// closedBy is the calls' error of a connection nats closed after last:
+// a login refused on reconnect (nats gives up after the second) is
+// permission_denied, as at Connect; trying again would not help.
+func closedBy(last error, user string) error {
+	if errors.Is(last, nats.ErrAuthorization) || errors.Is(last, nats.ErrAuthExpired) || errors.Is(last, nats.ErrAuthRevoked) {
+		return protocol.Errorf(protocol.CodePermissionDenied,
+			"the bus refused user %q when the client reconnected, and the connection is closed: %w (its password was rotated, serve --rotate-credentials, or the user removed: take the node's current credentials file)", user, last)
+	}
+	return errClosed
+}
+
+// closeErr is the error of a call the closed connection ends: errClosed,
+// or the refusal that closed it.
+func (c *Client) closeErr() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closedErr != nil {
+		return c.closedErr
+	}
+	return errClosed
+}
+
 // awaitConnected returns once the client is connected, or with ctx's
 // error, or errClosed.
 func (c *Client) awaitConnected(ctx context.Context, waitingFor string) (down <-chan struct{}, err error) {
 	for {
 		up, down, closed := c.state()
 		if closed {
-			return nil, errClosed
+			return nil, c.closeErr()
 		}
 		select {
 		case <-up:
@@ -363,7 +393,7 @@ func (c *Client) awaitConnected(ctx context.Context, waitingFor string) (down <-
 		select {
 		case <-up: // look again: down is the new connection's
 		case <-c.gone:
-			return nil, errClosed
+			return nil, c.closeErr()
 		case <-ctx.Done():
 			return nil, protocol.Errorf(protocol.CodeUnavailable,
 				"the bus connection is down and did not come back in time for %s: %w", waitingFor, ctx.Err())

@@ -184,41 +184,62 @@ func (c *Client) direct(ctx context.Context, subject string, req any, batch bool
 	}
 	var msgs []storedMsg
 	var end batchEnd
+	unserved := time.Now().Add(directUnserved)
 	err := c.jsCall(ctx, func(ctx context.Context) error {
-		down, err := c.awaitConnected(ctx, "the frame history")
-		if err != nil {
-			return err
-		}
-		ctx, cancel := context.WithCancelCause(ctx)
-		defer cancel(nil)
-		go func() {
-			select {
-			case <-down:
-				cancel(errDisconnected)
-			case <-ctx.Done():
-			}
-		}()
-		answers, first, err := c.directTries(ctx, subject, body, answersOf(req))
-		if err != nil {
-			return err
-		}
-		for m := first; ; {
-			if len(m.Header.Values("Nats-Stream")) == 0 { // a status: every stored message has one
-				end, err = directStatus(subject, m.Header)
+		for {
+			var err error
+			msgs, end, err = c.directOnce(ctx, subject, body, req, batch)
+			if !errors.Is(err, nats.ErrNoResponders) || time.Now().After(unserved) || sleepCtx(ctx, directTry) != nil {
 				return err
-			}
-			msgs = append(msgs, storedOf(m, batch))
-			if !batch {
-				return nil
-			}
-			select {
-			case m = <-answers:
-			case <-ctx.Done():
-				return directEnded(ctx)
 			}
 		}
 	})
 	return msgs, end, err
+}
+
+// directUnserved is how long a direct get answered "no responders" is
+// asked again: a stream just made, or one whose replicas are changing,
+// answers direct gets a moment after it answers its API (a frames read
+// sent right after the stream's first frames were acked got 503). A bus
+// with no frame stream at all is told apart before, by the stream's
+// info (historyBounds).
+const directUnserved = 2 * time.Second
+
+// directOnce is one direct get (see direct), with its tries.
+func (c *Client) directOnce(ctx context.Context, subject string, body []byte, req any, batch bool) ([]storedMsg, batchEnd, error) {
+	down, err := c.awaitConnected(ctx, "the frame history")
+	if err != nil {
+		return nil, batchEnd{}, err
+	}
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	go func() {
+		select {
+		case <-down:
+			cancel(errDisconnected)
+		case <-ctx.Done():
+		}
+	}()
+	answers, m, err := c.directTries(ctx, subject, body, answersOf(req))
+	if err != nil {
+		return nil, batchEnd{}, err
+	}
+	var msgs []storedMsg
+	for {
+		if len(m.Header.Values("Nats-Stream")) == 0 { // a status: every stored message has one
+			end, err := directStatus(subject, m.Header)
+			return msgs, end, err
+		}
+		msgs = append(msgs, storedOf(m, batch))
+		if !batch {
+			return msgs, batchEnd{}, nil
+		}
+		select {
+		case m = <-answers:
+		case <-ctx.Done():
+			return msgs, batchEnd{}, directEnded(ctx)
+		}
+	}
 }
 
 // directTry is how long a direct get waits for its first answer before

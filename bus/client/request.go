@@ -124,7 +124,7 @@ func (c *Client) exchange(ctx context.Context, req *nats.Msg, resend bool, sent 
 		case protocol.CodeOf(cause) == protocol.CodePermissionDenied, cause == errClosed:
 			return nil, cause
 		case errors.Is(err, nats.ErrConnectionClosed):
-			return nil, errClosed
+			return nil, c.closeErr()
 		case resend && (cause == errDisconnected || errors.Is(err, nats.ErrReconnectBufExceeded)):
 			continue // wait for the connection, then send it again
 		case cause == errDisconnected:

@@ -367,7 +367,7 @@ func (f *follower) run(ctx context.Context) error {
 		case <-ctx.Done():
 			return nil
 		case <-f.c.gone:
-			return f.ended(ctx, errClosed)
+			return f.ended(ctx, f.c.closeErr())
 		case <-down:
 			due, retry = f.history, nil
 		case <-up:

@@ -26,6 +26,7 @@ func (n *node) credsFile(name string) string { return filepath.Join(filepath.Dir
 // through; the agent's credentials work; the credentials files are the
 // node's user's alone.
 func TestObserverCannotChangeABrowser(t *testing.T) {
+	t.Parallel() // its own node
 	n := startNode(t, envWebSocket+"=127.0.0.1:0")
 	tab := n.tab()
 
@@ -220,6 +221,7 @@ func readPassword(t *testing.T, path string) string {
 // does deliver there (the server checks no permission on a deliver
 // subject), and the node takes no delivery for a request.
 func TestStoredContentCannotMakeUsers(t *testing.T) {
+	t.Parallel() // its own node
 	n := startNode(t)
 	admin, err := readCredentials(n.credsFile(adminCredsFile))
 	if err != nil {

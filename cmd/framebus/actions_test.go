@@ -17,6 +17,7 @@ import (
 // node: optional positionals, kebab-case flags, modifier flags, lists and
 // the client-only --out.
 func TestActionCommandsAgainstANode(t *testing.T) {
+	t.Parallel() // its own node
 	n := startNode(t)
 	mustOK(t, n.env, "navigate", site("/form.html"), "--wait")
 
@@ -89,6 +90,7 @@ func TestActionCommandsAgainstANode(t *testing.T) {
 // working directory, not the node's: the node runs elsewhere and would
 // upload another file, or none.
 func TestUploadRelativePathIsTheClients(t *testing.T) {
+	t.Parallel() // its own node and directory
 	n := startNode(t)
 	mustOK(t, n.env, "navigate", site("/upload.html"), "--wait")
 	dir := t.TempDir()

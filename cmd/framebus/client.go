@@ -179,9 +179,12 @@ func (c *cli) dial(f clientFlags, opts busclient.Options) (*client, error) {
 		opts.ConnectTimeout = connectTimeout
 	}
 	bc, err := busclient.Connect(c.ctx, opts)
+	var stranger *busclient.StrangerBusError
 	switch {
 	case protocol.CodeOf(err) == protocol.CodePermissionDenied:
 		return nil, err // the bus refused the login: say so, not "no node"
+	case errors.As(err, &stranger):
+		return nil, err // another account's listener at the bus's port: say whose
 	case err != nil && registered != nil:
 		return nil, errNotAnswering(*registered, err)
 	case err != nil:

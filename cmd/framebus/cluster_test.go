@@ -19,6 +19,7 @@ import (
 // tab through node two's server. A node's own users leave the cluster
 // with it.
 func TestTwoNodesClustered(t *testing.T) {
+	t.Parallel() // its own cluster and nodes
 	secret := filepath.Join(t.TempDir(), "cluster-secret")
 	if err := os.WriteFile(secret, []byte("a-secret-the-members-share\n"), 0o600); err != nil {
 		t.Fatal(err)

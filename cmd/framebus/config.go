@@ -134,6 +134,10 @@ type framesConfig struct {
 	// MaxContent is the longest content a frame carries, in bytes; a
 	// page with more gets a frame without it. 0: no limit.
 	MaxContent int `yaml:"maxContent" json:"maxContent"`
+	// SettleTimeout bounds how long a frame waits for its new document to
+	// load and its content to be read (a Go duration). A machine that is
+	// slow for its pages (very large ones, a busy machine) raises it.
+	SettleTimeout string `yaml:"settleTimeout" json:"settleTimeout"`
 }
 
 // filesConfig: the node's files plans may name (upload paths, file:
@@ -262,7 +266,7 @@ func defaultConfig() config {
 		},
 		Schemes:  []string{"http", "https"},
 		Viewport: fmt.Sprintf("%dx%d", protocol.DefaultViewport.Width, protocol.DefaultViewport.Height),
-		Frames:   framesConfig{FullPage: string(frames.DefaultFormat), Policy: string(frames.PolicyURLChange), MaxContent: frames.DefaultMaxContent},
+		Frames:   framesConfig{FullPage: string(frames.DefaultFormat), Policy: string(frames.PolicyURLChange), MaxContent: frames.DefaultMaxContent, SettleTimeout: actors.DefaultSettleTimeout.String()},
 		Bus:      busConfig{Listen: "127.0.0.1:0", Prefix: protocol.DefaultPrefix},
 		History: historyConfig{Storage: actors.HistoryMemory, MaxPerTab: actors.DefaultHistoryPerTab,
 			MaxAge: actors.DefaultHistoryAge.String(), MaxBytes: actors.DefaultHistoryBytes},
@@ -533,6 +537,9 @@ func (cfg config) validate() error {
 	if cfg.Frames.MaxContent < 0 {
 		return usagef("frames.maxContent: %d is not a size in bytes (0: no limit)", cfg.Frames.MaxContent)
 	}
+	if d, err := time.ParseDuration(cfg.Frames.SettleTimeout); err != nil || d < 100*time.Millisecond {
+		return usagef("frames.settleTimeout: %q is not a duration of at least 100ms (10s)", cfg.Frames.SettleTimeout)
+	}
 	if _, err := frames.ParsePolicy(cfg.Frames.Policy); err != nil {
 		return usagef("frames.policy (--full-page-policy): %v", err)
 	}
@@ -689,6 +696,12 @@ func (cfg config) timeout() time.Duration {
 
 // dialogTimeout is the node's dialog timeout: 0 in the configuration
 // means "answer at once", which the node spells as negative.
+// settleTimeout is frames.settleTimeout (validated).
+func (cfg config) settleTimeout() time.Duration {
+	d, _ := time.ParseDuration(cfg.Frames.SettleTimeout)
+	return d
+}
+
 func (cfg config) dialogTimeout() time.Duration {
 	d, _ := time.ParseDuration(cfg.Browser.DialogTimeout)
 	if d == 0 {

@@ -220,7 +220,8 @@ func (c *cli) addUserTo(target clientFlags, name, role, out string, written *boo
 		return protocol.Errorf(reply.Code, "%s", reply.Error)
 	}
 	creds := protocol.Credentials{URL: cl.creds.URL, WebSocket: cl.creds.WebSocket, User: name, Password: password,
-		Role: role, Prefix: cl.subj.Prefix, InboxPrefix: protocol.InboxPrefix(name), JSAPIPrefix: cl.subj.JSAPIPrefixFor(role)}
+		Role: role, Prefix: cl.subj.Prefix, InboxPrefix: protocol.InboxPrefix(name), JSAPIPrefix: cl.subj.JSAPIPrefixFor(role),
+		BusUID: cl.creds.BusUID}
 	if out != "" {
 		if err := writeCredentials(out, creds); err != nil {
 			return protocol.Errorf(protocol.CodeInternal, "write %s: %v (user %s was added; creds remove %s)", out, err, name, name)

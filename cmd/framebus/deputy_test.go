@@ -17,6 +17,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"golang.org/x/crypto/bcrypt"
 
+	"github.com/framebus/framebus/internal/testscale"
 	"github.com/framebus/framebus/protocol"
 )
 
@@ -43,7 +44,10 @@ const deputyPageSize = 17 << 20
 // takes no server's answer as a request (protocol.Answerable).
 func TestObserverCannotAimStoredContent(t *testing.T) {
 	config := filepath.Join(t.TempDir(), "config.yaml")
-	if err := os.WriteFile(config, []byte("frames:\n  maxContent: 0\n"), 0o644); err != nil {
+	// A 17 MiB page's content takes its time to read under -race on a
+	// busy machine: more than the default 10 s a frame waits for it.
+	settle := testscale.D(time.Minute)
+	if err := os.WriteFile(config, []byte("frames:\n  maxContent: 0\n  settleTimeout: "+settle.String()+"\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	var page atomic.Value
@@ -315,8 +319,8 @@ func loadStoredContent(t *testing.T, n *node, js jetstream.JetStream, url, tab s
 		// has loaded, within the navigation's own minute, not the 10 s a
 		// frame waits for a load it did not ask for (under a full -race
 		// run the load took longer).
-		seq = int64(mustOK(t, n.env, "navigate", url, "--tab", tab, "--wait", "--timeout", "60s")["sequence"].(float64))
-		waitFor(t, "the frame in the history", 60*time.Second, func() bool {
+		seq = int64(mustOK(t, n.env, "navigate", url, "--tab", tab, "--wait", "--timeout", testscale.D(time.Minute).String())["sequence"].(float64))
+		waitFor(t, "the frame in the history", 2*time.Minute, func() bool {
 			f = lastFrame(t, js, tab)
 			return f.Sequence >= seq
 		})

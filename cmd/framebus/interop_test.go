@@ -64,6 +64,7 @@ func natsCLI(t *testing.T, creds protocol.Credentials, args ...string) *exec.Cmd
 }
 
 func TestNatsCLIAgainstANode(t *testing.T) {
+	t.Parallel() // its own node
 	n := startNode(t)
 	defer n.stop(syscall.SIGTERM, 30*time.Second)
 	agent := n.localCredentials(t)

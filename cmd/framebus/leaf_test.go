@@ -23,6 +23,7 @@ import (
 // registry (the hub's too), and node one's leaf connection stays as it
 // was. The leaf password is on no command line and in no log.
 func TestNodesAsLeavesOfAHub(t *testing.T) {
+	t.Parallel() // its own hub and nodes
 	hub := bustest.StartHub(t)
 	conf := leafServeConfig(t, hub)
 	var nodes []*node
@@ -121,6 +122,7 @@ func TestNodesAsLeavesOfAHub(t *testing.T) {
 // error (unavailable, naming the hub and why), within its deadline; a
 // login file others may read is refused before anything starts.
 func TestLeafStartErrors(t *testing.T) {
+	t.Parallel() // its own hub
 	hub := bustest.StartHub(t)
 	wrong := filepath.Join(t.TempDir(), "leaf-login")
 	if err := os.WriteFile(wrong, []byte(bustest.HubLeafUser+":wrong\n"), 0o600); err != nil {

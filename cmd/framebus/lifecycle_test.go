@@ -12,6 +12,7 @@ import (
 // The lifecycle commands against a node: status, pages, tab new, select
 // and close, close and launch.
 func TestLifecycleCommands(t *testing.T) {
+	t.Parallel() // its own node
 	n := startNode(t)
 	st := mustOK(t, n.env, "status")
 	prof := st["profiles"].([]any)[0].(map[string]any)
@@ -76,6 +77,7 @@ func TestLifecycleCommands(t *testing.T) {
 // and the next command without --tab must fail, naming that tab and how
 // to choose another, and never type into another profile's tab.
 func TestClosedSelectedTabIsNeverReplaced(t *testing.T) {
+	t.Parallel() // its own node and profiles directory
 	n := startNode(t, envProfileDir+"="+testdir.Enterable(t))
 	mustOK(t, n.env, "navigate", site("/form.html"), "--wait", "--tab", n.tab())
 	started := mustOK(t, n.env, "session", "start", "localhost", site("/form.html"))
@@ -112,6 +114,7 @@ func TestClosedSelectedTabIsNeverReplaced(t *testing.T) {
 // <dir>/<domain>, its tab made the one commands use; status of one profile
 // or all; the errors for unknown profiles and sessions.
 func TestSessionAndProfileCommands(t *testing.T) {
+	t.Parallel() // its own node and profiles directory
 	profiles := testdir.Enterable(t)
 	n := startNode(t, envProfileDir+"="+profiles)
 	if got := chromiumProfile(t, n.cmd.Process.Pid); got != filepath.Join(profiles, "default") {

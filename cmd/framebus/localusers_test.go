@@ -33,6 +33,12 @@ func TestLocalUsersKeptUntilRotated(t *testing.T) {
 	if first.kept[first.agent.User] || first.kept[first.admin.User] {
 		t.Fatalf("kept with no files: %v", first.kept)
 	}
+	// Clients on this machine check the bus's account against busUid.
+	for _, c := range []protocol.Credentials{first.agent, first.admin} {
+		if c.BusUID == nil || *c.BusUID != os.Geteuid() {
+			t.Errorf("%s's credentials name bus account %v, want %d", c.User, c.BusUID, os.Geteuid())
+		}
+	}
 	write(first)
 
 	again, users, err := makeLocalUsers(dir, "", false)

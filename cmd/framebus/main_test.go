@@ -57,6 +57,15 @@ func runTests(m *testing.M) int {
 		return 1
 	}
 	defer os.RemoveAll(testConfigHome)
+	// Nor may they read or leave the machine's cache: the default state
+	// file and the credentials a node keeps beside it (a command with
+	// --bus still reads the default credentials file, and one left by a
+	// node started by hand made it log in as that node's agent).
+	if testCacheHome, err = os.MkdirTemp("", "framebus-cache-"); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer os.RemoveAll(testCacheHome)
 	binDir = dir
 	binary = filepath.Join(dir, "framebus")
 	if err := buildFramebus(binary, raceEnabled); err != nil {
@@ -104,7 +113,7 @@ func testEnv(extra ...string) []string {
 	var env []string
 	for _, kv := range os.Environ() {
 		if strings.HasPrefix(kv, envURL+"=") || strings.HasPrefix(kv, envState+"=") || strings.HasPrefix(kv, "GORACE=") ||
-			strings.HasPrefix(kv, "FRAMEBUS_") && !strings.HasPrefix(kv, "FRAMEBUS_CHROMIUM=") || strings.HasPrefix(kv, "XDG_CONFIG_HOME=") {
+			strings.HasPrefix(kv, "FRAMEBUS_") && !strings.HasPrefix(kv, "FRAMEBUS_CHROMIUM=") || strings.HasPrefix(kv, "XDG_CONFIG_HOME=") || strings.HasPrefix(kv, "XDG_CACHE_HOME=") {
 			continue // nor any configuration of the machine's own
 		}
 		env = append(env, kv)
@@ -113,9 +122,13 @@ func testEnv(extra ...string) []string {
 		// The race runtime otherwise sleeps a second before every exit.
 		env = append(env, strings.TrimSpace("GORACE="+os.Getenv("GORACE")+" atexit_sleep_ms=0"))
 	}
-	env = append(env, "XDG_CONFIG_HOME="+testConfigHome)
+	env = append(env, "XDG_CONFIG_HOME="+testConfigHome, "XDG_CACHE_HOME="+testCacheHome)
 	return append(env, extra...)
 }
+
+// testCacheHome is the processes' cache directory (XDG_CACHE_HOME), so
+// the default state file is the tests' own.
+var testCacheHome string
 
 // testConfigHome is an empty configuration directory for the processes
 // the tests start, so a config.yaml of the machine's cannot change them.

@@ -326,6 +326,7 @@ func (m mcpHTTP) scriptEnv(env []string) []string {
 }
 
 func TestMCPOverStreamableHTTPWithTheTypeScriptSDK(t *testing.T) {
+	t.Parallel() // its own node and MCP server
 	n := startNode(t)
 	defer n.stop(syscall.SIGTERM, 30*time.Second)
 	m := startMCPHTTP(t, n.env)
@@ -568,6 +569,7 @@ func wrongValue(prop map[string]any) any {
 // JSON-RPC message with a JSON-RPC error, and the server still answers a
 // good call after all of them.
 func TestMCPSurvivesMalformedInput(t *testing.T) {
+	t.Parallel() // its own node and MCP server
 	n := startNode(t)
 	defer n.stop(syscall.SIGTERM, 30*time.Second)
 	r := startRawMCP(t, n.env)

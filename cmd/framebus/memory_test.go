@@ -42,6 +42,7 @@ func readRSS(pid int) (int, error) {
 // referenced. The figures are logged for the note: idle, the peak seen,
 // and where it settles.
 func TestLargeValuesDoNotStayInMemory(t *testing.T) {
+	t.Parallel() // its own node; it measures only that node's memory
 	// The node measured is built without the race detector (when the
 	// tests have it), whose shadow memory would be measured instead.
 	bin, err := plainBinary()

@@ -73,6 +73,7 @@ func nodeStates(nodes []protocol.NodeState) map[string]string {
 // 5 s its entry is gone from the registry and from listings, and the
 // first node keeps working throughout.
 func TestTwoNodesOneBusAndKill9(t *testing.T) {
+	t.Parallel() // its own nodes
 	one := startNode(t, envNode+"=one")
 	join := joinURL(t, one)
 	two := startNode(t, envNode+"=two", envBusURL+"="+join)

@@ -15,6 +15,7 @@ import (
 // new --node one` is node_full naming the bound, `tab close` closes a tab
 // of the other node, and `launch --node` asks the node it names.
 func TestPlacementFromTheCLI(t *testing.T) {
+	t.Parallel() // its own nodes
 	config := filepath.Join(t.TempDir(), "one.yaml")
 	if err := os.WriteFile(config, []byte("node:\n  maxTabs: 1\n"), 0o600); err != nil {
 		t.Fatal(err)

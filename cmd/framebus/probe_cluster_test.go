@@ -21,6 +21,7 @@ import (
 // longer does (before, the dead node's entries won: the new files were
 // refused, the old one worked).
 func TestNodeRestartedAfterKill9OwnsItsCredentials(t *testing.T) {
+	t.Parallel() // its own cluster and nodes
 	secret := filepath.Join(t.TempDir(), "cluster-secret")
 	if err := os.WriteFile(secret, []byte("a-secret-the-members-share\n"), 0o600); err != nil {
 		t.Fatal(err)
@@ -79,6 +80,7 @@ func TestNodeRestartedAfterKill9OwnsItsCredentials(t *testing.T) {
 // the request (at random, the queue group's choice), cutting the later
 // node's credentials files off.
 func TestCredsRemoveSparesEveryLiveNodesOwnUsers(t *testing.T) {
+	t.Parallel() // its own cluster and nodes
 	secret := filepath.Join(t.TempDir(), "cluster-secret")
 	if err := os.WriteFile(secret, []byte("a-secret-the-members-share\n"), 0o600); err != nil {
 		t.Fatal(err)

@@ -26,6 +26,7 @@ import (
 // requests, to request subjects (answering in a tab's name). The server
 // refuses each with a permissions violation; the history is whole after.
 func TestRolesReachNothingElse(t *testing.T) {
+	t.Parallel() // its own node
 	n := startNode(t)
 	tab := n.tab()
 	mustOK(t, n.env, "eval", "1", "--tab", tab)

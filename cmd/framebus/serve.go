@@ -241,6 +241,7 @@ func (c *cli) startServing(cfg config, log zerolog.Logger, rotate bool) (*served
 		DialogTimeout: cfg.dialogTimeout(),
 		DialogDefault: cfg.Browser.DialogDefault,
 		Frames:        cfg.framesOptions(),
+		SettleTimeout: cfg.settleTimeout(),
 		Whitelist:     wl,
 		Viewport:      &viewport,
 		Profiles:      cfg.profiles(),

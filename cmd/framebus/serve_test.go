@@ -16,6 +16,7 @@ import (
 // node through the state file, --bus or $FRAMEBUS_URL, and print the
 // seeds' replies.
 func TestServeAndClientCommands(t *testing.T) {
+	t.Parallel() // its own node
 	n := startNode(t)
 	if st, err := readState(n.stateFile); err != nil || st.Bus != n.state.Bus || st.PID != n.cmd.Process.Pid {
 		t.Fatalf("state file = %+v, %v; serve printed %+v", st, err, n.state)
@@ -91,6 +92,7 @@ func TestServeAndClientCommands(t *testing.T) {
 // Acceptance 5: an observer process started before a series of plans
 // receives every frame, in order, with no gaps.
 func TestWatchSeesEveryFrame(t *testing.T) {
+	t.Parallel() // its own node and watchers
 	n := startNode(t)
 	// A tab nobody has is refused, not watched forever.
 	r := framebus(t, n.env, "", "watch", "--tab", "NOSUCHTAB")

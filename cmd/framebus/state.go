@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -9,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 
@@ -115,13 +117,30 @@ func removeState(path string, pid int) error {
 	return os.Remove(path)
 }
 
-// processAlive reports whether a process with that id exists.
+// processAlive reports whether a process with that id exists and has
+// not ended: a node killed whose parent has not reaped it yet (a zombie)
+// is gone, though the id still answers a signal; taken for alive, its
+// successor kept neither its tabs nor told clients it was restarting.
 func processAlive(pid int) bool {
 	if pid <= 0 {
 		return false
 	}
-	err := syscall.Kill(pid, 0)
-	return err == nil || err == syscall.EPERM
+	if err := syscall.Kill(pid, 0); err != nil && err != syscall.EPERM {
+		return false
+	}
+	return !zombie(pid)
+}
+
+// zombie reports whether process pid has ended and waits to be reaped
+// (state Z in /proc/PID/stat; the state follows the command's name in
+// parentheses, which may hold spaces and parentheses itself).
+func zombie(pid int) bool {
+	data, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return false
+	}
+	i := bytes.LastIndexByte(data, ')')
+	return i >= 0 && i+2 < len(data) && data[i+2] == 'Z'
 }
 
 // passableStateDir lets the browser's account (account; nil: Chromium

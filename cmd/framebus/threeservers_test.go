@@ -40,6 +40,7 @@ import (
 //   - kill -9 the server an observer watches through: its watch
 //     reconnects to another member, no frame missing or twice.
 func TestThreeServersTwoNodes(t *testing.T) {
+	t.Parallel() // its own cluster, nodes and profile directories
 	const twosDomain = "two.example.test"
 	secret := filepath.Join(t.TempDir(), "cluster-secret")
 	if err := os.WriteFile(secret, []byte("a-secret-the-members-share\n"), 0o600); err != nil {

@@ -26,6 +26,7 @@ const readBack = `(async () => { const f = document.getElementById('one').files[
 // that names a node path outside the roots is refused naming it and
 // files.roots, and sets nothing.
 func TestCLIUploadSendsTheUsersFile(t *testing.T) {
+	t.Parallel() // its own node and directories
 	root := t.TempDir()
 	n := startNode(t, "FRAMEBUS_FILE_ROOTS="+root)
 	mustOK(t, n.env, "navigate", site("/upload.html"), "--wait")

@@ -69,6 +69,7 @@ func makeLocalUsers(dir, suffix string, rotate bool) (*localUsers, []bus.User, e
 		lu.lastURL, lu.lastWebSocket = last.URL, last.WebSocket
 	}
 	var users []bus.User
+	uid := os.Geteuid() // the bus's account, for clients to check
 	for _, u := range []struct {
 		creds *protocol.Credentials
 		name  string
@@ -87,7 +88,7 @@ func makeLocalUsers(dir, suffix string, rotate bool) (*localUsers, []bus.User, e
 		if err != nil {
 			return nil, nil, err
 		}
-		*u.creds = protocol.Credentials{User: u.name, Password: password, Role: u.role, InboxPrefix: protocol.InboxPrefix(u.name)}
+		*u.creds = protocol.Credentials{User: u.name, Password: password, Role: u.role, InboxPrefix: protocol.InboxPrefix(u.name), BusUID: &uid}
 		users = append(users, bus.User{Name: u.name, PasswordHash: hash, Role: u.role})
 	}
 	return lu, users, nil

@@ -11,6 +11,7 @@ import (
 // flags), and `framebus resize` from the command line changes it and
 // makes a frame.
 func TestServeViewportAndResize(t *testing.T) {
+	t.Parallel() // its own node
 	n := startNode(t, envViewport+"=1024x768")
 	size := func() string {
 		t.Helper()

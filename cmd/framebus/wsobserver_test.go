@@ -179,6 +179,7 @@ func (o *observerPage) waitFrame(t *testing.T, seq int64) observerState {
 // the WebSocket listener; without the password it gets nothing, and the
 // plan it sends is refused at once and never runs.
 func TestBrowserObserverOverWebSocket(t *testing.T) {
+	t.Parallel() // its own node and site
 	// The listener takes web pages from the observer page's origin only.
 	ob := startObserverBrowser(t)
 	config := filepath.Join(t.TempDir(), "config.yaml")
