@@ -32,7 +32,8 @@ type planRun struct {
 	res protocol.PlanResult
 }
 
-// planIDs is the memory; only the tab's goroutine uses it.
+// planIDs is the memory; the tab's goroutine changes it, under
+// Tab.queueMu, which a queued plan's deadline timer takes to read it.
 type planIDs struct {
 	runs        map[string]*planRun
 	order       []*planRun // oldest first
@@ -51,6 +52,12 @@ func (p *planIDs) result(id string, now time.Time) (protocol.PlanResult, bool) {
 	res := r.res
 	res.Duplicate = true
 	return res, true
+}
+
+// known reports whether plan id's result is remembered (expired or not).
+func (p *planIDs) known(id string) bool {
+	_, ok := p.runs[id]
+	return ok
 }
 
 // remember records plan id's result, as of now (when it ran).

@@ -21,11 +21,20 @@ import (
 //
 // ctx ends when the plan is cancelled: the action running is cut short as
 // at its deadline, and the plan stops there with code cancelled.
-func (t *Tab) runPlan(ctx context.Context, plan protocol.Plan) protocol.PlanResult {
+//
+// No action starts once the plan's deadline has passed (expired), and
+// one running then is cut short there; arrived is when the plan reached
+// the tab, for the message.
+func (t *Tab) runPlan(ctx context.Context, plan protocol.Plan, arrived time.Time) protocol.PlanResult {
 	res := protocol.PlanResult{OK: true, Version: protocol.Version, Tab: t.id, PlanID: plan.ID, Results: []protocol.ActionResult{}}
 	for i, a := range plan.Actions {
 		if ctx.Err() != nil {
 			stop(&res, i, cancelledError(plan, a), nil, t.frames.Sequence())
+			break
+		}
+		if now := time.Now(); plan.Expired(now) {
+			// Its client has stopped waiting: nothing more starts.
+			stop(&res, i, expiredError(plan, i, a, arrived, now), nil, t.frames.Sequence())
 			break
 		}
 		a = t.withNodeTimeout(a)
@@ -40,7 +49,10 @@ func (t *Tab) runPlan(ctx context.Context, plan protocol.Plan) protocol.PlanResu
 				stop(&res, i, err, a.BasedOnSequence, t.frames.Sequence())
 				break
 			}
-			if !t.record(ctx, &res, plan, a, t.runResourceAction(ctx, i, a)) {
+			rctx, cancel := withPlanDeadline(ctx, plan)
+			r := t.runResourceAction(rctx, i, a)
+			cancel()
+			if !t.record(ctx, &res, plan, a, r) {
 				break
 			}
 			continue
@@ -48,6 +60,9 @@ func (t *Tab) runPlan(ctx context.Context, plan protocol.Plan) protocol.PlanResu
 		// The action's deadline runs from here: waiting for the page's
 		// own navigation to land counts against it.
 		deadline := time.Now().Add(a.EffectiveTimeout())
+		if !plan.Deadline.IsZero() && plan.Deadline.Before(deadline) {
+			deadline = plan.Deadline // nobody waits for it past then
+		}
 		t.absorb(ctx) // everything received so far counts before the check
 		unlanded := t.landPageNavigation(ctx, deadline, a)
 		err := t.frames.Check(a.BasedOnSequence)
@@ -90,13 +105,22 @@ func (t *Tab) runPlan(ctx context.Context, plan protocol.Plan) protocol.PlanResu
 			stop(&res, i, unlanded, nil, t.frames.Sequence())
 			break
 		}
+		if now := time.Now(); plan.Expired(now) {
+			stop(&res, i, expiredError(plan, i, a, arrived, now), nil, t.frames.Sequence())
+			break
+		}
 		if !time.Now().Before(deadline) {
 			// Sent now, it would still reach the browser and run, after
 			// the agent was told it timed out.
 			stop(&res, i, protocol.Errorf(protocol.CodeTimeout, "the %s's %s passed while the page settled, before it could run; it was not sent", a.Type, a.EffectiveTimeout()), nil, t.frames.Sequence())
 			break
 		}
-		if !t.record(ctx, &res, plan, a, t.execute(ctx, deadline, plan, i, a)) {
+		r := t.execute(ctx, deadline, plan, i, a)
+		if r.Code == protocol.CodeTimeout && deadline.Equal(plan.Deadline) && plan.Expired(time.Now()) {
+			// Its own timeout was not what ended it.
+			r.Error += fmt.Sprintf(" (cut short at plan %s's deadline, %s)", plan.ID, plan.Deadline.UTC().Format(time.RFC3339Nano))
+		}
+		if !t.record(ctx, &res, plan, a, r) {
 			break
 		}
 	}
@@ -164,6 +188,36 @@ func (t *Tab) landPageNavigation(ctx context.Context, deadline time.Time, a prot
 	return protocol.Errorf(protocol.CodeTimeout,
 		"the page is navigating to %s, by itself, and it has not committed within %s; the %s was not sent, since the browser would hold it back and run it in that next document: try again once it has loaded, or navigate elsewhere",
 		t.nav.pendingNavigation(), a.EffectiveTimeout(), a.Type)
+}
+
+// withPlanDeadline bounds ctx by the plan's deadline, if it has one.
+func withPlanDeadline(ctx context.Context, plan protocol.Plan) (context.Context, context.CancelFunc) {
+	if plan.Deadline.IsZero() {
+		return ctx, func() {}
+	}
+	return context.WithDeadline(ctx, plan.Deadline)
+}
+
+// expiredError is the error of action i of a plan whose deadline had
+// passed at now, before the action started. A deadline that had passed
+// already when the plan arrived is said so, with by how much: a client
+// sends a plan well before its deadline (but for a resend), so either
+// the plan waited that long on the way (a frozen node, a partition) or
+// the client's clock is behind this node's.
+func expiredError(plan protocol.Plan, i int, a protocol.Action, arrived, now time.Time) error {
+	deadline := plan.Deadline.UTC().Format(time.RFC3339Nano)
+	what := fmt.Sprintf("action %d (%s)", i, a.Type)
+	if i == 0 {
+		what = "its first action (" + a.Type + ")"
+	}
+	if !arrived.IsZero() && !arrived.Before(plan.Deadline) {
+		return protocol.Errorf(protocol.CodeExpired,
+			"plan %s's deadline %s had passed %s before the plan reached this node (by its clock): the plan waited that long on its way (a frozen node, a partition, a resend after a reconnect), or its sender's clock is behind this node's (nodes and clients need synchronised clocks); nothing of it ran",
+			plan.ID, deadline, arrived.Sub(plan.Deadline).Round(time.Millisecond))
+	}
+	return protocol.Errorf(protocol.CodeExpired,
+		"plan %s's deadline %s passed %s before %s could start: it and the actions after it did not run",
+		plan.ID, deadline, now.Sub(plan.Deadline).Round(time.Millisecond), what)
 }
 
 // cancelledError is the error of action a of a cancelled plan.

@@ -117,10 +117,14 @@ type Tab struct {
 	resources     Resources
 	viewport      protocol.Viewport // what resize last set, or the node's
 	log           zerolog.Logger
-	inbox         chan micro.Request // plans, from the plan endpoint
-	inboxMu       sync.Mutex         // guards inboxClosed, and sends to inbox
-	inboxClosed   bool               // plans now get tab_closed at once
-	planIDs       planIDs            // recent plan ids and their results
+	inbox         chan *queuedPlan // plans, from the plan endpoint
+	inboxMu       sync.Mutex       // guards inboxClosed, and sends to inbox
+	inboxClosed   bool             // plans now get tab_closed at once
+	// queueMu guards the queued plans' states, planIDs and inFlight, which
+	// a queued plan's deadline timer reads (see mailbox.go).
+	queueMu  sync.Mutex
+	planIDs  planIDs // recent plan ids and their results
+	inFlight string  // the id of the plan taken and not yet remembered
 	// outbox holds frames appended but not yet published: a plan's last
 	// frame goes out right after the plan's reply, so the reply is not
 	// delayed by encoding a frame that may carry a whole page.
@@ -180,7 +184,7 @@ func StartTab(ctx context.Context, opts TabOptions) (*Tab, error) {
 		stage:         newStage(opts),
 		roots:         opts.FileRoots,
 		log:           opts.Logger.With().Str("tab", opts.ID).Logger(),
-		inbox:         make(chan micro.Request, planQueue),
+		inbox:         make(chan *queuedPlan, planQueue),
 		quit:          make(chan struct{}),
 		done:          make(chan struct{}),
 		leaving:       opts.NodeLeaving,
@@ -272,51 +276,53 @@ func (t *Tab) Stop() {
 }
 
 // takePlan hands a plan to the actor (from the plan endpoint's
-// goroutine); when the tab has stopped, or has more plans queued than it
-// holds, it answers at once.
+// goroutine): decoded here, so a malformed one is answered at once, and
+// with a timer that answers it expired at its deadline if it still waits
+// then (see mailbox.go). When the tab has stopped, or has more plans
+// queued than it holds, it answers at once.
 func (t *Tab) takePlan(m micro.Request) {
 	if err := stallRefusal(t.node); err != nil {
 		respond(m, protocol.NewErrorReply(err), t.log) // see stall.go
 		return
 	}
-	t.inboxMu.Lock()
-	defer t.inboxMu.Unlock()
-	if t.inboxClosed {
-		respond(m, protocol.NewErrorReply(protocol.Errorf(protocol.CodeTabClosed, "tab %s closed", t.id)), t.log)
-		return
-	}
-	select {
-	case t.inbox <- m:
-	default:
-		respond(m, protocol.NewErrorReply(protocol.Errorf(protocol.CodeUnavailable, "tab %s has %d plans queued already; send this one again later", t.id, planQueue)), t.log)
-	}
-}
-
-// receive decodes a plan and runs it; a malformed one is answered at
-// once, and one whose id ran before gets that run's result (see planids.go).
-func (t *Tab) receive(m micro.Request) {
 	plan, err := protocol.DecodePlan(m.Data())
 	if err != nil {
 		respond(m, protocol.NewErrorReply(err), t.log)
 		return
 	}
-	if plan.ID != "" {
-		if res, ok := t.planIDs.result(plan.ID, time.Now()); ok {
-			t.respondPlan(m, res)
-			return
-		}
+	q := t.queue(m, plan)
+	t.inboxMu.Lock()
+	defer t.inboxMu.Unlock()
+	if t.inboxClosed {
+		t.refuseQueued(q, protocol.Errorf(protocol.CodeTabClosed, "tab %s closed", t.id))
+		return
+	}
+	select {
+	case t.inbox <- q:
+	default:
+		t.refuseQueued(q, protocol.Errorf(protocol.CodeUnavailable, "tab %s has %d plans queued already; send this one again later", t.id, planQueue))
+	}
+}
+
+// receive runs a plan taken from the mailbox; one whose id ran before
+// gets that run's result (see planids.go), and one answered at its
+// deadline while it waited (see mailbox.go) is done.
+func (t *Tab) receive(q *queuedPlan) {
+	plan := q.plan
+	if t.take(q) {
+		return
 	}
 	ctx, run := t.cancels.start(plan.ID)
 	var res protocol.PlanResult
 	if run {
-		res = t.runPlan(ctx, plan)
+		res = t.runPlan(ctx, plan, q.at)
 	} else {
 		res = protocol.PlanResult{Version: protocol.Version, Tab: t.id, PlanID: plan.ID, Results: []protocol.ActionResult{}, Sequence: t.frames.Sequence()}
 		stop(&res, 0, protocol.Errorf(protocol.CodeCancelled, "plan %s was cancelled before it ran", plan.ID), nil, t.frames.Sequence())
 	}
 	t.cancels.done()
-	t.planIDs.remember(plan.ID, res, time.Now())
-	t.respondPlan(m, res)
+	t.ran(plan.ID, res)
+	t.respondPlan(q.m, res)
 	// Let the connection's flusher send the reply now: with one P (as
 	// serve runs on two cores) it would wait until this goroutine blocks,
 	// after the frames are encoded and published.
@@ -353,8 +359,8 @@ func (t *Tab) closeInbox() {
 	t.inboxMu.Unlock()
 	for {
 		select {
-		case m := <-t.inbox:
-			respond(m, protocol.NewErrorReply(protocol.Errorf(protocol.CodeTabClosed, "tab %s closed", t.id)), t.log)
+		case q := <-t.inbox:
+			t.refuseQueued(q, protocol.Errorf(protocol.CodeTabClosed, "tab %s closed", t.id))
 		default:
 			return
 		}
@@ -380,8 +386,8 @@ func (t *Tab) run() {
 		case <-t.page.Notify():
 			t.absorb(context.Background())
 			t.flush()
-		case m := <-t.inbox:
-			t.receive(m)
+		case q := <-t.inbox:
+			t.receive(q)
 			// The content of a loaded document's frame, held back
 			// until the plan was answered (see frameFor).
 			t.settlePending(context.Background(), false, time.Time{})

@@ -267,9 +267,11 @@ func (s *Server) runPlan(ctx context.Context, tab string, data []byte, plan prot
 			cctx, ccancel := context.WithTimeout(context.Background(), cancelWait)
 			s.bc.Cancel(cctx, tab, plan.ID)
 			ccancel()
-			if ctx.Err() == nil {
+			if ctx.Err() == nil && protocol.CodeOf(err) != protocol.CodeOutcomeUnknown {
 				err = protocol.Errorf(protocol.CodeTimeout, "tab %s did not answer within %s; the plan was cancelled", tab, plan.Wait())
 			}
+			// outcome_unknown stays: the plan was sent, and the cancel
+			// may not have reached it before it ran.
 		}
 		err = s.tabError(ctx, tab, err)
 		if protocol.CodeOf(err) == protocol.CodeTabNotFound {

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/nats-io/nats.go"
 
 	"github.com/framebus/framebus/actors"
 	busclient "github.com/framebus/framebus/bus/client"
@@ -338,5 +339,47 @@ func TestCancelledCallCancelsItsPlan(t *testing.T) {
 	text, _, isErr := s.call(t, "browser_eval", map[string]any{"expression": "6*7", "tab": tab})
 	if isErr || !strings.Contains(text, "42") {
 		t.Fatalf("the eval after a cancelled call: %s", text)
+	}
+}
+
+// A call whose tab does not answer within its wait: one queued behind
+// another plan past its deadline is answered expired then (it did not
+// run, and will not); one whose answer is lost (a tab, here made up,
+// that takes the plan and never answers) says outcome_unknown naming its
+// plan, not "timeout ... the plan was cancelled": it may have run.
+func TestCallWithoutAnswer(t *testing.T) {
+	s := start(t, mcpserver.ToolsActions)
+	tab := s.node.Tabs()[0].Tab
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	held := make(chan error, 1)
+	go func() {
+		_, err := s.agent.Plan(ctx, tab, protocol.Plan{ID: "holder", Action: &protocol.Action{Type: "eval", Expression: "new Promise(() => {})", Timeout: protocol.Duration(5 * time.Minute)}})
+		held <- err
+	}()
+	// The wait of an eval with a 1 ms timeout is 30 s: the holder keeps
+	// the tab longer.
+	text, out, isErr := s.call(t, "browser_eval", map[string]any{"expression": "window.lateRan = true", "timeout": "1ms", "tab": tab})
+	if !isErr || out["code"] != string(protocol.CodeExpired) || !strings.Contains(text, "did not run") {
+		t.Errorf("a call queued behind another plan past its deadline: %s %v", text, out)
+	}
+	if _, err := s.agent.Cancel(ctx, tab, "holder"); err != nil {
+		t.Fatal(err)
+	}
+	<-held
+	if text, _, isErr := s.call(t, "browser_eval", map[string]any{"expression": "window.lateRan ?? 'never'", "tab": tab}); isErr || !strings.Contains(text, "never") {
+		t.Fatalf("the late call's eval ran: %s", text)
+	}
+
+	sink := bustest.Connect(t, s.node.Bus(), protocol.RoleAdmin)
+	if _, err := sink.Subscribe(s.node.Subjects().TabPlan("MADEUP"), func(*nats.Msg) {}); err != nil {
+		t.Fatal(err)
+	}
+	if err := sink.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	text, out, isErr = s.call(t, "browser_text", map[string]any{"timeout": "1ms", "tab": "MADEUP"})
+	if !isErr || out["code"] != string(protocol.CodeOutcomeUnknown) || !strings.Contains(text, "framebus frames --tab MADEUP") {
+		t.Errorf("a call whose answer is lost: %s %v", text, out)
 	}
 }

@@ -29,6 +29,8 @@ const (
 	CodeTooLarge          Code = "too_large"
 	CodeResultTooLarge    Code = "result_too_large"
 	CodeCancelled         Code = "cancelled"
+	CodeExpired           Code = "expired"
+	CodeOutcomeUnknown    Code = "outcome_unknown"
 	CodeUnavailable       Code = "unavailable"
 	CodeNodeUnavailable   Code = "node_unavailable"
 	CodeNodeNameTaken     Code = "node_name_taken"
@@ -36,7 +38,6 @@ const (
 	CodeFetchFailed       Code = "fetch_failed"
 	CodeSearchFailed      Code = "search_failed"
 	CodeInternal          Code = "internal"
-	CodeOutcomeUnknown    Code = "outcome_unknown"
 )
 
 // Codes lists every code with what it means, for docs and `framebus help`.
@@ -67,6 +68,8 @@ var Codes = []struct {
 	{CodeTooLarge, "the answer is more than one bus message carries; the action ran, its value is left out: ask for less"},
 	{CodeResultTooLarge, "an action's value (eval, html, text, snapshot, screenshot) is larger than a reply carries; the page checks it before sending it, so this comes at once, stating the size and the limit. The action ran (its frame is there), the tab stays usable: ask for less (a selector, a part of the value)"},
 	{CodeCancelled, "the plan was cancelled (a cancel request, the CLI's Ctrl-C) while it ran or waited; an action cut short may have acted, and then made its frame"},
+	{CodeExpired, "the plan's deadline passed before this action started: it and the actions after it did not run (those before it did, as its results say). Nothing will run later; send the plan again, under a new id and with a new deadline, if it is still wanted"},
+	{CodeOutcomeUnknown, "the answer was lost; the plan may have run: its answer did not come back by the client's deadline although the plan was sent, or (duplicate: true) it ran before its tab's node restarted and its result was lost with the node. Its frames name its plan id: look before sending it again (framebus frames --tab TAB, or the tab's history). Sent again under the same id it does not run twice"},
 	{CodeUnavailable, "nothing answered on the bus (no node running, or it is shutting down or restarting), or a restarted node's tab is on its way back; nothing ran: try again in a moment"},
 	{CodeNodeUnavailable, "the node that has the tab (or session) is gone: it stopped or died, and nothing answers for it, or it lost its liveness (frozen or cut off: the node registry forgot it, or nothing answered for it for the registry's TTL); the message names the node and says which"},
 	{CodeNodeNameTaken, "another live node on the bus has this node name; the message names its host and process. Pick another name (--node), or stop that node"},
@@ -74,7 +77,6 @@ var Codes = []struct {
 	{CodeFetchFailed, "an http fetch got no HTTP answer: the server could not be reached, closed the connection early, answered something that is not HTTP, or redirected more often than allowed (a loop); the message says which and where"},
 	{CodeSearchFailed, "the search engine answered, but not with results: a captcha or block page, a quota or key error, a page it does not know how to read; the message says which"},
 	{CodeInternal, "a framebus bug or an unexpected browser reply"},
-	{CodeOutcomeUnknown, "the plan of this id ran before its tab's node restarted (duplicate: true), and its result was lost with the node: it does not run again; its frames (which name its planId, and the message names) are the record of what it did"},
 }
 
 // Known reports whether c is one of the codes in Codes.

@@ -26,6 +26,17 @@ type Plan struct {
 	// and when (one of FullPagePolicies); the node's settings when "".
 	FullPage       string `json:"fullPage,omitempty"`
 	FullPagePolicy string `json:"fullPagePolicy,omitempty"`
+	// Deadline is when the client stops waiting for the plan's answer,
+	// absolute (RFC 3339), as its clock saw it: the tab starts no action
+	// of the plan at or after it (expired), and an action running then
+	// is cut short there. Zero: no deadline but each action's own.
+	Deadline time.Time `json:"deadline,omitzero"`
+}
+
+// Expired reports whether the plan's deadline (if it has one) has passed
+// at now.
+func (p Plan) Expired(now time.Time) bool {
+	return !p.Deadline.IsZero() && !now.Before(p.Deadline)
 }
 
 // FullPageFormats are the contents a frame's fullPage can hold.
@@ -104,9 +115,13 @@ func DecodePlan(data []byte) (Plan, error) {
 			if !contains(allowed, *dst) {
 				return Plan{}, badRequest("%s: %q is not one of %s", name, *dst, strings.Join(allowed, ", "))
 			}
+		case "deadline":
+			if err := decodeDeadline(raw, &p.Deadline); err != nil {
+				return Plan{}, err
+			}
 		case "action", "actions":
 		default:
-			return Plan{}, badRequest("%s: unknown plan field (expected action or actions, and optionally id, agent, version, fullPage, fullPagePolicy)", name)
+			return Plan{}, badRequest("%s: unknown plan field (expected action or actions, and optionally id, agent, version, fullPage, fullPagePolicy, deadline)", name)
 		}
 	}
 	single, hasSingle := fields["action"]
@@ -148,6 +163,38 @@ func DecodePlan(data []byte) (Plan, error) {
 		return Plan{}, badRequest("plan: has no action; send {\"action\": {...}} or {\"actions\": [...]}")
 	}
 	return p, nil
+}
+
+// decodeDeadline reads a plan's deadline: an RFC 3339 time with its zone
+// (the encoding of Go's time.Time), from year 2000 on. A deadline before
+// then is no deadline a client meant: a clock that far wrong would make
+// the tab refuse every plan of it, so it is refused as malformed instead.
+func decodeDeadline(raw json.RawMessage, out *time.Time) error {
+	var s string
+	if err := decodeString(raw, "deadline", &s); err != nil {
+		return err
+	}
+	t, err := time.Parse(time.RFC3339Nano, s)
+	if err != nil {
+		return badRequest("deadline: %q is not an RFC 3339 time with its zone (e.g. 2026-11-28T09:30:00.5Z)", truncateText(s, 64))
+	}
+	if t.Year() < minDeadlineYear {
+		return badRequest("deadline: %s is before %d: the sender's clock is wrong (nodes and clients need synchronised clocks)", s, minDeadlineYear)
+	}
+	*out = t
+	return nil
+}
+
+// minDeadlineYear: a deadline before it comes from a clock that was never
+// set (a board that starts at 1970), not from a client.
+const minDeadlineYear = 2000
+
+// truncateText cuts s to at most n bytes for a message.
+func truncateText(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return strings.ToValidUTF8(s[:n], "") + "..."
 }
 
 // checkUseOrder: action i of a plan takes values only from actions

@@ -74,6 +74,10 @@ func TestDecodePlanRejects(t *testing.T) {
 		{"unknown plan field", `{"action": {"type": "eval", "expression": "1"}, "foo": 1}`, "foo: unknown plan field"},
 		{"future version", `{"version": 99, "action": {"type": "eval", "expression": "1"}}`, "version: 99 is not supported"},
 		{"second action bad", `{"actions": [{"type": "eval", "expression": "1"}, {"type": "click"}]}`, "actions[1].selector: missing"},
+		{"deadline not a time", `{"deadline": "soon", "action": {"type": "eval", "expression": "1"}}`, `deadline: "soon" is not an RFC 3339 time`},
+		{"deadline without zone", `{"deadline": "2026-11-28T09:30:00", "action": {"type": "eval", "expression": "1"}}`, "with its zone"},
+		{"deadline a number", `{"deadline": 1764322200, "action": {"type": "eval", "expression": "1"}}`, "deadline: must be a string"},
+		{"deadline of an unset clock", `{"deadline": "1970-01-01T00:00:05Z", "action": {"type": "eval", "expression": "1"}}`, "is before 2000: the sender's clock is wrong"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -89,6 +93,44 @@ func TestDecodePlanRejects(t *testing.T) {
 			}
 		})
 	}
+}
+
+// A plan's deadline travels as RFC 3339 and comes back the same instant,
+// in whatever zone it was written; Expired holds from the deadline on.
+func TestPlanDeadline(t *testing.T) {
+	p, err := DecodePlan([]byte(`{"deadline": "2026-11-28T10:30:00.123456789+01:00", "action": {"type": "eval", "expression": "1"}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := time.Date(2026, 11, 28, 9, 30, 0, 123456789, time.UTC)
+	if !p.Deadline.Equal(want) {
+		t.Fatalf("deadline decoded as %v, want %v", p.Deadline, want)
+	}
+	if p.Expired(want.Add(-time.Nanosecond)) || !p.Expired(want) || !p.Expired(want.Add(time.Hour)) {
+		t.Fatal("Expired does not hold exactly from the deadline on")
+	}
+	data, err := Marshal(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	back, err := DecodePlan(data)
+	if err != nil || !back.Deadline.Equal(want) {
+		t.Fatalf("%s decoded again: %v, %v", data, back.Deadline, err)
+	}
+	none, err := DecodePlan([]byte(`{"action": {"type": "eval", "expression": "1"}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if none.Expired(time.Now().Add(1000*time.Hour)) || strings.Contains(string(must(Marshal(none))), "deadline") {
+		t.Fatalf("a plan without a deadline expires, or encodes one: %+v", none)
+	}
+}
+
+func must(data []byte, err error) []byte {
+	if err != nil {
+		panic(err)
+	}
+	return data
 }
 
 func TestActionValidateMatchesDecode(t *testing.T) {

@@ -49,6 +49,11 @@ type Options struct {
 	// default the client reconnects forever; every call stays bounded
 	// by its context.
 	NoReconnect bool
+	// MaxReconnects bounds the attempts to reconnect to each server the
+	// client knows (the one it dialled and the cluster's other members,
+	// which the server announces), after which the connection is closed
+	// for good. 0: no bound.
+	MaxReconnects int
 	// OnEvent, when set, is told of disconnects, reconnects, the end of
 	// the connection and gaps in a watched frame stream. It is called
 	// from one goroutine at a time and must not block for long.
@@ -180,9 +185,12 @@ func Connect(ctx context.Context, opts Options) (*Client, error) {
 		nats.ClosedHandler(c.closed),
 		nats.ErrorHandler(c.asyncError),
 	}
-	if opts.NoReconnect {
+	switch {
+	case opts.NoReconnect:
 		nopts = append(nopts, nats.NoReconnect())
-	} else {
+	case opts.MaxReconnects > 0:
+		nopts = append(nopts, nats.MaxReconnects(opts.MaxReconnects))
+	default:
 		nopts = append(nopts, nats.MaxReconnects(-1))
 	}
 	if creds.User != "" {

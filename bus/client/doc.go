@@ -11,6 +11,9 @@
 //     same id, when the answer was lost: the node runs an id once.
 //     While it waits it checks that the tab's node is live (liveness.go):
 //     a node gone, frozen or cut off ends the wait with node_unavailable.
+//     The plan carries the context's deadline, and the tab starts
+//     nothing of it after that (expired); a plan sent whose answer never
+//     came is outcome_unknown, naming its id, never a plain timeout.
 //   - Watch delivers a tab's frames from a sequence, the stored ones
 //     first and then the live ones: a live subscription, and the node's
 //     JetStream frame history read by batches of direct gets (no

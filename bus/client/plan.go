@@ -29,6 +29,14 @@ func NewPlanID() string {
 // answers an id it has seen with the first run's result (Duplicate), so
 // the plan runs once. An unknown tab is tab_not_found.
 //
+// ctx's deadline is the plan's (see protocol.Plan.Deadline), a moment
+// before it so the node's answer has time to come back: the tab starts
+// nothing of the plan after it (expired). A plan that carries a deadline
+// of its own keeps the earlier of the two, and bounds the wait too. When
+// the plan was sent and no answer came (ctx ended, or the connection was
+// lost for good), the error is outcome_unknown, naming the plan's id:
+// it may have run.
+//
 // The result's OK false is not an error: the result says what stopped.
 func (c *Client) Plan(ctx context.Context, tab string, plan protocol.Plan) (protocol.PlanResult, error) {
 	if plan.ID == "" {
@@ -49,22 +57,26 @@ func (c *Client) PlanData(ctx context.Context, tab string, data []byte) (protoco
 	if !protocol.ValidTabID(tab) {
 		return protocol.PlanResult{}, nil, protocol.Errorf(protocol.CodeBadRequest, "tab: %q is not a tab id (letters, digits, '-' and '_')", tab)
 	}
-	data, _, err := WithPlanID(data)
+	p, err := preparePlan(ctx, data)
 	if err != nil {
 		return protocol.PlanResult{}, nil, err
 	}
+	ctx, cancel := p.bound(ctx)
+	defer cancel()
 	var out []byte
+	sent := false
 	err = c.reachTab(ctx, tab, func() (err error) {
-		out, err = c.planRoundTrip(ctx, tab, data)
+		out, err = c.planRoundTrip(ctx, tab, p.data, &sent)
 		return err
 	})
 	if err != nil {
-		return protocol.PlanResult{}, nil, err
+		return protocol.PlanResult{}, nil, p.unanswered(tab, sent, err)
 	}
 	res, err := protocol.DecodePlanResult(out)
 	if err != nil {
 		return protocol.PlanResult{}, nil, err
 	}
+	p.noteSkew(&res, time.Now())
 	return res, out, nil
 }
 
@@ -82,16 +94,19 @@ const (
 
 // planRoundTrip sends a plan (resent after a reconnect: the node knows
 // its id) and waits for its answer, or until the tab's node is found gone
-// (node_unavailable).
-func (c *Client) planRoundTrip(ctx context.Context, tab string, data []byte) ([]byte, error) {
+// (node_unavailable). *sent is set once the plan may have reached the tab.
+func (c *Client) planRoundTrip(ctx context.Context, tab string, data []byte, sent *bool) ([]byte, error) {
 	pctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	go c.probeTabNode(pctx, tab, data, cancel)
-	out, err := c.roundTrip(pctx, c.subj.TabPlan(tab), data, true)
+	msg, err := c.exchange(pctx, &nats.Msg{Subject: c.subj.TabPlan(tab), Data: data}, true, sent)
 	if err != nil && ctx.Err() == nil && pctx.Err() != nil {
 		return nil, context.Cause(pctx) // the probe's: the tab's node is not live
 	}
-	return out, err
+	if err != nil {
+		return nil, err
+	}
+	return msg.Data, nil
 }
 
 // probeTabNode ends a plan's wait (cancel) when the tab's node is gone or

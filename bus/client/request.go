@@ -86,13 +86,26 @@ func (c *Client) roundTrip(ctx context.Context, subject string, data []byte, res
 // roundTripMsg is roundTrip for a request with headers, and answers the
 // reply with its own.
 func (c *Client) roundTripMsg(ctx context.Context, req *nats.Msg, resend bool) (*nats.Msg, error) {
+	return c.exchange(ctx, req, resend, nil)
+}
+
+// exchange is roundTripMsg that also sets *sent (when not nil) once the
+// request may have reached its subscriber: it was published, and neither
+// NATS (no responders) nor the server (a permission) turned it away.
+func (c *Client) exchange(ctx context.Context, req *nats.Msg, resend bool, sent *bool) (*nats.Msg, error) {
 	subject := req.Subject
 	for {
 		down, err := c.awaitConnected(ctx, "the request to "+subject)
 		if err != nil {
 			return nil, err
 		}
+		if ctx.Err() != nil { // not published at all
+			return nil, protocol.Errorf(protocol.CodeTimeout, "no answer on %s: %w", subject, ctx.Err())
+		}
 		msg, cause, err := c.requestOnce(ctx, down, req)
+		if sent != nil && !errors.Is(err, nats.ErrNoResponders) && protocol.CodeOf(cause) != protocol.CodePermissionDenied {
+			*sent = true
+		}
 		switch {
 		case err == nil:
 			return msg, nil

@@ -32,10 +32,26 @@ const (
 // noNodeMessage is what a client says when nothing answers on the bus.
 const noNodeMessage = "no framebus node running. Start one with: framebus serve"
 
+// errNoNode is the error of a request that failed: "no node running"
+// only when nothing answered (no responders, no bus, no state file);
+// what a node answered (bad_request, fetch_failed, timeout, ...) or the
+// client knows (a connection lost mid-request, outcome_unknown) is said
+// as it is.
 func errNoNode(cause error) error {
-	if protocol.CodeOf(cause) == protocol.CodePermissionDenied {
-		return cause // refused, not missing
+	var perr *protocol.Error
+	switch {
+	case errors.Is(cause, busclient.ErrTabNotHereYet):
+		return cause // a live node has the tab
+	case errors.Is(cause, nats.ErrNoResponders):
+	case errors.As(cause, &perr):
+		return cause
 	}
+	return noNodeRunning(cause)
+}
+
+// noNodeRunning says that no node runs: the bus or the state file is not
+// there.
+func noNodeRunning(cause error) error {
 	return &protocol.Error{Code: protocol.CodeUnavailable, Message: noNodeMessage, Err: cause}
 }
 
@@ -98,10 +114,19 @@ type client struct {
 }
 
 // connect finds the bus (--bus, $FRAMEBUS_URL, the state file) and dials
-// it for one request: a lost connection is not retried.
+// it for one command. A connection lost meanwhile is made again, to the
+// same server or another member of its cluster, a few times
+// (cliReconnects each): a plan waiting for its answer is sent again under
+// its id (the tab runs it once), any other request fails saying the
+// connection was lost.
 func (c *cli) connect(f clientFlags) (*client, error) {
-	return c.dial(f, busclient.Options{NoReconnect: true})
+	return c.dial(f, busclient.Options{MaxReconnects: cliReconnects})
 }
+
+// cliReconnects is how often a command tries each server it knows again
+// after losing its connection (a quarter second apart): about 2 s for
+// a bus that is gone.
+const cliReconnects = 8
 
 // dial finds the bus and connects to it with the options given (the URL,
 // prefix and name are filled in here).
@@ -127,7 +152,7 @@ func (c *cli) dial(f clientFlags, opts busclient.Options) (*client, error) {
 	if url == "" {
 		path, err := c.statePath()
 		if err != nil {
-			return nil, errNoNode(err)
+			return nil, noNodeRunning(err)
 		}
 		st, err := readState(path)
 		if err != nil {
@@ -163,7 +188,7 @@ func (c *cli) dial(f clientFlags, opts busclient.Options) (*client, error) {
 	case err != nil && registered != nil:
 		return nil, errNotAnswering(*registered, err)
 	case err != nil:
-		return nil, errNoNode(err)
+		return nil, noNodeRunning(err)
 	}
 	return &client{bc: bc, subj: subj, creds: creds, active: active}, nil
 }
@@ -305,8 +330,9 @@ func (cl *client) sendPlan(ctx context.Context, tab string, data []byte, plan pr
 			return protocol.PlanResult{}, nil, err
 		}
 	}
-	wait := plan.Wait()
-	rctx, cancel := context.WithTimeout(ctx, wait)
+	// One wait decides both how long the command waits and the plan's
+	// deadline (bus/client sets it from the context, a moment before).
+	rctx, cancel := context.WithTimeout(ctx, plan.Wait())
 	defer cancel()
 	res, raw, err := cl.bc.PlanData(rctx, tab, data)
 	switch {
@@ -314,12 +340,11 @@ func (cl *client) sendPlan(ctx context.Context, tab string, data []byte, plan pr
 		return res, raw, nil
 	case protocol.CodeOf(err) == protocol.CodeTabNotFound, protocol.CodeOf(err) == protocol.CodeNodeUnavailable:
 		return protocol.PlanResult{}, nil, err
-	case err != nil && ctx.Err() != nil:
+	case ctx.Err() != nil:
 		return protocol.PlanResult{}, nil, cl.cancelPlan(tab, plan.ID)
-	case err != nil && rctx.Err() != nil:
-		return protocol.PlanResult{}, nil, protocol.Errorf(protocol.CodeTimeout,
-			"tab %s did not answer within %s", tab, wait)
 	}
+	// outcome_unknown (sent, no answer) as the client says it; nothing
+	// answering is no node.
 	return protocol.PlanResult{}, nil, busError(err, errNoNode)
 }
 

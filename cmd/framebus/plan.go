@@ -20,7 +20,14 @@ func planCommand() command {
 "type", its parameters and optionally "basedOnSequence". The reply is the
 PlanResult JSON: "ok", "executed", the tab's "sequence", each action's
 "results", and "stopped" when an action's frame was stale or it failed.
-Exit status 1 when the plan did not fully succeed.`,
+Exit status 1 when the plan did not fully succeed.
+
+The command waits as long as the plan's actions may take and sends that
+wait as the plan's "deadline", after which the tab starts none of its
+actions (expired); a "deadline" in the plan (RFC 3339) that comes sooner
+shortens both. When the answer is lost (no answer by then, or the bus
+connection gone), the reply is outcome_unknown naming the plan's id: look
+at the tab's frames (framebus frames) before sending it again.`,
 		setup: func(fs *pflag.FlagSet) func(c *cli, args []string) error {
 			var target clientFlags
 			target.declare(fs, true)
