@@ -19,6 +19,7 @@ import (
 
 	"github.com/framebus/framebus/internal/benchkit"
 	"github.com/framebus/framebus/internal/testchild"
+	"github.com/framebus/framebus/internal/testscale"
 
 	chromedptarget "github.com/chromedp/cdproto/target"
 	"github.com/chromedp/chromedp"
@@ -891,7 +892,7 @@ func newHistoryBench(b *testing.B, opts HistoryOptions) *historyBench {
 	if err != nil {
 		b.Fatal(err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), testscale.D(time.Minute))
 	defer cancel()
 	h, err := StartHistory(ctx, nc, protocol.DefaultSubjects, opts, zerolog.Nop())
 	if err != nil {
@@ -1230,7 +1231,7 @@ func BenchmarkFrameFanOut(b *testing.B) {
 	var rates []float64
 	lost := 0
 	// Frames come in order: the last one means all that will.
-	wait, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	wait, cancel := context.WithTimeout(context.Background(), testscale.D(30*time.Second))
 	defer cancel()
 	for _, w := range ws {
 		w.mu.Lock()

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/framebus/framebus/internal/benchkit"
+	"github.com/framebus/framebus/internal/testscale"
 
 	"github.com/nats-io/nats.go"
 
@@ -44,7 +45,7 @@ func benchCluster(b *testing.B) (nodes []*Node, agents []*nats.Conn) {
 	var wg sync.WaitGroup
 	for i := range nodes {
 		wg.Go(func() { // together: the history waits for the cluster's quorum
-			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+			ctx, cancel := context.WithTimeout(context.Background(), testscale.D(2*time.Minute))
 			defer cancel()
 			nodes[i], errs[i] = StartNode(ctx, NodeOptions{Name: fmt.Sprintf("node%d", i+1), Bus: member(i),
 				Launch: cdpdriver.LaunchOptions{Headless: true}, History: HistoryOptions{Replicas: 3}})
@@ -79,7 +80,7 @@ type planTarget struct {
 // openPlanTargets gives a node n tabs (its first among them).
 func openPlanTargets(b *testing.B, node *Node, n int) []*planTarget {
 	b.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), testscale.D(time.Minute))
 	defer cancel()
 	for len(node.Tabs()) < n {
 		if _, err := node.OpenTab(ctx, "about:blank"); err != nil {

@@ -10,6 +10,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/framebus/framebus/cdpdriver"
+	"github.com/framebus/framebus/internal/testscale"
 )
 
 // A browser framebus launches saves no downloads: Chromium's default
@@ -19,7 +20,7 @@ func TestLaunchedBrowserTakesNoDownloads(t *testing.T) {
 	home := t.TempDir()
 	t.Setenv("HOME", home)
 	t.Setenv("XDG_CONFIG_HOME", "") // user-dirs.dirs is read from under HOME
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), testscale.D(time.Minute))
 	defer cancel()
 	b, err := StartBrowser(ctx, cdpdriver.LaunchOptions{Headless: true}, zerolog.Nop())
 	if err != nil {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/framebus/framebus/bus"
 	"github.com/framebus/framebus/internal/bustest"
+	"github.com/framebus/framebus/internal/testscale"
 	"github.com/framebus/framebus/protocol"
 )
 
@@ -43,7 +44,7 @@ func TestHistoryWaitsForTheClusterToForm(t *testing.T) {
 		return StartHistory(ctx, nc, protocol.DefaultSubjects, HistoryOptions{Replicas: 3}, zerolog.Nop())
 	}
 
-	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), testscale.D(4*time.Second))
 	_, err = history(ctx)
 	cancel()
 	if protocol.CodeOf(err) != protocol.CodeUnavailable || !strings.Contains(err.Error(), "every member listed in its routes") {
@@ -52,7 +53,7 @@ func TestHistoryWaitsForTheClusterToForm(t *testing.T) {
 
 	started := make(chan error, 1)
 	go func() {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		ctx, cancel := context.WithTimeout(context.Background(), testscale.D(time.Minute))
 		defer cancel()
 		h, err := history(ctx)
 		if err == nil && h.Stream().CachedInfo().Config.Replicas != 3 {

@@ -19,6 +19,7 @@ import (
 	"github.com/framebus/framebus/actors/whitelist"
 	"github.com/framebus/framebus/cdpdriver"
 	"github.com/framebus/framebus/internal/testdir"
+	"github.com/framebus/framebus/internal/testscale"
 	"github.com/framebus/framebus/protocol"
 )
 
@@ -71,7 +72,7 @@ func TestFileURLsAreABoundary(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), testscale.D(time.Minute))
 	defer cancel()
 	node, err := StartNode(ctx, NodeOptions{
 		Launch:    cdpdriver.LaunchOptions{Headless: true},
@@ -241,7 +242,7 @@ func TestFileURLFramesAreRefused(t *testing.T) {
 	}
 	wl = wl.WithFileRoots(roots)
 
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), testscale.D(time.Minute))
 	defer cancel()
 	b, err := StartBrowser(ctx, cdpdriver.LaunchOptions{Headless: true}, zerolog.Nop())
 	if err != nil {

@@ -28,7 +28,7 @@ import (
 // new leader acks them, each after the one before.
 func TestStreamLeaderLostDuringRacingAgents(t *testing.T) {
 	members, conns := historyCluster(t, "leader-change-secret")
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), testscale.D(2*time.Minute))
 	defer cancel()
 	h := startReplicatedHistory(t, conns[0])
 	leader := streamLeader(t, h)
@@ -110,7 +110,7 @@ func TestStreamLeaderLostDuringRacingAgents(t *testing.T) {
 	members[leader].Close()
 	// Frames go on through the election, and some after it.
 	waitUntil(t, func() bool {
-		ctx, cancel := context.WithTimeout(ctx, 3*time.Second) // no answer during the election
+		ctx, cancel := context.WithTimeout(ctx, testscale.D(3*time.Second)) // no answer during the election
 		defer cancel()
 		info, err := h.Stream().Info(ctx)
 		return failed() || (err == nil && info.Cluster != nil && info.Cluster.Leader != "" && info.Cluster.Leader != lost)
@@ -260,7 +260,7 @@ func startReplicatedHistory(t *testing.T, nc *nats.Conn) *History {
 	t.Helper()
 	var h *History
 	waitUntil(t, func() bool {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		ctx, cancel := context.WithTimeout(context.Background(), testscale.D(5*time.Second))
 		defer cancel()
 		var err error
 		h, err = StartHistory(ctx, nc, protocol.DefaultSubjects, HistoryOptions{Replicas: 3}, zerolog.Nop())
@@ -275,7 +275,7 @@ func streamLeader(t *testing.T, h *History) int {
 	t.Helper()
 	leader := -1
 	waitUntil(t, func() bool {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		ctx, cancel := context.WithTimeout(context.Background(), testscale.D(5*time.Second))
 		defer cancel()
 		info, err := h.Stream().Info(ctx)
 		if err != nil || info.Cluster == nil {
@@ -316,7 +316,7 @@ func TestHistoryContentThroughALeaderChange(t *testing.T) {
 	members, conns := historyCluster(t, "content-leader-change")
 	h := startReplicatedHistory(t, conns[0])
 	bucketStream := "OBJ_" + protocol.DefaultSubjects.ContentBucket()
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), testscale.D(3*time.Minute))
 	defer cancel()
 	store := h.startStore(conns[0], "T1", protocol.DefaultSubjects, newContentStore(), zerolog.Nop())
 	defer store.close()
@@ -369,7 +369,7 @@ func TestHistoryContentThroughALeaderChange(t *testing.T) {
 func TestTabGoesOnWithoutTheStream(t *testing.T) {
 	members, conns := historyCluster(t, "no-stream-leader-secret")
 	startReplicatedHistory(t, conns[0])
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), testscale.D(time.Minute))
 	defer cancel()
 	h, err := StartHistory(ctx, conns[0], protocol.DefaultSubjects, HistoryOptions{Replicas: 3, StoreTimeout: time.Second}, zerolog.Nop())
 	if err != nil {

@@ -14,6 +14,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/framebus/framebus/bus"
+	"github.com/framebus/framebus/internal/testscale"
 	"github.com/framebus/framebus/protocol"
 )
 
@@ -28,7 +29,7 @@ func historyBus(t *testing.T, opts HistoryOptions) (*nats.Conn, *History) {
 		t.Fatal(err)
 	}
 	t.Cleanup(nc.Close)
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), testscale.D(30*time.Second))
 	defer cancel()
 	h, err := StartHistory(ctx, nc, protocol.DefaultSubjects, opts, zerolog.Nop())
 	if err != nil {
@@ -45,7 +46,7 @@ func follow(t *testing.T, nc *nats.Conn, subj protocol.Subjects, subject string)
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), testscale.D(30*time.Second))
 	defer cancel()
 	cons, err := js.OrderedConsumer(ctx, subj.FrameStream(), jetstream.OrderedConsumerConfig{FilterSubjects: []string{subject}})
 	if err != nil {
@@ -194,7 +195,7 @@ func TestHistoryStoresAFrameOnce(t *testing.T) {
 	if err != nil || res.Sequence != 3 {
 		t.Fatalf("plan: %+v %v", res, err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), testscale.D(30*time.Second))
 	defer cancel()
 	var stored *jetstream.RawStreamMsg
 	waitUntil(t, func() bool {
@@ -238,7 +239,7 @@ func TestHistoryOutlivesTabAndDropsOldContent(t *testing.T) {
 	if live := frames.until(res.Sequence); live.FullPageRef == nil || live.FullPageRef.Subject != protocol.DefaultSubjects.TabContent(tab.ID()) {
 		t.Fatalf("big frame live: %+v", live.FullPageRef)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), testscale.D(30*time.Second))
 	defer cancel()
 	var big protocol.Frame
 	waitUntil(t, func() bool {
@@ -314,7 +315,7 @@ func TestHistoryFileStorageSurvivesRestart(t *testing.T) {
 	if err != nil || !res.OK {
 		t.Fatalf("plan: %+v %v", res, err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), testscale.D(time.Minute))
 	defer cancel()
 	subject := node.Subjects().TabFrames(tab)
 	waitUntil(t, func() bool {
@@ -375,7 +376,7 @@ func TestHistoryNeedsJetStream(t *testing.T) {
 func TestHistoryReplicatedOnACluster(t *testing.T) {
 	_, conns := historyCluster(t, "history-cluster-secret")
 	h := startReplicatedHistory(t, conns[0])
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), testscale.D(30*time.Second))
 	defer cancel()
 	info, err := h.Stream().Info(ctx)
 	if err != nil || info.Cluster == nil || len(info.Cluster.Replicas) != 2 {
@@ -403,7 +404,7 @@ func TestHistoryUpdatesAnOlderStream(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), testscale.D(30*time.Second))
 	defer cancel()
 	subj := protocol.DefaultSubjects
 	if _, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: subj.FrameStream(), Subjects: []string{subj.AllFrames()},

@@ -20,6 +20,7 @@ import (
 
 	"github.com/framebus/framebus/bus"
 	"github.com/framebus/framebus/internal/bustest"
+	"github.com/framebus/framebus/internal/testscale"
 	"github.com/framebus/framebus/protocol"
 )
 
@@ -153,7 +154,7 @@ func TestNodeNamesOnTwoNodes(t *testing.T) {
 // JetStream for it).
 func TestNodeNameTaken(t *testing.T) {
 	first := startTestNode(t, NodeOptions{Name: "gamma", History: HistoryOptions{Disabled: true}})
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), testscale.D(time.Minute))
 	defer cancel()
 	opts := secondNodeOptions(t, first, "gamma")
 	opts.Launch.Headless = true

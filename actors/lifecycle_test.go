@@ -14,6 +14,7 @@ import (
 	"github.com/framebus/framebus/cdpdriver"
 	"github.com/framebus/framebus/internal/bustest"
 	"github.com/framebus/framebus/internal/testdir"
+	"github.com/framebus/framebus/internal/testscale"
 	"github.com/framebus/framebus/protocol"
 )
 
@@ -216,7 +217,7 @@ func TestLifecycleOnTheBus(t *testing.T) {
 // launch; a second node on the same profile gets "profile in use".
 func TestProfilePersistsAndIsExclusive(t *testing.T) {
 	t.Parallel() // its own nodes and profile directory
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), testscale.D(2*time.Minute))
 	defer cancel()
 	dir := testdir.Enterable(t)
 	node := startTestNode(t, NodeOptions{Launch: cdpdriver.LaunchOptions{UserDataDir: dir}, Prefix: "fbprofile"})

@@ -17,6 +17,7 @@ import (
 
 	"github.com/framebus/framebus/bus"
 	"github.com/framebus/framebus/cdpdriver"
+	"github.com/framebus/framebus/internal/testscale"
 	"github.com/framebus/framebus/protocol"
 )
 
@@ -48,7 +49,7 @@ func runTests(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, "connect:", err)
 		return 1
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), testscale.D(time.Minute))
 	defer cancel()
 	// Benchmarks compare the pipe with a websocket, and the bench client
 	// process and chromedp cannot share the node's pipe: while they run,
@@ -184,7 +185,7 @@ func siteHandler() http.Handler {
 // openTab opens a fresh tab with its actor, closed when the test ends.
 func openTab(t *testing.T, opts ...func(*TabOptions)) *Tab {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), testscale.D(30*time.Second))
 	defer cancel()
 	page, err := testBrowser.OpenPage(ctx, "about:blank")
 	if err != nil {
@@ -224,7 +225,7 @@ func tabAt(t *testing.T, path string, opts ...func(*TabOptions)) (*Tab, *frameWa
 func startTestNode(t *testing.T, opts NodeOptions) *Node {
 	t.Helper()
 	opts.Launch.Headless = true
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), testscale.D(time.Minute))
 	defer cancel()
 	node, err := StartNode(ctx, opts)
 	if err != nil {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/framebus/framebus/cdpdriver"
 	"github.com/framebus/framebus/internal/bustest"
+	"github.com/framebus/framebus/internal/testscale"
 	"github.com/framebus/framebus/protocol"
 )
 
@@ -16,7 +17,7 @@ import (
 // plan and sees its frames; Close leaves no Chromium and no profile.
 func TestNodeLifecycle(t *testing.T) {
 	t.Parallel() // its own node and browser
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), testscale.D(time.Minute))
 	defer cancel()
 	node, err := StartNode(ctx, NodeOptions{Launch: cdpdriver.LaunchOptions{Headless: true}, Prefix: "fbtest"})
 	if err != nil {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/framebus/framebus/cdpdriver"
 	"github.com/framebus/framebus/internal/testdir"
+	"github.com/framebus/framebus/internal/testscale"
 	"github.com/framebus/framebus/protocol"
 )
 
@@ -21,7 +22,7 @@ import (
 // reconnects.
 func TestProfilesManagedAndAttached(t *testing.T) {
 	t.Parallel() // its own node and browsers
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), testscale.D(2*time.Minute))
 	defer cancel()
 	outside, err := cdpdriver.Launch(ctx, cdpdriver.LaunchOptions{Headless: true, DebuggingPort: true, Logger: zerolog.Nop()}) // a user's own Chrome
 	if err != nil {
@@ -156,7 +157,7 @@ func TestProfilesManagedAndAttached(t *testing.T) {
 // Profiles declared wrong are refused at start, naming the problem; an
 // attach profile whose browser does not answer leaves the node running.
 func TestProfileDeclarations(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), testscale.D(time.Minute))
 	defer cancel()
 	for _, tc := range []struct {
 		profiles []ProfileOptions

@@ -9,6 +9,7 @@ import (
 	"github.com/framebus/framebus/bus"
 	"github.com/framebus/framebus/internal/bustest"
 	"github.com/framebus/framebus/internal/testdir"
+	"github.com/framebus/framebus/internal/testscale"
 	"github.com/framebus/framebus/protocol"
 )
 
@@ -66,7 +67,7 @@ func restartTestNode(t *testing.T, opts NodeOptions) *Node {
 	opts.Launch.Headless = true
 	deadline := time.Now().Add(30 * time.Second)
 	for {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		ctx, cancel := context.WithTimeout(context.Background(), testscale.D(time.Minute))
 		node, err := StartNode(ctx, opts)
 		cancel()
 		if err == nil {

@@ -341,7 +341,7 @@ func closedPortURL(t *testing.T) string {
 // own, as nothing the tab does would.
 func crashPage(t *testing.T, tab *Tab) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), testscale.D(10*time.Second))
 	conn, err := testBrowser.conn.DialPage(ctx, tab.ID())
 	if err != nil {
 		cancel()

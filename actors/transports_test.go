@@ -14,11 +14,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rs/zerolog"
+
 	"github.com/framebus/framebus/actors/whitelist"
 	"github.com/framebus/framebus/cdpdriver"
 	"github.com/framebus/framebus/internal/testdir"
+	"github.com/framebus/framebus/internal/testscale"
 	"github.com/framebus/framebus/protocol"
-	"github.com/rs/zerolog"
 )
 
 // deniedHost is a loopback address no whitelist of these tests allows: what
@@ -297,7 +299,7 @@ func TestTransportsControl(t *testing.T) {
 func TestTransportsAttachRefused(t *testing.T) {
 	t.Parallel() // its own node, browsers and listeners
 	l := startListeners(t)
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), testscale.D(time.Minute))
 	defer cancel()
 	outside, err := cdpdriver.Launch(ctx, cdpdriver.LaunchOptions{Headless: true, DebuggingPort: true, Logger: zerolog.Nop(), // a user's own Chrome
 		Args: []string{"--host-resolver-rules=MAP " + deniedName + " " + deniedHost}})

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/framebus/framebus/cdpdriver"
+	"github.com/framebus/framebus/internal/testscale"
 	"github.com/framebus/framebus/internal/xdisplay"
 	"github.com/framebus/framebus/protocol"
 )
@@ -26,7 +27,7 @@ func TestUserFrames(t *testing.T) {
 	t.Run("launched", func(t *testing.T) {
 		display := xdisplay.Start(t, 1280, 900)
 		t.Setenv("DISPLAY", display)
-		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		ctx, cancel := context.WithTimeout(context.Background(), testscale.D(time.Minute))
 		defer cancel()
 		// serve --headed; a zero viewport keeps the window's own size, so
 		// that the page's place on the screen is the window's.
@@ -45,7 +46,7 @@ func TestUserFrames(t *testing.T) {
 	t.Run("attached", func(t *testing.T) {
 		display := xdisplay.Start(t, 1280, 900)
 		t.Setenv("DISPLAY", display)
-		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		ctx, cancel := context.WithTimeout(context.Background(), testscale.D(time.Minute))
 		defer cancel()
 		// A person's own browser, which the node attaches to ("chrome").
 		outside, err := cdpdriver.Launch(ctx, cdpdriver.LaunchOptions{Headless: false, DebuggingPort: true, WindowWidth: 1000, WindowHeight: 700})

@@ -15,6 +15,7 @@ import (
 
 	"github.com/framebus/framebus/cdpdriver"
 	"github.com/framebus/framebus/internal/bustest"
+	"github.com/framebus/framebus/internal/testscale"
 	"github.com/framebus/framebus/protocol"
 )
 
@@ -274,7 +275,7 @@ func TestResizeRefused(t *testing.T) {
 // The emulation lasts as long as the tab's connection: closed, the page
 // has its window's own size again (what an attach profile's user gets back).
 func TestEmulationEndsWithConnection(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), testscale.D(30*time.Second))
 	defer cancel()
 	page, err := testBrowser.OpenPage(ctx, "about:blank")
 	if err != nil {

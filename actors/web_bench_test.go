@@ -10,13 +10,15 @@ import (
 	"time"
 
 	"github.com/framebus/framebus/internal/benchkit"
+	"github.com/framebus/framebus/internal/testscale"
+
+	"github.com/nats-io/nats.go"
 
 	"github.com/framebus/framebus/actors/whitelist"
 	busclient "github.com/framebus/framebus/bus/client"
 	"github.com/framebus/framebus/cdpdriver"
 	"github.com/framebus/framebus/internal/bustest"
 	"github.com/framebus/framebus/protocol"
-	"github.com/nats-io/nats.go"
 )
 
 // webBench is a node with a whitelist (the loopback page's address), a
@@ -35,7 +37,7 @@ func webBench(b *testing.B) (fetch, fetchInProc, fetchJSON, direct, busFloor fun
 	if err != nil {
 		b.Fatal(err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), testscale.D(time.Minute))
 	defer cancel()
 	node, err := StartNode(ctx, NodeOptions{Prefix: "fbwebbench", Whitelist: wl, Launch: cdpdriver.LaunchOptions{Headless: true}})
 	if err != nil {

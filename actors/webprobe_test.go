@@ -23,6 +23,7 @@ import (
 	"github.com/framebus/framebus/bus"
 	busclient "github.com/framebus/framebus/bus/client"
 	"github.com/framebus/framebus/internal/bustest"
+	"github.com/framebus/framebus/internal/testscale"
 	"github.com/framebus/framebus/protocol"
 )
 
@@ -295,7 +296,7 @@ func TestProbeWhoMayFetch(t *testing.T) {
 		t.Cleanup(c.Close)
 		return c
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), testscale.D(time.Minute))
 	defer cancel()
 	agent := connect(protocol.RoleAgent)
 	got, err := agent.Fetch(ctx, protocol.FetchRequest{URL: srv.URL + "/"})

@@ -16,6 +16,7 @@ import (
 	"golang.org/x/crypto/bcrypt"
 
 	"github.com/framebus/framebus/bus"
+	"github.com/framebus/framebus/internal/testscale"
 	"github.com/framebus/framebus/protocol"
 )
 
@@ -294,7 +295,7 @@ func TestRoleJetStream(t *testing.T) {
 		{Name: "watcher", PasswordHash: testHash, Role: protocol.RoleObserver},
 	}})
 	subj := protocol.Subjects{Prefix: "fb"}
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), testscale.D(time.Minute))
 	defer cancel()
 	node, err := jetstream.New(connect(t, b, "node"))
 	if err != nil {
@@ -374,7 +375,7 @@ func TestRoleJetStream(t *testing.T) {
 				return err
 			}},
 		} {
-			short, cancelShort := context.WithTimeout(ctx, time.Second)
+			short, cancelShort := context.WithTimeout(ctx, testscale.D(time.Second))
 			if err := try.do(short); err == nil {
 				t.Errorf("%s: %s succeeded", user, try.subject)
 			}
@@ -533,7 +534,7 @@ func TestForgedFramesAreRecognisable(t *testing.T) {
 		{Name: "watcher", PasswordHash: testHash, Role: protocol.RoleObserver},
 	}})
 	subj := protocol.Subjects{Prefix: "fb"}
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), testscale.D(time.Minute))
 	defer cancel()
 	node := connect(t, b, "node")
 	live := subscribeSync(t, connect(t, b, "live"), subj.AllFrames())

@@ -85,7 +85,7 @@ func TestClusterCarriesEverything(t *testing.T) {
 	if err := node1.Flush(); err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), testscale.D(time.Minute))
 	defer cancel()
 	js, err := jetstream.New(node2)
 	if err != nil {
@@ -93,7 +93,7 @@ func TestClusterCarriesEverything(t *testing.T) {
 	}
 	var stream jetstream.Stream
 	waitUntil(t, "the replicated frame stream", func() bool { // JetStream's cluster elects its leader first
-		try, cancel := context.WithTimeout(ctx, 3*time.Second)
+		try, cancel := context.WithTimeout(ctx, testscale.D(3*time.Second))
 		defer cancel()
 		stream, err = js.CreateStream(try, jetstream.StreamConfig{
 			Name: subj.FrameStream(), Subjects: []string{subj.AllFrames()}, Storage: jetstream.MemoryStorage,

@@ -10,6 +10,7 @@ import (
 
 	"github.com/framebus/framebus/bus"
 	"github.com/framebus/framebus/internal/bustest"
+	"github.com/framebus/framebus/internal/testscale"
 )
 
 // A member of three restarts under its name with an empty store (a
@@ -35,7 +36,7 @@ func TestKVEntriesThroughAMemberJustRestarted(t *testing.T) {
 	}
 	var kv jetstream.KeyValue
 	waitUntil(t, "the bucket", func() bool {
-		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+		ctx, cancel := context.WithTimeout(context.Background(), testscale.D(3*time.Second))
 		defer cancel()
 		kv, err = js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: "TEST", Storage: jetstream.FileStorage, Replicas: 3})
 		return err == nil
@@ -59,13 +60,13 @@ func TestKVEntriesThroughAMemberJustRestarted(t *testing.T) {
 		}
 		var rkv jetstream.KeyValue
 		waitUntil(t, "the bucket at m3", func() bool {
-			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+			ctx, cancel := context.WithTimeout(context.Background(), testscale.D(2*time.Second))
 			defer cancel()
 			rkv, err = rjs.KeyValue(ctx, "TEST")
 			return err == nil
 		})
 		for range 5 {
-			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			ctx, cancel := context.WithTimeout(context.Background(), testscale.D(10*time.Second))
 			if n, err := initialValues(ctx, rkv); err != nil || n != keys {
 				plainShort++
 			}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/framebus/framebus/bus"
 	"github.com/framebus/framebus/internal/bustest"
+	"github.com/framebus/framebus/internal/testscale"
 	"github.com/framebus/framebus/protocol"
 )
 
@@ -95,7 +96,7 @@ func TestUsersCannotReachTheClusterRegistries(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), testscale.D(60*time.Second))
 	defer cancel()
 	// The members' registry is up once a user added there is (the cluster
 	// elects JetStream's leader first).

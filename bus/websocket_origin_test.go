@@ -16,6 +16,7 @@ import (
 
 	"github.com/framebus/framebus/bus"
 	"github.com/framebus/framebus/cdpdriver"
+	"github.com/framebus/framebus/internal/testscale"
 )
 
 // upgradeStatus sends a WebSocket upgrade to the listener at addr with the
@@ -117,7 +118,7 @@ func TestWebSocketRebindingPageInChromium(t *testing.T) {
 	defer b.Close()
 	u, _ := url.Parse(b.WebSocketURL())
 	page := "http://rebind.test:" + u.Port() + "/"
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), testscale.D(2*time.Minute))
 	defer cancel()
 	proc, err := cdpdriver.Launch(ctx, cdpdriver.LaunchOptions{Headless: true, Logger: zerolog.Nop(),
 		Args: []string{"--host-resolver-rules=MAP rebind.test 127.0.0.1"}})

@@ -13,6 +13,8 @@ import (
 	"github.com/mafredri/cdp/protocol/runtime"
 	"github.com/mafredri/cdp/protocol/target"
 	"github.com/rs/zerolog"
+
+	"github.com/framebus/framebus/internal/testscale"
 )
 
 // browserTestConnect connects to the shared browser; the connection is
@@ -20,7 +22,7 @@ import (
 func browserTestConnect(t *testing.T) *Browser {
 	t.Helper()
 	p := launchTestBrowser(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), testscale.D(10*time.Second))
 	defer cancel()
 	b, err := p.Connect(ctx, zerolog.Nop())
 	if err != nil {
@@ -31,7 +33,7 @@ func browserTestConnect(t *testing.T) *Browser {
 }
 
 func browserTestCtx(t *testing.T) context.Context {
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), testscale.D(20*time.Second))
 	t.Cleanup(cancel)
 	return ctx
 }

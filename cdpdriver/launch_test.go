@@ -22,6 +22,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/framebus/framebus/internal/testdir"
+	"github.com/framebus/framebus/internal/testscale"
 	"github.com/framebus/framebus/internal/xdisplay"
 )
 
@@ -197,7 +198,7 @@ func TestLaunchHeadless(t *testing.T) {
 		t.Fatal("Done() is closed while the browser runs")
 	default:
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), testscale.D(10*time.Second))
 	defer cancel()
 	b, err := p.Connect(ctx, zerolog.Nop())
 	if err != nil {
@@ -435,7 +436,7 @@ func TestLaunchFailures(t *testing.T) {
 			ctx := tt.ctx
 			if ctx == nil {
 				var cancel context.CancelFunc
-				ctx, cancel = context.WithTimeout(context.Background(), 20*time.Second)
+				ctx, cancel = context.WithTimeout(context.Background(), testscale.D(20*time.Second))
 				defer cancel()
 			}
 			start := time.Now()

@@ -23,7 +23,7 @@ import (
 func pipeTestLaunch(t *testing.T) (*Process, *Browser, string) {
 	t.Helper()
 	launchTestNeedChromium(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), testscale.D(60*time.Second))
 	defer cancel()
 	p, err := Launch(ctx, LaunchOptions{Headless: true})
 	if err != nil {
@@ -69,7 +69,7 @@ func TestPipeDroppedSessionRepliesWithChromium(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), testscale.D(30*time.Second))
 	defer cancel()
 	done := pipeTestAttachLater(ctx, tr, target)
 	launchTestWaitFor(t, 10*time.Second, "the attach waits for its reply", func() error {
@@ -102,7 +102,7 @@ func TestPipeDroppedSessionRepliesWithChromium(t *testing.T) {
 // answers again.
 func TestPipeStoppedBrowserWithChromium(t *testing.T) {
 	p, b, one := pipeTestLaunch(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), testscale.D(60*time.Second))
 	defer cancel()
 	two, err := b.NewTarget(ctx, "about:blank")
 	if err != nil {
@@ -120,7 +120,7 @@ func TestPipeStoppedBrowserWithChromium(t *testing.T) {
 	cont := pipeTestStop(t, p)
 
 	// More than the pipe holds: the rest waits for a reader.
-	callCtx, cancelCall := context.WithTimeout(ctx, 2*time.Second)
+	callCtx, cancelCall := context.WithTimeout(ctx, testscale.D(2*time.Second))
 	defer cancelCall()
 	_, err = cdp.NewClient(c1).Runtime.Evaluate(callCtx, cdpruntime.NewEvaluateArgs("'"+strings.Repeat("a", 512<<10)+"'.length"))
 	if err == nil || callCtx.Err() == nil {
@@ -138,7 +138,7 @@ func TestPipeStoppedBrowserWithChromium(t *testing.T) {
 		t.Fatal("another tab's Close waits for the stopped browser")
 	}
 
-	targetsCtx, cancelTargets := context.WithTimeout(ctx, 2*time.Second)
+	targetsCtx, cancelTargets := context.WithTimeout(ctx, testscale.D(2*time.Second))
 	defer cancelTargets()
 	if _, err := b.Targets(targetsCtx); err == nil {
 		t.Fatal("the browser connection answered while the browser was stopped")

@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/rs/zerolog"
+
+	"github.com/framebus/framebus/internal/testscale"
 )
 
 // The framer finds each NUL-terminated message whole however the stream
@@ -186,7 +188,7 @@ func pipeTestAttachLater(ctx context.Context, tr *pipeTransport, target string) 
 // sid and, in the same write, first messages of that session.
 func pipeTestAttach(t *testing.T, tr *pipeTransport, b *pipeTestBrowser, target, sid string, first ...string) *pipeConn {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), testscale.D(10*time.Second))
 	defer cancel()
 	done := pipeTestAttachLater(ctx, tr, target)
 	cmd := b.command()
@@ -265,7 +267,7 @@ func TestPipeTransportRoutesBySession(t *testing.T) {
 	if _, err := two.Write([]byte(`{"id":2,"method":"Page.enable"}`)); err == nil {
 		t.Fatal("a write after the pipe closed succeeded")
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), testscale.D(10*time.Second))
 	defer cancel()
 	if _, err := tr.attachPage(ctx, "T4"); err == nil || ctx.Err() != nil {
 		t.Fatalf("attach after the pipe closed: %v (it must fail at once)", err)
@@ -314,7 +316,7 @@ func pipeTestCallID(cmd map[string]any) string {
 // took the reply to id 1 and failed, and its session was never detached.)
 func TestPipeTransportTabRepliesAreNotItsOwn(t *testing.T) {
 	tr, b := newPipeTestTransport(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), testscale.D(10*time.Second))
 	defer cancel()
 	done := pipeTestAttachLater(ctx, tr, "T1")
 	cmd := b.command()
@@ -375,7 +377,7 @@ func TestPipeTransportStalledBrowser(t *testing.T) {
 			t.Fatal("a write or close waits for a browser that reads nothing")
 		}
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), testscale.D(10*time.Second))
 	defer cancel()
 	if _, err := tr.attachPage(ctx, "T3"); err == nil || !strings.Contains(err.Error(), "stopped or hung") {
 		t.Fatalf("attach to a stalled browser: %v; want the pipe given up as stopped or hung", err)
@@ -461,7 +463,7 @@ func TestPipeTransportLongReply(t *testing.T) {
 		t.Fatalf("the reply after it: %s, %v", msg, err)
 	}
 
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), testscale.D(10*time.Second))
 	defer cancel()
 	done := pipeTestAttachLater(ctx, tr, "T2")
 	cmd := b.command()

@@ -16,6 +16,8 @@ import (
 	"time"
 
 	"github.com/rs/zerolog"
+
+	"github.com/framebus/framebus/internal/testscale"
 )
 
 // update rewrites the golden files of TestSnapshotGolden:
@@ -86,7 +88,7 @@ func snapshotTestRowsPage(n int) []byte {
 func snapshotTestBrowser(t testing.TB) *Browser {
 	t.Helper()
 	proc := launchTestBrowser(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), testscale.D(10*time.Second))
 	defer cancel()
 	b, err := proc.Connect(ctx, zerolog.Nop())
 	if err != nil {
@@ -105,7 +107,7 @@ func snapshotTestOpen(ctx context.Context, t testing.TB, b *Browser, url string)
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		ctx, cancel := context.WithTimeout(context.Background(), testscale.D(5*time.Second))
 		defer cancel()
 		_ = b.CloseTarget(ctx, id)
 	})

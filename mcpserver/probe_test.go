@@ -410,7 +410,7 @@ func TestProbeHugeValueRefusalIsBounded(t *testing.T) {
 // to s's node as a user of role.
 func (s *session) connectAs(t *testing.T, role string) *session {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), testscale.D(time.Minute))
 	defer cancel()
 	creds := bustest.AddUser(t, s.node.Bus(), role)
 	bc, err := busclient.Connect(ctx, busclient.Options{URL: s.node.Bus().ClientURL(), Credentials: &creds, Prefix: s.node.Subjects().Prefix})
@@ -571,7 +571,7 @@ func (s *session) httpSessions(t *testing.T, n int, updates ...chan string) (*mc
 	t.Cleanup(hs.Close)
 	var out []*mcp.ClientSession
 	for i := range n {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		ctx, cancel := context.WithTimeout(context.Background(), testscale.D(time.Minute))
 		var opts *mcp.ClientOptions
 		if len(updates) > 0 {
 			ch := updates[0]
@@ -845,7 +845,7 @@ func TestProbeResourceURIs(t *testing.T) {
 	s := start(t, "both")
 	tab := s.node.Tabs()[0].Tab
 	counts := tally{}
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), testscale.D(2*time.Minute))
 	defer cancel()
 	for _, uri := range []string{
 		"framebus://tabs/../x", "framebus://tabs/" + tab + "/../../x/frames/latest", "framebus://tabs/%2e%2e/frames/latest",
@@ -887,7 +887,7 @@ func TestProbeSubscriptionsByTheHundred(t *testing.T) {
 	s := start(t, "both")
 	tab := s.node.Tabs()[0].Tab
 	uri := mcpserver.LatestFrameURI(tab)
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), testscale.D(3*time.Minute))
 	defer cancel()
 	updates := make(chan string, 64)
 	_, css := s.httpSessions(t, 2, updates)

@@ -19,6 +19,7 @@ import (
 	busclient "github.com/framebus/framebus/bus/client"
 	"github.com/framebus/framebus/internal/bustest"
 	"github.com/framebus/framebus/internal/testdir"
+	"github.com/framebus/framebus/internal/testscale"
 	"github.com/framebus/framebus/mcpserver"
 	"github.com/framebus/framebus/protocol"
 )
@@ -43,7 +44,7 @@ func start(t *testing.T, tools string) *session {
 // startWith is start with the node's options (headless).
 func startWith(t *testing.T, tools string, opts actors.NodeOptions) *session {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), testscale.D(2*time.Minute))
 	defer cancel()
 	site := httptest.NewServer(http.FileServer(http.Dir("../testdata/site")))
 	t.Cleanup(site.Close)
@@ -85,7 +86,7 @@ func startWith(t *testing.T, tools string, opts actors.NodeOptions) *session {
 // content.
 func (s *session) call(t *testing.T, tool string, args map[string]any) (text string, out map[string]any, isError bool) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), testscale.D(time.Minute))
 	defer cancel()
 	res, err := s.cs.CallTool(ctx, &mcp.CallToolParams{Name: tool, Arguments: args})
 	if err != nil {
@@ -350,7 +351,7 @@ func TestCancelledCallCancelsItsPlan(t *testing.T) {
 func TestCallWithoutAnswer(t *testing.T) {
 	s := start(t, mcpserver.ToolsActions)
 	tab := s.node.Tabs()[0].Tab
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), testscale.D(2*time.Minute))
 	defer cancel()
 	held := make(chan error, 1)
 	go func() {

@@ -18,6 +18,8 @@ import (
 	"time"
 
 	"github.com/rs/zerolog"
+
+	"github.com/framebus/framebus/internal/testscale"
 )
 
 // TestProxyTakesOnlyTheBrowsersAccount is a local user at the egress
@@ -61,7 +63,7 @@ func TestProxyTakesOnlyTheBrowsersAccount(t *testing.T) {
 	page := "http://good.test:" + port + "/"
 
 	asNobody := func(tunnel bool) (string, error) {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		ctx, cancel := context.WithTimeout(context.Background(), testscale.D(time.Minute))
 		defer cancel()
 		args := []string{"--reuid=65534", "--regid=65534", "--clear-groups", curl, "-sS", "--fail-with-body", "--max-time", "30", "-x", "http://" + p.Addr()}
 		if tunnel {

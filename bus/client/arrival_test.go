@@ -8,13 +8,15 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go"
+
 	"github.com/framebus/framebus/actors"
 	"github.com/framebus/framebus/bus"
 	"github.com/framebus/framebus/bus/client"
 	"github.com/framebus/framebus/cdpdriver"
 	"github.com/framebus/framebus/internal/bustest"
+	"github.com/framebus/framebus/internal/testscale"
 	"github.com/framebus/framebus/protocol"
-	"github.com/nats-io/nats.go"
 )
 
 // A tab opened on a node at one member of a cluster takes plans there at
@@ -25,7 +27,7 @@ import (
 // a live node lists the tab, so every plan sent right after its tab new
 // runs (without that, some were tab_not_found).
 func TestPlanToATabJustOpenedAtAnotherMember(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), testscale.D(3*time.Minute))
 	defer cancel()
 	listen, routes := bustest.ClusterRoutes(t, 2)
 	member := func(i int, name string) bus.Options {
@@ -50,7 +52,7 @@ func TestPlanToATabJustOpenedAtAnotherMember(t *testing.T) {
 	var agent *client.Client
 	deadline := time.Now().Add(wait)
 	for agent == nil { // until the other member has followed the shared users
-		cctx, ccancel := context.WithTimeout(ctx, time.Second)
+		cctx, ccancel := context.WithTimeout(ctx, testscale.D(time.Second))
 		agent, err = client.Connect(cctx, client.Options{URL: creds.URL, Credentials: &creds})
 		ccancel()
 		if err != nil && time.Now().After(deadline) {

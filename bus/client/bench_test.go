@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/framebus/framebus/bus/client"
+	"github.com/framebus/framebus/internal/testscale"
 )
 
 // stored is how many frames of tab t1 the replay benchmarks store.
@@ -32,7 +33,7 @@ func BenchmarkReplay(b *testing.B) {
 	b.ResetTimer()
 	start := time.Now()
 	for range b.N {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		ctx, cancel := context.WithTimeout(context.Background(), testscale.D(time.Minute))
 		n := 0
 		err := c.Frames(ctx, "t1", 1, 0, func(client.Frame) error { n++; return nil })
 		cancel()
@@ -49,7 +50,7 @@ func BenchmarkReplayFromLate(b *testing.B) {
 	c := storedFrames(b, stored)
 	b.ResetTimer()
 	for range b.N {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		ctx, cancel := context.WithTimeout(context.Background(), testscale.D(time.Minute))
 		n := 0
 		err := c.Frames(ctx, "t1", stored-10, 0, func(client.Frame) error { n++; return nil })
 		cancel()
@@ -68,7 +69,7 @@ func BenchmarkWatchReplay(b *testing.B) {
 	b.ResetTimer()
 	start := time.Now()
 	for range b.N {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		ctx, cancel := context.WithTimeout(context.Background(), testscale.D(time.Minute))
 		w, err := c.Watch(ctx, "t1", 1)
 		if err != nil {
 			b.Fatal(err)
@@ -92,7 +93,7 @@ func BenchmarkWatchStart(b *testing.B) {
 	c := storedFrames(b, n)
 	b.ResetTimer()
 	for range b.N {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		ctx, cancel := context.WithTimeout(context.Background(), testscale.D(time.Minute))
 		w, err := c.Watch(ctx, "t1", 600)
 		if err != nil {
 			b.Fatal(err)

@@ -16,6 +16,7 @@ import (
 	"github.com/framebus/framebus/cdpdriver"
 	"github.com/framebus/framebus/internal/bustest"
 	"github.com/framebus/framebus/internal/cutproxy"
+	"github.com/framebus/framebus/internal/testscale"
 	"github.com/framebus/framebus/protocol"
 )
 
@@ -48,7 +49,7 @@ func TestWatchSurvivesALostClusterMember(t *testing.T) {
 	deadline := time.Now().Add(time.Minute)
 	var stream jetstream.Stream
 	for { // the cluster elects JetStream's leader first
-		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+		ctx, cancel := context.WithTimeout(context.Background(), testscale.D(3*time.Second))
 		stream, err = js.CreateStream(ctx, jetstream.StreamConfig{Name: subj.FrameStream(), Subjects: []string{subj.AllFrames()},
 			Storage: jetstream.MemoryStorage, Replicas: 3, AllowDirect: true, Duplicates: time.Minute})
 		cancel()
@@ -110,7 +111,7 @@ func TestWatchSurvivesALostClusterMember(t *testing.T) {
 // reach it from the history only: the node sent them again until the
 // new leader stored them. No gap, none twice.
 func TestWatchSurvivesALostStreamLeader(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), testscale.D(2*time.Minute))
 	defer cancel()
 	wc := newWatchCluster(t)
 	var members []*bus.Bus
@@ -231,7 +232,7 @@ func waitForLeader(t *testing.T, nc *nats.Conn, not string) {
 	}
 	deadline := time.Now().Add(wait)
 	for {
-		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+		ctx, cancel := context.WithTimeout(context.Background(), testscale.D(3*time.Second))
 		s, err := js.Stream(ctx, subj.FrameStream())
 		cancel()
 		if err == nil && s.CachedInfo().Cluster != nil && s.CachedInfo().Cluster.Leader != "" && s.CachedInfo().Cluster.Leader != not {

@@ -15,6 +15,7 @@ import (
 	"github.com/framebus/framebus/bus"
 	"github.com/framebus/framebus/bus/client"
 	"github.com/framebus/framebus/internal/bustest"
+	"github.com/framebus/framebus/internal/testscale"
 	"github.com/framebus/framebus/protocol"
 )
 
@@ -57,11 +58,11 @@ func TestHistoryReadsWhileAMemberIsFrozen(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer nc.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), testscale.D(3*time.Minute))
 	defer cancel()
 	var h *actors.History
 	for h == nil { // the cluster elects JetStream's leader first
-		try, cancelTry := context.WithTimeout(ctx, 10*time.Second)
+		try, cancelTry := context.WithTimeout(ctx, testscale.D(10*time.Second))
 		h, err = actors.StartHistory(try, nc, subj, actors.HistoryOptions{Replicas: 3}, zerolog.Nop())
 		cancelTry()
 		if ctx.Err() != nil {
@@ -179,7 +180,7 @@ func store(t testing.TB, ctx context.Context, js jetstream.JetStream, f protocol
 func waitReplicas(t testing.TB, ctx context.Context, s jetstream.Stream, n uint64) {
 	t.Helper()
 	for {
-		try, cancel := context.WithTimeout(ctx, 3*time.Second)
+		try, cancel := context.WithTimeout(ctx, testscale.D(3*time.Second))
 		info, err := s.Info(try)
 		cancel()
 		if err == nil && info.State.Msgs >= n && info.Cluster != nil && len(info.Cluster.Replicas) == 2 {

@@ -13,6 +13,7 @@ import (
 	"github.com/framebus/framebus/actors"
 	"github.com/framebus/framebus/cdpdriver"
 	"github.com/framebus/framebus/internal/bustest"
+	"github.com/framebus/framebus/internal/testscale"
 	"github.com/framebus/framebus/protocol"
 )
 
@@ -23,7 +24,7 @@ import (
 // listing put on a node that is gone is node_unavailable, naming it; to
 // a tab no node ever listed, tab_not_found.
 func TestGatherReportsUnreachableNodes(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), testscale.D(2*time.Minute))
 	defer cancel()
 	node, err := actors.StartNode(ctx, actors.NodeOptions{Name: "live", Launch: cdpdriver.LaunchOptions{Headless: true}})
 	if err != nil {
@@ -61,7 +62,7 @@ func TestGatherReportsUnreachableNodes(t *testing.T) {
 			case <-stopGhost:
 				return
 			case <-time.After(protocol.NodeHeartbeat / 2):
-				uctx, ucancel := context.WithTimeout(context.Background(), 5*time.Second)
+				uctx, ucancel := context.WithTimeout(context.Background(), testscale.D(5*time.Second))
 				next, err := kv.Update(uctx, "ghost", ghost, rev)
 				ucancel()
 				if err != nil {

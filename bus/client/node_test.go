@@ -11,6 +11,7 @@ import (
 	"github.com/framebus/framebus/cdpdriver"
 	"github.com/framebus/framebus/internal/bustest"
 	"github.com/framebus/framebus/internal/cutproxy"
+	"github.com/framebus/framebus/internal/testscale"
 	"github.com/framebus/framebus/protocol"
 )
 
@@ -21,7 +22,7 @@ import (
 // have no gap and no duplicate, and each plan ran once: every eval makes
 // one frame, so the tab's sequence grows by exactly one per plan.
 func TestRealNodeThroughCuts(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), testscale.D(2*time.Minute))
 	defer cancel()
 	node, err := actors.StartNode(ctx, actors.NodeOptions{Launch: cdpdriver.LaunchOptions{Headless: true}})
 	if err != nil {

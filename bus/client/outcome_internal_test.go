@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/framebus/framebus/internal/testscale"
 	"github.com/framebus/framebus/protocol"
 )
 
@@ -14,7 +15,7 @@ import (
 // leaves an earlier deadline of the plan's, and one that is not a time
 // (for the node to refuse), as they are.
 func TestPreparePlan(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), testscale.D(time.Minute))
 	defer cancel()
 	end, _ := ctx.Deadline()
 	soon := time.Now().Add(10 * time.Second).UTC().Format(time.RFC3339Nano)

@@ -9,6 +9,7 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/framebus/framebus/internal/cutproxy"
+	"github.com/framebus/framebus/internal/testscale"
 	"github.com/framebus/framebus/protocol"
 )
 
@@ -41,7 +42,7 @@ func TestPlanDeadlineAndLostAnswer(t *testing.T) {
 		}
 	}
 
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), testscale.D(2*time.Second))
 	end, _ := ctx.Deadline()
 	_, err := agent.Plan(ctx, "t1", evalPlan("p-silent"))
 	cancel()
@@ -52,7 +53,7 @@ func TestPlanDeadlineAndLostAnswer(t *testing.T) {
 
 	own := evalPlan("p-own")
 	own.Deadline = time.Now().Add(500 * time.Millisecond)
-	ctx, cancel = context.WithTimeout(context.Background(), time.Minute)
+	ctx, cancel = context.WithTimeout(context.Background(), testscale.D(time.Minute))
 	_, err = agent.Plan(ctx, "t1", own)
 	callLeft := ctx.Err() == nil
 	cancel()
@@ -61,7 +62,7 @@ func TestPlanDeadlineAndLostAnswer(t *testing.T) {
 		t.Fatalf("a plan with its own deadline %v reached the tab with %v (its call ended by it: %v)", own.Deadline, p.Deadline, callLeft)
 	}
 
-	ctx, cancel = context.WithTimeout(context.Background(), 2*time.Second)
+	ctx, cancel = context.WithTimeout(context.Background(), testscale.D(2*time.Second))
 	defer cancel()
 	done := make(chan error, 1)
 	go func() {

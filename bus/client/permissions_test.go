@@ -8,6 +8,7 @@ import (
 
 	"github.com/nats-io/nats-server/v2/server"
 
+	"github.com/framebus/framebus/internal/testscale"
 	"github.com/framebus/framebus/protocol"
 )
 
@@ -44,7 +45,7 @@ func TestPermissionDenied(t *testing.T) {
 	publish(t, node, frame("t1", 1))
 	obs := connect(t, s.ClientURL(), observerCreds(s, "obs"), nil)
 
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), testscale.D(10*time.Second))
 	defer cancel()
 	_, err := obs.Plan(ctx, "t1", evalPlan(""))
 	if codeOf(err) != protocol.CodePermissionDenied || ctx.Err() != nil {
@@ -90,7 +91,7 @@ func TestWatchDenied(t *testing.T) {
 	s := testServer(t, nodeUser(), u)
 	frameHistory(t, nodeConn(t, s), 100)
 	c := connect(t, s.ClientURL(), observerCreds(s, "blind"), nil)
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), testscale.D(10*time.Second))
 	defer cancel()
 	if _, err := c.Watch(ctx, "t1", 1); codeOf(err) != protocol.CodePermissionDenied || ctx.Err() != nil {
 		t.Fatalf("watch: %v, want permission_denied before the deadline", err)

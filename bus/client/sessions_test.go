@@ -13,13 +13,14 @@ import (
 	"github.com/framebus/framebus/bus"
 	"github.com/framebus/framebus/cdpdriver"
 	"github.com/framebus/framebus/internal/bustest"
+	"github.com/framebus/framebus/internal/testscale"
 	"github.com/framebus/framebus/protocol"
 )
 
 // A session whose node is gone is listed by every live node (from the
 // session registry); the gathered list has it once, as unreachable.
 func TestSessionsOfAGoneNodeListedOnce(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), testscale.D(2*time.Minute))
 	defer cancel()
 	headless := cdpdriver.LaunchOptions{Headless: true}
 	one, err := actors.StartNode(ctx, actors.NodeOptions{Name: "one", Prefix: "fbgone", Launch: headless})

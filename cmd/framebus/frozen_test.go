@@ -13,6 +13,7 @@ import (
 	"time"
 
 	busclient "github.com/framebus/framebus/bus/client"
+	"github.com/framebus/framebus/internal/testscale"
 	"github.com/framebus/framebus/protocol"
 )
 
@@ -75,7 +76,7 @@ func TestFrozenNodeStartsNoLatePlan(t *testing.T) {
 	n := startNode(t)
 	tab := n.tab()
 	mustOK(t, n.env, "navigate", site("/"), "--tab", tab)
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), testscale.D(3*time.Minute))
 	defer cancel()
 	bc, err := busclient.Connect(ctx, busclient.Options{CredentialsFile: n.credsFile(agentCredsFile)})
 	if err != nil {

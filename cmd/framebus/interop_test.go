@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/framebus/framebus/internal/testchild"
+	"github.com/framebus/framebus/internal/testscale"
 	"github.com/framebus/framebus/protocol"
 )
 
@@ -56,7 +57,7 @@ func natsCLI(t *testing.T, creds protocol.Credentials, args ...string) *exec.Cmd
 		all = append(all, "--js-api-prefix", creds.JSAPIPrefix)
 	}
 	all = append(all, args...)
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), testscale.D(2*time.Minute))
 	t.Cleanup(cancel)
 	cmd := testchild.DieWithTest(exec.CommandContext(ctx, path, all...))
 	cmd.Env = append(os.Environ(), "HOME="+t.TempDir()) // no contexts of the machine's
@@ -179,7 +180,7 @@ func TestNpmClientPlansAndReplays(t *testing.T) {
 		t.Fatalf("the npm NATS client is not installed (.ci/run runs: npm ci --prefix testdata/js): %v", err)
 	}
 	pages := []string{site("/product.html?id=npm"), site("/read.html"), site("/big.html")}
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), testscale.D(2*time.Minute))
 	defer cancel()
 	cmd := testchild.DieWithTest(exec.CommandContext(ctx, "node", script))
 	cmd.Env = append(os.Environ(),

@@ -11,6 +11,7 @@ import (
 
 	busclient "github.com/framebus/framebus/bus/client"
 	"github.com/framebus/framebus/internal/bustest"
+	"github.com/framebus/framebus/internal/testscale"
 	"github.com/framebus/framebus/protocol"
 )
 
@@ -34,7 +35,7 @@ func TestNodesAsLeavesOfAHub(t *testing.T) {
 		n.ready(t)
 	}
 	one, two := nodes[0], nodes[1]
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), testscale.D(2*time.Minute))
 	defer cancel()
 	hubCreds := protocol.Credentials{URL: hub.ClientURL, User: bustest.HubUser, Password: bustest.HubPassword}
 	bc, err := busclient.Connect(ctx, busclient.Options{Credentials: &hubCreds})

@@ -14,6 +14,7 @@ import (
 
 	busclient "github.com/framebus/framebus/bus/client"
 	"github.com/framebus/framebus/internal/bustest"
+	"github.com/framebus/framebus/internal/testscale"
 	"github.com/framebus/framebus/protocol"
 )
 
@@ -107,7 +108,7 @@ func afterThaw(t *testing.T, bc *busclient.Client, n *node, tab string) {
 	}
 	var res protocol.PlanResult
 	waitFor(t, "the thawed node's tab answers", 60*time.Second, func() bool {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		ctx, cancel := context.WithTimeout(context.Background(), testscale.D(10*time.Second))
 		defer cancel()
 		var err error
 		res, err = bc.Plan(ctx, tab, protocol.Plan{Action: &protocol.Action{Type: "eval", Expression: "window.__ran ?? 0"}})
@@ -147,7 +148,7 @@ func TestFrozenNodeInACluster(t *testing.T) {
 	one, two := nodes[0], nodes[1]
 	creds := credentialsAt(t, two.credsFile(agentCredsFile), b.state.Bus)
 	env := testEnv(envCreds+"="+creds, envBusURL+"="+b.state.Bus)
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), testscale.D(5*time.Minute))
 	defer cancel()
 	bc, err := busclient.Connect(ctx, busclient.Options{CredentialsFile: creds})
 	if err != nil {
@@ -208,7 +209,7 @@ func TestFrozenNodeInACluster(t *testing.T) {
 // does not; none of them runs when it comes back.
 func TestFrozenLoneNode(t *testing.T) {
 	n := startNode(t, envNode+"=lone")
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), testscale.D(5*time.Minute))
 	defer cancel()
 	var clients []*busclient.Client
 	for range 2 {

@@ -15,6 +15,7 @@ import (
 	busclient "github.com/framebus/framebus/bus/client"
 	"github.com/framebus/framebus/internal/benchkit"
 	"github.com/framebus/framebus/internal/testchild"
+	"github.com/framebus/framebus/internal/testscale"
 	"github.com/framebus/framebus/protocol"
 )
 
@@ -37,7 +38,7 @@ func BenchmarkMCPEvalVsNATS(b *testing.B) {
 	n := startNode(b)
 	defer n.stop(syscall.SIGTERM, 30*time.Second)
 	tab := n.tab()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), testscale.D(10*time.Minute))
 	defer cancel()
 
 	creds, err := readCredentials(filepath.Join(filepath.Dir(n.stateFile), "credentials.json"))

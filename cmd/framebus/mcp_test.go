@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/framebus/framebus/internal/testchild"
+	"github.com/framebus/framebus/internal/testscale"
 	"github.com/framebus/framebus/mcpserver"
 	"github.com/framebus/framebus/protocol"
 )
@@ -99,7 +100,7 @@ func mcpScript(t *testing.T) string {
 func runMCPScript(t *testing.T, env []string, prefix ...string) (mcpFindings, string) {
 	t.Helper()
 	script := mcpScript(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), testscale.D(4*time.Minute))
 	defer cancel()
 	args := append(slices.Clone(prefix), "node", script)
 	cmd := testchild.DieWithTest(exec.CommandContext(ctx, args[0], args[1:]...))

@@ -15,6 +15,7 @@ import (
 
 	"github.com/framebus/framebus/internal/bustest"
 	"github.com/framebus/framebus/internal/testdir"
+	"github.com/framebus/framebus/internal/testscale"
 )
 
 // Issue 33, items 1 and 6, at the command line, in a cluster of three:
@@ -107,7 +108,7 @@ func TestCLIThroughClusterFaults(t *testing.T) {
 	}
 	<-two.done
 	close(release)
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), testscale.D(2*time.Minute))
 	defer cancel()
 	select {
 	case <-cli.done:

@@ -15,6 +15,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	busclient "github.com/framebus/framebus/bus/client"
+	"github.com/framebus/framebus/internal/testscale"
 	"github.com/framebus/framebus/protocol"
 )
 
@@ -92,7 +93,7 @@ func TestTwoNodesOneBusAndKill9(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), testscale.D(2*time.Minute))
 	defer cancel()
 	bc, err := busclient.Connect(ctx, busclient.Options{Credentials: &agent})
 	if err != nil {
@@ -176,7 +177,7 @@ func killNode(t *testing.T, ctx context.Context, bc *busclient.Client, n *node) 
 	}
 	<-n.done
 	killed := time.Now()
-	pctx, pcancel := context.WithTimeout(ctx, time.Second)
+	pctx, pcancel := context.WithTimeout(ctx, testscale.D(time.Second))
 	_, err := bc.Plan(pctx, n.tab(), protocol.Plan{Action: &protocol.Action{Type: "eval", Expression: "1+1"}})
 	pcancel()
 	t.Logf("a plan to the killed node's tab failed %s after the kill: %v", time.Since(killed), err)

@@ -27,6 +27,7 @@ import (
 	"github.com/framebus/framebus/cdpdriver"
 	"github.com/framebus/framebus/internal/benchkit"
 	"github.com/framebus/framebus/internal/testchild"
+	"github.com/framebus/framebus/internal/testscale"
 	"github.com/framebus/framebus/protocol"
 )
 
@@ -77,7 +78,7 @@ func BenchmarkServeEval(b *testing.B) {
 	}
 	n := startNodeOf(b, bin, strings.Fields(os.Getenv("FRAMEBUS_BENCH_SERVE_ENV"))...)
 	defer n.stop(syscall.SIGTERM, 30*time.Second)
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), testscale.D(10*time.Minute))
 	defer cancel()
 	dir := filepath.Dir(n.stateFile)
 	page := site("/")
@@ -253,7 +254,7 @@ func serveBenchClient(jobJSON string) error {
 	if err := json.Unmarshal([]byte(jobJSON), &job); err != nil {
 		return err
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), testscale.D(10*time.Minute))
 	defer cancel()
 	creds, err := busclient.ReadCredentials(job.Creds)
 	if err != nil {

@@ -20,6 +20,7 @@ import (
 	busclient "github.com/framebus/framebus/bus/client"
 	"github.com/framebus/framebus/internal/bustest"
 	"github.com/framebus/framebus/internal/testdir"
+	"github.com/framebus/framebus/internal/testscale"
 	"github.com/framebus/framebus/protocol"
 )
 
@@ -167,7 +168,7 @@ func TestThreeServersTwoNodes(t *testing.T) {
 
 	// kill -9 node two while an agent at one's server keeps planning on
 	// node one's tab.
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), testscale.D(3*time.Minute))
 	defer cancel()
 	logEvents := func(who string) func(busclient.Event) {
 		return func(e busclient.Event) { t.Logf("%s: %s %v %s", who, e.Kind, e.Err, e.URL) }
@@ -192,7 +193,7 @@ func TestThreeServersTwoNodes(t *testing.T) {
 				return
 			default:
 			}
-			pctx, pcancel := context.WithTimeout(ctx, 10*time.Second)
+			pctx, pcancel := context.WithTimeout(ctx, testscale.D(10*time.Second))
 			res, err := oc.Plan(pctx, one.tab(), protocol.Plan{Action: &protocol.Action{Type: "eval", Expression: "1+1"}})
 			pcancel()
 			if err != nil || !res.OK {
@@ -314,7 +315,7 @@ func waitReplicasCurrent(t *testing.T, adminFile, url, member string) {
 			if caughtUp[name] {
 				continue
 			}
-			ictx, icancel := context.WithTimeout(ctx, 5*time.Second)
+			ictx, icancel := context.WithTimeout(ctx, testscale.D(5*time.Second))
 			st, err := js.Stream(ictx, name)
 			icancel()
 			if err != nil {
@@ -346,11 +347,11 @@ func waitReplicasCurrent(t *testing.T, adminFile, url, member string) {
 // asking as the admin in adminFile at url.
 func waitJetStreamAnswers(t *testing.T, adminFile, url string) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), testscale.D(2*time.Minute))
 	defer cancel()
 	js := adminJetStream(t, ctx, adminFile, url)
 	waitFor(t, "the cluster's JetStream answers", 2*time.Minute, func() bool {
-		ictx, icancel := context.WithTimeout(ctx, 5*time.Second)
+		ictx, icancel := context.WithTimeout(ctx, testscale.D(5*time.Second))
 		defer icancel()
 		if _, err := js.AccountInfo(ictx); err != nil {
 			return false

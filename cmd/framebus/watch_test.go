@@ -14,6 +14,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/framebus/framebus/internal/cutproxy"
+	"github.com/framebus/framebus/internal/testscale"
 	"github.com/framebus/framebus/protocol"
 )
 
@@ -44,7 +45,7 @@ func historyBus(t *testing.T, tab string, n int64) (*server.Server, func(seq int
 	}
 	t.Cleanup(nc.Close)
 	js, _ := jetstream.New(nc)
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), testscale.D(10*time.Second))
 	defer cancel()
 	subj := protocol.DefaultSubjects
 	if _, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: subj.FrameStream(), Subjects: []string{subj.AllFrames()},
@@ -55,7 +56,7 @@ func historyBus(t *testing.T, tab string, n int64) (*server.Server, func(seq int
 		data, _ := protocol.Marshal(protocol.Frame{Version: protocol.Version, Tab: tab, Sequence: seq, URL: fmt.Sprintf("http://x/%d", seq), Action: "click", Source: protocol.SourceAgent})
 		m := &nats.Msg{Subject: subj.TabFrames(tab), Header: nats.Header{}, Data: data}
 		m.Header.Set(jetstream.MsgIDHeader, protocol.FrameMsgID(tab, seq))
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		ctx, cancel := context.WithTimeout(context.Background(), testscale.D(10*time.Second))
 		defer cancel()
 		if _, err := js.PublishMsg(ctx, m); err != nil { // acknowledged: stored before the command runs
 			t.Fatal(err)

@@ -19,6 +19,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/framebus/framebus/cdpdriver"
+	"github.com/framebus/framebus/internal/testscale"
 	"github.com/framebus/framebus/protocol"
 )
 
@@ -48,7 +49,7 @@ func startObserverBrowser(t *testing.T) *observerBrowser {
 	}
 	site := httptest.NewServer(http.FileServer(http.Dir(wsObserverDir)))
 	t.Cleanup(site.Close)
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), testscale.D(time.Minute))
 	defer cancel()
 	proc, err := cdpdriver.Launch(ctx, cdpdriver.LaunchOptions{Headless: true, Logger: zerolog.Nop()})
 	if err != nil {
@@ -83,7 +84,7 @@ func (ob *observerBrowser) open(t *testing.T, name string, creds protocol.Creden
 		fragment.Set("plan", plan)
 		fragment.Set("body", body)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), testscale.D(time.Minute))
 	defer cancel()
 	id, err := ob.browser.NewTarget(ctx, ob.site.URL+"/observer.html#"+fragment.Encode())
 	if err != nil {
@@ -128,7 +129,7 @@ type observerState struct {
 // read reads the page's window.observer (zero before its script ran).
 func (o *observerPage) read(t *testing.T) observerState {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), testscale.D(30*time.Second))
 	defer cancel()
 	v, err := o.page.Eval(ctx, "JSON.stringify(window.observer ?? {})", 20*time.Second)
 	var s string
