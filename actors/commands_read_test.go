@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/framebus/framebus/internal/testscale"
 	"github.com/framebus/framebus/protocol"
 )
 
@@ -547,7 +548,7 @@ func TestScreenshotOfAHiddenTab(t *testing.T) {
 		cmdEvalInto(t, tab, `document.visibilityState`, &s)
 		return s
 	}
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(testscale.D(10 * time.Second))
 	for state() != "hidden" {
 		if time.Now().After(deadline) {
 			t.Fatal("the opener was not hidden by the tab it opened: the test needs it to be")

@@ -36,7 +36,7 @@ func TestLaunchedBrowserTakesNoDownloads(t *testing.T) {
 		}
 	}
 	// A 4-byte download is saved within milliseconds when it is allowed.
-	deadline := time.Now().Add(3 * time.Second)
+	deadline := time.Now().Add(testscale.D(3 * time.Second))
 	for time.Now().Before(deadline) {
 		var saved []string
 		_ = filepath.WalkDir(home, func(path string, d fs.DirEntry, err error) error {

@@ -75,7 +75,7 @@ func stockServer(t testing.TB, opts *server.Options) *server.Server {
 // replay reads n messages from an ordered consumer, in order.
 func replay(t *testing.T, cons jetstream.Consumer, n int) []jetstream.Msg {
 	t.Helper()
-	deadline := time.Now().Add(60 * time.Second)
+	deadline := time.Now().Add(testscale.D(60 * time.Second))
 	var out []jetstream.Msg
 	for len(out) < n {
 		if time.Now().After(deadline) {

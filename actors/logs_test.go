@@ -13,6 +13,7 @@ import (
 	"github.com/framebus/framebus/actors/whitelist"
 	"github.com/framebus/framebus/cdpdriver"
 	"github.com/framebus/framebus/internal/testdir"
+	"github.com/framebus/framebus/internal/testscale"
 	"github.com/framebus/framebus/protocol"
 )
 
@@ -31,7 +32,7 @@ func readConsole(t *testing.T, tab *Tab, a protocol.Action) consoleValue {
 // contains want, failing after 10s.
 func consoleUntil(t *testing.T, tab *Tab, a protocol.Action, want string) consoleValue {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(testscale.D(10 * time.Second))
 	for {
 		v := readConsole(t, tab, a)
 		for _, m := range v.Messages {
@@ -237,7 +238,7 @@ func TestNetworkShowsBlocked(t *testing.T) {
 	if res := c.plan(subj, tab, one(protocol.Action{Type: "navigate", URL: site("/network.html?denied=" + url.QueryEscape(deniedURL)), Wait: true})); !res.OK {
 		t.Fatalf("navigate: %+v", res)
 	}
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(testscale.D(10 * time.Second))
 	for {
 		res := c.plan(subj, tab, one(protocol.Action{Type: "network", Filter: "://denied.test"}))
 		var v networkValue
@@ -275,7 +276,7 @@ func contains(list []string, s string) bool {
 func TestNetworkDuringDialog(t *testing.T) {
 	tab, _, _ := tabAt(t, "/read.html")
 	cmdMutate(t, tab, protocol.Action{Type: "eval", Expression: "setTimeout(() => alert('hi'), 0), 1"})
-	deadline := time.Now().Add(5 * time.Second)
+	deadline := time.Now().Add(testscale.D(5 * time.Second))
 	for {
 		res := send(t, tab.ID(), one(protocol.Action{Type: "title"}))
 		if res.Code == protocol.CodeDialogOpen {

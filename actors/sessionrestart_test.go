@@ -48,7 +48,7 @@ func TestSessionsComeBackThroughAClusterMemberRestart(t *testing.T) {
 			t.Fatal(err)
 		}
 		beta = restartTestNode(t, opts)
-		deadline := time.Now().Add(30 * time.Second)
+		deadline := time.Now().Add(testscale.D(30 * time.Second))
 		for !runs(beta, started.Session) {
 			if time.Now().After(deadline) {
 				t.Fatalf("restart %d of %d: the session is not running again after 30s", i+1, restarts)
@@ -65,7 +65,7 @@ func TestSessionsComeBackThroughAClusterMemberRestart(t *testing.T) {
 func restartTestNode(t *testing.T, opts NodeOptions) *Node {
 	t.Helper()
 	opts.Launch.Headless = true
-	deadline := time.Now().Add(30 * time.Second)
+	deadline := time.Now().Add(testscale.D(30 * time.Second))
 	for {
 		ctx, cancel := context.WithTimeout(context.Background(), testscale.D(time.Minute))
 		node, err := StartNode(ctx, opts)

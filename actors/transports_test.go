@@ -271,7 +271,7 @@ func TestTransportsControl(t *testing.T) {
 	t.Parallel() // its own node, browser and listeners
 	l := startListeners(t)
 	runAttacks(t, l, "fbtransctl", nil)
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(testscale.D(10 * time.Second))
 	want := []string{fmt.Sprintf("udp/%d", l.udp), fmt.Sprintf("udp/%d", l.quic), fmt.Sprintf("tcp/%d", l.web)}
 	for {
 		l.mu.Lock()

@@ -100,7 +100,7 @@ func TestNodeDefaultViewport(t *testing.T) {
 	// A popup the page opens: adopted with the same viewport.
 	run(tab, protocol.Action{Type: "eval", Expression: `(window.open(location.href, '_blank', 'width=400,height=300'), 1)`})
 	var popup string
-	deadline := time.Now().Add(20 * time.Second)
+	deadline := time.Now().Add(testscale.D(20 * time.Second))
 	for popup == "" && time.Now().Before(deadline) {
 		for _, ti := range node.Tabs() {
 			if ti.Tab != tab && ti.URL == site("/breakpoint.html") {
@@ -294,7 +294,7 @@ func TestEmulationEndsWithConnection(t *testing.T) {
 	// Closing sends the detach without waiting for it (a stopped browser
 	// holds no one up), and the renderer drops the emulation a moment
 	// after the browser reads it: the width comes back within seconds.
-	deadline := time.Now().Add(5 * time.Second)
+	deadline := time.Now().Add(testscale.D(5 * time.Second))
 	for {
 		w, err := again.Eval(ctx, "innerWidth", 10*time.Second)
 		if err != nil {

@@ -460,7 +460,7 @@ func TestProbeCookiesFromStayWithTheirHost(t *testing.T) {
 		t.Fatalf("the plan's fetches: %+v", res)
 	}
 	// The navigate's frame shows the watch works; wait for it (bounded).
-	for deadline := time.Now().Add(10 * time.Second); seen.Load() == 0 && time.Now().Before(deadline); {
+	for deadline := time.Now().Add(testscale.D(10 * time.Second)); seen.Load() == 0 && time.Now().Before(deadline); {
 		time.Sleep(20 * time.Millisecond)
 	}
 	if seen.Load() == 0 {

@@ -452,7 +452,7 @@ func testAddRemoveUser(t *testing.T, js *bus.JetStreamOptions) {
 	if err := b.RemoveUser("late"); err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(testscale.D(10 * time.Second))
 	for !tcp.nc.IsClosed() || !ws.nc.IsClosed() {
 		if time.Now().After(deadline) {
 			t.Fatal("the removed user's connections are still open")

@@ -325,7 +325,7 @@ func TestCancelledCallCancelsItsPlan(t *testing.T) {
 	}()
 	// Cancel once the plan runs: the tab is busy with it.
 	tab := s.node.Tabs()[0].Tab
-	deadline := time.Now().Add(30 * time.Second)
+	deadline := time.Now().Add(testscale.D(30 * time.Second))
 	for {
 		rctx, rcancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
 		_, err := s.agent.Plan(rctx, tab, protocol.Plan{Action: &protocol.Action{Type: "url"}})

@@ -20,6 +20,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/framebus/framebus/actors/whitelist"
+	"github.com/framebus/framebus/internal/testscale"
 )
 
 // Where the rebinding tests' two servers are: the allowed one on an
@@ -325,7 +326,7 @@ func TestDialerKeepsTheNodesListenersOut(t *testing.T) {
 		t.Fatalf("the listener named in the whitelist: %v", err)
 	}
 	c.Close()
-	for deadline := time.Now().Add(10 * time.Second); accepted.Load() == 0 && time.Now().Before(deadline); {
+	for deadline := time.Now().Add(testscale.D(10 * time.Second)); accepted.Load() == 0 && time.Now().Before(deadline); {
 		time.Sleep(10 * time.Millisecond) // the accept goroutine counts it
 	}
 	if n := accepted.Load(); n != 1 {

@@ -86,7 +86,7 @@ func TestGatherReportsUnreachableNodes(t *testing.T) {
 	}
 	live := protocol.NodeState{Node: "live", State: protocol.NodeAnswered}
 	gone := protocol.NodeState{Node: "ghost", State: protocol.NodeUnreachable}
-	deadline := time.Now().Add(10 * time.Second) // the node's watch sees the ghost
+	deadline := time.Now().Add(testscale.D(10 * time.Second)) // the node's watch sees the ghost
 	for {
 		list, err = agent.Tabs(ctx)
 		if err == nil && wantStates(list.Nodes, gone, live) {

@@ -50,7 +50,7 @@ func TestSessionsOfAGoneNodeListedOnce(t *testing.T) {
 	agentCreds.Prefix = "fbgone"
 	agent := connect(t, agentCreds.URL, &agentCreds, nil)
 	both := []protocol.NodeState{{Node: "one", State: protocol.NodeAnswered}, {Node: "two", State: protocol.NodeAnswered}}
-	deadline := time.Now().Add(10 * time.Second) // until each node's watch sees the other
+	deadline := time.Now().Add(testscale.D(10 * time.Second)) // until each node's watch sees the other
 	for {
 		sl, err := agent.Sessions(ctx)
 		if err == nil && len(sl.Nodes) == 2 && sl.Nodes[0] == both[0] && sl.Nodes[1] == both[1] {

@@ -66,7 +66,7 @@ func TestNodesAsLeavesOfAHub(t *testing.T) {
 	// stored it (the stream takes its copy beside the subscribers), so the
 	// history is read until it has frame 2, within a deadline.
 	var stored []int64
-	for deadline := time.Now().Add(10 * time.Second); ; {
+	for deadline := time.Now().Add(testscale.D(10 * time.Second)); ; {
 		stored = nil
 		err := bc.Frames(ctx, one.tab(), 1, 0, func(f busclient.Frame) error {
 			stored = append(stored, f.Sequence)

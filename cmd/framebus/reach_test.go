@@ -14,6 +14,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 
+	"github.com/framebus/framebus/internal/testscale"
 	"github.com/framebus/framebus/protocol"
 )
 
@@ -85,7 +86,7 @@ func TestRolesReachNothingElse(t *testing.T) {
 				t.Fatal(err)
 			}
 			all := len(publish) + len(subscribe)
-			for end := time.Now().Add(10 * time.Second); time.Now().Before(end); time.Sleep(20 * time.Millisecond) {
+			for end := time.Now().Add(testscale.D(10 * time.Second)); time.Now().Before(end); time.Sleep(20 * time.Millisecond) {
 				mu.Lock()
 				done := len(refused) >= all
 				mu.Unlock()
