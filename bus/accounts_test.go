@@ -84,10 +84,17 @@ func (n *accountsNode) frame(t *testing.T) int64 {
 	m := nats.NewMsg(n.subj.TabFrames("T1"))
 	m.Header.Set(jetstream.MsgIDHeader, protocol.FrameMsgID("T1", n.seq))
 	m.Data, _ = json.Marshal(protocol.Frame{Tab: "T1", Sequence: n.seq, URL: "http://127.0.0.1/x"})
-	if err := n.nc.PublishMsg(m); err != nil {
+	// Published as the node's frameStore stores it: acknowledged, so the
+	// stream has it before the test reads it back (a core publish is
+	// stored a moment after its flush: "current frame" read frame 1 after
+	// frame 2 was published, once in a clean-clone run).
+	js, err := jetstream.New(n.nc)
+	if err != nil {
 		t.Fatal(err)
 	}
-	if err := n.nc.Flush(); err != nil {
+	ctx, cancel := context.WithTimeout(context.Background(), wait)
+	defer cancel()
+	if _, err := js.PublishMsg(ctx, m); err != nil {
 		t.Fatal(err)
 	}
 	return n.seq
