@@ -9,7 +9,6 @@ import (
 	"io/fs"
 	"maps"
 	"os"
-	"path/filepath"
 	"slices"
 	"sync"
 	"time"
@@ -18,6 +17,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/framebus/framebus/frames"
+	"github.com/framebus/framebus/internal/atomicfile"
 	"github.com/framebus/framebus/protocol"
 )
 
@@ -270,7 +270,7 @@ func (n *Node) saveTabs() {
 	if bytes.Equal(data, r.written) {
 		return
 	}
-	if err := writeFileAtomic(r.file, append(data, '\n')); err != nil {
+	if err := atomicfile.Write(r.file, append(data, '\n')); err != nil {
 		n.log.Error().Err(err).Str("file", r.file).Msg("keep the node's tabs for its next start")
 		return
 	}
@@ -283,25 +283,6 @@ func (n *Node) stopSavingTabs() {
 	n.restore.mu.Lock()
 	n.restore.closing = true
 	n.restore.mu.Unlock()
-}
-
-// writeFileAtomic replaces path with data (0600), never half written.
-func writeFileAtomic(path string, data []byte) error {
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+"-*")
-	if err != nil {
-		return err
-	}
-	_, werr := tmp.Write(data)
-	if err := tmp.Close(); werr == nil {
-		werr = err
-	}
-	if werr == nil {
-		werr = os.Rename(tmp.Name(), path)
-	}
-	if werr != nil {
-		os.Remove(tmp.Name())
-	}
-	return werr
 }
 
 // boundedByHistory is ctx, bounded by historyTimeout when it has no

@@ -15,6 +15,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/framebus/framebus/bus"
+	"github.com/framebus/framebus/internal/atomicfile"
 	"github.com/framebus/framebus/protocol"
 )
 
@@ -92,12 +93,12 @@ func readCredentials(path string) (protocol.Credentials, error) {
 }
 
 // writePrivate replaces path atomically with data readable by its owner
-// only, never by others, not even for a moment (see writeFileAtomic).
+// only, never by others, not even for a moment (see atomicfile.Write).
 func writePrivate(path string, data []byte) error {
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return err
 	}
-	return writeFileAtomic(path, data)
+	return atomicfile.Write(path, data)
 }
 
 func writeCredentials(path string, creds protocol.Credentials) error {

@@ -12,6 +12,8 @@ import (
 	"sort"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/framebus/framebus/internal/atomicfile"
 )
 
 // promptFor is the prompt for the tab's URL: "framebus [URL]> ", or
@@ -265,7 +267,7 @@ func openHistory(path string) *fileHistory {
 		compact := len(h.entries) > 2*historyKept
 		h.entries = h.entries[len(h.entries)-historyKept:]
 		if compact {
-			_ = writeFileAtomic(path, []byte(strings.Join(h.entries, "\n")+"\n"))
+			_ = atomicfile.Write(path, []byte(strings.Join(h.entries, "\n")+"\n"))
 		}
 	}
 	return h
@@ -300,24 +302,3 @@ func (h *fileHistory) Len() int { return len(h.entries) }
 
 // At is the line i entries back: At(0) is the latest.
 func (h *fileHistory) At(i int) string { return h.entries[len(h.entries)-1-i] }
-
-// writeFileAtomic replaces path with data (write, then rename), so a
-// reader never sees half of it. The file is its owner's alone (0600), from
-// the first byte on.
-func writeFileAtomic(path string, data []byte) error {
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+"-*")
-	if err != nil {
-		return err
-	}
-	_, werr := tmp.Write(data)
-	if err := tmp.Close(); werr == nil {
-		werr = err
-	}
-	if werr == nil {
-		werr = os.Rename(tmp.Name(), path)
-	}
-	if werr != nil {
-		os.Remove(tmp.Name())
-	}
-	return werr
-}
