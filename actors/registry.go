@@ -375,9 +375,29 @@ func (r *registry) remove() {
 	r.mu.Lock()
 	rev := r.rev
 	r.mu.Unlock()
-	if err := r.kv.Delete(ctx, r.name, jetstream.LastRevision(rev)); err != nil {
+	err := r.kv.Delete(ctx, r.name, jetstream.LastRevision(rev))
+	if err != nil && ctx.Err() == nil {
+		// A write whose answer was lost (a timeout on a busy machine)
+		// moved the entry past the revision this node knows: the entry
+		// is still this node's when it names this process as started.
+		if kve, gerr := r.kv.Get(ctx, r.name); gerr == nil && r.ownEntry(kve.Value()) {
+			err = r.kv.Delete(ctx, r.name, jetstream.LastRevision(kve.Revision()))
+		}
+	}
+	if err != nil {
 		r.log.Warn().Err(err).Str("node", r.name).Msg("node registry: entry not deleted; it expires by itself")
 	}
+}
+
+// ownEntry reports whether data is an entry this node wrote: its host,
+// process and start.
+func (r *registry) ownEntry(data []byte) bool {
+	var e protocol.NodeEntry
+	if json.Unmarshal(data, &e) != nil {
+		return false
+	}
+	me := r.entry()
+	return e.Node == me.Node && e.Host == me.Host && e.PID == me.PID && e.Started.Equal(me.Started)
 }
 
 // DefaultNodeName is the host name (as one subject token) and a short
