@@ -3,7 +3,7 @@ package main
 import (
 	"context"
 	"crypto/rand"
-	"encoding/base64"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -106,11 +106,13 @@ func writeCredentials(path string, creds protocol.Credentials) error {
 	return writePrivate(path, append(data, '\n'))
 }
 
-// newPassword is a fresh random password: 192 bits, URL-safe.
+// newPassword is a fresh random password: 192 bits in hex, which never
+// starts with '-' (a base64 one did, one time in 32, and a command line
+// tool then took it for a flag: nats --password -x...).
 func newPassword() string {
 	var b [24]byte
 	_, _ = rand.Read(b[:])
-	return base64.RawURLEncoding.EncodeToString(b[:])
+	return hex.EncodeToString(b[:])
 }
 
 func credsCommand() command {

@@ -52,7 +52,7 @@ func natsCLI(t *testing.T, creds protocol.Credentials, args ...string) *exec.Cmd
 	if err != nil {
 		t.Fatalf("the nats CLI is not installed (.ci/run installs it: go install github.com/nats-io/natscli/nats@v0.5.1): %v", err)
 	}
-	all := []string{"--server", creds.URL, "--user", creds.User, "--password", creds.Password, "--inbox-prefix", creds.InboxPrefix, "--no-context"}
+	all := []string{"--server", creds.URL, "--user", creds.User, "--password=" + creds.Password, "--inbox-prefix", creds.InboxPrefix, "--no-context"}
 	if creds.JSAPIPrefix != "" {
 		all = append(all, "--js-api-prefix", creds.JSAPIPrefix)
 	}
