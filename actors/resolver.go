@@ -37,7 +37,7 @@ func (t *Tab) runPlan(ctx context.Context, plan protocol.Plan, arrived time.Time
 			stop(&res, i, expiredError(plan, i, a, arrived, now), nil, t.frames.Sequence())
 			break
 		}
-		if err := stalledSince(t.node, arrived); err != nil {
+		if err := stalledSince(t.node, plan, i, a, arrived); err != nil {
 			stop(&res, i, err, nil, t.frames.Sequence()) // see stall.go
 			break
 		}
@@ -113,7 +113,7 @@ func (t *Tab) runPlan(ctx context.Context, plan protocol.Plan, arrived time.Time
 			stop(&res, i, expiredError(plan, i, a, arrived, now), nil, t.frames.Sequence())
 			break
 		}
-		if err := stalledSince(t.node, arrived); err != nil {
+		if err := stalledSince(t.node, plan, i, a, arrived); err != nil {
 			stop(&res, i, err, nil, t.frames.Sequence())
 			break
 		}

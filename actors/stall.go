@@ -66,7 +66,7 @@ func watchStalls() {
 // been told node_unavailable meanwhile, and the cancel it sent races the
 // tab on the way back (a queued plan's turn comes the moment the action
 // before it returns from the browser, which kept running).
-func stalledSince(node string, since time.Time) error {
+func stalledSince(node string, plan protocol.Plan, i int, a protocol.Action, since time.Time) error {
 	if !stalls.started.Load() {
 		return nil
 	}
@@ -80,8 +80,8 @@ func stalledSince(node string, since time.Time) error {
 		lasted = time.Duration(stalls.lasted.Load())
 	}
 	return protocol.Errorf(protocol.CodeNodeUnavailable,
-		"node %s stood still for %s (frozen, paused or starved) while this plan was with it, long enough to lose its liveness: its client may have given up, so nothing more of it starts; send it again",
-		node, fmt.Sprint(lasted.Round(100*time.Millisecond)))
+		"node %s stood still for %s (frozen, paused or starved) while plan %s was with it, long enough to lose its liveness: its client may have given up, so action %d (%s) and those after it did not start; to run them, send them again under a new plan id (this one answers with this result)",
+		node, fmt.Sprint(lasted.Round(100*time.Millisecond)), plan.ID, i, a.Type)
 }
 
 // stallRefusal is the error for a plan delivered now, when a stall that
