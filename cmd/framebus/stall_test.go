@@ -103,3 +103,54 @@ func TestStallStopsThePlansItHeld(t *testing.T) {
 		t.Errorf("after the thaw, the page's second action and queued plans ran (second, runs): %s", v)
 	}
 }
+
+// A plan that ran, sent again under its id as the node comes back from
+// standing still (a client that reconnected and resends, its answer lost),
+// is answered with its run's result, not refused as a plan that "did not
+// run".
+func TestStallKeepsARunPlansResult(t *testing.T) {
+	n := startNode(t, envNode+"=resent")
+	tab := n.tab()
+	ctx, cancel := context.WithTimeout(context.Background(), testscale.D(3*time.Minute))
+	defer cancel()
+	bc, err := busclient.Connect(ctx, busclient.Options{CredentialsFile: n.credsFile(agentCredsFile)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer bc.Close()
+	if _, err := bc.Tabs(ctx); err != nil {
+		t.Fatal(err)
+	}
+	ran := protocol.Plan{ID: "ran-before", Action: &protocol.Action{Type: "eval", Expression: ranMark}}
+	if res, err := bc.Plan(ctx, tab, ran); err != nil || !res.OK {
+		t.Fatalf("the plan: %+v %v", res, err)
+	}
+	data, err := protocol.Marshal(ran)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	thaw := freezeProcess(t, n.process)
+	// Frozen until a client gives up on it: long enough to count as a stall.
+	if _, err := bc.Plan(ctx, tab, protocol.Plan{Action: &protocol.Action{Type: "eval", Expression: ranMark}}); !errors.Is(err, busclient.ErrNodeNotLive) {
+		t.Fatalf("a plan to the frozen node: %v; want ErrNodeNotLive", err)
+	}
+	nc := bc.Conn()
+	inbox := nc.NewInbox()
+	sub, err := nc.SubscribeSync(inbox)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := nc.PublishRequest(bc.Subjects().TabPlan(tab), inbox, data); err != nil {
+		t.Fatal(err)
+	}
+	thaw()
+	m, err := sub.NextMsg(testscale.D(time.Minute))
+	if err != nil {
+		t.Fatalf("plan %s sent again: no answer: %v", ran.ID, err)
+	}
+	var res protocol.PlanResult
+	if err := json.Unmarshal(m.Data, &res); err != nil || !res.OK || !res.Duplicate || len(res.Results) != 1 || string(res.Results[0].Value) != "1" {
+		t.Errorf("plan %s, which ran, sent again as the node came back: %s; want its run's result", ran.ID, m.Data)
+	}
+}
