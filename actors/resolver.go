@@ -37,6 +37,10 @@ func (t *Tab) runPlan(ctx context.Context, plan protocol.Plan, arrived time.Time
 			stop(&res, i, expiredError(plan, i, a, arrived, now), nil, t.frames.Sequence())
 			break
 		}
+		if err := stalledSince(t.node, plan, i, a, arrived); err != nil {
+			stop(&res, i, err, nil, t.frames.Sequence()) // see stall.go
+			break
+		}
 		a = t.withNodeTimeout(a)
 		if err := protocol.ResolveUse(&a, res.Results); err != nil {
 			stop(&res, i, err, nil, t.frames.Sequence())
@@ -107,6 +111,10 @@ func (t *Tab) runPlan(ctx context.Context, plan protocol.Plan, arrived time.Time
 		}
 		if now := time.Now(); plan.Expired(now) {
 			stop(&res, i, expiredError(plan, i, a, arrived, now), nil, t.frames.Sequence())
+			break
+		}
+		if err := stalledSince(t.node, plan, i, a, arrived); err != nil {
+			stop(&res, i, err, nil, t.frames.Sequence())
 			break
 		}
 		if !time.Now().Before(deadline) {

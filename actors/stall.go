@@ -58,6 +58,32 @@ func watchStalls() {
 	})
 }
 
+// stalledSince is the error for an action of a plan that came at since,
+// about to start now, when the process has stood still since (a stall
+// under way, or one that ended after since) long enough that the node
+// may have lost its liveness; nil otherwise. Such a plan waited in the
+// tab's mailbox, or ran an action, across the stall: its client may have
+// been told node_unavailable meanwhile, and the cancel it sent races the
+// tab on the way back (a queued plan's turn comes the moment the action
+// before it returns from the browser, which kept running).
+func stalledSince(node string, plan protocol.Plan, i int, a protocol.Action, since time.Time) error {
+	if !stalls.started.Load() {
+		return nil
+	}
+	now := int64(time.Since(stalls.base))
+	lasted := time.Duration(now - stalls.last.Load())
+	if lasted < stallLimit {
+		ended := stalls.ended.Load()
+		if ended == 0 || ended <= int64(since.Sub(stalls.base)) {
+			return nil
+		}
+		lasted = time.Duration(stalls.lasted.Load())
+	}
+	return protocol.Errorf(protocol.CodeNodeUnavailable,
+		"node %s stood still for %s (frozen, paused or starved) while plan %s was with it, long enough to lose its liveness: its client may have given up, so action %d (%s) and those after it did not start; to run them, send them again under a new plan id (this one answers with this result)",
+		node, fmt.Sprint(lasted.Round(100*time.Millisecond)), plan.ID, i, a.Type)
+}
+
 // stallRefusal is the error for a plan delivered now, when a stall that
 // may have cost node its liveness is ending or ended within stallGrace;
 // nil otherwise.

@@ -281,12 +281,14 @@ func (t *Tab) Stop() {
 // then (see mailbox.go). When the tab has stopped, or has more plans
 // queued than it holds, it answers at once.
 func (t *Tab) takePlan(m micro.Request) {
-	if err := stallRefusal(t.node); err != nil {
-		respond(m, protocol.NewErrorReply(err), t.log) // see stall.go
-		return
-	}
 	plan, err := protocol.DecodePlan(m.Data())
 	if err != nil {
+		respond(m, protocol.NewErrorReply(err), t.log)
+		return
+	}
+	if err := stallRefusal(t.node); err != nil && !t.knownPlan(plan.ID) {
+		// See stall.go. A plan id the tab ran, or runs, is no new plan:
+		// it is answered with that run's result, not "did not run".
 		respond(m, protocol.NewErrorReply(err), t.log)
 		return
 	}
@@ -302,6 +304,18 @@ func (t *Tab) takePlan(m micro.Request) {
 	default:
 		t.refuseQueued(q, protocol.Errorf(protocol.CodeUnavailable, "tab %s has %d plans queued already; send this one again later", t.id, planQueue))
 	}
+}
+
+// knownPlan reports whether plan id ran on the tab (its result is
+// remembered) or is running.
+func (t *Tab) knownPlan(id string) bool {
+	if id == "" {
+		return false
+	}
+	t.queueMu.Lock()
+	defer t.queueMu.Unlock()
+	_, ran := t.planIDs.result(id, time.Now())
+	return ran || t.inFlight == id
 }
 
 // receive runs a plan taken from the mailbox; one whose id ran before

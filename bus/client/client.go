@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"sync"
 	"sync/atomic"
@@ -146,6 +147,20 @@ func ReadCredentials(path string) (protocol.Credentials, error) {
 	return creds, nil
 }
 
+// credentialsError is the error of a credentials file that could not be
+// read (err), as the CLI says it: permission_denied only when the system
+// refused it; a missing file (its node not started yet, or elsewhere) is
+// unavailable, and one that is no credentials file bad_request.
+func credentialsError(err error) error {
+	switch {
+	case errors.Is(err, fs.ErrPermission):
+		return protocol.Errorf(protocol.CodePermissionDenied, "read credentials: %w (it is readable by the user that runs the node only)", err)
+	case errors.Is(err, fs.ErrNotExist):
+		return protocol.Errorf(protocol.CodeUnavailable, "read credentials: %w (a node writes its credentials file when it starts)", err)
+	}
+	return protocol.Errorf(protocol.CodeBadRequest, "read credentials: %w", err)
+}
+
 // Connect dials the bus. It fails at once when the bus does not answer
 // (unavailable) or refuses the credentials (permission_denied); once
 // connected, the client reconnects by itself (see Options.NoReconnect).
@@ -157,7 +172,7 @@ func Connect(ctx context.Context, opts Options) (*Client, error) {
 	case opts.CredentialsFile != "":
 		var err error
 		if creds, err = ReadCredentials(opts.CredentialsFile); err != nil {
-			return nil, protocol.Errorf(protocol.CodePermissionDenied, "read credentials: %w", err)
+			return nil, credentialsError(err)
 		}
 	}
 	url := cmp.Or(opts.URL, creds.URL)

@@ -265,7 +265,10 @@ func (c *Client) notLive(l *liveness, why string) error {
 // liveness may come back (a frozen process resumes) and take the plan
 // the client was told failed: it takes the cancel after it, which makes
 // the plan answer cancelled when its turn comes, or cuts it short if it
-// has just started.
+// has just started (and the node refuses what a stall held back, see
+// actors/stall.go). A plan the tab was running when the node went silent
+// may have run all the same (the browser does not freeze with the
+// node): the error says so, as it does for a node that died.
 func (c *Client) cancelLeftBehind(tab string, data []byte, err error) error {
 	var plan struct {
 		ID string `json:"id"`
@@ -279,6 +282,6 @@ func (c *Client) cancelLeftBehind(tab string, data []byte, err error) error {
 		return err
 	}
 	out := *perr
-	out.Message += fmt.Sprintf(". A cancel of plan %s waits for it there, so the plan does not run if it comes back; only if the plan started in the moment the node came back, before the cancel, may its first action have run (the tab's frames name the plan id of what ran)", plan.ID)
+	out.Message += fmt.Sprintf(". Plan %s may have run, in whole or in part, if it reached the tab before the node went silent: its frames name plan %s (framebus frames --tab %s). A cancel of it waits for the node, so nothing more of it starts if it comes back", plan.ID, plan.ID, tab)
 	return &out
 }
