@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 	"unicode/utf8"
 
@@ -35,9 +36,12 @@ const (
 const chunkOverhead = 512
 
 type contentStore struct {
-	mu    sync.Mutex
-	items map[int64][]string // sequence -> chunks
-	order []int64
+	// latest is the sequence of the last frame the tab published,
+	// answered to a Latest request.
+	latest atomic.Int64
+	mu     sync.Mutex
+	items  map[int64][]string // sequence -> chunks
+	order  []int64
 }
 
 func newContentStore() *contentStore { return &contentStore{items: map[int64][]string{}} }
@@ -85,25 +89,33 @@ func (c *contentStore) bytes() int {
 // serve answers one ContentRequest.
 func (c *contentStore) serve(m micro.Request) {
 	var req protocol.ContentRequest
-	reply := protocol.ContentReply{}
+	var reply protocol.ContentReply
 	if err := protocol.DecodeRequest(m.Data(), "content request", &req); err != nil {
 		reply.Code, reply.Error = protocol.CodeBadRequest, err.Error()
 	} else {
-		reply.Sequence, reply.Chunk = req.Sequence, req.Chunk
-		c.mu.Lock()
-		chunks, ok := c.items[req.Sequence]
-		c.mu.Unlock()
-		switch {
-		case !ok:
-			reply.Code, reply.Error = protocol.CodeBadRequest, fmt.Sprintf("the content of frame %d is not kept (only the last %d large contents are)", req.Sequence, contentKept)
-		case req.Chunk < 0 || req.Chunk >= len(chunks):
-			reply.Code, reply.Error = protocol.CodeBadRequest, fmt.Sprintf("chunk %d: frame %d's content has chunks 0 to %d", req.Chunk, req.Sequence, len(chunks)-1)
-		default:
-			reply.OK, reply.Chunks, reply.Data = true, len(chunks), chunks[req.Chunk]
-		}
+		reply = c.answer(req)
 	}
 	data, _ := protocol.Marshal(reply)
 	_ = m.Respond(data)
+}
+
+func (c *contentStore) answer(req protocol.ContentRequest) protocol.ContentReply {
+	if req.Latest {
+		return protocol.ContentReply{OK: true, Sequence: c.latest.Load()}
+	}
+	reply := protocol.ContentReply{Sequence: req.Sequence, Chunk: req.Chunk}
+	c.mu.Lock()
+	chunks, ok := c.items[req.Sequence]
+	c.mu.Unlock()
+	switch {
+	case !ok:
+		reply.Code, reply.Error = protocol.CodeBadRequest, fmt.Sprintf("the content of frame %d is not kept (only the last %d large contents are)", req.Sequence, contentKept)
+	case req.Chunk < 0 || req.Chunk >= len(chunks):
+		reply.Code, reply.Error = protocol.CodeBadRequest, fmt.Sprintf("chunk %d: frame %d's content has chunks 0 to %d", req.Chunk, req.Sequence, len(chunks)-1)
+	default:
+		reply.OK, reply.Chunks, reply.Data = true, len(chunks), chunks[req.Chunk]
+	}
+	return reply
 }
 
 // FetchContent reads the content a frame carries by reference

@@ -282,6 +282,7 @@ func (t *Tab) publish(f protocol.Frame) {
 	if err != nil {
 		t.log.Error().Err(err).Int64("sequence", f.Sequence).Msg("publish frame")
 	}
+	t.content.latest.Store(f.Sequence)
 	if t.store != nil {
 		t.store.add(f)
 	}

@@ -89,14 +89,21 @@ type ContentRef struct {
 	Chunks   int    `json:"chunks"`
 }
 
-// ContentRequest asks for one chunk of a frame's content.
+// ContentRequest asks for one chunk of a frame's content, or (Latest)
+// for the sequence of the last frame the tab published.
 type ContentRequest struct {
 	Sequence int64 `json:"sequence"`
 	Chunk    int   `json:"chunk"`
+	// Latest asks for the tab's last published frame: the reply's
+	// Sequence, no data. The history may still be storing it (it lags
+	// the live frames), so a reader of the history learns here what it
+	// is to wait for.
+	Latest bool `json:"latest,omitempty"`
 }
 
 // ContentReply is one chunk of a frame's content, or an error (the
-// content is no longer kept: code bad_request).
+// content is no longer kept: code bad_request), or the tab's last frame
+// (ContentRequest.Latest).
 type ContentReply struct {
 	OK       bool   `json:"ok"`
 	Error    string `json:"error,omitempty"`

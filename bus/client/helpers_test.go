@@ -12,11 +12,12 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/framebus/framebus/bus/client"
+	"github.com/framebus/framebus/internal/testscale"
 	"github.com/framebus/framebus/protocol"
 )
 
 // wait bounds every wait of these tests.
-const wait = 20 * time.Second
+var wait = testscale.D(20 * time.Second)
 
 var subj = protocol.DefaultSubjects
 

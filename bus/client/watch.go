@@ -169,7 +169,7 @@ func (c *Client) Current(ctx context.Context, tab string) (Frame, error) {
 	if _, _, err := c.historyBounds(ctx); err != nil {
 		return Frame{}, err
 	}
-	m, err := c.lastStored(ctx, c.subj.TabFrames(tab))
+	m, err := c.latestStored(ctx, tab, c.subj.TabFrames(tab))
 	switch {
 	case err != nil:
 		return Frame{}, err
@@ -317,14 +317,21 @@ func (f *follower) startOfTab(ctx context.Context) (uint64, error) {
 	case err != nil:
 		return 0, err
 	case m == nil:
-		return f.start, nil // nothing stored: what comes
+		if f.spec.from == FromNext { // nothing stored: what comes after what the tab published
+			if latest := f.c.tabLatest(ctx, f.spec.tab); latest > 0 {
+				f.seen.last[f.spec.tab] = latest
+			}
+		}
+		return f.start, nil
 	}
 	var last struct{ Node, Action string }
 	if f.c.storedFrame(f.subject, *m) && json.Unmarshal(m.Data, &last) == nil && protocol.ValidNodeName(last.Node) {
 		f.node = last.Node
 	}
 	if f.spec.from == FromNext && last.Action != protocol.FrameClose {
-		f.seen.last[f.spec.tab] = f.c.frameSeqOf(*m) // an old frame that comes again is dropped
+		// An old frame that comes again is dropped, and so is one the
+		// tab published before the watch that is not stored yet.
+		f.seen.last[f.spec.tab] = max(f.c.frameSeqOf(*m), f.c.tabLatest(ctx, f.spec.tab))
 		return m.Sequence + 1, nil
 	}
 	// The current frame, or the close frame of a tab that closed: no
@@ -427,7 +434,10 @@ func (f *follower) ended(ctx context.Context, err error) error {
 // catchUp reads the history from where the watch is to its end.
 func (f *follower) catchUp(ctx context.Context) error {
 	if f.spec.tab != "" {
-		return f.fill(ctx, f.spec.tab, 0)
+		if err := f.fill(ctx, f.spec.tab, 0); err != nil {
+			return err
+		}
+		return f.toLatest(ctx)
 	}
 	if f.spec.lastOfEach {
 		err := f.lastOfEachTab(ctx)
@@ -444,7 +454,10 @@ func (f *follower) catchUp(ctx context.Context) error {
 	f.start, err = f.c.readStored(ctx, f.subject, f.start, func(msgs []storedMsg) (bool, error) {
 		return true, f.stored(ctx, msgs)
 	})
-	return err
+	if err != nil {
+		return err
+	}
+	return f.toLatestOfEach(ctx)
 }
 
 // fill reads tab's frames from the one after the last delivered (or

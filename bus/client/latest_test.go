@@ -1,0 +1,100 @@
+package client_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/framebus/framebus/actors"
+	"github.com/framebus/framebus/bus/client"
+	"github.com/framebus/framebus/cdpdriver"
+	"github.com/framebus/framebus/internal/bustest"
+	"github.com/framebus/framebus/internal/testscale"
+	"github.com/framebus/framebus/protocol"
+)
+
+// The history lags the live frames (a tab publishes a frame at once and
+// stores it after). A frame the tab made just before a watch began is
+// not live to that watch, and not stored yet when it reads the history;
+// no frame comes after it. The watch still gets it once it is stored,
+// Current waits for it, and a watch from the next frame does not take it
+// for a new one. The stream is held by taking its subjects away (the
+// node's store sends the frame again until it takes it).
+func TestReadersGetTheFrameTheHistoryStoresLate(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), testscale.D(2*time.Minute))
+	defer cancel()
+	node, err := actors.StartNode(ctx, actors.NodeOptions{Launch: cdpdriver.LaunchOptions{Headless: true}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { node.Close() })
+	tab := node.Tabs()[0].Tab
+	creds := bustest.AddUser(t, node.Bus(), protocol.RoleAgent)
+	c := connect(t, node.Bus().ClientURL(), &creds, nil)
+	admin, err := node.Bus().Connect("test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer admin.Close()
+	js, err := jetstream.New(admin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	info, err := node.History().Stream().Info(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	taking := info.Config
+	held := taking
+	held.Subjects, held.SubjectTransform = []string{"framebus.held"}, nil
+	if _, err := js.UpdateStream(ctx, held); err != nil {
+		t.Fatal(err)
+	}
+	res, err := c.Plan(ctx, tab, protocol.Plan{Action: &protocol.Action{Type: "eval", Expression: "1+1"}})
+	if err != nil || !res.OK {
+		t.Fatalf("plan: %+v, %v", res, err)
+	}
+	late := res.Sequence // published, not stored
+	from1, err := c.Watch(ctx, tab, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer from1.Stop()
+	for want := int64(1); want < late; want++ {
+		if f := next(t, from1); f.Sequence != want {
+			t.Fatalf("the watch got frame %d, want %d", f.Sequence, want)
+		}
+	}
+	after, err := c.Watch(ctx, tab, client.FromNext)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer after.Stop()
+	current := make(chan client.Frame, 1)
+	go func() {
+		f, err := c.Current(ctx, tab)
+		if err != nil {
+			t.Errorf("current: %v", err)
+		}
+		current <- f
+	}()
+	if _, err := js.UpdateStream(ctx, taking); err != nil {
+		t.Fatal(err)
+	}
+	if f := next(t, from1); f.Sequence != late {
+		t.Fatalf("the watch got frame %d, want %d, stored late", f.Sequence, late)
+	}
+	if f := <-current; f.Sequence != late {
+		t.Fatalf("current: frame %d, want %d", f.Sequence, late)
+	}
+	res, err = c.Plan(ctx, tab, protocol.Plan{Action: &protocol.Action{Type: "eval", Expression: "2+2"}})
+	if err != nil || !res.OK {
+		t.Fatalf("plan: %+v, %v", res, err)
+	}
+	if f := next(t, after); f.Sequence != res.Sequence {
+		t.Fatalf("the watch from the next frame got frame %d first, want %d (frame %d was made before it began)", f.Sequence, res.Sequence, late)
+	}
+}
