@@ -15,17 +15,19 @@ const closeNote = "the tab closed: no frame follows this one"
 // gone, in order after its last frame, instead of waiting for one that
 // never comes. A tab that ends because its node stops makes none: the
 // node may bring it back under its id (a restart with its state), and
-// watchers learn of a node that stops from its liveness.
-func (t *Tab) emitClose() {
+// watchers learn of a node that stops from its liveness. It reports
+// whether the tab is gone for good (it closed, and is not brought back).
+func (t *Tab) emitClose() bool {
 	select {
 	case <-t.leaving: // nil without a node: never
-		return
+		return false
 	default:
 	}
 	last := t.frames.Last()
 	if last.Sequence == 0 {
-		return
+		return true
 	}
 	change := frames.Change{URL: last.URL, Title: last.Title, Status: last.Status, Action: protocol.FrameClose, Source: protocol.SourceBrowser}
 	t.emit(context.Background(), change, closeNote, false)
+	return true
 }

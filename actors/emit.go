@@ -277,6 +277,7 @@ func (t *Tab) publish(f protocol.Frame) {
 		return keepChunks(t.content, t.subj.TabContent(t.id), f.Sequence, content, max)
 	})
 	if err == nil {
+		t.markPublished(f.Sequence) // before anyone can have it (seqmark.go)
 		err = t.nc.PublishMsg(msg)
 	}
 	if err != nil {

@@ -301,8 +301,8 @@ func (w *frameWatch) next() protocol.Frame {
 			w.t.Fatal(err)
 		}
 		return f
-	case <-time.After(30 * time.Second):
-		w.t.Fatal("no frame within 30s")
+	case <-time.After(testscale.D(30 * time.Second)):
+		w.t.Fatal("no frame within", testscale.D(30*time.Second))
 	}
 	return protocol.Frame{}
 }

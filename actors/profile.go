@@ -390,16 +390,20 @@ type openedEvent struct {
 
 // startTab starts the actor of a connected page and registers it.
 func (p *Profile) startTab(ctx context.Context, page *cdpdriver.Page) (*Tab, error) {
-	return p.startTabAs(ctx, page, nil, nil)
+	return p.startTabAs(ctx, page, nil)
 }
 
-// startTabAs is startTab; with restore, the last frame of a tab of the
-// node's last run, the page is that tab's, under its id, and past are the
-// plans it ran (restore.go).
-func (p *Profile) startTabAs(ctx context.Context, page *cdpdriver.Page, restore *protocol.Frame, past []PastPlan) (*Tab, error) {
+// startTabAs is startTab; with from, the page is that of a tab of the
+// node's last run, under its id, going on after its last frame
+// (restore.go).
+func (p *Profile) startTabAs(ctx context.Context, page *cdpdriver.Page, from *restoreFrom) (*Tab, error) {
 	n := p.node
 	id, beforePlans := page.TargetID(), func() {}
-	if restore != nil {
+	var restore *protocol.Frame
+	var past []PastPlan
+	var marked int64
+	if from != nil {
+		restore, past, marked = &from.last, from.past, from.marked
 		id = restore.Tab
 		// The node answered for it while it came back.
 		beforePlans = func() { n.releasePlans(restore.Tab) }
@@ -429,7 +433,9 @@ func (p *Profile) startTabAs(ctx context.Context, page *cdpdriver.Page, restore 
 		FileLimits:    n.opts.FileLimits,
 		History:       n.history,
 		Restore:       restore,
+		RestoreMarked: marked,
 		PastPlans:     past,
+		SeqMarks:      n.seqMarks(p),
 		BeforePlans:   beforePlans,
 		Resources:     n,
 		NodeLeaving:   n.leaving,

@@ -106,9 +106,12 @@ func (n *Node) loadRestore() {
 		n.log.Error().Err(err).Msg("the tabs of the node's last run are not restored: their file cannot be read")
 		return
 	}
+	kept := map[string]bool{}
 	for _, t := range tabs {
 		r.pending[t.Profile] = append(r.pending[t.Profile], t.Tab)
+		kept[t.Tab] = true
 	}
+	pruneSeqMarks(seqMarksDir(r.file), kept) // of tabs that closed, or were not restored
 	if len(tabs) > 0 {
 		n.log.Info().Int("tabs", len(tabs)).Msg("restoring the tabs of the node's last run")
 	}
@@ -124,6 +127,15 @@ func (n *Node) loadRestore() {
 	for _, profile := range starting {
 		n.holdPlans(r.pending[profile])
 	}
+}
+
+// seqMarks is where p's tabs mark their sequences ("": nowhere): a
+// managed profile's tabs are restored, with a history on file.
+func (n *Node) seqMarks(p *Profile) string {
+	if n.restore.file == "" || n.history == nil || !p.Managed() {
+		return ""
+	}
+	return seqMarksDir(n.restore.file)
 }
 
 // needHistoryToRestore gives up the tabs to restore when the node has no
@@ -342,7 +354,11 @@ func (p *Profile) restoreTabs(ctx context.Context) int {
 			if err != nil {
 				log.Warn().Err(err).Msg("restored tab: the plans it ran before are not known, and one sent again under its id runs again")
 			}
-			if _, err := p.restoreTab(ctx, last, past); err != nil {
+			marked, err := readSeqMark(seqMarksDir(p.node.restore.file), id)
+			if err != nil {
+				log.Warn().Err(err).Msg("restored tab: going on from the history's last frame")
+			}
+			if _, err := p.restoreTab(ctx, restoreFrom{last: last, marked: marked, past: past}); err != nil {
 				log.Error().Err(err).Str("url", last.URL).Int64("sequence", last.Sequence).Msg("tab not restored")
 				return
 			}
@@ -359,9 +375,16 @@ func (p *Profile) restoreTabs(ctx context.Context) int {
 	return back
 }
 
-// restoreTab opens a new page and starts the actor of the tab whose last
-// frame was last on it, under the tab's id.
-func (p *Profile) restoreTab(ctx context.Context, last protocol.Frame, past []PastPlan) (*Tab, error) {
+// restoreFrom is where a tab of the node's last run goes on from.
+type restoreFrom struct {
+	last   protocol.Frame // its last frame in the history
+	marked int64          // the last sequence it published (seqmark.go)
+	past   []PastPlan     // the plans it ran
+}
+
+// restoreTab opens a new page and starts the actor of the tab from, under
+// the tab's id.
+func (p *Profile) restoreTab(ctx context.Context, from restoreFrom) (*Tab, error) {
 	b := p.Browser()
 	if b == nil {
 		return nil, p.notRunning()
@@ -377,7 +400,7 @@ func (p *Profile) restoreTab(ctx context.Context, last protocol.Frame, past []Pa
 		_ = b.CloseTarget(ctx, id)
 		return nil, err
 	}
-	tab, err := p.startTabAs(ctx, page, &last, past)
+	tab, err := p.startTabAs(ctx, page, &from)
 	if err != nil {
 		p.unclaim(id)
 		return nil, err
@@ -461,9 +484,19 @@ func (n *Node) pastPlans(ctx context.Context, last protocol.Frame) ([]PastPlan, 
 // when it cannot be (no longer allowed, it fails to load), a frame that
 // says so. Either way the tab is back under its id, and the frame says
 // its page is a new one. It runs in StartTab, before the tab takes plans.
-func (t *Tab) restore(ctx context.Context, last protocol.Frame) {
+//
+// marked is the last sequence the tab published (seqmark.go): past
+// last's, the frames after last never reached the history (the node was
+// killed first), and the tab goes on after marked, so that no frame
+// number comes twice; the page is loaded at last's URL, the last known.
+func (t *Tab) restore(ctx context.Context, last protocol.Frame, marked int64) {
+	gone := "what the old page held in memory (script state, form input, scroll position) is gone"
+	if marked > last.Sequence {
+		t.log.Warn().Int64("stored", last.Sequence).Int64("published", marked).Msg("restored tab: frames it published before the node stopped never reached the history")
+		gone += fmt.Sprintf("; frames %d to %d were published before the node stopped and never reached the history, so the page is loaded again as of frame %d", last.Sequence+1, marked, last.Sequence)
+		last.Sequence = marked
+	}
 	t.frames.Continue(last)
-	const gone = "what the old page held in memory (script state, form input, scroll position) is gone"
 	restoreFrame := func(note string) {
 		t.emit(ctx, frames.Change{URL: t.nav.url, Title: t.nav.title, Action: protocol.FrameRestore, Source: protocol.SourceNode, NewDocument: true}, note, true)
 	}

@@ -85,6 +85,13 @@ type TabOptions struct {
 	// restarted: the tab goes on after it, its first frame a restore
 	// frame at that frame's URL (see restore.go), instead of an open one.
 	Restore *protocol.Frame
+	// RestoreMarked is the last sequence the restored tab marked as
+	// published before its node restarted (see seqmark.go): past
+	// Restore's when frames it published never reached the history.
+	RestoreMarked int64
+	// SeqMarks, when set, is the directory where the tab marks each
+	// frame's sequence before it publishes it, for its restore.
+	SeqMarks string
 	// PastPlans are the plans the restored tab ran before: a plan sent
 	// again under one of their ids does not run again.
 	PastPlans []PastPlan
@@ -142,6 +149,7 @@ type Tab struct {
 	quit      chan struct{}
 	done      chan struct{}
 	leaving   <-chan struct{} // the node's NodeLeaving
+	mark      *seqMark        // nil: the tab is not restored, and marks nothing
 	info      atomic.Pointer[protocol.TabInfo]
 	stopped   atomic.Bool
 }
@@ -222,11 +230,16 @@ func StartTab(ctx context.Context, opts TabOptions) (*Tab, error) {
 	if opts.History != nil {
 		t.store = opts.History.startStore(t.nc, t.id, t.subj, t.content, t.log)
 	}
+	if opts.SeqMarks != "" {
+		if t.mark, err = openSeqMark(opts.SeqMarks, t.id); err != nil {
+			t.log.Warn().Err(err).Msg("the tab marks no sequences: restored after a kill, it may number a frame as one published before")
+		}
+	}
 	if opts.Restore != nil {
 		for _, pp := range opts.PastPlans {
 			t.planIDs.remember(pp.ID, pp.result(t.id), pp.At)
 		}
-		t.restore(ctx, *opts.Restore)
+		t.restore(ctx, *opts.Restore, opts.RestoreMarked)
 	} else {
 		t.emit(ctx, frames.Change{URL: url, Title: title, Action: protocol.FrameOpen, Source: protocol.SourceBrowser, NewDocument: true}, "", true)
 	}
@@ -250,6 +263,9 @@ func StartTab(ctx context.Context, opts TabOptions) (*Tab, error) {
 		t.closeStage()
 		if t.store != nil {
 			t.store.close()
+		}
+		if t.mark != nil {
+			t.mark.close(false)
 		}
 		return nil, fmt.Errorf("tab %s: subscribe: %w", t.id, err)
 	}
@@ -389,10 +405,13 @@ func (t *Tab) run() {
 		if t.pending != nil {
 			t.completePending(context.Background(), "tab stopped before the page finished loading; content left out", false)
 		}
-		t.emitClose()
+		closed := t.emitClose()
 		t.flush()
 		if t.store != nil {
 			t.store.close() // the frames so far reach the history first
+		}
+		if t.mark != nil {
+			t.mark.close(closed) // kept for its restore unless it closed
 		}
 	}()
 	for {
