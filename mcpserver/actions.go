@@ -261,17 +261,15 @@ func (s *Server) runPlan(ctx context.Context, tab string, data []byte, plan prot
 	defer cancel()
 	res, _, err := s.bc.PlanData(pctx, tab, data)
 	if err != nil {
-		if pctx.Err() != nil {
-			// The call ended first (cancelled, or past its wait): so does
-			// the plan, rather than hold the tab for nobody.
+		if pctx.Err() != nil && protocol.CodeOf(err) == protocol.CodeOutcomeUnknown {
+			// The call ended first (cancelled, or past its wait) with
+			// the plan sent: so does the plan, rather than hold the tab
+			// for nobody. The error stays outcome_unknown: the cancel
+			// may not reach it before it runs. (A plan never sent is
+			// said so by the client: nothing to cancel.)
 			cctx, ccancel := context.WithTimeout(context.Background(), cancelWait)
 			s.bc.Cancel(cctx, tab, plan.ID)
 			ccancel()
-			if ctx.Err() == nil && protocol.CodeOf(err) != protocol.CodeOutcomeUnknown {
-				err = protocol.Errorf(protocol.CodeTimeout, "tab %s did not answer within %s; the plan was cancelled", tab, plan.Wait())
-			}
-			// outcome_unknown stays: the plan was sent, and the cancel
-			// may not have reached it before it ran.
 		}
 		err = s.tabError(ctx, tab, err)
 		if protocol.CodeOf(err) == protocol.CodeTabNotFound {
