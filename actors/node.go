@@ -419,7 +419,8 @@ func (n *Node) CloseBrowser() error { return n.defaultProfile().Close() }
 
 // Status is the status of every profile; it never fails.
 func (n *Node) Status() protocol.StatusReply {
-	st := protocol.StatusReply{OK: true, Node: n.name, Profiles: []protocol.ProfileStatus{}}
+	st := protocol.StatusReply{OK: true, Node: n.name, Profiles: []protocol.ProfileStatus{},
+		Limits: &protocol.NodeLimits{Tabs: n.tabCount(), MaxTabs: n.MaxTabs(), MaxStagedBytes: max(n.MaxStagedBytes(), 0)}}
 	for _, p := range n.Profiles() {
 		st.Profiles = append(st.Profiles, p.Status())
 	}

@@ -82,6 +82,19 @@ type StatusReply struct {
 	// Peers and Nodes: see TabList.
 	Peers []string    `json:"peers,omitempty"`
 	Nodes []NodeState `json:"nodes,omitempty"`
+	// Limits are the answering node's bounds, in a node's answer to
+	// status (a gathered reply has each node's in Nodes).
+	Limits *NodeLimits `json:"limits,omitempty"`
+}
+
+// NodeLimits are a node's bounds and how much of them is taken: past
+// one, the node refuses with node_full.
+type NodeLimits struct {
+	Tabs    int `json:"tabs"`    // open and opening
+	MaxTabs int `json:"maxTabs"` // 0: no bound
+	// MaxStagedBytes bounds the files staged for upload, all tabs
+	// together; 0: no bound.
+	MaxStagedBytes int64 `json:"maxStagedBytes"`
 }
 
 // NewTabRequest opens a tab at URL (about:blank when empty).

@@ -71,6 +71,8 @@ type NodeState struct {
 	State string `json:"state"`
 	Host  string `json:"host,omitempty"`
 	PID   int    `json:"pid,omitempty"`
+	// Limits are the node's bounds, in a gathered status.
+	Limits *NodeLimits `json:"limits,omitempty"`
 }
 
 // NodeUnavailable is the error for a request to a node that does not

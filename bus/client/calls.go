@@ -57,11 +57,16 @@ func (c *Client) Status(ctx context.Context) (protocol.StatusReply, error) {
 		return protocol.StatusReply{}, err
 	}
 	out := protocol.StatusReply{OK: true, Profiles: []protocol.ProfileStatus{}, Nodes: nodes}
+	limits := map[string]*protocol.NodeLimits{}
 	for _, r := range replies {
 		out.Profiles = append(out.Profiles, r.Profiles...)
+		limits[r.Node] = r.Limits
+	}
+	for i := range out.Nodes {
+		out.Nodes[i].Limits = limits[out.Nodes[i].Node]
 	}
 	if len(replies) == 1 {
-		out.Node = replies[0].Node
+		out.Node, out.Limits = replies[0].Node, replies[0].Limits
 	}
 	return out, nil
 }

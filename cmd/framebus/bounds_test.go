@@ -87,6 +87,11 @@ func TestServeBoundsTabsByDefault(t *testing.T) {
 	if len(opened) != min(asked, room) || through != 0 {
 		t.Fatalf("%d tabs opened, want %d", len(opened), min(asked, room))
 	}
+	// status says the bound and how much of it is taken.
+	limits, _ := mustOK(t, n.env, "status")["limits"].(map[string]any)
+	if limits == nil || limits["maxTabs"] != float64(bound) || limits["tabs"] != float64(1+len(opened)) || limits["maxStagedBytes"].(float64) <= 0 {
+		t.Fatalf("status limits: %v; want maxTabs %d, tabs %d and a staged bytes bound", limits, bound, 1+len(opened))
+	}
 	if room >= asked {
 		return // a machine that holds them all: nothing to refuse
 	}
