@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"golang.org/x/sys/unix"
@@ -52,7 +53,14 @@ func openProfileDir(path string, u *BrowserUser, create bool) (*os.File, error) 
 		}
 		next, err := unix.Openat(fd, name, unix.O_PATH|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 		if errors.Is(err, unix.ENOENT) && create && name != ".." {
-			if err = unix.Mkdirat(fd, name, 0o700); err == nil || errors.Is(err, unix.EEXIST) {
+			// A directory on the way to u's profile lets u pass through
+			// (0711), as the state directory does: u lists nothing in
+			// it, and cannot put a link there.
+			mode := uint32(0o700)
+			if u != nil && slices.ContainsFunc(todo, func(s string) bool { return s != "" && s != "." }) {
+				mode = 0o711
+			}
+			if err = unix.Mkdirat(fd, name, mode); err == nil || errors.Is(err, unix.EEXIST) {
 				next, err = unix.Openat(fd, name, unix.O_PATH|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 			}
 		}

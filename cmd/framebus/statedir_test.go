@@ -17,12 +17,19 @@ import (
 
 // A newcomer's layout, made three times in the attacker's tries:
 // FRAMEBUS_STATE=/x/node.json with --profile-dir /x/prof, as root (the
-// browser runs as its own account). serve starts and a navigate works;
+// browser runs as its own account); and /x/more/prof, /x/more made by
+// serve. serve starts and a navigate works;
 // the browser's account passes through /x to its profile but can list
 // nothing there and read none of the state and credentials files (the
 // users creds add made too), even after framebus mcp --http wrote its
 // token beside them.
 func TestNewcomersLayout(t *testing.T) {
+	for _, prof := range []string{"prof", filepath.Join("more", "prof")} {
+		t.Run(strings.ReplaceAll(prof, "/", "_"), func(t *testing.T) { newcomersLayout(t, prof) })
+	}
+}
+
+func newcomersLayout(t *testing.T, prof string) {
 	setpriv := needSetpriv(t)
 	account, err := cdpdriver.LookupBrowserUser(cdpdriver.DefaultBrowserUser, true)
 	if err != nil {
@@ -31,11 +38,11 @@ func TestNewcomersLayout(t *testing.T) {
 	x := filepath.Join(testdir.Enterable(t), "x") // as /x: its parent others may enter
 	state := filepath.Join(x, "node.json")
 	env := testEnv(envState + "=" + state)
-	n := &node{process: startProcess(t, env, "serve", "--profile-dir", filepath.Join(x, "prof")), stateFile: state, env: env}
+	n := &node{process: startProcess(t, env, "serve", "--profile-dir", filepath.Join(x, prof)), stateFile: state, env: env}
 	n.ready(t)
 	defer n.stop(syscall.SIGTERM, 30*time.Second)
 	mustOK(t, n.env, "navigate", site("/form.html"), "--wait")
-	if profile := chromiumProfile(t, n.cmd.Process.Pid); profile != filepath.Join(x, "prof", "default") {
+	if profile := chromiumProfile(t, n.cmd.Process.Pid); profile != filepath.Join(x, prof, "default") {
 		t.Errorf("Chromium's profile is %s, not under --profile-dir", profile)
 	}
 	m := startMCPHTTP(t, n.env)
@@ -68,7 +75,7 @@ func TestNewcomersLayout(t *testing.T) {
 		through++
 		t.Errorf("%s (the browser's account) listed %s: %q", account.Name, x, out)
 	}
-	if _, ok := as("/bin/ls", filepath.Join(x, "prof")); !ok {
+	if _, ok := as("/bin/ls", filepath.Join(x, prof)); !ok {
 		t.Errorf("%s (the browser's account) cannot enter its own profiles directory", account.Name)
 	}
 	t.Logf("%d of %d reads by the browser's account got through", through, tries)
