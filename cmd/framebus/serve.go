@@ -125,6 +125,7 @@ func (c *cli) startServing(cfg config, log zerolog.Logger, rotate bool) (*served
 	// The embedded bus lets users in with a password only: the node's own
 	// agent and admin, written beside the state file, and the configured.
 	var local *localUsers
+	asked := busOpts // the listeners as configured, before the last start's were taken again
 	if cfg.Bus.URL == "" {
 		host, port, err := splitListen(cfg.Bus.Listen, cfg.Bus.AllowRemote)
 		if err != nil {
@@ -159,6 +160,7 @@ func (c *cli) startServing(cfg config, log zerolog.Logger, rotate bool) (*served
 		busOpts.Users = append(own, configured...)
 		// Where the last start listened, when it is free: clients that
 		// knew the node find its bus there again.
+		asked = busOpts
 		busOpts.Port = local.reusePort(busOpts.Host, busOpts.Port, local.lastURL)
 		busOpts.WebSocket = local.reuseWebSocket(busOpts.WebSocket)
 		if local.kept[local.agent.User] && local.kept[local.admin.User] {
@@ -230,7 +232,8 @@ func (c *cli) startServing(cfg config, log zerolog.Logger, rotate bool) (*served
 		return nil, err
 	}
 	ctx, cancel := context.WithTimeout(c.ctx, startTimeout)
-	node, err := actors.StartNode(ctx, actors.NodeOptions{
+	defer cancel()
+	nodeOpts := actors.NodeOptions{
 		Name:          cfg.Node.Name,
 		Bus:           busOpts,
 		Launch:        launch,
@@ -254,7 +257,16 @@ func (c *cli) startServing(cfg config, log zerolog.Logger, rotate bool) (*served
 		Search:        searchOpts,
 
 		MaxStagedBytes: cfg.Files.MaxStagedBytes,
-	})
+	}
+	node, err := actors.StartNode(ctx, nodeOpts)
+	if errors.Is(err, bus.ErrServerStart) && (busOpts.Port != asked.Port || busOpts.WebSocket != asked.WebSocket) {
+		// The last start's port, free a moment ago, was taken since
+		// (another process, maybe another user's): a new one, as when
+		// it was taken before.
+		log.Warn().Err(err).Msg("the last start's port was taken meanwhile: listening on a new one (clients need the new URL in the state and credentials files)")
+		nodeOpts.Bus.Port, nodeOpts.Bus.WebSocket = asked.Port, asked.WebSocket
+		node, err = actors.StartNode(ctx, nodeOpts)
+	}
 	cancel()
 	if err != nil {
 		return nil, startError(c.ctx, err)
