@@ -46,6 +46,26 @@ type answerHead struct {
 // (see GatherWait), in the order of their names, and which nodes
 // answered and which did not.
 func (c *Client) gather(ctx context.Context, subject string) ([]answer, []protocol.NodeState, error) {
+	for try := 1; ; try++ {
+		answers, nodes, err := c.gatherOnce(ctx, subject)
+		// A gathered request only reads: one whose connection was lost
+		// before any answer is sent again once it is back (another
+		// member of a cluster), a few times.
+		if !errors.Is(err, errGatherCut) || ctx.Err() != nil || try == gatherTries {
+			return answers, nodes, err
+		}
+	}
+}
+
+// gatherTries bounds the tries of a gathered request that lose their
+// connection before any answer.
+const gatherTries = 3
+
+// errGatherCut: the connection was lost before any node answered.
+var errGatherCut = errors.New("the bus connection was lost before any answer")
+
+// gatherOnce is one try of gather.
+func (c *Client) gatherOnce(ctx context.Context, subject string) ([]answer, []protocol.NodeState, error) {
 	ctx, cancel := context.WithTimeout(ctx, GatherWait)
 	defer cancel()
 	down, err := c.awaitConnected(ctx, "the request to "+subject)
@@ -102,7 +122,8 @@ func (c *Client) gather(ctx context.Context, subject string) ([]answer, []protoc
 			if len(answers) > 0 {
 				return byNode(answers), nodeStates(answered, expected), nil
 			}
-			return nil, nil, protocol.Errorf(protocol.CodeUnavailable, "the bus connection was lost while waiting for the answers on %s", subject)
+			return nil, nil, &protocol.Error{Code: protocol.CodeUnavailable, Err: errGatherCut,
+				Message: "the bus connection was lost while waiting for the answers on " + subject}
 		case <-ctx.Done():
 			if len(answers) > 0 {
 				return byNode(answers), nodeStates(answered, expected), nil

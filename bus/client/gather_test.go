@@ -5,14 +5,17 @@ import (
 	"encoding/json"
 	"errors"
 	"slices"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/framebus/framebus/actors"
 	"github.com/framebus/framebus/cdpdriver"
 	"github.com/framebus/framebus/internal/bustest"
+	"github.com/framebus/framebus/internal/cutproxy"
 	"github.com/framebus/framebus/internal/testscale"
 	"github.com/framebus/framebus/protocol"
 )
@@ -82,7 +85,7 @@ func TestGatherReportsUnreachableNodes(t *testing.T) {
 		<-ghostStopped
 	})
 	wantStates := func(got []protocol.NodeState, want ...protocol.NodeState) bool {
-		return slices.Equal(got, want)
+		return slices.EqualFunc(got, want, func(g, w protocol.NodeState) bool { return g.Node == w.Node && g.State == w.State })
 	}
 	live := protocol.NodeState{Node: "live", State: protocol.NodeAnswered}
 	gone := protocol.NodeState{Node: "ghost", State: protocol.NodeUnreachable}
@@ -97,7 +100,7 @@ func TestGatherReportsUnreachableNodes(t *testing.T) {
 		}
 	}
 	st, err := agent.Status(ctx)
-	if err != nil || !wantStates(st.Nodes, gone, live) || st.Profiles[0].Node != "live" {
+	if err != nil || !wantStates(st.Nodes, gone, live) || st.Profiles[0].Node != "live" || st.Nodes[0].Limits != nil || st.Nodes[1].Limits == nil {
 		t.Fatalf("status with a ghost: %+v %v", st, err)
 	}
 	sl, err := agent.Sessions(ctx)
@@ -130,5 +133,37 @@ func TestGatherReportsUnreachableNodes(t *testing.T) {
 	_, err = agent.Plan(ctx, "NOSUCHTAB", protocol.Plan{Action: &protocol.Action{Type: "eval", Expression: "1"}})
 	if codeOf(err) != protocol.CodeTabNotFound {
 		t.Fatalf("a plan to an unknown tab: %v", err)
+	}
+}
+
+// A gathered read (tabs, status, sessions) whose connection is lost
+// before any node answered is sent again once the client is back,
+// instead of failing "the connection was lost": the stand-in node cuts
+// the client's connection at the first request and answers the second.
+func TestGatherGoesOnThroughACut(t *testing.T) {
+	t.Parallel()
+	s := testServer(t)
+	node := nodeConn(t, s)
+	px := cutproxy.New(t, s.ClientURL())
+	var asked atomic.Int64
+	if _, err := node.Subscribe(subj.Tabs(), func(m *nats.Msg) {
+		if asked.Add(1) == 1 {
+			px.Cut() // and no answer
+			return
+		}
+		data, _ := protocol.Marshal(protocol.TabList{OK: true, Node: "n1", Tabs: []protocol.TabInfo{{Tab: "t1", Node: "n1", Sequence: 3}}})
+		_ = m.Respond(data)
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if err := node.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	agent := connect(t, px.URL(), nil, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), wait)
+	defer cancel()
+	list, err := agent.Tabs(ctx)
+	if err != nil || len(list.Tabs) != 1 || list.Tabs[0].Tab != "t1" || asked.Load() != 2 {
+		t.Fatalf("tabs through a cut: %+v %v (asked %d times); want the second answer", list, err, asked.Load())
 	}
 }

@@ -109,7 +109,7 @@ func TestTwoNodesOneBusAndKill9(t *testing.T) {
 	}
 	for _, args := range [][]string{{"status"}, {"pages"}, {"session", "list"}} {
 		out := framebus(t, one.env, "", args...)
-		if out.status != 0 || !strings.Contains(out.stdout, `{"node":"one","state":"answered"}`) || !strings.Contains(out.stdout, `{"node":"two","state":"answered"}`) {
+		if out.status != 0 || !strings.Contains(out.stdout, `{"node":"one","state":"answered"`) || !strings.Contains(out.stdout, `{"node":"two","state":"answered"`) {
 			t.Fatalf("framebus %s: %d %s %s", args, out.status, out.stdout, out.stderr)
 		}
 	}

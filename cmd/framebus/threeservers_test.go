@@ -78,7 +78,7 @@ func TestThreeServersTwoNodes(t *testing.T) {
 			return strings.Contains(text, "node:one") && strings.Contains(text, "node:two")
 		})
 		st := framebus(t, env, "", "status")
-		if st.status != 0 || !strings.Contains(st.stdout, `{"node":"one","state":"answered"}`) || !strings.Contains(st.stdout, `{"node":"two","state":"answered"}`) {
+		if st.status != 0 || !strings.Contains(st.stdout, `{"node":"one","state":"answered"`) || !strings.Contains(st.stdout, `{"node":"two","state":"answered"`) {
 			t.Fatalf("status at server %s: %d %s %s", server, st.status, st.stdout, st.stderr)
 		}
 	}
