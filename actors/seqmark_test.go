@@ -8,8 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats.go/jetstream"
-
+	"github.com/framebus/framebus/internal/bustest"
 	"github.com/framebus/framebus/internal/testscale"
 	"github.com/framebus/framebus/protocol"
 )
@@ -54,19 +53,7 @@ func TestRestoreGoesOnAfterFramesTheHistoryLacks(t *testing.T) {
 	}
 	waitStored(t, node, tab, stored.Sequence)
 
-	js, err := jetstream.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	info, err := node.History().Stream().Info(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	held := info.Config
-	held.Subjects, held.SubjectTransform = []string{"framebus.held"}, nil
-	if _, err := js.UpdateStream(ctx, held); err != nil {
-		t.Fatal(err)
-	}
+	bustest.HoldStream(t, ctx, nc, node.History().Stream()) // released by the restart, which sets the stream's subjects again
 	live := watchFrames(t, nc, protocol.DefaultSubjects.TabFrames(tab))
 	lost, err := request(nc, tab, one(protocol.Action{Type: "eval", Expression: "2"}))
 	if err != nil || !lost.OK || lost.Sequence != stored.Sequence+1 {

@@ -5,11 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats.go/jetstream"
-
-	"github.com/framebus/framebus/actors"
 	"github.com/framebus/framebus/bus/client"
-	"github.com/framebus/framebus/cdpdriver"
 	"github.com/framebus/framebus/internal/bustest"
 	"github.com/framebus/framebus/internal/testscale"
 	"github.com/framebus/framebus/protocol"
@@ -26,12 +22,7 @@ func TestReadersGetTheFrameTheHistoryStoresLate(t *testing.T) {
 	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), testscale.D(2*time.Minute))
 	defer cancel()
-	node, err := actors.StartNode(ctx, actors.NodeOptions{Launch: cdpdriver.LaunchOptions{Headless: true}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { node.Close() })
-	tab := node.Tabs()[0].Tab
+	node, tab := startNode(t, ctx)
 	creds := bustest.AddUser(t, node.Bus(), protocol.RoleAgent)
 	c := connect(t, node.Bus().ClientURL(), &creds, nil)
 	admin, err := node.Bus().Connect("test")
@@ -39,20 +30,7 @@ func TestReadersGetTheFrameTheHistoryStoresLate(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer admin.Close()
-	js, err := jetstream.New(admin)
-	if err != nil {
-		t.Fatal(err)
-	}
-	info, err := node.History().Stream().Info(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	taking := info.Config
-	held := taking
-	held.Subjects, held.SubjectTransform = []string{"framebus.held"}, nil
-	if _, err := js.UpdateStream(ctx, held); err != nil {
-		t.Fatal(err)
-	}
+	release := bustest.HoldStream(t, ctx, admin, node.History().Stream())
 	res, err := c.Plan(ctx, tab, protocol.Plan{Action: &protocol.Action{Type: "eval", Expression: "1+1"}})
 	if err != nil || !res.OK {
 		t.Fatalf("plan: %+v, %v", res, err)
@@ -81,9 +59,7 @@ func TestReadersGetTheFrameTheHistoryStoresLate(t *testing.T) {
 		}
 		current <- f
 	}()
-	if _, err := js.UpdateStream(ctx, taking); err != nil {
-		t.Fatal(err)
-	}
+	release()
 	if f := next(t, from1); f.Sequence != late {
 		t.Fatalf("the watch got frame %d, want %d, stored late", f.Sequence, late)
 	}

@@ -15,6 +15,18 @@ import (
 	"github.com/framebus/framebus/protocol"
 )
 
+// startNode starts a real node (headless Chromium, its frame history,
+// authentication), and names its first tab.
+func startNode(t *testing.T, ctx context.Context) (*actors.Node, string) {
+	t.Helper()
+	node, err := actors.StartNode(ctx, actors.NodeOptions{Launch: cdpdriver.LaunchOptions{Headless: true}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { node.Close() })
+	return node, node.Tabs()[0].Tab
+}
+
 // A real node (headless Chromium, its frame history, authentication):
 // an observer (role observer)
 // replays a tab's frames from 1 and follows, an agent (role agent) sends plans, and
@@ -24,12 +36,7 @@ import (
 func TestRealNodeThroughCuts(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), testscale.D(2*time.Minute))
 	defer cancel()
-	node, err := actors.StartNode(ctx, actors.NodeOptions{Launch: cdpdriver.LaunchOptions{Headless: true}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { node.Close() })
-	tab := node.Tabs()[0].Tab
+	node, tab := startNode(t, ctx)
 	px := cutproxy.New(t, node.Bus().ClientURL())
 	var reconnects atomic.Int64
 	observerCreds := bustest.AddUser(t, node.Bus(), protocol.RoleObserver)
