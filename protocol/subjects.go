@@ -227,3 +227,26 @@ func streamToken(prefix string) string {
 
 // AllTabPlans matches the plan subject of every tab.
 func (s Subjects) AllTabPlans() string { return s.p() + ".tab.*.plan" }
+
+// ReadOnly reports whether a request on subject only reads, so that one
+// whose answer was lost may be sent again: a frame's content (or the
+// tab's latest frame), the tab listing, a profile's status or pages.
+func (s Subjects) ReadOnly(subject string) bool {
+	rest, ok := strings.CutPrefix(subject, s.p()+".")
+	if !ok {
+		return false
+	}
+	t := strings.Split(rest, ".")
+	op := t[len(t)-1]
+	switch {
+	case len(t) == 1:
+		return rest == "tabs"
+	case len(t) == 2:
+		return rest == "browser.status" || rest == "session.list"
+	case len(t) == 3 && t[0] == "tab":
+		return op == "content"
+	case len(t) == 3 && t[0] == "browser", len(t) == 5 && t[0] == "node" && t[2] == "browser":
+		return op == OpStatus || op == OpPages
+	}
+	return false
+}

@@ -30,3 +30,32 @@ func TestNodeFrameSeq(t *testing.T) {
 		}
 	}
 }
+
+// Only requests that change nothing are taken for ones a client may send
+// again after losing their answer.
+func TestReadOnly(t *testing.T) {
+	s := DefaultSubjects
+	for subject, want := range map[string]bool{
+		s.TabContent("T1"):                      true,
+		s.Tabs():                                true,
+		s.BrowserStatus():                       true,
+		s.SessionList():                         true,
+		s.Profile("work", OpStatus):             true,
+		s.NodeProfile("n1", "work", OpPages):    true,
+		s.TabPlan("T1"):                         false,
+		s.TabCancel("T1"):                       false,
+		s.TabStage("T1"):                        false,
+		s.Profile("work", OpNewTab):             false,
+		s.Profile("work", OpLaunch):             false,
+		s.NodeProfile("n1", "work", OpCloseTab): false,
+		s.HTTPFetch():                           false,
+		s.SessionStart():                        false,
+		"other.tab.T1.content":                  false,
+		s.TabContent("T1") + ".more":            false,
+		"framebus.node.n1.status":               false,
+	} {
+		if got := s.ReadOnly(subject); got != want {
+			t.Errorf("ReadOnly(%q) = %v, want %v", subject, got, want)
+		}
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"slices"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -165,5 +166,43 @@ func TestGatherGoesOnThroughACut(t *testing.T) {
 	list, err := agent.Tabs(ctx)
 	if err != nil || len(list.Tabs) != 1 || list.Tabs[0].Tab != "t1" || asked.Load() != 2 {
 		t.Fatalf("tabs through a cut: %+v %v (asked %d times); want the second answer", list, err, asked.Load())
+	}
+}
+
+// A request that only reads (here the tab's latest frame, on its content
+// subject) whose answer is lost with the connection is sent again once
+// it is back; one that may change something (a new tab) is not, and
+// says the node may have carried it out.
+func TestReadOnlyRequestGoesOnThroughACut(t *testing.T) {
+	t.Parallel()
+	s := testServer(t)
+	node := nodeConn(t, s)
+	px := cutproxy.New(t, s.ClientURL())
+	var asked atomic.Int64
+	for _, subject := range []string{subj.TabContent("t1"), subj.Browser(protocol.DefaultProfile, protocol.OpNewTab)} {
+		if _, err := node.Subscribe(subject, func(m *nats.Msg) {
+			if asked.Add(1) == 1 {
+				px.Cut() // and no answer
+				return
+			}
+			_ = m.Respond([]byte(`{"ok":true,"sequence":7}`))
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := node.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	agent := connect(t, px.URL(), nil, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), wait)
+	defer cancel()
+	var r protocol.ContentReply
+	if err := agent.Request(ctx, subj.TabContent("t1"), protocol.ContentRequest{Latest: true}, &r); err != nil || r.Sequence != 7 || asked.Load() != 2 {
+		t.Fatalf("the latest frame through a cut: %+v %v (asked %d times); want the second answer", r, err, asked.Load())
+	}
+	asked.Store(0)
+	err := agent.Request(ctx, subj.Browser(protocol.DefaultProfile, protocol.OpNewTab), nil, nil)
+	if codeOf(err) != protocol.CodeUnavailable || !strings.Contains(err.Error(), "may have carried the request out") || asked.Load() != 1 {
+		t.Fatalf("a new tab through a cut: %v (asked %d times); want unavailable, not sent again", err, asked.Load())
 	}
 }

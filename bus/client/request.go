@@ -19,14 +19,16 @@ var errDisconnected = errors.New("the bus connection was lost")
 // RequestData sends data to subject and returns the reply's data.
 //
 // While the connection is down it waits (bounded by ctx) and then
-// sends. When the connection is lost while it waits for the answer, it
-// fails with unavailable: the node may have carried the request out, and
-// whether sending it again is safe is the caller's to know (Plan knows).
+// sends. When the connection is lost while it waits for the answer, a
+// request that only reads (a frame's content, a profile's status or
+// pages) is sent again once it is back; any other fails with
+// unavailable: the node may have carried the request out, and whether
+// sending it again is safe is the caller's to know (Plan knows).
 // Nothing answering is an unavailable error for which
 // errors.Is(err, nats.ErrNoResponders) holds; a permission the user
 // lacks is permission_denied, at once.
 func (c *Client) RequestData(ctx context.Context, subject string, data []byte) ([]byte, error) {
-	return c.roundTrip(ctx, subject, data, false)
+	return c.roundTrip(ctx, subject, data, c.subj.ReadOnly(subject))
 }
 
 // Request sends req (JSON; nothing for nil, as it is for []byte) to
