@@ -262,8 +262,10 @@ func (c *cli) startServing(cfg config, log zerolog.Logger, rotate bool) (*served
 	if local != nil && busOpts.Cluster != nil {
 		// The name is this node's now (the registry's compare-and-set):
 		// its own users are too, over any a dead node of this name left
-		// in the cluster, which would keep that one's passwords.
-		if err := node.Bus().ClaimUsers(local.agent.User, local.admin.User); err != nil {
+		// in the cluster, which would keep that one's passwords. Those
+		// its last start left, of the passwords it kept, stay as they
+		// are: their clients at other members keep their connections.
+		if err := node.Bus().ClaimUsers(map[string]string{local.agent.User: local.agent.Password, local.admin.User: local.admin.Password}); err != nil {
 			node.Close()
 			return nil, startError(c.ctx, err)
 		}
