@@ -150,6 +150,18 @@ func (b *Bus) addLocal(u User) error {
 	return nil
 }
 
+// takeHash makes this server check u's password against u's hash, a
+// hash of the same password as the one it has (ClaimUsers): its
+// connections stay, and the registry's entry is what this server has.
+func (b *Bus) takeHash(u User) {
+	a := b.auth
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if have := a.users[u.Name]; have != nil && have.Role == u.Role {
+		have.PasswordHash, have.hash = u.PasswordHash, []byte(u.PasswordHash)
+	}
+}
+
 // removeLocal makes this server refuse name and closes its connections.
 func (b *Bus) removeLocal(name string) error {
 	a := b.auth

@@ -50,7 +50,7 @@ func TestRestartedMemberOwnsItsUsersAgain(t *testing.T) {
 
 	m3 = member(2, []bus.User{{Name: own, PasswordHash: hash(newPassword), Role: protocol.RoleAgent}})
 	// The name is m3's alone now (for a node: the node registry said so).
-	if err := m3.ClaimUsers(own); err != nil {
+	if err := m3.ClaimUsers(map[string]string{own: newPassword}); err != nil {
 		t.Fatal(err)
 	}
 	// A user added after the restart reaches m3 through its registry watch
@@ -63,6 +63,63 @@ func TestRestartedMemberOwnsItsUsersAgain(t *testing.T) {
 		waitUntil(t, fmt.Sprintf("m%d: the new password logs in", i+1), func() bool { return logsIn(t, m, own, newPassword) })
 		if logsIn(t, m, own, oldPassword) {
 			t.Errorf("m%d: the dead member's password still logs %s in", i+1, own)
+		}
+	}
+}
+
+// A member that stops (its user stays in the registry) and starts again
+// with the same password, hashed anew as serve does at every start,
+// closes no connection of its user at another member: the registry's
+// entry stays, and the member takes its hash. Before, its claim put the
+// new hash, and every member closed the user's connections (a node's
+// clients at other members were cut off at each of its restarts).
+func TestRestartedMemberWithItsPasswordClosesNoConnection(t *testing.T) {
+	listen, routes := bustest.ClusterRoutes(t, 3)
+	const own, password = "agent-m3", "the-password-it-keeps"
+	member := func(i int, users []bus.User) *bus.Bus {
+		return startBus(t, bus.Options{
+			Name: fmt.Sprintf("m%d", i+1), Prefix: "fb", Users: users,
+			Cluster:   &bus.ClusterOptions{Listen: listen[i], Secret: clusterSecret, Routes: routes},
+			JetStream: &bus.JetStreamOptions{},
+		})
+	}
+	ownUser := func() []bus.User {
+		hash, err := bus.HashPassword(password) // a salt of its own: another hash at every start
+		if err != nil {
+			t.Fatal(err)
+		}
+		return []bus.User{{Name: own, PasswordHash: hash, Role: protocol.RoleAgent}}
+	}
+	m1, m2 := member(0, nil), member(1, nil)
+	m3 := member(2, ownUser())
+	for _, m := range []*bus.Bus{m1, m2, m3} {
+		waitUntil(t, "the cluster's routes", func() bool { return connectedRoutes(m) == 2 })
+	}
+	if err := m3.ClaimUsers(map[string]string{own: password}); err != nil {
+		t.Fatal(err)
+	}
+	waitUntil(t, "m3's user on m1", func() bool { return logsIn(t, m1, own, password) })
+	atM1, err := dialAs(t, m1.ClientURL(), own, password, nats.IgnoreDiscoveredServers())
+	if err != nil {
+		t.Fatal(err)
+	}
+	m3.Close()
+
+	m3 = member(2, ownUser())
+	if err := m3.ClaimUsers(map[string]string{own: password}); err != nil {
+		t.Fatal(err)
+	}
+	// m1 follows the claim's change, if any, before a user added after it.
+	if err := m3.AddUser(bus.User{Name: "marker", PasswordHash: testHash, Role: protocol.RoleObserver}); err != nil {
+		t.Fatal(err)
+	}
+	waitUntil(t, "the marker user on m1", func() bool { return logsIn(t, m1, "marker", testPassword) })
+	if atM1.nc.IsClosed() {
+		t.Error("m1 closed the connection of m3's user as m3 started again with its password")
+	}
+	for i, m := range []*bus.Bus{m1, m2, m3} {
+		if !logsIn(t, m, own, password) {
+			t.Errorf("m%d refuses m3's user", i+1)
 		}
 	}
 }

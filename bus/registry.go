@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
+	"golang.org/x/crypto/bcrypt"
 
 	"github.com/framebus/framebus/protocol"
 )
@@ -338,17 +339,22 @@ func (r *usersRegistry) holds(ctx context.Context, name string, data []byte) boo
 	return false
 }
 
-// ClaimUsers puts this member's own users (of Options.Users) named in
-// the cluster's registry as this member has them, over what is there: a
-// member of the same name that died (kill -9 takes no user out) left its
-// users, whose entries would otherwise win over the fresh passwords of
-// the member that starts again under its name, and keep the dead one's
-// passwords working everywhere. Call it only once the name is known to be
-// this member's alone (the node registry's compare-and-set), never
-// before: a second node under a live one's name would take its users.
-// It returns once this member follows its own entries again. Without a
-// cluster (no registry) it does nothing.
-func (b *Bus) ClaimUsers(names ...string) error {
+// ClaimUsers puts this member's own users (of Options.Users), each named
+// with the password it logs in with, in the cluster's registry as this
+// member has them, over what is there: a member of the same name that
+// died (kill -9 takes no user out) left its users, whose entries would
+// otherwise win over the fresh passwords of the member that starts again
+// under its name, and keep the dead one's passwords working everywhere.
+// An entry that is this user already, its role and a hash of its
+// password (a member that kept its passwords over a restart: its users
+// stay in the cluster while it is down), stays, and this member takes
+// its hash: a new hash of the same password would make every member
+// close the user's connections for nothing. Call it only once the name
+// is known to be this member's alone (the node registry's
+// compare-and-set), never before: a second node under a live one's name
+// would take its users. It returns once this member follows its own
+// entries again. Without a cluster (no registry) it does nothing.
+func (b *Bus) ClaimUsers(passwords map[string]string) error {
 	r := b.registry
 	if r == nil {
 		return nil
@@ -359,10 +365,15 @@ func (b *Bus) ClaimUsers(names ...string) error {
 	ctx, cancel := context.WithTimeout(context.Background(), registryWait)
 	defer cancel()
 	var last uint64
-	for _, name := range names {
+	for name, password := range passwords {
 		i := slices.IndexFunc(b.opts.Users, func(u User) bool { return u.Name == name })
 		if i < 0 {
 			return fmt.Errorf("%w: ClaimUsers: %q is not one of this member's users", ErrInvalidOptions, name)
+		}
+		if have, rev, ok := r.holdsPassword(ctx, b.opts.Users[i], password); ok {
+			b.takeHash(have)
+			last = max(last, rev)
+			continue
 		}
 		data, _ := json.Marshal(b.opts.Users[i])
 		rev, err := r.kv.Put(ctx, name, data)
@@ -381,6 +392,21 @@ func (b *Bus) ClaimUsers(names ...string) error {
 		}
 	}
 	return nil
+}
+
+// holdsPassword returns the registry's entry for own, and its revision,
+// when it is own's name and role with a hash of password.
+func (r *usersRegistry) holdsPassword(ctx context.Context, own User, password string) (User, uint64, bool) {
+	e, err := r.kv.Get(ctx, own.Name)
+	if err != nil {
+		return User{}, 0, false
+	}
+	var u User
+	if json.Unmarshal(e.Value(), &u) != nil || u.Name != own.Name || u.Role != own.Role || checkUser(u) != nil ||
+		bcrypt.CompareHashAndPassword([]byte(u.PasswordHash), []byte(password)) != nil {
+		return User{}, 0, false
+	}
+	return u, e.Revision(), true
 }
 
 // remove takes a user out of the registry.

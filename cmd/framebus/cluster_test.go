@@ -16,8 +16,8 @@ import (
 // (serve --cluster --routes --cluster-secret-file): node one's own agent
 // logs in to node two's server (the members share their users), lists
 // both nodes' tabs with their names there, and runs a plan on node one's
-// tab through node two's server. A node's own users leave the cluster
-// with it.
+// tab through node two's server. A node's own users stay in the cluster
+// when it stops, as its credentials files do, for its next start.
 func TestTwoNodesClustered(t *testing.T) {
 	t.Parallel() // its own cluster and nodes
 	secret := filepath.Join(t.TempDir(), "cluster-secret")
@@ -93,12 +93,12 @@ func TestTwoNodesClustered(t *testing.T) {
 		})
 	}
 
-	// Node one stops: its agent can no longer log in anywhere.
+	// Node one stops: its agent still logs in at node two, for node one's
+	// next start.
 	one.stop(syscall.SIGTERM, 30*time.Second)
-	waitFor(t, "node one's agent gone from the cluster", 30*time.Second, func() bool {
-		r := framebus(t, env, "", "pages")
-		return r.status != 0 && strings.Contains(r.stdout+r.stderr, "uthoriz")
-	})
+	if r := framebus(t, env, "", "pages"); r.status != 0 {
+		t.Errorf("node one's agent at node two after node one stopped: exit %d, %s %s", r.status, r.stdout, r.stderr)
+	}
 }
 
 // memberConfig writes a configuration file that makes serve a cluster

@@ -4,6 +4,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"testing"
 
@@ -14,7 +15,8 @@ import (
 
 // The node's own credentials are those its last start wrote, unless
 // rotated, or unless a file is not fit to keep: open to others, or naming
-// another user. The hashes the bus gets match the passwords kept.
+// another user (whose users it replaces). The hashes the bus gets match
+// the passwords kept.
 func TestLocalUsersKeptUntilRotated(t *testing.T) {
 	dir := t.TempDir()
 	write := func(lu *localUsers) {
@@ -45,7 +47,7 @@ func TestLocalUsersKeptUntilRotated(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if again.agent.Password != first.agent.Password || again.admin.Password != first.admin.Password || again.lastURL != "nats://127.0.0.1:4999" {
+	if again.agent.Password != first.agent.Password || again.admin.Password != first.admin.Password || again.lastURL != "nats://127.0.0.1:4999" || len(again.replaced) != 0 {
 		t.Fatalf("a second start: %+v; want the first start's passwords and URL", again)
 	}
 	for _, u := range users {
@@ -81,6 +83,10 @@ func TestLocalUsersKeptUntilRotated(t *testing.T) {
 	}
 	if renamed.admin.Password == first.admin.Password || renamed.admin.User != "admin-two" {
 		t.Fatalf("a file of user admin kept for %s", renamed.admin.User)
+	}
+	// The users of the files it replaces leave a cluster (leaveReplaced).
+	if !slices.Equal(renamed.replaced, []string{"agent", "admin"}) {
+		t.Errorf("a start under another name replaces %v, want the users agent and admin", renamed.replaced)
 	}
 }
 

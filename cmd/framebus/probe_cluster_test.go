@@ -78,7 +78,8 @@ func TestNodeRestartedAfterKill9OwnsItsCredentials(t *testing.T) {
 // other: before, a node refused only the users it knew at its start,
 // so a later node's own users were removed when the earlier node took
 // the request (at random, the queue group's choice), cutting the later
-// node's credentials files off.
+// node's credentials files off. A node that stopped keeps its users in
+// the cluster until an admin removes them.
 func TestCredsRemoveSparesEveryLiveNodesOwnUsers(t *testing.T) {
 	t.Parallel() // its own cluster and nodes
 	secret := filepath.Join(t.TempDir(), "cluster-secret")
@@ -129,6 +130,33 @@ func TestCredsRemoveSparesEveryLiveNodesOwnUsers(t *testing.T) {
 		}
 	}
 	t.Logf("%d of 6 removals of a live node's own user went through", removed)
+
+	// Node one stops, and does not come back: its users stay (for its
+	// next start) until node two's admin removes them, which it may once
+	// node one is not live, although they were in the cluster when node
+	// two started (before, node two refused them as its own or
+	// configured). Then node one's agent logs in nowhere.
+	oneAtTwo := testEnv(envCreds + "=" + credentialsAt(t, one.credsFile(agentCredsFile), two.state.Bus))
+	one.stop(syscall.SIGTERM, 30*time.Second)
+	if out := framebus(t, oneAtTwo, "", "pages"); out.status != 0 {
+		t.Errorf("node one's agent at node two after node one stopped: %s %s", out.stdout, out.stderr)
+	}
+	for _, user := range []string{"agent-one", "admin-one"} {
+		var out result
+		waitFor(t, "node two's admin removes "+user, 30*time.Second, func() bool {
+			out = framebus(t, two.env, "", "creds", "remove", user)
+			return out.status == 0 || !strings.Contains(out.stdout, "own or configured")
+		})
+		if out.status != 0 {
+			t.Fatalf("creds remove %s of a node that stopped: %s %s", user, out.stdout, out.stderr)
+		}
+	}
+	// Refused at node two, a client tries the members it learnt of: they
+	// follow the removal a moment later.
+	waitFor(t, "node one's agent refused at every member", 30*time.Second, func() bool {
+		out := framebus(t, oneAtTwo, "", "pages")
+		return out.status != 0 && out.reply(t)["code"] == string(protocol.CodePermissionDenied)
+	})
 }
 
 // serveUntilStarted starts serve with env until it starts (ready), while

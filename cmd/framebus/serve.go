@@ -100,12 +100,10 @@ func (c *cli) serve(o serveOptions) error {
 // servedNode is a node this process runs and has registered in the
 // state file, for serve and for mcp when no node runs.
 type servedNode struct {
-	node    *actors.Node
-	local   *localUsers
-	cluster bool
-	path    string // the state file
-	state   nodeState
-	log     zerolog.Logger
+	node  *actors.Node
+	path  string // the state file
+	state nodeState
+	log   zerolog.Logger
 }
 
 // startServing starts a node as cfg says, its users and its state file;
@@ -167,7 +165,9 @@ func (c *cli) startServing(cfg config, log zerolog.Logger, rotate bool) (*served
 			log.Info().Str("dir", dir).Msg("the node's own credentials are those of its last start (serve --rotate-credentials makes new ones)")
 		}
 	}
+	shared := false // the state file's node runs: the files may be its
 	if st, err := readState(path); err == nil && st.PID != os.Getpid() && processAlive(st.PID) {
+		shared = true
 		log.Warn().Int("pid", st.PID).Str("state", path).
 			Msg("another framebus node is registered in the state file; this one replaces it as the default")
 	}
@@ -274,10 +274,17 @@ func (c *cli) startServing(cfg config, log zerolog.Logger, rotate bool) (*served
 	if local != nil && busOpts.Cluster != nil {
 		// The name is this node's now (the registry's compare-and-set):
 		// its own users are too, over any a dead node of this name left
-		// in the cluster, which would keep that one's passwords.
-		if err := node.Bus().ClaimUsers(local.agent.User, local.admin.User); err != nil {
+		// in the cluster, which would keep that one's passwords. Those
+		// its last start left, of the passwords it kept, stay as they
+		// are: their clients at other members keep their connections.
+		if err := node.Bus().ClaimUsers(map[string]string{local.agent.User: local.agent.Password, local.admin.User: local.admin.Password}); err != nil {
 			node.Close()
 			return nil, startError(c.ctx, err)
+		}
+		// Its own users stay in the cluster when it stops, for its next
+		// start; those of a name it no longer has leave now.
+		if !shared {
+			local.leaveReplaced(node.Bus(), node.Peers(), log)
 		}
 	}
 
@@ -292,7 +299,7 @@ func (c *cli) startServing(cfg config, log zerolog.Logger, rotate bool) (*served
 		return nil, startError(c.ctx, err)
 	}
 	if local != nil {
-		if err := c.serveUsers(node, local, log); err != nil {
+		if err := c.serveUsers(node, local, busOpts.Users, log); err != nil {
 			node.Close()
 			return nil, err
 		}
@@ -303,13 +310,13 @@ func (c *cli) startServing(cfg config, log zerolog.Logger, rotate bool) (*served
 		local.remove()
 		return nil, protocol.Errorf(protocol.CodeInternal, "write state file %s: %v", path, err)
 	}
-	return &servedNode{node: node, local: local, cluster: busOpts.Cluster != nil, path: path, state: st, log: log}, nil
+	return &servedNode{node: node, path: path, state: st, log: log}, nil
 }
 
 // stop closes the node (a second signal kills its browser at once) and
-// removes the state file; in a cluster the node's own users leave it.
+// removes the state file.
 func (sn *servedNode) stop(c *cli) error {
-	log, node, local := sn.log, sn.node, sn.local
+	log, node := sn.log, sn.node
 	log.Info().Msg("shutting down (a second signal kills the browser at once)")
 	hurry := make(chan os.Signal, 1)
 	signal.Notify(hurry, os.Interrupt, syscall.SIGTERM)
@@ -327,20 +334,15 @@ func (sn *servedNode) stop(c *cli) error {
 		}
 	}()
 	start := time.Now()
-	if local != nil && sn.cluster {
-		// The cluster shares its users: this node's own leave with it.
-		for _, name := range []string{local.agent.User, local.admin.User} {
-			if err := node.Bus().RemoveUser(name); err != nil {
-				log.Warn().Err(err).Str("user", name).Msg("remove the node's own user from the cluster")
-			}
-		}
-	}
 	closeErr := node.Close()
 	close(closed)
 	if err := removeState(sn.path, os.Getpid()); err != nil {
 		log.Warn().Err(err).Msg("remove state file")
 	}
-	// The node's own credentials stay (0600) for its next start.
+	// The node's own credentials stay (0600) for its next start, and in
+	// a cluster its own users stay in the cluster's: a client of another
+	// member carries on through the restart (when they left with the
+	// node, it was refused, permission_denied, and gave up).
 	if closeErr != nil {
 		log.Error().Err(closeErr).Msg("shutdown")
 		return protocol.Errorf(protocol.CodeInternal, "shutdown: %v", closeErr)
@@ -350,13 +352,16 @@ func (sn *servedNode) stop(c *cli) error {
 }
 
 // serveUsers writes the node's credentials files and answers the admin's
-// user requests (creds add, remove, list).
-func (c *cli) serveUsers(node *actors.Node, local *localUsers, log zerolog.Logger) error {
+// user requests (creds add, remove, list); users are those the node's
+// bus started with.
+func (c *cli) serveUsers(node *actors.Node, local *localUsers, users []bus.User, log zerolog.Logger) error {
 	if err := local.write(node.Bus(), node.Subjects().Prefix); err != nil {
 		return protocol.Errorf(protocol.CodeInternal, "write credentials in %s: %v", local.dir, err)
 	}
+	// Not the bus's users now: in a cluster those are every node's, and
+	// the own users of a node that stopped for good are creds remove's.
 	keep := []string{}
-	for _, u := range node.Bus().Users() {
+	for _, u := range users {
 		keep = append(keep, u.Name)
 	}
 	added, _ := readUsersFile(filepath.Join(local.dir, usersFile)) // read by configuredUsers already

@@ -43,6 +43,9 @@ type localUsers struct {
 	// by its agent file ("" when none): a start on a free port takes that
 	// port again when it is free, so clients find the bus where it was.
 	lastURL, lastWebSocket string
+	// replaced are the users the files of a start before named that this
+	// start's do not (the node's name changed in a cluster).
+	replaced []string
 }
 
 // localUserSuffix is what the node's own users' names end with: nothing
@@ -76,9 +79,13 @@ func makeLocalUsers(dir, suffix string, rotate bool) (*localUsers, []bus.User, e
 		role  string
 		file  string
 	}{{&lu.agent, localAgentUser + suffix, protocol.RoleAgent, agentCredsFile}, {&lu.admin, localAdminUser + suffix, protocol.RoleAdmin, adminCredsFile}} {
+		path := filepath.Join(dir, u.file)
+		if last, err := readCredentials(path); err == nil && last.User != u.name {
+			lu.replaced = append(lu.replaced, last.User)
+		}
 		password := ""
 		if !rotate {
-			password = keptPassword(filepath.Join(dir, u.file), u.name, u.role)
+			password = keptPassword(path, u.name, u.role)
 		}
 		lu.kept[u.name] = password != ""
 		if password == "" {
@@ -118,6 +125,30 @@ func keptPassword(path, name, role string) string {
 func ownFile(fi os.FileInfo) bool {
 	st, ok := fi.Sys().(*syscall.Stat_t)
 	return ok && int(st.Uid) == os.Geteuid()
+}
+
+// leaveReplaced takes the users of the files a start under another name
+// wrote (lu.replaced) out of the cluster: their files are replaced, and
+// no node logs them in again, where they would stay in the cluster's
+// users for as long as it runs. A live node's own are left alone (live:
+// the cluster's live nodes).
+func (lu *localUsers) leaveReplaced(b *bus.Bus, live []string, log zerolog.Logger) {
+	for _, name := range lu.replaced {
+		if slices.ContainsFunc(live, func(node string) bool { return ownUserOf(name, node) }) {
+			continue
+		}
+		switch err := b.RemoveUser(name); {
+		case err == nil:
+			log.Info().Str("user", name).Msg("the node's own user under its former name, removed from the cluster")
+		case !errors.Is(err, bus.ErrInvalidOptions): // not in the cluster: nothing to remove
+			log.Warn().Err(err).Str("user", name).Msg("remove the node's own user under its former name from the cluster")
+		}
+	}
+}
+
+// ownUserOf reports whether name is node's own user in a cluster.
+func ownUserOf(name, node string) bool {
+	return name == localAgentUser+clusterUserSuffix(node) || name == localAdminUser+clusterUserSuffix(node)
 }
 
 // write puts both credentials files beside the state file, 0600, once
@@ -307,12 +338,7 @@ func (ua *userAdmin) aLiveNodesOwn(name string) bool {
 	if ua.liveNodes == nil {
 		return false
 	}
-	for _, node := range ua.liveNodes() {
-		if name == localAgentUser+clusterUserSuffix(node) || name == localAdminUser+clusterUserSuffix(node) {
-			return true
-		}
-	}
-	return false
+	return slices.ContainsFunc(ua.liveNodes(), func(node string) bool { return ownUserOf(name, node) })
 }
 
 // forgetRemoved drops from users.json the users of this node's creds add
