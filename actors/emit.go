@@ -62,7 +62,7 @@ func (t *Tab) frameFor(ctx context.Context, c pageChange, change frames.Change) 
 		// answered first and the content, read right after the reply
 		// (see run), follows on the frame, which observers get whole.
 		if !t.nav.loaded[c.loaderID] || (wants && change.Source == protocol.SourceAgent) {
-			f := t.frames.Append(change, nil, note)
+			f := t.appendFrame(change, nil, note)
 			t.outbox = append(t.outbox, f)
 			t.pending = &pendingFrame{seq: f.Sequence, change: change, loaderID: c.loaderID, timer: time.NewTimer(t.settleTimeout), content: wants, note: note}
 			t.storeInfo(f)
@@ -177,9 +177,17 @@ func (t *Tab) emit(ctx context.Context, change frames.Change, note string, captu
 			change.Title = title
 		}
 	}
-	f := t.frames.Append(change, content, note)
+	f := t.appendFrame(change, content, note)
 	t.outbox = append(t.outbox, f)
 	t.storeInfo(f)
+	return f
+}
+
+// appendFrame numbers the next frame, marking its sequence before any
+// reply or frame can name it (seqmark.go).
+func (t *Tab) appendFrame(change frames.Change, content *string, note string) protocol.Frame {
+	f := t.frames.Append(change, content, note)
+	t.markNumbered(f.Sequence)
 	return f
 }
 
@@ -277,7 +285,6 @@ func (t *Tab) publish(f protocol.Frame) {
 		return keepChunks(t.content, t.subj.TabContent(t.id), f.Sequence, content, max)
 	})
 	if err == nil {
-		t.markPublished(f.Sequence) // before anyone can have it (seqmark.go)
 		err = t.nc.PublishMsg(msg)
 	}
 	if err != nil {

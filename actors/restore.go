@@ -378,7 +378,7 @@ func (p *Profile) restoreTabs(ctx context.Context) int {
 // restoreFrom is where a tab of the node's last run goes on from.
 type restoreFrom struct {
 	last   protocol.Frame // its last frame in the history
-	marked int64          // the last sequence it published (seqmark.go)
+	marked int64          // the last sequence it numbered (seqmark.go)
 	past   []PastPlan     // the plans it ran
 }
 
@@ -485,15 +485,15 @@ func (n *Node) pastPlans(ctx context.Context, last protocol.Frame) ([]PastPlan, 
 // says so. Either way the tab is back under its id, and the frame says
 // its page is a new one. It runs in StartTab, before the tab takes plans.
 //
-// marked is the last sequence the tab published (seqmark.go): past
+// marked is the last sequence the tab numbered (seqmark.go): past
 // last's, the frames after last never reached the history (the node was
 // killed first), and the tab goes on after marked, so that no frame
 // number comes twice; the page is loaded at last's URL, the last known.
 func (t *Tab) restore(ctx context.Context, last protocol.Frame, marked int64) {
 	gone := "what the old page held in memory (script state, form input, scroll position) is gone"
 	if marked > last.Sequence {
-		t.log.Warn().Int64("stored", last.Sequence).Int64("published", marked).Msg("restored tab: frames it published before the node stopped never reached the history")
-		gone += fmt.Sprintf("; frames %d to %d were published before the node stopped and never reached the history, so the page is loaded again as of frame %d", last.Sequence+1, marked, last.Sequence)
+		t.log.Warn().Int64("stored", last.Sequence).Int64("numbered", marked).Msg("restored tab: frames it numbered before the node stopped never reached the history")
+		gone += fmt.Sprintf("; frames %d to %d were numbered before the node stopped and never reached the history, so the page is loaded again as of frame %d", last.Sequence+1, marked, last.Sequence)
 		last.Sequence = marked
 	}
 	t.frames.Continue(last)

@@ -10,21 +10,23 @@ import (
 	"strconv"
 )
 
-// A tab publishes each frame live before its node stores it in the
-// history (framestore.go), so a node killed with frames still on their
-// way to the stream leaves the history behind what subscribers saw. A tab
-// restored from the history's last frame would then number its restore
-// frame as one subscribers already had: every watcher drops it as a
-// repeat, and an agent's plan based on the old frame of that number runs
-// on the new page. So a tab that may be restored writes each frame's
-// sequence to a small file of its own before it publishes the frame, and
-// its restore goes on from the larger of that and the history's last.
+// A tab names a frame's sequence before the history has the frame: it
+// publishes each frame live before its node stores it (framestore.go),
+// and a navigate's reply names its frame at commit, while the frame goes
+// out once the page has loaded. So a node killed at the wrong moment
+// leaves the history behind what clients were told. A tab restored from
+// the history's last frame would then number its restore frame as one a
+// client already had: every watcher drops it as a repeat, and an agent's
+// plan based on the old frame of that number runs on the new page. So a
+// tab that may be restored writes each sequence it numbers to a small
+// file of its own before anything can name it, and its restore goes on
+// from the larger of that and the history's last.
 //
 // The write is in place and not synced: what a killed process wrote
 // survives it, and a machine that crashes loses the history's unsynced
-// frames as well. The mark is written before the publish, so a node
-// killed between the two leaves a number no frame had: readers of the
-// history report it as a gap, never a frame twice.
+// frames as well. A node killed between the mark and the frame leaves a
+// number no frame had: readers of the history report it as a gap, never
+// a frame twice.
 
 // seqMarkWidth is the width of a mark: every write covers the one
 // before, so the file never holds a shorter number's leftovers.
@@ -53,7 +55,7 @@ func openSeqMark(dir, tab string) (*seqMark, error) {
 	return &seqMark{f: f, path: path}, nil
 }
 
-// set marks seq as published.
+// set marks seq as numbered.
 func (m *seqMark) set(seq int64) error {
 	buf := fmt.Appendf(make([]byte, 0, seqMarkWidth+1), "%0*d\n", seqMarkWidth, seq)
 	_, err := m.f.WriteAt(buf, 0)
@@ -103,14 +105,14 @@ func pruneSeqMarks(dir string, keep map[string]bool) {
 	}
 }
 
-// markPublished marks frame seq as published, when the tab marks.
-func (t *Tab) markPublished(seq int64) {
+// markNumbered marks frame seq as numbered, when the tab marks.
+func (t *Tab) markNumbered(seq int64) {
 	m := t.mark
 	if m == nil {
 		return
 	}
 	if err := m.set(seq); err != nil && !m.failed {
 		m.failed = true
-		t.log.Warn().Err(err).Int64("sequence", seq).Msg("mark the frame's sequence: restored after a kill, the tab may number a frame as one published before")
+		t.log.Warn().Err(err).Int64("sequence", seq).Msg("mark the frame's sequence: restored after a kill, the tab may give a frame the number of one a client had")
 	}
 }

@@ -65,7 +65,7 @@ func TestRestoreGoesOnAfterFramesTheHistoryLacks(t *testing.T) {
 
 	node = startTestNode(t, opts)
 	if f := lastStored(t, node, tab, lost.Sequence+1); f.Action != protocol.FrameRestore ||
-		!strings.Contains(f.Note, "frames 3 to 3 were published before the node stopped and never reached the history") {
+		!strings.Contains(f.Note, "frames 3 to 3 were numbered before the node stopped and never reached the history") {
 		t.Fatalf("restore frame: %+v; want frame %d, after the one the history lacks, saying so", f, lost.Sequence+1)
 	}
 }

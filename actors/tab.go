@@ -86,8 +86,8 @@ type TabOptions struct {
 	// frame at that frame's URL (see restore.go), instead of an open one.
 	Restore *protocol.Frame
 	// RestoreMarked is the last sequence the restored tab marked as
-	// published before its node restarted (see seqmark.go): past
-	// Restore's when frames it published never reached the history.
+	// numbered before its node restarted (see seqmark.go): past
+	// Restore's when frames it numbered never reached the history.
 	RestoreMarked int64
 	// SeqMarks, when set, is the directory where the tab marks each
 	// frame's sequence before it publishes it, for its restore.
@@ -232,7 +232,7 @@ func StartTab(ctx context.Context, opts TabOptions) (*Tab, error) {
 	}
 	if opts.SeqMarks != "" {
 		if t.mark, err = openSeqMark(opts.SeqMarks, t.id); err != nil {
-			t.log.Warn().Err(err).Msg("the tab marks no sequences: restored after a kill, it may number a frame as one published before")
+			t.log.Warn().Err(err).Msg("the tab marks no sequences: restored after a kill, it may give a frame the number of one a client had")
 		}
 	}
 	if opts.Restore != nil {
