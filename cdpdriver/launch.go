@@ -128,7 +128,43 @@ var launchPortFlags = []string{
 // process dies without calling Close. If Chromium exits before it is ready,
 // or StartTimeout passes, Launch cleans up and returns an error quoting the
 // last lines Chromium wrote to stderr.
+//
+// A browser that crashes before it is ready (killed by a signal, as a
+// segmentation fault: seen once in a while at start on a loaded machine)
+// is launched once more before Launch gives up.
 func Launch(ctx context.Context, opts LaunchOptions) (*Process, error) {
+	p, err := launchOnce(ctx, opts)
+	if errors.Is(err, errCrashedAtStart) && ctx.Err() == nil {
+		p, err = launchOnce(ctx, opts)
+	}
+	return p, err
+}
+
+// errCrashedAtStart: the browser was killed by a signal before it was
+// ready.
+var errCrashedAtStart = errors.New("crashed at start")
+
+// exitedBeforeReady is the error of a browser that exited before it was
+// ready, errCrashedAtStart among its causes when a signal killed it.
+func exitedBeforeReady(binary string, waitErr error) error {
+	err := fmt.Errorf("launch chromium %s: it exited (%s) before it was ready", binary, launchExitStatus(waitErr))
+	var exit *exec.ExitError
+	if errors.As(waitErr, &exit) {
+		if ws, ok := exit.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+			return fmt.Errorf("%w%w", err, wrappedOnly{errCrashedAtStart})
+		}
+	}
+	return err
+}
+
+// wrappedOnly wraps an error without adding to the message.
+type wrappedOnly struct{ err error }
+
+func (w wrappedOnly) Error() string { return "" }
+func (w wrappedOnly) Unwrap() error { return w.err }
+
+// launchOnce is one try of Launch.
+func launchOnce(ctx context.Context, opts LaunchOptions) (*Process, error) {
 	start := time.Now()
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("launch chromium: %w", err)
@@ -292,7 +328,7 @@ func Launch(ctx context.Context, opts LaunchOptions) (*Process, error) {
 			}
 			p.wsURL, p.devtoolsURL, endpoint = ws, "http://"+u.Host, nil
 		case <-p.done:
-			return fail(fmt.Errorf("launch chromium %s: it exited (%s) before it was ready", binary, launchExitStatus(p.waitErr)))
+			return fail(exitedBeforeReady(binary, p.waitErr))
 		case <-readyCtx.Done():
 			return fail(launchNotReady(ctx, p, binary, timeout, readyCtx.Err()))
 		}
@@ -306,7 +342,7 @@ func Launch(ctx context.Context, opts LaunchOptions) (*Process, error) {
 func launchNotReady(ctx context.Context, p *Process, binary string, timeout time.Duration, err error) error {
 	select {
 	case <-p.done: // the pipe closed because the browser exited
-		return fmt.Errorf("launch chromium %s: it exited (%s) before it was ready", binary, launchExitStatus(p.waitErr))
+		return exitedBeforeReady(binary, p.waitErr)
 	default:
 	}
 	if ctx.Err() != nil {

@@ -560,3 +560,49 @@ func TestLaunchDiesWithParent(t *testing.T) {
 		return nil
 	})
 }
+
+// A browser killed by a signal before it was ready (a segmentation fault
+// at start, seen on a loaded machine) is launched once more: the first
+// run of this wrapper crashes, the second is Chromium. One that exits
+// by itself (exit status) is not launched again.
+func TestLaunchAgainAfterACrashAtStart(t *testing.T) {
+	chromium, err := FindChromium()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := testdir.Enterable(t) // Chromium's account runs the wrapper
+	if err := os.Chmod(dir, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	runs := filepath.Join(dir, "runs")
+	wrapper := filepath.Join(dir, "crashes-once")
+	body := fmt.Sprintf("#!/bin/sh\necho run >> %s\nif [ $(wc -l < %s) -eq 1 ]; then kill -SEGV $$; fi\nexec %s \"$@\"\n", runs, runs, chromium)
+	if err := os.WriteFile(wrapper, []byte(body), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("TMPDIR", dir)
+	ctx, cancel := context.WithTimeout(context.Background(), testscale.D(time.Minute))
+	defer cancel()
+	p, err := Launch(ctx, LaunchOptions{Binary: wrapper, Headless: true})
+	if err != nil {
+		t.Fatalf("launch after a crash at start: %v", err)
+	}
+	p.Close()
+	if data, _ := os.ReadFile(runs); strings.Count(string(data), "run") != 2 {
+		t.Fatalf("the wrapper ran %d times, want 2", strings.Count(string(data), "run"))
+	}
+
+	exits := filepath.Join(dir, "exits")
+	if err := os.WriteFile(exits, []byte("#!/bin/sh\necho run >> "+runs+"\nexit 3\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(runs); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Launch(ctx, LaunchOptions{Binary: exits, Headless: true}); err == nil || !strings.Contains(err.Error(), "exit status 3") {
+		t.Fatalf("a binary that exits: %v", err)
+	}
+	if data, _ := os.ReadFile(runs); strings.Count(string(data), "run") != 1 {
+		t.Fatalf("a binary that exits by itself ran %d times, want 1", strings.Count(string(data), "run"))
+	}
+}
