@@ -12,6 +12,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"golang.org/x/crypto/bcrypt"
 
@@ -270,7 +271,7 @@ func (r *usersRegistry) put(u User) error {
 	data, _ := json.Marshal(u)
 	ctx, cancel := context.WithTimeout(context.Background(), registryWait)
 	defer cancel()
-	if _, err := r.kv.Create(ctx, u.Name, data); err != nil {
+	if err := whileElecting(ctx, func() error { _, err := r.kv.Create(ctx, u.Name, data); return err }); err != nil {
 		if errors.Is(err, jetstream.ErrKeyExists) {
 			if r.holds(ctx, u.Name, data) {
 				return nil // this very user, put by this member already
@@ -376,7 +377,8 @@ func (b *Bus) ClaimUsers(passwords map[string]string) error {
 			continue
 		}
 		data, _ := json.Marshal(b.opts.Users[i])
-		rev, err := r.kv.Put(ctx, name, data)
+		var rev uint64
+		err := whileElecting(ctx, func() (err error) { rev, err = r.kv.Put(ctx, name, data); return err })
 		if err != nil {
 			return fmt.Errorf("bus: the cluster's users: claim %s: %w", name, err)
 		}
@@ -416,11 +418,33 @@ func (r *usersRegistry) remove(name string) error {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), registryWait)
 	defer cancel()
-	if err := r.kv.Delete(ctx, name); err != nil {
+	if err := whileElecting(ctx, func() error { return r.kv.Delete(ctx, name) }); err != nil {
 		return fmt.Errorf("bus: the cluster's users: %w", err)
 	}
 	return nil
 }
+
+// whileElecting runs op again while the registry's stream has no leader
+// to answer it (a member of the cluster was lost a moment ago: "no
+// response from stream"), until ctx ends. op is one that may be sent
+// again: a put of the same entry, a deletion.
+func whileElecting(ctx context.Context, op func() error) error {
+	for {
+		err := op()
+		if !errors.Is(err, jetstream.ErrNoStreamResponse) && !errors.Is(err, nats.ErrNoResponders) {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(electionPause):
+		}
+	}
+}
+
+// electionPause is the pause between tries while a stream elects its
+// leader.
+const electionPause = 100 * time.Millisecond
 
 // wait waits for the registry to be ready, up to registryWait.
 func (r *usersRegistry) wait() error {

@@ -1,6 +1,7 @@
 package bus_test
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -8,11 +9,14 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/framebus/framebus/bus"
 	"github.com/framebus/framebus/internal/bustest"
+	"github.com/framebus/framebus/internal/testscale"
 	"github.com/framebus/framebus/protocol"
 )
 
@@ -210,4 +214,65 @@ func TestOwnUserRemovedWhileAMemberWasDownStaysRemoved(t *testing.T) {
 	if slices.ContainsFunc(members[2].Users(), func(u bus.User) bool { return u.Name == own.Name }) {
 		t.Errorf("m3 still lists the user: %v", members[2].Users())
 	}
+}
+
+// A change of the cluster's users made the moment the member leading
+// the users' bucket is lost waits out the election ("no response from
+// stream" while there is no leader) instead of failing: the user added
+// and the user removed are so at every member left.
+func TestUserChangesWaitOutTheRegistrysElection(t *testing.T) {
+	c := newStoredCluster(t)
+	members := c.startAll()
+	carol := bus.User{Name: "carol", PasswordHash: testHash, Role: protocol.RoleAgent}
+	if err := members[0].AddUser(carol); err != nil {
+		t.Fatal(err)
+	}
+	leader := registryLeader(t, members[0])
+	var left []*bus.Bus
+	for _, m := range members {
+		if m.Server().Name() == leader {
+			m.Close()
+		} else {
+			left = append(left, m)
+		}
+	}
+	if len(left) != 2 {
+		t.Fatalf("the registry's leader %q is no member", leader)
+	}
+	dave := bus.User{Name: "dave", PasswordHash: testHash, Role: protocol.RoleAgent}
+	if err := left[0].RemoveUser(carol.Name); err != nil {
+		t.Fatalf("remove a user as the registry's leader is lost: %v", err)
+	}
+	if err := left[1].AddUser(dave); err != nil {
+		t.Fatalf("add a user as the registry's leader is lost: %v", err)
+	}
+	for _, m := range left {
+		cutOff(t, m, carol.Name)
+		waitUntil(t, "dave at "+m.Server().Name(), func() bool { return logsIn(t, m, dave.Name, testPassword) })
+	}
+}
+
+// registryLeader is the name of the member leading the users' bucket.
+func registryLeader(t *testing.T, m *bus.Bus) string {
+	t.Helper()
+	nc, err := m.Connect("leader")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), testscale.D(10*time.Second))
+	defer cancel()
+	var leader string
+	waitUntil(t, "the users' bucket's leader", func() bool {
+		s, err := js.Stream(ctx, "KV_"+protocol.Subjects{Prefix: "fb"}.UsersBucket())
+		if err == nil && s.CachedInfo().Cluster != nil {
+			leader = s.CachedInfo().Cluster.Leader
+		}
+		return leader != ""
+	})
+	return leader
 }
