@@ -104,6 +104,7 @@ func (t *Tab) take(q *queuedPlan) bool {
 	}
 	t.inFlight = q.plan.ID
 	t.queueMu.Unlock()
+	t.journalPlan(q.plan.ID) // before its first action (planjournal.go)
 	return false
 }
 

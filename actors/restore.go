@@ -178,7 +178,7 @@ func (n *Node) holdPlans(ids []string) {
 				return // a server's answer aimed here, not a plan
 			}
 			respondMsg(m, protocol.NewErrorReply(protocol.Errorf(protocol.CodeUnavailable,
-				"tab %s is on its way back: its node %s restarted and is restoring it; nothing ran: send the plan again in a moment", id, n.name)), n.log)
+				"tab %s is on its way back: its node %s restarted and is restoring it; this request was not taken: send the plan again in a moment, under the same id (a plan the tab began before the restart is answered as such, never run again)", id, n.name)), n.log)
 		})
 		if err != nil {
 			n.log.Warn().Err(err).Str("tab", id).Msg("plans to a tab on its way back get no answer until it is back")
@@ -352,8 +352,9 @@ func (p *Profile) restoreTabs(ctx context.Context) int {
 			}
 			past, err := p.node.pastPlans(ctx, last)
 			if err != nil {
-				log.Warn().Err(err).Msg("restored tab: the plans it ran before are not known, and one sent again under its id runs again")
+				log.Warn().Err(err).Msg("restored tab: the plans it ran before are not known from the history, and one sent again under its id runs again unless its journal names it")
 			}
+			past = withJournaled(past, seqMarksDir(p.node.restore.file), id)
 			marked, err := readSeqMark(seqMarksDir(p.node.restore.file), id)
 			if err != nil {
 				log.Warn().Err(err).Msg("restored tab: going on from the history's last frame")
@@ -421,10 +422,36 @@ type PastPlan struct {
 
 // result is what a plan sent again under p's id is answered.
 func (p PastPlan) result(tab string) protocol.PlanResult {
-	return protocol.PlanResult{Version: protocol.Version, Tab: tab, PlanID: p.ID, Executed: p.Frames, Sequence: p.Last, Results: []protocol.ActionResult{},
+	res := protocol.PlanResult{Version: protocol.Version, Tab: tab, PlanID: p.ID, Executed: p.Frames, Sequence: p.Last, Results: []protocol.ActionResult{},
 		Code: protocol.CodeOutcomeUnknown, Error: fmt.Sprintf(
 			"plan %s ran before the tab's node restarted (its frames %d to %d name it) and does not run again; its result was lost with the node: its frames are the record of what it did (framebus frames --tab %s --from %d)",
 			p.ID, p.First, p.Last, tab, p.First)}
+	if p.Frames == 0 {
+		res.Error = fmt.Sprintf("plan %s began before the tab's node restarted and does not run again; it made no frame the history kept, so whether it acted (a click, a script) is not known: its result was lost with the node. Look at the page before sending its actions again under a new id", p.ID)
+	}
+	return res
+}
+
+// withJournaled adds to past the plans tab's journal in dir names that
+// past does not: begun, and maybe cut short before they made a frame.
+func withJournaled(past []PastPlan, dir, tab string) []PastPlan {
+	entries, err := readPlanJournal(journalPath(dir, tab), time.Now())
+	if err != nil {
+		return past
+	}
+	known := map[string]bool{}
+	for _, pp := range past {
+		known[pp.ID] = true
+	}
+	for _, e := range entries {
+		if !known[e.ID] {
+			known[e.ID] = true
+			past = append(past, PastPlan{ID: e.ID, At: e.At})
+		}
+	}
+	// Oldest first, as a tab remembers them.
+	slices.SortStableFunc(past, func(a, b PastPlan) int { return a.At.Compare(b.At) })
+	return past
 }
 
 // pastPlans are the plans whose frames of the tab the history kept, up

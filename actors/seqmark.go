@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 )
 
 // A tab names a frame's sequence before the history has the frame: it
@@ -91,15 +92,15 @@ func readSeqMark(dir, tab string) (int64, error) {
 	return seq, nil
 }
 
-// pruneSeqMarks removes the marks in dir of tabs other than keep (closed
-// tabs, or tabs given up while the node was down).
+// pruneSeqMarks removes the marks and plan journals in dir of tabs other
+// than keep (closed tabs, or tabs given up while the node was down).
 func pruneSeqMarks(dir string, keep map[string]bool) {
 	entries, err := os.ReadDir(dir)
 	if err != nil {
 		return
 	}
 	for _, e := range entries {
-		if !keep[e.Name()] {
+		if !keep[strings.TrimSuffix(e.Name(), ".plans")] {
 			_ = os.Remove(filepath.Join(dir, e.Name()))
 		}
 	}

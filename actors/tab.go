@@ -150,6 +150,7 @@ type Tab struct {
 	done      chan struct{}
 	leaving   <-chan struct{} // the node's NodeLeaving
 	mark      *seqMark        // nil: the tab is not restored, and marks nothing
+	journal   *planJournal    // nil as mark
 	info      atomic.Pointer[protocol.TabInfo]
 	stopped   atomic.Bool
 }
@@ -234,6 +235,9 @@ func StartTab(ctx context.Context, opts TabOptions) (*Tab, error) {
 		if t.mark, err = openSeqMark(opts.SeqMarks, t.id); err != nil {
 			t.log.Warn().Err(err).Msg("the tab marks no sequences: restored after a kill, it may give a frame the number of one a client had")
 		}
+		if t.journal, err = openPlanJournal(opts.SeqMarks, t.id); err != nil {
+			t.log.Warn().Err(err).Msg("the tab journals no plan ids: restored after a kill, it may run a plan it had begun again")
+		}
 	}
 	if opts.Restore != nil {
 		for _, pp := range opts.PastPlans {
@@ -266,6 +270,9 @@ func StartTab(ctx context.Context, opts TabOptions) (*Tab, error) {
 		}
 		if t.mark != nil {
 			t.mark.close(false)
+		}
+		if t.journal != nil {
+			t.journal.close(false)
 		}
 		return nil, fmt.Errorf("tab %s: subscribe: %w", t.id, err)
 	}
@@ -412,6 +419,9 @@ func (t *Tab) run() {
 		}
 		if t.mark != nil {
 			t.mark.close(closed) // kept for its restore unless it closed
+		}
+		if t.journal != nil {
+			t.journal.close(closed)
 		}
 	}()
 	for {

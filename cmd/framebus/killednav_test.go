@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -68,5 +69,63 @@ func TestNodeKilledBeforeANavigatesPageLoaded(t *testing.T) {
 	var f protocol.Frame
 	if err := json.Unmarshal([]byte(out.stdout), &f); err != nil || f.Action != protocol.FrameRestore || !strings.Contains(f.Note, "never reached the history") {
 		t.Fatalf("frame %d: %s %v; want the restore frame, after the one the reply named", named+1, out.stdout, err)
+	}
+}
+
+// A plan whose node is killed while it runs, before it made a frame, and
+// that its client sends again under its id once the node is back with
+// its state, does not run a second time: the restored tab answers it
+// outcome_unknown (duplicate), saying it began before the restart. (It
+// ran again, 2 of 2 tries from outside, when only the plans the history's
+// frames name were known after a restart.)
+func TestPlanBegunBeforeAKillDoesNotRunAgain(t *testing.T) {
+	t.Parallel()
+	var hits atomic.Int64
+	marks := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/mark" {
+			hits.Add(1)
+		}
+		fmt.Fprint(w, "<!doctype html><title>marks</title><p>marks")
+	}))
+	defer marks.Close()
+	dir := t.TempDir()
+	stateFile := filepath.Join(dir, "node.json")
+	env := testEnv(envState + "=" + stateFile)
+	serve := func() *node {
+		n := &node{process: startProcessOf(t, binary, env, "serve", "--history", "file"), stateFile: stateFile, env: env}
+		n.ready(t)
+		return n
+	}
+	n := serve()
+	tab := n.tab()
+	mustOK(t, env, "navigate", marks.URL+"/", "--wait", "--tab", tab)
+	plan := filepath.Join(dir, "plan.json")
+	if err := os.WriteFile(plan, []byte(`{"id":"begun-before-the-kill","action":{"type":"eval","timeout":"2m",
+		"expression":"fetch('/mark'); new Promise(r => setTimeout(r, 120000))"}}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	first := startProcess(t, env, "plan", plan, "--tab", tab)
+	waitFor(t, "the plan runs (its page fetched /mark)", time.Minute, func() bool { return hits.Load() == 1 })
+	profile := chromiumProfile(t, n.cmd.Process.Pid)
+	t.Cleanup(func() { os.RemoveAll(profile) }) // a killed node leaves its temporary profile
+	if err := n.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	<-n.done
+	_ = first.cmd.Process.Kill() // its client gives up; a user sends the plan again
+
+	serve()
+	var r result
+	waitFor(t, "the restored tab answers", time.Minute, func() bool {
+		r = framebus(t, env, "", "plan", plan, "--tab", tab)
+		return r.reply(t)["code"] != string(protocol.CodeUnavailable) // the node's answer while the tab comes back
+	})
+	m := r.reply(t)
+	if m["code"] != string(protocol.CodeOutcomeUnknown) || m["duplicate"] != true || !strings.Contains(fmt.Sprint(m["error"]), "began before the tab's node restarted") {
+		t.Fatalf("the plan sent again after the restart: %s; want outcome_unknown, duplicate, not run again", r.stdout)
+	}
+	mustOK(t, env, "eval", "1", "--tab", tab) // the tab's queue is past it
+	if n := hits.Load(); n != 1 {
+		t.Fatalf("the plan's page fetched /mark %d times, want once", n)
 	}
 }
