@@ -15,6 +15,7 @@ import (
 	"golang.org/x/crypto/bcrypt"
 
 	"github.com/framebus/framebus/protocol"
+	"github.com/framebus/framebus/serving"
 )
 
 // credsFile is the node's agent credentials, beside its state file.
@@ -31,11 +32,11 @@ func TestObserverCannotChangeABrowser(t *testing.T) {
 	tab := n.tab()
 
 	// Files: 0600 in a 0700 directory.
-	for _, name := range []string{agentCredsFile, adminCredsFile} {
+	for _, name := range []string{serving.AgentCredsFile, serving.AdminCredsFile} {
 		checkMode(t, n.credsFile(name), 0o600)
 	}
 	checkMode(t, filepath.Dir(n.stateFile), 0o700|os.ModeDir)
-	agent, err := readCredentials(n.credsFile(agentCredsFile))
+	agent, err := serving.ReadCredentials(n.credsFile(serving.AgentCredsFile))
 	if err != nil || agent.Role != protocol.RoleAgent || agent.URL != n.state.Bus || agent.WebSocket != n.state.WebSocket || agent.InboxPrefix != "_INBOX_agent" {
 		t.Fatalf("credentials.json: %+v, %v (state %+v)", agent, err, n.state)
 	}
@@ -63,7 +64,7 @@ func TestObserverCannotChangeABrowser(t *testing.T) {
 	observerFile := filepath.Join(t.TempDir(), "watcher.json")
 	mustOK(t, n.env, "creds", "add", "watcher", "--role", "observer", "--out", observerFile)
 	checkMode(t, observerFile, 0o600)
-	checkMode(t, n.credsFile(usersFile), 0o600)
+	checkMode(t, n.credsFile(serving.UsersFile), 0o600)
 	observer := slices.Concat(n.env, []string{envCreds + "=" + observerFile})
 
 	before := mustOK(t, n.env, "eval", "1+1")["sequence"].(float64)
@@ -173,7 +174,7 @@ func TestOtherUserCannotUseTheBus(t *testing.T) {
 	if raceEnabled {
 		env = append(env, "GORACE=atexit_sleep_ms=0")
 	}
-	for _, name := range []string{agentCredsFile, adminCredsFile} {
+	for _, name := range []string{serving.AgentCredsFile, serving.AdminCredsFile} {
 		if r := framebusAs(t, setpriv, "/bin/cat", nil, "", n.credsFile(name)); r.status == 0 {
 			t.Errorf("uid 65534 read %s: %s", name, r.stdout)
 		}
@@ -183,7 +184,7 @@ func TestOtherUserCannotUseTheBus(t *testing.T) {
 		want string
 	}{
 		{slices.Concat(env, []string{envState + "=" + n.stateFile}), "readable by the user that runs the node only"},
-		{slices.Concat(env, []string{envCreds + "=" + n.credsFile(agentCredsFile)}), "readable by the user that runs the node only"},
+		{slices.Concat(env, []string{envCreds + "=" + n.credsFile(serving.AgentCredsFile)}), "readable by the user that runs the node only"},
 		{slices.Concat(env, []string{envState + "=" + filepath.Join(home, "state.json")}), "Authorization Violation"},
 	} {
 		r := framebusAs(t, setpriv, bin, c.env, "", "eval", "1", "--tab", n.tab())
@@ -206,7 +207,7 @@ func checkMode(t *testing.T, path string, want os.FileMode) {
 
 func readPassword(t *testing.T, path string) string {
 	t.Helper()
-	creds, err := readCredentials(path)
+	creds, err := serving.ReadCredentials(path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -223,7 +224,7 @@ func readPassword(t *testing.T, path string) string {
 func TestStoredContentCannotMakeUsers(t *testing.T) {
 	t.Parallel() // its own node
 	n := startNode(t)
-	admin, err := readCredentials(n.credsFile(adminCredsFile))
+	admin, err := serving.ReadCredentials(n.credsFile(serving.AdminCredsFile))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -280,26 +281,4 @@ func TestStoredContentCannotMakeUsers(t *testing.T) {
 		mallory.Close()
 		t.Fatal("mallory logged in")
 	}
-}
-
-// serve makes the credentials' directory private, but not the user's
-// home when the state file is there.
-func TestCredentialsDirectoryIsNotTheHome(t *testing.T) {
-	home := t.TempDir()
-	if err := os.Chmod(home, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	t.Setenv("HOME", home)
-	if err := privateDir(home); err == nil {
-		t.Errorf("privateDir(home) gave no warning")
-	}
-	checkMode(t, home, 0o755|os.ModeDir)
-	own := filepath.Join(home, "state")
-	if err := os.Mkdir(own, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := privateDir(own); err != nil {
-		t.Fatal(err)
-	}
-	checkMode(t, own, 0o700|os.ModeDir)
 }

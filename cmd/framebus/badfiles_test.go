@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/framebus/framebus/protocol"
+	"github.com/framebus/framebus/serving"
 )
 
 // A credentials, state or config file that is a FIFO, a directory or a
@@ -53,7 +54,7 @@ func TestFilesThatAreNoFiles(t *testing.T) {
 // user was added, with a password nobody had).
 func TestCredsAddOutIsANewFile(t *testing.T) {
 	n := startNode(t)
-	agentFile := n.credsFile(agentCredsFile)
+	agentFile := n.credsFile(serving.AgentCredsFile)
 	before, err := os.ReadFile(agentFile)
 	if err != nil {
 		t.Fatal(err)

@@ -16,6 +16,7 @@ import (
 	busclient "github.com/framebus/framebus/bus/client"
 	"github.com/framebus/framebus/internal/testscale"
 	"github.com/framebus/framebus/protocol"
+	"github.com/framebus/framebus/serving"
 )
 
 // loggedBound is the number serve logged at start as key=N.
@@ -46,7 +47,7 @@ func TestServeBoundsTabsByDefault(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), testscale.D(3*time.Minute))
 	defer cancel()
-	bc, err := busclient.Connect(ctx, busclient.Options{CredentialsFile: n.credsFile(agentCredsFile)})
+	bc, err := busclient.Connect(ctx, busclient.Options{CredentialsFile: n.credsFile(serving.AgentCredsFile)})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/framebus/framebus/actors"
 	"github.com/framebus/framebus/bus"
 	"github.com/framebus/framebus/protocol"
+	"github.com/framebus/framebus/serving"
 )
 
 // busCommand runs one member of a cluster's bus and nothing else: an
@@ -107,7 +108,7 @@ func (c *cli) runBus(cfg config, store string) error {
 		JetStream: &bus.JetStreamOptions{StoreDir: store},
 	})
 	if err != nil {
-		return startError(c.ctx, err)
+		return serving.StartError(c.ctx, err)
 	}
 	st := busState{OK: true, Bus: b.ClientURL(), Cluster: b.ClusterURL(), Name: b.Server().Name(), PID: os.Getpid()}
 	c.printJSON(st)

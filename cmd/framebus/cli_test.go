@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/framebus/framebus/protocol"
+	"github.com/framebus/framebus/serving"
 )
 
 // These tests run the command line in process: parsing, help and replies,
@@ -312,7 +313,7 @@ func TestNoNodeRunning(t *testing.T) {
 // staleStateEnv has a state file left by a node that is gone.
 func staleStateEnv(t *testing.T) map[string]string {
 	path := filepath.Join(t.TempDir(), "node.json")
-	if err := writeState(path, nodeState{OK: true, Bus: "nats://127.0.0.1:1", Prefix: "framebus", PID: 1 << 30}); err != nil {
+	if err := serving.WriteState(path, serving.State{OK: true, Bus: "nats://127.0.0.1:1", Prefix: "framebus", PID: 1 << 30}); err != nil {
 		t.Fatal(err)
 	}
 	return map[string]string{envState: path}
@@ -382,34 +383,6 @@ func TestMsDuration(t *testing.T) {
 		if (err != nil) != tt.bad || (!tt.bad && time.Duration(d) != tt.want) {
 			t.Errorf("Set(%q) = %s, %v", tt.in, time.Duration(d), err)
 		}
-	}
-}
-
-// The state file is replaced whole, and only its own node removes it.
-func TestStateFile(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "sub", "node.json")
-	st := nodeState{OK: true, Bus: "nats://127.0.0.1:4222", Prefix: "framebus", PID: 42}
-	if err := writeState(path, st); err != nil {
-		t.Fatal(err)
-	}
-	if fi, err := os.Stat(path); err != nil || fi.Mode().Perm() != 0o600 {
-		t.Fatalf("state file: %v, mode %v", err, fi.Mode())
-	}
-	got, err := readState(path)
-	if err != nil || got.Bus != st.Bus || got.PID != 42 {
-		t.Fatalf("readState = %+v, %v", got, err)
-	}
-	if err := removeState(path, 43); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := os.Stat(path); err != nil {
-		t.Fatal("another node's state file was removed")
-	}
-	if err := removeState(path, 42); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := os.Stat(path); !os.IsNotExist(err) {
-		t.Fatalf("state file still there: %v", err)
 	}
 }
 

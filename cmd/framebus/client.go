@@ -14,6 +14,7 @@ import (
 
 	busclient "github.com/framebus/framebus/bus/client"
 	"github.com/framebus/framebus/protocol"
+	"github.com/framebus/framebus/serving"
 )
 
 // Environment variables the client commands read.
@@ -60,9 +61,9 @@ func noNodeRunning(cause error) error {
 // node is not answering, maybe restarting, which is not "no node" (a node
 // restarted with its state listens there again, and takes the same
 // credentials) and not permission_denied (nothing refused the login).
-func errNotAnswering(st nodeState, cause error) error {
+func errNotAnswering(st serving.State, cause error) error {
 	why := "it stopped without removing its state file (killed?), or it is restarting"
-	if processAlive(st.PID) {
+	if serving.ProcessAlive(st.PID) {
 		why = "it is starting or restarting, or too busy to answer"
 	}
 	return &protocol.Error{Code: protocol.CodeUnavailable, Err: cause, Message: fmt.Sprintf(
@@ -99,7 +100,7 @@ func (f *clientFlags) declare(fs *pflag.FlagSet, withTab bool) {
 	}
 	fs.StringVar(&f.bus, "bus", "", "NATS `URL` of the bus (default: $"+envURL+", else the state file of framebus serve)")
 	fs.StringVar(&f.prefix, "prefix", "", "subject `prefix` (default: the one in the state file, else "+protocol.DefaultPrefix+")")
-	fs.StringVar(&f.creds, "creds", "", "credentials `file` to log in with (default: $"+envCreds+", else "+agentCredsFile+" beside the state file)")
+	fs.StringVar(&f.creds, "creds", "", "credentials `file` to log in with (default: $"+envCreds+", else "+serving.AgentCredsFile+" beside the state file)")
 }
 
 // client is a connection to the bus of a running node, through
@@ -139,7 +140,7 @@ func (c *cli) dial(f clientFlags, opts busclient.Options) (*client, error) {
 		return nil, err
 	}
 	url, prefix, active := f.bus, f.prefix, ""
-	var registered *nodeState // the state file's node, when the URL is its
+	var registered *serving.State // the state file's node, when the URL is its
 	if url == "" {
 		url = c.getenv(envURL)
 	}
@@ -154,7 +155,7 @@ func (c *cli) dial(f clientFlags, opts busclient.Options) (*client, error) {
 		if err != nil {
 			return nil, noNodeRunning(err)
 		}
-		st, err := readState(path)
+		st, err := serving.ReadState(path)
 		if err != nil {
 			return nil, errState(path, err)
 		}
@@ -373,40 +374,4 @@ func describeTabs(tabs []protocol.TabInfo) string {
 		parts = append(parts, fmt.Sprintf("%s (%s)", t.Tab, t.URL))
 	}
 	return strings.Join(parts, ", ")
-}
-
-// awaitTabs asks <prefix>.tabs until a node (the one called node, when
-// not "") answers with at least one tab, and returns that answer. A node's subscriptions reach the server
-// asynchronously; the tabs subscription is made after the tabs' plan
-// subscriptions on the same connection, and the server handles a
-// connection's subscriptions in order, so once the node answers, its tabs
-// take plans too.
-func awaitTabs(ctx context.Context, nc *nats.Conn, subj protocol.Subjects, node string) (protocol.TabList, error) {
-	const poll = 20 * time.Millisecond
-	ctx, cancel := context.WithTimeout(ctx, tabsTimeout)
-	defer cancel()
-	for {
-		rctx, rcancel := context.WithTimeout(ctx, time.Second)
-		subject := subj.Tabs()
-		if node != "" {
-			// Its own pages: others on the bus answer tabs too.
-			subject = subj.NodeProfile(node, protocol.DefaultProfile, protocol.OpPages)
-		}
-		msg, err := nc.RequestWithContext(rctx, subject, nil)
-		rcancel()
-		if err == nil {
-			var list protocol.TabList
-			if err := json.Unmarshal(msg.Data, &list); err != nil {
-				return protocol.TabList{}, protocol.Errorf(protocol.CodeInternal, "tabs reply: invalid JSON: %v", err)
-			}
-			if len(list.Tabs) > 0 {
-				return list, nil
-			}
-		}
-		select {
-		case <-ctx.Done():
-			return protocol.TabList{}, protocol.Errorf(protocol.CodeUnavailable, "the node does not answer on %s: %v", subj.Tabs(), err)
-		case <-time.After(poll):
-		}
-	}
 }

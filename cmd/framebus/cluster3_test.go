@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/framebus/framebus/protocol"
+	"github.com/framebus/framebus/serving"
 )
 
 // busMember is a framebus bus process: one member of the cluster, no
@@ -43,13 +44,13 @@ func startBusMember(t *testing.T, name, config, store string) *busMember {
 // client of another member of the cluster.
 func credentialsAt(t *testing.T, file, url string) string {
 	t.Helper()
-	creds, err := readCredentials(file)
+	creds, err := serving.ReadCredentials(file)
 	if err != nil {
 		t.Fatal(err)
 	}
 	creds.URL = url
 	out := filepath.Join(t.TempDir(), filepath.Base(file))
-	if err := writeCredentials(out, creds); err != nil {
+	if err := serving.WriteCredentials(out, creds); err != nil {
 		t.Fatal(err)
 	}
 	return out

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/framebus/framebus/internal/bustest"
+	"github.com/framebus/framebus/serving"
 )
 
 // Two serve processes, each with its embedded server in one cluster
@@ -35,7 +36,7 @@ func TestTwoNodesClustered(t *testing.T) {
 	}
 	one, two := nodes[0], nodes[1]
 	defer two.stop(syscall.SIGTERM, 30*time.Second)
-	agent, err := readCredentials(one.credsFile(agentCredsFile))
+	agent, err := serving.ReadCredentials(one.credsFile(serving.AgentCredsFile))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -45,7 +46,7 @@ func TestTwoNodesClustered(t *testing.T) {
 	// Node one's agent, at node two's server.
 	agent.URL = two.state.Bus
 	file := filepath.Join(t.TempDir(), "agent-one-at-two.json")
-	if err := writeCredentials(file, agent); err != nil {
+	if err := serving.WriteCredentials(file, agent); err != nil {
 		t.Fatal(err)
 	}
 	env := testEnv(envCreds+"="+file, envBusURL+"="+two.state.Bus)
@@ -70,7 +71,7 @@ func TestTwoNodesClustered(t *testing.T) {
 			text := fmt.Sprint(mustOK(t, n.env, "creds", "list")["users"])
 			return strings.Contains(text, "ones-observer") && strings.Contains(text, "twos-observer")
 		})
-		kept, err := readUsersFile(n.credsFile(usersFile))
+		kept, err := serving.ReadUsersFile(n.credsFile(serving.UsersFile))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -88,7 +89,7 @@ func TestTwoNodesClustered(t *testing.T) {
 	}
 	for _, n := range nodes {
 		waitFor(t, "users.json of "+n.state.Node+" without the removed user", 10*time.Second, func() bool {
-			kept, err := readUsersFile(n.credsFile(usersFile))
+			kept, err := serving.ReadUsersFile(n.credsFile(serving.UsersFile))
 			return err == nil && len(kept) == 0
 		})
 	}

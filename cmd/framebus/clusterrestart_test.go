@@ -16,6 +16,7 @@ import (
 	"github.com/framebus/framebus/internal/bustest"
 	"github.com/framebus/framebus/internal/testscale"
 	"github.com/framebus/framebus/protocol"
+	"github.com/framebus/framebus/serving"
 )
 
 // Issue 33, item 7, in a cluster: node one (serve, history on file) and
@@ -51,9 +52,9 @@ func TestClusteredNodeRestartKeepsItsClients(t *testing.T) {
 	one := serveUntilStarted(t, env, stateFile)
 	tab := one.tab()
 
-	agentFile := credentialsAt(t, one.credsFile(agentCredsFile), b2.state.Bus)
+	agentFile := credentialsAt(t, one.credsFile(serving.AgentCredsFile), b2.state.Bus)
 	atB2 := testEnv(envCreds + "=" + agentFile)
-	creds, err := readCredentials(agentFile)
+	creds, err := serving.ReadCredentials(agentFile)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -133,21 +134,21 @@ func TestClusteredNodeRestartKeepsItsClients(t *testing.T) {
 		return protocol.CodeOf(err) == protocol.CodePermissionDenied
 	})
 	var own []protocol.Credentials
-	for _, file := range []string{agentCredsFile, adminCredsFile} {
-		c, err := readCredentials(rotated.credsFile(file))
+	for _, file := range []string{serving.AgentCredsFile, serving.AdminCredsFile} {
+		c, err := serving.ReadCredentials(rotated.credsFile(file))
 		if err != nil {
 			t.Fatal(err)
 		}
 		own = append(own, c)
 	}
 	waitFor(t, "b2 lets the rotated credentials in", 30*time.Second, func() bool { return logsInAt(b2.state.Bus, own[0]) && logsInAt(b2.state.Bus, own[1]) })
-	mustOK(t, testEnv(envCreds+"="+credentialsAt(t, rotated.credsFile(agentCredsFile), b2.state.Bus)), "eval", "1", "--tab", tab)
+	mustOK(t, testEnv(envCreds+"="+credentialsAt(t, rotated.credsFile(serving.AgentCredsFile), b2.state.Bus)), "eval", "1", "--tab", tab)
 
 	// Under another name: agent-one and admin-one leave the cluster.
 	rotated.stop(syscall.SIGTERM, 30*time.Second)
 	renamed := serveUntilStarted(t, testEnv(envState+"="+stateFile, envNode+"=uno", envConfig+"="+config), stateFile)
 	defer renamed.stop(syscall.SIGTERM, 30*time.Second)
-	if c, err := readCredentials(renamed.credsFile(agentCredsFile)); err != nil || c.User != "agent-uno" {
+	if c, err := serving.ReadCredentials(renamed.credsFile(serving.AgentCredsFile)); err != nil || c.User != "agent-uno" {
 		t.Fatalf("the renamed node's agent: %+v %v", c, err)
 	}
 	members[2] = renamed.state.Bus

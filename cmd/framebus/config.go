@@ -24,7 +24,9 @@ import (
 	"github.com/framebus/framebus/bus"
 	"github.com/framebus/framebus/cdpdriver"
 	"github.com/framebus/framebus/frames"
+	"github.com/framebus/framebus/internal/smallfile"
 	"github.com/framebus/framebus/protocol"
+	"github.com/framebus/framebus/serving"
 )
 
 // The node's configuration: defaults, then a YAML file, then environment
@@ -162,7 +164,7 @@ func (cfg config) clusterOptions() (*bus.ClusterOptions, error) {
 	if c.SecretFile == "" {
 		return nil, usagef("bus.cluster.secretFile (--cluster-secret-file): a cluster needs the secret its routes log in with")
 	}
-	data, err := readSecretFile(c.SecretFile)
+	data, err := smallfile.ReadSecret(c.SecretFile)
 	if err != nil {
 		return nil, usagef("bus.cluster.secretFile: %v", err)
 	}
@@ -180,7 +182,7 @@ func (cfg config) leafOptions() (*bus.LeafOptions, error) {
 	if l.Credentials == "" {
 		return o, nil
 	}
-	data, err := readSecretFile(l.Credentials)
+	data, err := smallfile.ReadSecret(l.Credentials)
 	if err != nil {
 		return nil, usagef("bus.leaf.credentials (--leaf-credentials): %v", err)
 	}
@@ -319,7 +321,7 @@ func (c *cli) loadConfig(path string) (config, string, error) {
 		path = defaultConfigPath()
 	}
 	if path != "" {
-		data, err := readSmallFile(path)
+		data, err := smallfile.Read(path)
 		switch {
 		case err == nil:
 			dec := yaml.NewDecoder(bytes.NewReader(data))
@@ -580,7 +582,7 @@ func (cfg config) validate() error {
 	}
 	var users []bus.User
 	for _, u := range cfg.Bus.Users {
-		if u.Name == localAgentUser || u.Name == localAdminUser {
+		if u.Name == serving.LocalAgentUser || u.Name == serving.LocalAdminUser {
 			return usagef("bus.users: %q is the name of the node's own %s user; choose another", u.Name, u.Name)
 		}
 		users = append(users, bus.User{Name: u.Name, PasswordHash: u.Password, Role: u.Role})
@@ -795,7 +797,7 @@ func (cfg config) searchOptions() (actors.SearchOptions, error) {
 	s := cfg.Search
 	o := actors.SearchOptions{Engine: s.Engine, DuckDuckGoURL: s.DuckDuckGo.URL, GoogleURL: s.Google.URL, GoogleCX: s.Google.CX}
 	if s.Google.KeyFile != "" {
-		key, err := readSecretFile(expandHome(s.Google.KeyFile))
+		key, err := smallfile.ReadSecret(expandHome(s.Google.KeyFile))
 		if err != nil {
 			return o, usagef("search.google.keyFile: %v", err)
 		}
@@ -915,4 +917,13 @@ then the flags serve was given. It takes serve's flags.`,
 			}
 		},
 	}
+}
+
+// userConfig is a user of the bus in the configuration: its password only
+// as a bcrypt hash (make one with: framebus creds add, or htpasswd -bnBC 10
+// "" PASSWORD | tr -d ':\n').
+type userConfig struct {
+	Name     string `yaml:"name" json:"name"`
+	Password string `yaml:"password" json:"password"` // bcrypt hash
+	Role     string `yaml:"role" json:"role"`
 }

@@ -2,39 +2,21 @@ package main
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
-	"syscall"
 
 	"github.com/spf13/pflag"
 
 	"github.com/framebus/framebus/bus"
-	"github.com/framebus/framebus/internal/atomicfile"
 	"github.com/framebus/framebus/protocol"
+	"github.com/framebus/framebus/serving"
 )
 
-// Credentials on the local machine: serve writes them beside its state
-// file, readable by its user only, and client commands read them there
-// unless told otherwise.
-const (
-	envCreds       = "FRAMEBUS_CREDS"   // a credentials file, when --creds is not given
-	agentCredsFile = "credentials.json" // role agent: what client commands use
-	adminCredsFile = "admin.json"       // role admin: what creds add uses
-	usersFile      = "users.json"       // users added with creds add (hashes only)
-)
-
-// The node's own users: their passwords are kept beside the state file
-// from one start to the next (see localUsers).
-const (
-	localAgentUser = "agent"
-	localAdminUser = "admin"
-)
+// envCreds names a credentials file, when --creds is not given.
+const envCreds = "FRAMEBUS_CREDS"
 
 // credsPath is the credentials file a client command uses: --creds, else
 // $FRAMEBUS_CREDS (explicit: it must exist), else name beside the state
@@ -57,11 +39,11 @@ func (c *cli) credsPath(flag, name string) (path string, explicit bool, err erro
 // whether there are any: a missing file beside the state file is none
 // (a node on an external bus writes none).
 func (c *cli) credentials(flag string) (protocol.Credentials, bool, error) {
-	path, explicit, err := c.credsPath(flag, agentCredsFile)
+	path, explicit, err := c.credsPath(flag, serving.AgentCredsFile)
 	if err != nil {
 		return protocol.Credentials{}, false, nil
 	}
-	creds, err := readCredentials(path)
+	creds, err := serving.ReadCredentials(path)
 	if !explicit && errors.Is(err, fs.ErrNotExist) {
 		return protocol.Credentials{}, false, nil
 	}
@@ -69,50 +51,6 @@ func (c *cli) credentials(flag string) (protocol.Credentials, bool, error) {
 		return protocol.Credentials{}, false, err
 	}
 	return creds, true, nil
-}
-
-// readCredentials reads a credentials file.
-func readCredentials(path string) (protocol.Credentials, error) {
-	var creds protocol.Credentials
-	data, err := readSmallFile(path)
-	switch {
-	case errors.Is(err, fs.ErrPermission):
-		return creds, protocol.Errorf(protocol.CodePermissionDenied, "credentials %s: %w (it is readable by the user that runs the node only)", path, err)
-	case errors.Is(err, fs.ErrNotExist):
-		return creds, protocol.Errorf(protocol.CodeUnavailable, "credentials %s: %w", path, err)
-	case err != nil:
-		return creds, protocol.Errorf(protocol.CodeBadRequest, "credentials: %v", err)
-	}
-	if err := json.Unmarshal(data, &creds); err != nil {
-		return creds, protocol.Errorf(protocol.CodeBadRequest, "credentials %s: not a credentials file: %v", path, err)
-	}
-	if creds.User == "" || creds.URL == "" {
-		return creds, protocol.Errorf(protocol.CodeBadRequest, "credentials %s: names no user or no url", path)
-	}
-	return creds, nil
-}
-
-// writePrivate replaces path atomically with data readable by its owner
-// only, never by others, not even for a moment (see atomicfile.Write).
-func writePrivate(path string, data []byte) error {
-	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
-		return err
-	}
-	return atomicfile.Write(path, data)
-}
-
-func writeCredentials(path string, creds protocol.Credentials) error {
-	data, _ := json.MarshalIndent(creds, "", "  ")
-	return writePrivate(path, append(data, '\n'))
-}
-
-// newPassword is a fresh random password: 192 bits in hex, which never
-// starts with '-' (a base64 one did, one time in 32, and a command line
-// tool then took it for a flag: nats --password -x...).
-func newPassword() string {
-	var b [24]byte
-	_, _ = rand.Read(b[:])
-	return hex.EncodeToString(b[:])
 }
 
 func credsCommand() command {
@@ -127,11 +65,11 @@ func credsCommand() command {
                              browser; admin: everything) and prints its
                              credentials file, or writes it (0600) to --out.
                              The running node accepts it at once and keeps it
-                             (the bcrypt hash only) in ` + usersFile + ` beside its
+                             (the bcrypt hash only) in ` + serving.UsersFile + ` beside its
                              state file, for the next start too.
 creds remove <name>          removes a user; its connections are closed
 creds list                   the users added with creds add
-They need the node's admin credentials (` + adminCredsFile + ` beside the state
+They need the node's admin credentials (` + serving.AdminCredsFile + ` beside the state
 file, or --creds FILE of an admin): an agent can never make an admin.`,
 		setup: func(fs *pflag.FlagSet) func(c *cli, args []string) error {
 			var target clientFlags
@@ -143,7 +81,7 @@ file, or --creds FILE of an admin): an agent can never make an admin.`,
 					return usagef("creds: want add <name> --role R, remove <name> or list")
 				}
 				if target.creds == "" {
-					path, _, err := c.credsPath("", adminCredsFile)
+					path, _, err := c.credsPath("", serving.AdminCredsFile)
 					if err != nil {
 						return errNoNode(err)
 					}
@@ -198,7 +136,7 @@ func (c *cli) addUser(target clientFlags, name, role, out string) error {
 }
 
 func (c *cli) addUserTo(target clientFlags, name, role, out string, written *bool) error {
-	password := newPassword()
+	password := serving.NewPassword()
 	hash, err := bus.HashPassword(password)
 	if err != nil {
 		return protocol.Errorf(protocol.CodeInternal, "hash the password: %v", err)
@@ -226,7 +164,7 @@ func (c *cli) addUserTo(target clientFlags, name, role, out string, written *boo
 		Role: role, Prefix: cl.subj.Prefix, InboxPrefix: protocol.InboxPrefix(name), JSAPIPrefix: cl.subj.JSAPIPrefixFor(role),
 		BusUID: cl.creds.BusUID}
 	if out != "" {
-		if err := writeCredentials(out, creds); err != nil {
+		if err := serving.WriteCredentials(out, creds); err != nil {
 			return protocol.Errorf(protocol.CodeInternal, "write %s: %v (user %s was added; creds remove %s)", out, err, name, name)
 		}
 		*written = true
@@ -243,40 +181,4 @@ func (c *cli) addUserTo(target clientFlags, name, role, out string, written *boo
 		protocol.Credentials
 	}{true, creds})
 	return nil
-}
-
-// privateDir makes dir, the credentials' directory, the user's alone
-// (0700), as it is when serve creates it. A shared directory (sticky, as
-// /tmp), one of another user, and the user's home are left as they are,
-// with an error to warn of: the files in it stay 0600 either way.
-func privateDir(dir string) error {
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return err
-	}
-	fi, err := os.Stat(dir)
-	if err != nil {
-		return err
-	}
-	if fi.Mode().Perm()&0o066 == 0 {
-		// 0700, or 0711 for a browser's account on its way to a
-		// profile beneath (passableStateDir): others list nothing.
-		return nil
-	}
-	st, ok := fi.Sys().(*syscall.Stat_t)
-	if fi.Mode()&os.ModeSticky != 0 || !ok || int(st.Uid) != os.Geteuid() {
-		return fmt.Errorf("%s (%s) is shared with others; keep the state file in a directory of your own", dir, fi.Mode().Perm())
-	}
-	if home, err := os.UserHomeDir(); err == nil && sameDir(dir, home) {
-		// Not the user's home (FRAMEBUS_STATE=~/node.json): others may
-		// be meant to enter it.
-		return fmt.Errorf("%s is your home directory, which framebus leaves as it is (%s); keep the state file in a directory of its own", dir, fi.Mode().Perm())
-	}
-	return os.Chmod(dir, 0o700)
-}
-
-// sameDir reports whether a and b name the same directory.
-func sameDir(a, b string) bool {
-	fa, errA := os.Stat(a)
-	fb, errB := os.Stat(b)
-	return errA == nil && errB == nil && os.SameFile(fa, fb)
 }

@@ -22,6 +22,7 @@ import (
 	"github.com/framebus/framebus/bus"
 	"github.com/framebus/framebus/cdpdriver"
 	"github.com/framebus/framebus/protocol"
+	"github.com/framebus/framebus/serving"
 )
 
 const (
@@ -98,7 +99,7 @@ func (c *cli) demo(o demoOptions) error {
 
 	chromium, err := cdpdriver.FindChromium()
 	if err != nil {
-		return startError(c.ctx, err)
+		return serving.StartError(c.ctx, err)
 	}
 
 	ctx, cancel := context.WithTimeout(c.ctx, demoTimeout)
@@ -107,12 +108,12 @@ func (c *cli) demo(o demoOptions) error {
 	// and show frame 1 too; the node joins it as it would any external bus.
 	b, err := bus.Start(bus.Options{Logger: log, JetStream: &bus.JetStreamOptions{}}) // the node keeps its frame history there
 	if err != nil {
-		return startError(ctx, err)
+		return serving.StartError(ctx, err)
 	}
 	defer b.Close()
 	nc, err := b.Connect("demo")
 	if err != nil {
-		return startError(ctx, err)
+		return serving.StartError(ctx, err)
 	}
 	subj := protocol.DefaultSubjects
 	p := &framePrinter{w: c.stdout, last: map[string]int64{}, notify: make(chan struct{}, 1)}
@@ -129,7 +130,7 @@ func (c *cli) demo(o demoOptions) error {
 
 	// The node logs in to the demo's bus as a user of its own, with every
 	// right (it serves the subjects and keeps the history).
-	password := newPassword()
+	password := serving.NewPassword()
 	hash, err := bus.HashPassword(password)
 	if err == nil {
 		err = b.AddUser(bus.User{Name: "demo-node", PasswordHash: hash, Role: protocol.RoleAdmin})
@@ -148,10 +149,10 @@ func (c *cli) demo(o demoOptions) error {
 		Logger: log,
 	})
 	if err != nil {
-		return startError(ctx, err)
+		return serving.StartError(ctx, err)
 	}
 	defer node.Close()
-	list, err := awaitTabs(ctx, nc, subj, "")
+	list, err := serving.AwaitTabs(ctx, nc, subj, "")
 	if err != nil {
 		return err
 	}

@@ -19,6 +19,7 @@ import (
 
 	"github.com/framebus/framebus/internal/testscale"
 	"github.com/framebus/framebus/protocol"
+	"github.com/framebus/framebus/serving"
 )
 
 // deputyChunk is the object store's chunk of a frame's large content on
@@ -261,7 +262,7 @@ func deputyObserver(t *testing.T, n *node, name string) (*nats.Conn, jetstream.J
 // consumers and all), for a test's own reads.
 func deputyAdmin(t *testing.T, n *node) jetstream.JetStream {
 	t.Helper()
-	admin, err := readCredentials(n.credsFile(adminCredsFile))
+	admin, err := serving.ReadCredentials(n.credsFile(serving.AdminCredsFile))
 	if err != nil {
 		t.Fatal(err)
 	}

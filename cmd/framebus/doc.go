@@ -21,13 +21,15 @@
 // an action declared in protocol is a CLI command without touching this
 // package; only a parameter declared ClientOnly needs a handler here
 // (clientparams.go). Everything a library user needs (plans, frames,
-// subjects, the node itself) is in protocol and actors.
+// subjects, the node itself) is in protocol and actors, and a node run as
+// serve runs it is in serving.
 //
 // Files: main.go dispatches and maps errors to exit codes; commands.go is
 // the command table and help; action.go turns an ActionSpec into a command
 // and a one-action plan; reply.go shapes replies; client.go finds the bus
-// and the tab; state.go is the state file serve writes; serve.go, plan.go,
-// watch.go and demo.go are the other commands.
+// and the tab; state.go finds the state file (its format is serving's);
+// serve.go turns the configuration into serving.Options; plan.go, watch.go
+// and demo.go are the other commands.
 //
 // # Finding the node
 //

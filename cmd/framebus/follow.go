@@ -12,6 +12,7 @@ import (
 
 	busclient "github.com/framebus/framebus/bus/client"
 	"github.com/framebus/framebus/protocol"
+	"github.com/framebus/framebus/serving"
 )
 
 // A long-lived client of a node (framebus mcp) must outlive the node's
@@ -39,7 +40,7 @@ func (c *cli) followNode(f clientFlags) []nats.Option {
 	var follow *stateDialer
 	if url == "" && f.creds == "" && c.getenv(envCreds) == "" {
 		if path, err := c.statePath(); err == nil {
-			if st, err := readState(path); err == nil {
+			if st, err := serving.ReadState(path); err == nil {
 				url = st.Bus
 				if u, err := neturl.Parse(firstURL(st.Bus)); err == nil && u.Port() != "" {
 					follow = &stateDialer{path: path, host: u.Hostname(), port: u.Port(), d: net.Dialer{Timeout: connectTimeout}}
@@ -53,8 +54,8 @@ func (c *cli) followNode(f clientFlags) []nats.Option {
 	if urlUser(url) != "" {
 		return opts // the URL logs in, not the credentials file
 	}
-	if path, _, err := c.credsPath(f.creds, agentCredsFile); err == nil {
-		if creds, err := readCredentials(path); err == nil {
+	if path, _, err := c.credsPath(f.creds, serving.AgentCredsFile); err == nil {
+		if creds, err := serving.ReadCredentials(path); err == nil {
 			opts = append(opts, loginFrom(path, creds))
 		}
 	}
@@ -84,7 +85,7 @@ func loginFrom(path string, first protocol.Credentials) nats.Option {
 	login := func() (string, string) {
 		mu.Lock()
 		defer mu.Unlock()
-		if creds, err := readCredentials(path); err == nil && creds.User == last.User {
+		if creds, err := serving.ReadCredentials(path); err == nil && creds.User == last.User {
 			last = creds
 		}
 		return last.User, last.Password
@@ -112,7 +113,7 @@ func (s *stateDialer) Dial(network, address string) (net.Conn, error) {
 	// nats dials a host name's addresses, not the name.
 	ours := err == nil && port == s.port && (host == s.host || net.ParseIP(s.host) == nil)
 	if ours {
-		if st, err := readState(s.path); err == nil {
+		if st, err := serving.ReadState(s.path); err == nil {
 			if u, err := neturl.Parse(firstURL(st.Bus)); err == nil && u.Host != "" {
 				address = u.Host
 			}

@@ -8,6 +8,7 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/framebus/framebus/protocol"
+	"github.com/framebus/framebus/serving"
 )
 
 // What a client that follows its node (framebus mcp) logs in with and
@@ -18,7 +19,7 @@ import (
 func TestFollowNodeOptions(t *testing.T) {
 	dir := t.TempDir()
 	state := filepath.Join(dir, "node.json")
-	if err := writeCredentials(filepath.Join(dir, agentCredsFile), protocol.Credentials{User: "agent", Password: "pw1", URL: "nats://127.0.0.1:4999"}); err != nil {
+	if err := serving.WriteCredentials(filepath.Join(dir, serving.AgentCredsFile), protocol.Credentials{User: "agent", Password: "pw1", URL: "nats://127.0.0.1:4999"}); err != nil {
 		t.Fatal(err)
 	}
 	for _, c := range []struct {
@@ -32,7 +33,7 @@ func TestFollowNodeOptions(t *testing.T) {
 		{"a bus named", "nats://127.0.0.1:4999", clientFlags{bus: "nats://127.0.0.1:5000"}, false, true},
 		{"a bus named with its login", "nats://127.0.0.1:4999", clientFlags{bus: "nats://u:p@127.0.0.1:5000"}, false, false},
 	} {
-		if err := writeState(state, nodeState{OK: true, Bus: c.bus, PID: os.Getpid()}); err != nil {
+		if err := serving.WriteState(state, serving.State{OK: true, Bus: c.bus, PID: os.Getpid()}); err != nil {
 			t.Fatal(err)
 		}
 		cl := &cli{getenv: func(k string) string {
@@ -59,13 +60,13 @@ func TestFollowNodeOptions(t *testing.T) {
 		if o.UserInfo != nil {
 			// The file rewritten (a rotated password) is what the next
 			// connect sends.
-			if err := writeCredentials(filepath.Join(dir, agentCredsFile), protocol.Credentials{User: "agent", Password: "pw2", URL: "nats://127.0.0.1:4999"}); err != nil {
+			if err := serving.WriteCredentials(filepath.Join(dir, serving.AgentCredsFile), protocol.Credentials{User: "agent", Password: "pw2", URL: "nats://127.0.0.1:4999"}); err != nil {
 				t.Fatal(err)
 			}
 			if user, pw := o.UserInfo(); user != "agent" || pw != "pw2" {
 				t.Errorf("%s: the login after the file changed: %s %s", c.name, user, pw)
 			}
-			writeCredentials(filepath.Join(dir, agentCredsFile), protocol.Credentials{User: "agent", Password: "pw1", URL: "nats://127.0.0.1:4999"})
+			serving.WriteCredentials(filepath.Join(dir, serving.AgentCredsFile), protocol.Credentials{User: "agent", Password: "pw1", URL: "nats://127.0.0.1:4999"})
 		}
 	}
 }

@@ -15,6 +15,7 @@ import (
 	busclient "github.com/framebus/framebus/bus/client"
 	"github.com/framebus/framebus/internal/testscale"
 	"github.com/framebus/framebus/protocol"
+	"github.com/framebus/framebus/serving"
 )
 
 // freezeProcess stops a process (SIGSTOP, as a GC pause, a swapped VM or a
@@ -78,7 +79,7 @@ func TestFrozenNodeStartsNoLatePlan(t *testing.T) {
 	mustOK(t, n.env, "navigate", site("/"), "--tab", tab)
 	ctx, cancel := context.WithTimeout(context.Background(), testscale.D(3*time.Minute))
 	defer cancel()
-	bc, err := busclient.Connect(ctx, busclient.Options{CredentialsFile: n.credsFile(agentCredsFile)})
+	bc, err := busclient.Connect(ctx, busclient.Options{CredentialsFile: n.credsFile(serving.AgentCredsFile)})
 	if err != nil {
 		t.Fatal(err)
 	}

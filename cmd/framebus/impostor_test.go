@@ -14,6 +14,7 @@ import (
 	"github.com/framebus/framebus/internal/testchild"
 	"github.com/framebus/framebus/internal/testscale"
 	"github.com/framebus/framebus/protocol"
+	"github.com/framebus/framebus/serving"
 )
 
 // listenAsNobody has uid 65534 listen on a free loopback port as a NATS
@@ -80,11 +81,11 @@ func TestCLINamesAnotherUsersListener(t *testing.T) {
 	dir := t.TempDir()
 	url := "nats://" + net.JoinHostPort("127.0.0.1", port)
 	const password = "a-password-only-the-node-may-see"
-	if err := writeState(filepath.Join(dir, "node.json"), nodeState{OK: true, Node: "n", Bus: url, Prefix: "framebus", PID: os.Getpid()}); err != nil {
+	if err := serving.WriteState(filepath.Join(dir, "node.json"), serving.State{OK: true, Node: "n", Bus: url, Prefix: "framebus", PID: os.Getpid()}); err != nil {
 		t.Fatal(err)
 	}
 	node := os.Geteuid() // the node's account, as serve writes it
-	if err := writeCredentials(filepath.Join(dir, agentCredsFile), protocol.Credentials{URL: url, User: localAgentUser, Password: password, Role: protocol.RoleAgent, BusUID: &node}); err != nil {
+	if err := serving.WriteCredentials(filepath.Join(dir, serving.AgentCredsFile), protocol.Credentials{URL: url, User: serving.LocalAgentUser, Password: password, Role: protocol.RoleAgent, BusUID: &node}); err != nil {
 		t.Fatal(err)
 	}
 	r := runCLI(t, map[string]string{envState: filepath.Join(dir, "node.json")}, "", "eval", "1+1")

@@ -14,6 +14,7 @@ import (
 	"github.com/framebus/framebus/internal/testchild"
 	"github.com/framebus/framebus/internal/testscale"
 	"github.com/framebus/framebus/protocol"
+	"github.com/framebus/framebus/serving"
 )
 
 // Clients nobody here wrote drive a node: the nats CLI and the npm NATS
@@ -24,7 +25,7 @@ import (
 // mustReadCredentials reads a credentials file.
 func mustReadCredentials(t *testing.T, path string) protocol.Credentials {
 	t.Helper()
-	c, err := readCredentials(path)
+	c, err := serving.ReadCredentials(path)
 	if err != nil {
 		t.Fatal(err)
 	}

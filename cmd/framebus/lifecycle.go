@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/framebus/framebus/protocol"
+	"github.com/framebus/framebus/serving"
 )
 
 // The browser lifecycle commands (ADR-006): status, launch, close, pages,
@@ -283,12 +284,12 @@ func (c *cli) selectTab(target clientFlags, id string) error {
 	if err != nil {
 		return protocol.Errorf(protocol.CodeInternal, "%v", err)
 	}
-	st, err := readState(path)
+	st, err := serving.ReadState(path)
 	if err != nil {
 		return errState(path, err)
 	}
 	st.Active = id
-	if err := writeState(path, st); err != nil {
+	if err := serving.WriteState(path, st); err != nil {
 		return protocol.Errorf(protocol.CodeInternal, "write state file %s: %v", path, err)
 	}
 	c.printJSON(protocol.TabReply{OK: true, Tab: *found})

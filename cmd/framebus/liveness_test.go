@@ -16,6 +16,7 @@ import (
 	"github.com/framebus/framebus/internal/bustest"
 	"github.com/framebus/framebus/internal/testscale"
 	"github.com/framebus/framebus/protocol"
+	"github.com/framebus/framebus/serving"
 )
 
 // ranMark is an eval that counts its runs in the page: a plan the client
@@ -146,7 +147,7 @@ func TestFrozenNodeInACluster(t *testing.T) {
 		n.ready(t)
 	}
 	one, two := nodes[0], nodes[1]
-	creds := credentialsAt(t, two.credsFile(agentCredsFile), b.state.Bus)
+	creds := credentialsAt(t, two.credsFile(serving.AgentCredsFile), b.state.Bus)
 	env := testEnv(envCreds+"="+creds, envBusURL+"="+b.state.Bus)
 	ctx, cancel := context.WithTimeout(context.Background(), testscale.D(5*time.Minute))
 	defer cancel()
@@ -213,7 +214,7 @@ func TestFrozenLoneNode(t *testing.T) {
 	defer cancel()
 	var clients []*busclient.Client
 	for range 2 {
-		bc, err := busclient.Connect(ctx, busclient.Options{CredentialsFile: n.credsFile(agentCredsFile)})
+		bc, err := busclient.Connect(ctx, busclient.Options{CredentialsFile: n.credsFile(serving.AgentCredsFile)})
 		if err != nil {
 			t.Fatal(err)
 		}

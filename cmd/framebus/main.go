@@ -10,6 +10,7 @@ import (
 	"syscall"
 
 	"github.com/framebus/framebus/protocol"
+	"github.com/framebus/framebus/serving"
 )
 
 // Exit statuses.
@@ -80,6 +81,12 @@ func (c *cli) report(err error) int {
 	var usage *usageError
 	if errors.As(err, &usage) {
 		c.printJSON(errorReply{Error: usage.msg, Code: protocol.CodeBadRequest})
+		return exitUsage
+	}
+	// Options a node cannot start with are a usage error too.
+	var options *serving.OptionsError
+	if errors.As(err, &options) {
+		c.printJSON(errorReply{Error: options.Msg, Code: protocol.CodeBadRequest})
 		return exitUsage
 	}
 	c.printJSON(errorReply{Error: err.Error(), Code: protocol.CodeOf(err)})

@@ -24,6 +24,7 @@ import (
 	"github.com/framebus/framebus/internal/testchild"
 	"github.com/framebus/framebus/internal/testscale"
 	"github.com/framebus/framebus/protocol"
+	"github.com/framebus/framebus/serving"
 )
 
 // The tests run the framebus binary as real processes against real NATS
@@ -296,7 +297,7 @@ func waitFor(t testing.TB, what string, deadline time.Duration, cond func() bool
 // node is a running "framebus serve" with its own state file.
 type node struct {
 	*process
-	state     nodeState
+	state     serving.State
 	stateFile string
 	env       []string // finds this node through the state file
 }

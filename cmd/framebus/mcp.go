@@ -24,8 +24,10 @@ import (
 	"github.com/spf13/pflag"
 
 	busclient "github.com/framebus/framebus/bus/client"
+	"github.com/framebus/framebus/internal/smallfile"
 	"github.com/framebus/framebus/mcpserver"
 	"github.com/framebus/framebus/protocol"
+	"github.com/framebus/framebus/serving"
 )
 
 // mcpPath is where the streamable HTTP transport answers.
@@ -204,7 +206,7 @@ func (c *cli) serveMCPHTTP(srv *mcpserver.Server, addr, tokenFile string) error 
 // path it returns to remove at exit.
 func (c *cli) mcpToken(tokenFile string, port int) (token, written string, err error) {
 	if tokenFile != "" {
-		data, err := readSecretFile(tokenFile)
+		data, err := smallfile.ReadSecret(tokenFile)
 		if err != nil {
 			return "", "", usagef("--token-file: %v", err)
 		}
@@ -222,7 +224,7 @@ func (c *cli) mcpToken(tokenFile string, port int) (token, written string, err e
 		return "", "", protocol.Errorf(protocol.CodeInternal, "%v", err)
 	}
 	dir := filepath.Dir(path)
-	if err := privateDir(dir); err != nil {
+	if err := serving.PrivateDir(dir); err != nil {
 		return "", "", protocol.Errorf(protocol.CodeInternal, "token directory: %v", err)
 	}
 	written = filepath.Join(dir, fmt.Sprintf("mcp-%d.token", port))

@@ -17,6 +17,7 @@ import (
 	"github.com/framebus/framebus/internal/testchild"
 	"github.com/framebus/framebus/internal/testscale"
 	"github.com/framebus/framebus/protocol"
+	"github.com/framebus/framebus/serving"
 )
 
 // BenchmarkMCPEvalVsNATS measures, in one run and interleaved so machine
@@ -41,7 +42,7 @@ func BenchmarkMCPEvalVsNATS(b *testing.B) {
 	ctx, cancel := context.WithTimeout(context.Background(), testscale.D(10*time.Minute))
 	defer cancel()
 
-	creds, err := readCredentials(filepath.Join(filepath.Dir(n.stateFile), "credentials.json"))
+	creds, err := serving.ReadCredentials(filepath.Join(filepath.Dir(n.stateFile), "credentials.json"))
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/framebus/framebus/internal/bustest"
 	"github.com/framebus/framebus/internal/testdir"
 	"github.com/framebus/framebus/internal/testscale"
+	"github.com/framebus/framebus/serving"
 )
 
 // Issue 33, items 1 and 6, at the command line, in a cluster of three:
@@ -43,7 +44,7 @@ func TestCLIThroughClusterFaults(t *testing.T) {
 	three := startBusMember(t, "three", config(2, ""), t.TempDir())
 	one.ready(t)
 	tab := one.tab()
-	agentFile := one.credsFile(agentCredsFile)
+	agentFile := one.credsFile(serving.AgentCredsFile)
 	atTwo := testEnv(envCreds + "=" + credentialsAt(t, agentFile, two.state.Bus))
 	atThree := testEnv(envCreds + "=" + credentialsAt(t, agentFile, three.state.Bus))
 	waitFor(t, "node one's tab answers at member two", 30*time.Second, func() bool {

@@ -17,13 +17,14 @@ import (
 	busclient "github.com/framebus/framebus/bus/client"
 	"github.com/framebus/framebus/internal/testscale"
 	"github.com/framebus/framebus/protocol"
+	"github.com/framebus/framebus/serving"
 )
 
 // joinURL is the URL a second serve joins first's bus with: its listener,
 // logged in as first's admin (what --bus-url takes).
 func joinURL(t *testing.T, first *node) string {
 	t.Helper()
-	admin, err := readCredentials(first.credsFile(adminCredsFile))
+	admin, err := serving.ReadCredentials(first.credsFile(serving.AdminCredsFile))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -89,7 +90,7 @@ func TestTwoNodesOneBusAndKill9(t *testing.T) {
 			t.Errorf("serve printed or logged the bus URL's password")
 		}
 	}
-	agent, err := readCredentials(one.credsFile(agentCredsFile))
+	agent, err := serving.ReadCredentials(one.credsFile(serving.AgentCredsFile))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/framebus/framebus/protocol"
+	"github.com/framebus/framebus/serving"
 )
 
 // wsLoginPage is a page's script that logs in to a NATS WebSocket
@@ -85,7 +86,7 @@ func TestProbeWebSocketLoginsFromAPage(t *testing.T) {
 	file := filepath.Join(t.TempDir(), "observer.json")
 	mustOK(t, n.env, "creds", "add", "dashboard", "--role", protocol.RoleObserver, "--out", file)
 	quote := func(s string) string { b, _ := json.Marshal(s); return string(b) }
-	script := strings.NewReplacer("%URL%", quote(n.state.WebSocket), "%USER%", quote(localAgentUser),
+	script := strings.NewReplacer("%URL%", quote(n.state.WebSocket), "%USER%", quote(serving.LocalAgentUser),
 		"%CONTROLUSER%", quote("dashboard"), "%CONTROL%", quote(readPassword(t, file))).Replace(wsLoginPage)
 	type result struct {
 		Attempts int            `json:"attempts"`
@@ -103,7 +104,7 @@ func TestProbeWebSocketLoginsFromAPage(t *testing.T) {
 			t.Fatalf("the page's answer %v: %v", out["value"], err)
 		}
 		t.Logf("a page at %s in the node's browser: %d logins as %s in %.0f ms (%.0f/s): %v; the node spent %d ms of CPU (%.2f ms a login, the page's plan included); control login as an observer: %s",
-			page, got.Attempts, localAgentUser, got.MS, float64(got.Attempts)/got.MS*1000, got.Counts, ticks*10,
+			page, got.Attempts, serving.LocalAgentUser, got.MS, float64(got.Attempts)/got.MS*1000, got.Counts, ticks*10,
 			float64(ticks)*10/float64(max(got.Attempts, 1)), got.Control)
 		return got, ticks
 	}

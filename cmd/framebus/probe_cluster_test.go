@@ -11,6 +11,7 @@ import (
 
 	"github.com/framebus/framebus/internal/bustest"
 	"github.com/framebus/framebus/protocol"
+	"github.com/framebus/framebus/serving"
 )
 
 // A second node under a live node's name takes none of its users. A
@@ -31,7 +32,7 @@ func TestNodeRestartedAfterKill9OwnsItsCredentials(t *testing.T) {
 	startBusMember(t, "b3", memberConfig(t, listen[2], routes, secret, ""), t.TempDir())
 	one := launchNode(t, binary, envNode+"=one", envConfig+"="+memberConfig(t, listen[0], routes, secret, ""))
 	one.ready(t)
-	old := credentialsAt(t, one.credsFile(agentCredsFile), b2.state.Bus)
+	old := credentialsAt(t, one.credsFile(serving.AgentCredsFile), b2.state.Bus)
 	oldEnv := testEnv(envCreds+"="+old, envBusURL+"="+b2.state.Bus)
 	mustOK(t, oldEnv, "status")
 
@@ -61,7 +62,7 @@ func TestNodeRestartedAfterKill9OwnsItsCredentials(t *testing.T) {
 	again.ready(t)
 	defer again.stop(syscall.SIGTERM, 30*time.Second)
 
-	fresh := credentialsAt(t, again.credsFile(agentCredsFile), b2.state.Bus)
+	fresh := credentialsAt(t, again.credsFile(serving.AgentCredsFile), b2.state.Bus)
 	for _, env := range [][]string{again.env, testEnv(envCreds+"="+fresh, envBusURL+"="+b2.state.Bus)} {
 		if out := framebus(t, env, "", "status"); out.status != 0 {
 			t.Errorf("the restarted node's own credentials: %d %s %s", out.status, out.stdout, out.stderr)
@@ -136,7 +137,7 @@ func TestCredsRemoveSparesEveryLiveNodesOwnUsers(t *testing.T) {
 	// node one is not live, although they were in the cluster when node
 	// two started (before, node two refused them as its own or
 	// configured). Then node one's agent logs in nowhere.
-	oneAtTwo := testEnv(envCreds + "=" + credentialsAt(t, one.credsFile(agentCredsFile), two.state.Bus))
+	oneAtTwo := testEnv(envCreds + "=" + credentialsAt(t, one.credsFile(serving.AgentCredsFile), two.state.Bus))
 	one.stop(syscall.SIGTERM, 30*time.Second)
 	if out := framebus(t, oneAtTwo, "", "pages"); out.status != 0 {
 		t.Errorf("node one's agent at node two after node one stopped: %s %s", out.stdout, out.stderr)

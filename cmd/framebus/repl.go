@@ -37,6 +37,7 @@ import (
 
 	busclient "github.com/framebus/framebus/bus/client"
 	"github.com/framebus/framebus/protocol"
+	"github.com/framebus/framebus/serving"
 )
 
 // replRefused are the commands the REPL does not run, and what to do
@@ -535,7 +536,7 @@ func (s *session) queryURL(ctx context.Context) (string, error) {
 		if err != nil {
 			return "", errNoNode(err)
 		}
-		st, err := readState(path)
+		st, err := serving.ReadState(path)
 		if err != nil {
 			s.closePrompt()
 			return "", errState(path, err)

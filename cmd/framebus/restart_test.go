@@ -16,6 +16,7 @@ import (
 	busclient "github.com/framebus/framebus/bus/client"
 	"github.com/framebus/framebus/internal/testscale"
 	"github.com/framebus/framebus/protocol"
+	"github.com/framebus/framebus/serving"
 )
 
 // A node killed (SIGKILL) and started again with its state (its state
@@ -41,7 +42,7 @@ func TestNodeRestartedWithItsState(t *testing.T) {
 	n := serve()
 	tab := n.tab()
 	mustOK(t, env, "navigate", site("/"), "--tab", tab)
-	creds, err := readCredentials(n.credsFile(agentCredsFile))
+	creds, err := serving.ReadCredentials(n.credsFile(serving.AgentCredsFile))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -114,7 +115,7 @@ func TestNodeRestartedWithItsState(t *testing.T) {
 	if again.state.Bus != n.state.Bus || !slices.ContainsFunc(again.state.Tabs, func(ti protocol.TabInfo) bool { return ti.Tab == tab }) {
 		t.Fatalf("restarted: bus %s (was %s), tabs %+v; want the same bus and tab %s", again.state.Bus, n.state.Bus, again.state.Tabs, tab)
 	}
-	if kept, err := readCredentials(again.credsFile(agentCredsFile)); err != nil || kept.Password != creds.Password {
+	if kept, err := serving.ReadCredentials(again.credsFile(serving.AgentCredsFile)); err != nil || kept.Password != creds.Password {
 		t.Errorf("the agent's credentials after the restart: %v; want them kept", err)
 	}
 	// The agent comes back by itself, to its tab, which goes on from the

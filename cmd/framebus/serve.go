@@ -1,15 +1,11 @@
 package main
 
 import (
-	"cmp"
-	"context"
-	"errors"
 	"io"
 	"net"
 	"os"
 	"os/signal"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -24,10 +20,8 @@ import (
 	"github.com/framebus/framebus/bus"
 	"github.com/framebus/framebus/cdpdriver"
 	"github.com/framebus/framebus/protocol"
+	"github.com/framebus/framebus/serving"
 )
-
-// startTimeout bounds starting a node: the bus, Chromium and the first tab.
-const startTimeout = 2 * time.Minute
 
 // serveOptions is what serve runs with: the effective configuration.
 type serveOptions struct {
@@ -47,7 +41,7 @@ and writes it to the state file ($` + envState + `, default ` + defaultStateHint
 so other framebus commands find the node. Logs go to stderr.
 On SIGINT or SIGTERM it closes the tabs, stops Chromium (removing its
 temporary profile) and the bus, removes the state file and exits 0.
-Its own credentials (` + agentCredsFile + `, ` + adminCredsFile + ` beside the state file) are kept
+Its own credentials (` + serving.AgentCredsFile + `, ` + serving.AdminCredsFile + ` beside the state file) are kept
 for its next start, so clients reconnect by themselves; --rotate-credentials
 makes new ones (every client logged in with the old ones is refused).`,
 		setup: func(fs *pflag.FlagSet) func(c *cli, args []string) error {
@@ -85,8 +79,8 @@ func (c *cli) serve(o serveOptions) error {
 	}
 	// The state file (0600) keeps an external bus's login; what is
 	// printed and logged, which others may read, does not.
-	shown := sn.state
-	shown.Bus = withoutPassword(sn.state.Bus)
+	shown := sn.State()
+	shown.Bus = withoutPassword(shown.Bus)
 	c.printJSON(shown)
 	log.Info().Str("bus", shown.Bus).Str("tabs", describeTabs(shown.Tabs)).Str("state", sn.path).
 		Msg("node ready; stop it with Ctrl-C or SIGTERM")
@@ -100,223 +94,120 @@ func (c *cli) serve(o serveOptions) error {
 // servedNode is a node this process runs and has registered in the
 // state file, for serve and for mcp when no node runs.
 type servedNode struct {
-	node  *actors.Node
-	path  string // the state file
-	state nodeState
-	log   zerolog.Logger
+	*serving.Node
+	path string // the state file
+	log  zerolog.Logger
 }
 
 // startServing starts a node as cfg says, its users and its state file;
 // rotate makes the node's own credentials new.
 func (c *cli) startServing(cfg config, log zerolog.Logger, rotate bool) (*servedNode, error) {
-	busOpts := bus.Options{URL: cfg.Bus.URL}
 	path, err := c.statePath()
 	if err != nil {
 		return nil, protocol.Errorf(protocol.CodeInternal, "%v", err)
 	}
-	// A node started again with its state brings its tabs back, under the
-	// name it had unless given one.
-	tabsFile := restoreFile(cfg, path, log)
-	if cfg.Node.Name == "" {
-		cfg.Node.Name = restoredName(tabsFile)
+	o, err := c.servingOptions(cfg, path, log)
+	if err != nil {
+		return nil, err
 	}
-	// The embedded bus lets users in with a password only: the node's own
-	// agent and admin, written beside the state file, and the configured.
-	var local *localUsers
-	asked := busOpts // the listeners as configured, before the last start's were taken again
+	o.RotateCredentials = rotate
+	n, err := serving.Start(c.ctx, o)
+	if err != nil {
+		return nil, err
+	}
+	return &servedNode{Node: n, path: path, log: log}, nil
+}
+
+// servingOptions are the node's options as cfg says, with its state file
+// at path.
+func (c *cli) servingOptions(cfg config, path string, log zerolog.Logger) (serving.Options, error) {
+	busOpts := bus.Options{URL: cfg.Bus.URL}
+	var users []bus.User
 	if cfg.Bus.URL == "" {
 		host, port, err := splitListen(cfg.Bus.Listen, cfg.Bus.AllowRemote)
 		if err != nil {
-			return nil, err
+			return serving.Options{}, err
 		}
 		busOpts.Host, busOpts.Port, busOpts.AllowRemote = host, port, cfg.Bus.AllowRemote
 		busOpts.WebSocket, busOpts.WebSocketOrigins = cfg.Bus.WebSocket, cfg.Bus.WebSocketOrigins
 		if busOpts.Cluster, err = cfg.clusterOptions(); err != nil {
-			return nil, err
+			return serving.Options{}, err
 		}
 		if busOpts.Leaf, err = cfg.leafOptions(); err != nil {
-			return nil, err
+			return serving.Options{}, err
 		}
-		if busOpts.Cluster != nil || busOpts.Leaf != nil {
-			// Every member of a cluster, every leaf of a hub, is a
-			// server of its own name: the node's.
-			cfg.Node.Name = cmp.Or(cfg.Node.Name, actors.DefaultNodeName())
-			busOpts.Name = cfg.Node.Name
-		}
-		dir := filepath.Dir(path)
-		if err := privateDir(dir); err != nil {
-			log.Warn().Err(err).Msg("the credentials' directory")
-		}
-		configured, err := configuredUsers(cfg, dir)
-		if err != nil {
-			return nil, err
-		}
-		var own []bus.User
-		if local, own, err = makeLocalUsers(dir, localUserSuffix(busOpts.Cluster, cfg.Node.Name), rotate); err != nil {
-			return nil, protocol.Errorf(protocol.CodeInternal, "credentials: %v", err)
-		}
-		busOpts.Users = append(own, configured...)
-		// Where the last start listened, when it is free: clients that
-		// knew the node find its bus there again.
-		asked = busOpts
-		busOpts.Port = local.reusePort(busOpts.Host, busOpts.Port, local.lastURL)
-		busOpts.WebSocket = local.reuseWebSocket(busOpts.WebSocket)
-		if local.kept[local.agent.User] && local.kept[local.admin.User] {
-			log.Info().Str("dir", dir).Msg("the node's own credentials are those of its last start (serve --rotate-credentials makes new ones)")
-		}
-	}
-	shared := false // the state file's node runs: the files may be its
-	if st, err := readState(path); err == nil && st.PID != os.Getpid() && processAlive(st.PID) {
-		shared = true
-		log.Warn().Int("pid", st.PID).Str("state", path).
-			Msg("another framebus node is registered in the state file; this one replaces it as the default")
-	}
-
-	// Find the browser before starting anything: the commonest failure on
-	// a fresh machine, answered with how to install it.
-	chromium := cfg.Browser.Binary
-	if chromium == "" {
-		if chromium, err = cdpdriver.FindChromium(); err != nil {
-			return nil, startError(c.ctx, err)
+		for _, u := range cfg.Bus.Users {
+			users = append(users, bus.User{Name: u.Name, PasswordHash: u.Password, Role: u.Role})
 		}
 	}
 	wl, err := cfg.whitelist()
 	if err != nil {
-		return nil, usagef("whitelist: %v", err)
+		return serving.Options{}, usagef("whitelist: %v", err)
 	}
 	roots, err := cfg.fileRoots()
 	if err != nil {
-		return nil, usagef("%v", err)
+		return serving.Options{}, usagef("%v", err)
 	}
 	account, err := cfg.browserUser()
 	if err != nil {
-		return nil, err
+		return serving.Options{}, err
 	}
-	launch := cdpdriver.LaunchOptions{Headless: cfg.Browser.Headless, Binary: chromium, UserDataDir: cfg.profileDir(), User: cfg.Browser.User}
+	launch := cdpdriver.LaunchOptions{Headless: cfg.Browser.Headless, Binary: cfg.Browser.Binary, UserDataDir: cfg.profileDir(), User: cfg.Browser.User}
 	var browserHome string
 	if account != nil {
 		browserHome = account.Home
 	}
-	profiles := cfg.profilesDir(c.getenv, browserHome)
-	if err := passableStateDir(filepath.Dir(path), account, profiles, cfg.profileDir()); err != nil {
-		return nil, protocol.Errorf(protocol.CodeInternal, "the state file's directory: %v", err)
-	}
-	if err := makeProfilesDir(profiles, account); err != nil {
-		return nil, usagef("browser.profileDir: %v", err)
-	}
 	viewport, err := cfg.viewport()
 	if err != nil {
-		return nil, usagef("viewport: %v", err)
+		return serving.Options{}, usagef("viewport: %v", err)
 	}
 	history, err := cfg.historyOptions(filepath.Dir(path))
 	if err != nil {
-		return nil, err
-	}
-	if c := busOpts.Cluster; c != nil {
-		// As many members as the cluster has keep the history and the
-		// node registry, up to three.
-		history.Replicas = min(3, max(1, len(c.Routes)))
-	}
-	if history.Dir != "" {
-		// The history is the node's alone, like its state file.
-		if err := os.MkdirAll(history.Dir, 0o700); err != nil {
-			return nil, protocol.Errorf(protocol.CodeInternal, "history.dir: %v", err)
-		}
+		return serving.Options{}, err
 	}
 	httpOpts, err := cfg.httpOptions()
 	if err != nil {
-		return nil, err
+		return serving.Options{}, err
 	}
 	searchOpts, err := cfg.searchOptions()
 	if err != nil {
-		return nil, err
+		return serving.Options{}, err
 	}
-	ctx, cancel := context.WithTimeout(c.ctx, startTimeout)
-	defer cancel()
-	nodeOpts := actors.NodeOptions{
-		Name:          cfg.Node.Name,
-		Bus:           busOpts,
-		Launch:        launch,
-		Prefix:        cfg.Bus.Prefix,
-		StartURL:      cfg.Browser.StartURL,
-		Logger:        log,
-		ActionTimeout: cfg.timeout(),
-		DialogTimeout: cfg.dialogTimeout(),
-		DialogDefault: cfg.Browser.DialogDefault,
-		Frames:        cfg.framesOptions(),
-		SettleTimeout: cfg.settleTimeout(),
-		Whitelist:     wl,
-		Viewport:      &viewport,
-		Profiles:      cfg.profiles(),
-		ProfileDir:    profiles,
-		FileRoots:     roots,
-		History:       history,
-		MaxTabs:       cfg.Node.MaxTabs,
-		TabsFile:      tabsFile,
-		HTTP:          httpOpts,
-		Search:        searchOpts,
+	return serving.Options{
+		StatePath: path,
+		Node: actors.NodeOptions{
+			Name:          cfg.Node.Name,
+			Bus:           busOpts,
+			Launch:        launch,
+			Prefix:        cfg.Bus.Prefix,
+			StartURL:      cfg.Browser.StartURL,
+			Logger:        log,
+			ActionTimeout: cfg.timeout(),
+			DialogTimeout: cfg.dialogTimeout(),
+			DialogDefault: cfg.Browser.DialogDefault,
+			Frames:        cfg.framesOptions(),
+			SettleTimeout: cfg.settleTimeout(),
+			Whitelist:     wl,
+			Viewport:      &viewport,
+			Profiles:      cfg.profiles(),
+			ProfileDir:    cfg.profilesDir(c.getenv, browserHome),
+			FileRoots:     roots,
+			History:       history,
+			MaxTabs:       cfg.Node.MaxTabs,
+			HTTP:          httpOpts,
+			Search:        searchOpts,
 
-		MaxStagedBytes: cfg.Files.MaxStagedBytes,
-	}
-	node, err := actors.StartNode(ctx, nodeOpts)
-	if errors.Is(err, bus.ErrServerStart) && (busOpts.Port != asked.Port || busOpts.WebSocket != asked.WebSocket) {
-		// The last start's port, free a moment ago, was taken since
-		// (another process, maybe another user's): a new one, as when
-		// it was taken before.
-		log.Warn().Err(err).Msg("the last start's port was taken meanwhile: listening on a new one (clients need the new URL in the state and credentials files)")
-		nodeOpts.Bus.Port, nodeOpts.Bus.WebSocket = asked.Port, asked.WebSocket
-		node, err = actors.StartNode(ctx, nodeOpts)
-	}
-	cancel()
-	if err != nil {
-		return nil, startError(c.ctx, err)
-	}
-	if local != nil && busOpts.Cluster != nil {
-		// The name is this node's now (the registry's compare-and-set):
-		// its own users are too, over any a dead node of this name left
-		// in the cluster, which would keep that one's passwords. Those
-		// its last start left, of the passwords it kept, stay as they
-		// are: their clients at other members keep their connections.
-		if err := node.Bus().ClaimUsers(map[string]string{local.agent.User: local.agent.Password, local.admin.User: local.admin.Password}); err != nil {
-			node.Close()
-			return nil, startError(c.ctx, err)
-		}
-		// Its own users stay in the cluster when it stops, for its next
-		// start; those of a name it no longer has leave now.
-		if !shared {
-			local.leaveReplaced(node.Bus(), node.Peers(), log)
-		}
-	}
-
-	// Ready means reachable: the node answers on the bus.
-	nc, err := node.Bus().Connect("serve")
-	if err == nil {
-		_, err = awaitTabs(c.ctx, nc, node.Subjects(), node.Name())
-		nc.Close()
-	}
-	if err != nil {
-		node.Close()
-		return nil, startError(c.ctx, err)
-	}
-	if local != nil {
-		if err := c.serveUsers(node, local, busOpts.Users, log); err != nil {
-			node.Close()
-			return nil, err
-		}
-	}
-	st := nodeState{OK: true, Node: node.Name(), Bus: node.Bus().ClientURL(), WebSocket: node.Bus().WebSocketURL(), Prefix: node.Subjects().Prefix, PID: os.Getpid(), Tabs: node.Tabs()}
-	if err := writeState(path, st); err != nil {
-		node.Close()
-		local.remove()
-		return nil, protocol.Errorf(protocol.CodeInternal, "write state file %s: %v", path, err)
-	}
-	return &servedNode{node: node, path: path, state: st, log: log}, nil
+			MaxStagedBytes: cfg.Files.MaxStagedBytes,
+		},
+		Users:          users,
+		BrowserAccount: account,
+	}, nil
 }
 
 // stop closes the node (a second signal kills its browser at once) and
 // removes the state file.
 func (sn *servedNode) stop(c *cli) error {
-	log, node := sn.log, sn.node
+	log := sn.log
 	log.Info().Msg("shutting down (a second signal kills the browser at once)")
 	hurry := make(chan os.Signal, 1)
 	signal.Notify(hurry, os.Interrupt, syscall.SIGTERM)
@@ -328,60 +219,14 @@ func (sn *servedNode) stop(c *cli) error {
 			// Still cleaned up: Close goes on, with nothing left to wait for.
 			log.Warn().Msg("second signal: killing the browser now (a third ends the process as it stands)")
 			signal.Stop(hurry)
-			node.Kill()
+			sn.Kill()
 		case <-closed:
 			signal.Stop(hurry)
 		}
 	}()
-	start := time.Now()
-	closeErr := node.Close()
+	err := sn.Stop()
 	close(closed)
-	if err := removeState(sn.path, os.Getpid()); err != nil {
-		log.Warn().Err(err).Msg("remove state file")
-	}
-	// The node's own credentials stay (0600) for its next start, and in
-	// a cluster its own users stay in the cluster's: a client of another
-	// member carries on through the restart (when they left with the
-	// node, it was refused, permission_denied, and gave up).
-	if closeErr != nil {
-		log.Error().Err(closeErr).Msg("shutdown")
-		return protocol.Errorf(protocol.CodeInternal, "shutdown: %v", closeErr)
-	}
-	log.Info().Dur("took", time.Since(start)).Msg("node stopped")
-	return nil
-}
-
-// serveUsers writes the node's credentials files and answers the admin's
-// user requests (creds add, remove, list); users are those the node's
-// bus started with.
-func (c *cli) serveUsers(node *actors.Node, local *localUsers, users []bus.User, log zerolog.Logger) error {
-	if err := local.write(node.Bus(), node.Subjects().Prefix); err != nil {
-		return protocol.Errorf(protocol.CodeInternal, "write credentials in %s: %v", local.dir, err)
-	}
-	// Not the bus's users now: in a cluster those are every node's, and
-	// the own users of a node that stopped for good are creds remove's.
-	keep := []string{}
-	for _, u := range users {
-		keep = append(keep, u.Name)
-	}
-	added, _ := readUsersFile(filepath.Join(local.dir, usersFile)) // read by configuredUsers already
-	keep = slices.DeleteFunc(keep, func(name string) bool {
-		return slices.ContainsFunc(added, func(u bus.User) bool { return u.Name == name })
-	})
-	nc, err := node.Bus().Connect("users")
-	if err == nil {
-		ua := &userAdmin{bus: node.Bus(), path: filepath.Join(local.dir, usersFile), keep: keep, mine: map[string]bool{}, liveNodes: node.Peers, log: log}
-		for _, u := range added {
-			ua.mine[u.Name] = true
-		}
-		node.Bus().OnUsersChanged(ua.forgetRemoved)
-		err = ua.serve(nc, node.Subjects())
-	}
-	if err != nil {
-		local.remove()
-		return protocol.Errorf(protocol.CodeInternal, "serve user requests: %v", err)
-	}
-	return nil
+	return err
 }
 
 // splitListen parses --listen host:port; port 0 means a free port. The
@@ -403,29 +248,6 @@ func splitListen(listen string, allowRemote bool) (string, int, error) {
 		return "", 0, usagef("--listen %q: refusing to listen on %s: %s", listen, where, bus.LoopbackOnly)
 	}
 	return host, port, nil
-}
-
-// startError gives a failed node start its code: a missing browser says
-// how to install one, a bus problem is unavailable.
-func startError(ctx context.Context, err error) error {
-	var code protocol.Code
-	switch {
-	case ctx.Err() != nil:
-		return protocol.Errorf(protocol.CodeUnavailable, "interrupted while the node was starting")
-	case errors.Is(err, cdpdriver.ErrChromiumNotFound):
-		code = protocol.CodeBrowserNotRunning
-	case errors.Is(err, cdpdriver.ErrProfileInUse):
-		code = protocol.CodeProfileInUse
-	case errors.Is(err, cdpdriver.ErrUnsafeProfile):
-		code = protocol.CodePermissionDenied
-	case errors.Is(err, bus.ErrInvalidOptions):
-		return usagef("%v", err)
-	case errors.Is(err, bus.ErrServerStart), errors.Is(err, bus.ErrConnect):
-		code = protocol.CodeUnavailable
-	default:
-		code = protocol.CodeOf(err)
-	}
-	return &protocol.Error{Code: code, Message: "start node: " + err.Error(), Err: err}
 }
 
 // newLogger is the console logger on stderr. Colour only on a terminal.
@@ -522,16 +344,4 @@ func declareServeFlags(fs *pflag.FlagSet) *string {
 	fs.String("viewport", d.Viewport, "the tabs' viewport, `WxH` in CSS pixels ("+strconv.Itoa(protocol.MinViewportSize)+" to "+strconv.Itoa(protocol.MaxViewportSize)+"), or window for the browser window's own size (attach profiles always keep theirs)")
 	fs.String("device", "", "emulate a device in every tab: "+strings.Join(protocol.DeviceNames(), ", ")+" (its size unless --viewport gives one)")
 	return configFile
-}
-
-// makeProfilesDir makes the directory of persistent profiles, the
-// browser account's when Chromium runs as another one: it must enter it,
-// and keeps its profiles there.
-func makeProfilesDir(dir string, account *cdpdriver.BrowserUser) error {
-	if dir == "" {
-		return nil
-	}
-	// Not by path: the account may have put a link on the way (its home
-	// is its own), and root would chown what it points to.
-	return cdpdriver.MakeProfileDir(dir, account)
 }

@@ -29,6 +29,7 @@ import (
 	"github.com/framebus/framebus/internal/testchild"
 	"github.com/framebus/framebus/internal/testscale"
 	"github.com/framebus/framebus/protocol"
+	"github.com/framebus/framebus/serving"
 )
 
 // BenchmarkServeEval measures eval 1+1 on the node users run: `framebus
@@ -85,9 +86,9 @@ func BenchmarkServeEval(b *testing.B) {
 	tab := n.tab()
 
 	peer := launchPeerBrowser(b, ctx, page)
-	bare := startBareResponder(b, ctx, filepath.Join(dir, adminCredsFile), peer.page)
+	bare := startBareResponder(b, ctx, filepath.Join(dir, serving.AdminCredsFile), peer.page)
 
-	job, _ := json.Marshal(serveBenchJob{Creds: filepath.Join(dir, agentCredsFile), Tab: tab, Page: page, BareTab: bare.tab, EchoTab: bare.echoTab,
+	job, _ := json.Marshal(serveBenchJob{Creds: filepath.Join(dir, serving.AgentCredsFile), Tab: tab, Page: page, BareTab: bare.tab, EchoTab: bare.echoTab,
 		Browser: peer.process.BrowserWebSocketURL(), PeerTarget: peer.chromedpTarget, N: b.N})
 	cmd := testchild.DieWithTest(exec.CommandContext(ctx, os.Args[0], "-test.run=^$"))
 	cmd.Env = append(os.Environ(), serveBenchClientEnv+"="+string(job))
@@ -165,7 +166,7 @@ func launchPeerBrowser(b *testing.B, ctx context.Context, url string) peerBrowse
 type bareResponder struct{ tab, echoTab string }
 
 func startBareResponder(b *testing.B, ctx context.Context, adminCreds string, page *cdpdriver.Page) bareResponder {
-	creds, err := readCredentials(adminCreds)
+	creds, err := serving.ReadCredentials(adminCreds)
 	if err != nil {
 		b.Fatal(err)
 	}

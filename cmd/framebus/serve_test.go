@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/framebus/framebus/protocol"
+	"github.com/framebus/framebus/serving"
 )
 
 // serve and the client commands as separate processes: clients find the
@@ -18,7 +19,7 @@ import (
 func TestServeAndClientCommands(t *testing.T) {
 	t.Parallel() // its own node
 	n := startNode(t)
-	if st, err := readState(n.stateFile); err != nil || st.Bus != n.state.Bus || st.PID != n.cmd.Process.Pid {
+	if st, err := serving.ReadState(n.stateFile); err != nil || st.Bus != n.state.Bus || st.PID != n.cmd.Process.Pid {
 		t.Fatalf("state file = %+v, %v; serve printed %+v", st, err, n.state)
 	}
 
@@ -66,7 +67,7 @@ func TestServeAndClientCommands(t *testing.T) {
 	}
 
 	// The bus from --bus and from $FRAMEBUS_URL, with no state file.
-	bare := testEnv(envState+"="+t.TempDir()+"/none.json", envCreds+"="+n.credsFile(agentCredsFile))
+	bare := testEnv(envState+"="+t.TempDir()+"/none.json", envCreds+"="+n.credsFile(serving.AgentCredsFile))
 	mustOK(t, bare, "eval", "1", "--bus", n.state.Bus, "--tab", n.tab())
 	cur := mustOK(t, append(bare, envURL+"="+n.state.Bus), "eval", "2")
 
@@ -99,7 +100,7 @@ func TestWatchSeesEveryFrame(t *testing.T) {
 	if m := r.reply(t); r.status != 1 || m["code"] != "tab_not_found" || !strings.Contains(m["error"].(string), n.state.Tabs[0].Tab) {
 		t.Fatalf("watch --tab NOSUCHTAB: exit %d, %s", r.status, r.stdout)
 	}
-	watch := startProcess(t, testEnv(), "watch", "--all", "--bus", n.state.Bus, "--creds", n.credsFile(agentCredsFile))
+	watch := startProcess(t, testEnv(), "watch", "--all", "--bus", n.state.Bus, "--creds", n.credsFile(serving.AgentCredsFile))
 	waitFor(t, "watch subscribes", 30*time.Second, func() bool {
 		if watch.exited() {
 			t.Fatalf("watch exited: %v", watch.err)
@@ -232,7 +233,7 @@ func (n *node) checkLeftNothing(profile string) {
 	if _, err := os.Stat(n.stateFile); !os.IsNotExist(err) {
 		n.t.Errorf("%s still exists: %v", n.stateFile, err)
 	}
-	for _, file := range []string{n.credsFile(agentCredsFile), n.credsFile(adminCredsFile)} {
+	for _, file := range []string{n.credsFile(serving.AgentCredsFile), n.credsFile(serving.AdminCredsFile)} {
 		if fi, err := os.Stat(file); err != nil || fi.Mode().Perm() != 0o600 {
 			n.t.Errorf("%s after the node stopped: %v %v; want it kept, 0600", file, fi, err)
 		}

@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/framebus/framebus/protocol"
+	"github.com/framebus/framebus/serving"
 )
 
 // The session command (the spec's browser sessions): start runs a
@@ -84,9 +85,9 @@ func (c *cli) startSession(target clientFlags, node string, req protocol.Session
 	// node through the state file.
 	if target.bus == "" && c.getenv(envURL) == "" && len(reply.Tabs) > 0 {
 		if path, err := c.statePath(); err == nil {
-			if st, err := readState(path); err == nil {
+			if st, err := serving.ReadState(path); err == nil {
 				st.Active = reply.Tabs[0].Tab
-				_ = writeState(path, st)
+				_ = serving.WriteState(path, st)
 			}
 		}
 	}

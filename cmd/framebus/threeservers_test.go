@@ -22,6 +22,7 @@ import (
 	"github.com/framebus/framebus/internal/testdir"
 	"github.com/framebus/framebus/internal/testscale"
 	"github.com/framebus/framebus/protocol"
+	"github.com/framebus/framebus/serving"
 )
 
 // The acceptance, on three clustered embedded servers: two serve
@@ -65,7 +66,7 @@ func TestThreeServersTwoNodes(t *testing.T) {
 	}
 	one, two := nodes[0], nodes[1]
 	servers := map[string]string{"one": one.state.Bus, "two": two.state.Bus, "three": three.state.Bus}
-	agentFile := one.credsFile(agentCredsFile)
+	agentFile := one.credsFile(serving.AgentCredsFile)
 	agentAt := func(server string) []string {
 		return testEnv(envCreds + "=" + credentialsAt(t, agentFile, servers[server]))
 	}
@@ -164,7 +165,7 @@ func TestThreeServersTwoNodes(t *testing.T) {
 	// dies once they caught up. Losing two of three replicas within a
 	// second stalls a memory stream (measured: 26 s without a frame
 	// stream leader, and node one's tab waiting on its full frame queue).
-	waitReplicasCurrent(t, one.credsFile(adminCredsFile), servers["one"], "three")
+	waitReplicasCurrent(t, one.credsFile(serving.AdminCredsFile), servers["one"], "three")
 
 	// kill -9 node two while an agent at one's server keeps planning on
 	// node one's tab.
@@ -233,7 +234,7 @@ func TestThreeServersTwoNodes(t *testing.T) {
 	// and so is its session, live (it runs it again), same id. It starts
 	// once the cluster's JetStream answers again: serve gives up when it
 	// is still electing (a known limit, not this test's).
-	waitJetStreamAnswers(t, one.credsFile(adminCredsFile), servers["one"])
+	waitJetStreamAnswers(t, one.credsFile(serving.AdminCredsFile), servers["one"])
 	two = launchNode(t, binary, envNode+"=two", envConfig+"="+nodeConfigs[1])
 	two.ready(t)
 	waitFor(t, "node two back in listings at three", 60*time.Second, func() bool {

@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/framebus/framebus/protocol"
+	"github.com/framebus/framebus/serving"
 )
 
 // Another local user (uid 65534) tries the http and search resources of
@@ -46,7 +47,7 @@ func TestOtherUserCannotFetchOrSearch(t *testing.T) {
 	}
 	envs := [][]string{
 		slices.Concat(base, []string{envURL + "=" + n.state.Bus, envState + "=" + n.stateFile}),
-		slices.Concat(base, []string{envURL + "=" + n.state.Bus, envCreds + "=" + n.credsFile(agentCredsFile)}),
+		slices.Concat(base, []string{envURL + "=" + n.state.Bus, envCreds + "=" + n.credsFile(serving.AgentCredsFile)}),
 		slices.Concat(base, []string{envURL + "=" + n.state.Bus, envState + "=" + filepath.Join(home, "state.json")}),
 		slices.Concat(base, []string{envURL + "=" + guessed("agent", "agent")}),
 		slices.Concat(base, []string{envURL + "=" + guessed("admin", "")}),

@@ -1,4 +1,4 @@
-package main
+package serving
 
 import (
 	"net"
@@ -21,9 +21,9 @@ func TestLocalUsersKeptUntilRotated(t *testing.T) {
 	dir := t.TempDir()
 	write := func(lu *localUsers) {
 		t.Helper()
-		for file, creds := range map[string]protocol.Credentials{agentCredsFile: lu.agent, adminCredsFile: lu.admin} {
+		for file, creds := range map[string]protocol.Credentials{AgentCredsFile: lu.agent, AdminCredsFile: lu.admin} {
 			creds.URL = "nats://127.0.0.1:4999"
-			if err := writeCredentials(filepath.Join(dir, file), creds); err != nil {
+			if err := WriteCredentials(filepath.Join(dir, file), creds); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -66,7 +66,7 @@ func TestLocalUsersKeptUntilRotated(t *testing.T) {
 	}
 
 	// A file others could read: its password may be known.
-	if err := os.Chmod(filepath.Join(dir, agentCredsFile), 0o644); err != nil {
+	if err := os.Chmod(filepath.Join(dir, AgentCredsFile), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	open, _, err := makeLocalUsers(dir, "", false)

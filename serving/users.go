@@ -1,4 +1,4 @@
-package main
+package serving
 
 import (
 	"encoding/json"
@@ -17,17 +17,9 @@ import (
 
 	"github.com/framebus/framebus/actors"
 	"github.com/framebus/framebus/bus"
+	"github.com/framebus/framebus/internal/smallfile"
 	"github.com/framebus/framebus/protocol"
 )
-
-// userConfig is a user of the bus in the configuration: its password only
-// as a bcrypt hash (make one with: framebus creds add, or htpasswd -bnBC 10
-// "" PASSWORD | tr -d ':\n').
-type userConfig struct {
-	Name     string `yaml:"name" json:"name"`
-	Password string `yaml:"password" json:"password"` // bcrypt hash
-	Role     string `yaml:"role" json:"role"`
-}
 
 // localUsers are the node's own credentials: an agent for client
 // commands and an admin for creds. They are kept beside the state file
@@ -68,7 +60,7 @@ func clusterUserSuffix(node string) string { return "-" + node }
 // keptPassword); else with new ones.
 func makeLocalUsers(dir, suffix string, rotate bool) (*localUsers, []bus.User, error) {
 	lu := &localUsers{dir: dir, kept: map[string]bool{}}
-	if last, err := readCredentials(filepath.Join(dir, agentCredsFile)); err == nil {
+	if last, err := ReadCredentials(filepath.Join(dir, AgentCredsFile)); err == nil {
 		lu.lastURL, lu.lastWebSocket = last.URL, last.WebSocket
 	}
 	var users []bus.User
@@ -78,9 +70,9 @@ func makeLocalUsers(dir, suffix string, rotate bool) (*localUsers, []bus.User, e
 		name  string
 		role  string
 		file  string
-	}{{&lu.agent, localAgentUser + suffix, protocol.RoleAgent, agentCredsFile}, {&lu.admin, localAdminUser + suffix, protocol.RoleAdmin, adminCredsFile}} {
+	}{{&lu.agent, LocalAgentUser + suffix, protocol.RoleAgent, AgentCredsFile}, {&lu.admin, LocalAdminUser + suffix, protocol.RoleAdmin, AdminCredsFile}} {
 		path := filepath.Join(dir, u.file)
-		if last, err := readCredentials(path); err == nil && last.User != u.name {
+		if last, err := ReadCredentials(path); err == nil && last.User != u.name {
 			lu.replaced = append(lu.replaced, last.User)
 		}
 		password := ""
@@ -89,7 +81,7 @@ func makeLocalUsers(dir, suffix string, rotate bool) (*localUsers, []bus.User, e
 		}
 		lu.kept[u.name] = password != ""
 		if password == "" {
-			password = newPassword()
+			password = NewPassword()
 		}
 		hash, err := bus.HashPassword(password)
 		if err != nil {
@@ -107,7 +99,7 @@ func makeLocalUsers(dir, suffix string, rotate bool) (*localUsers, []bus.User, e
 // or a file others could read or that is not the user's own (its
 // password may have been read: a new one is safer).
 func keptPassword(path, name, role string) string {
-	data, err := readSecretFile(path)
+	data, err := smallfile.ReadSecret(path)
 	if err != nil {
 		return ""
 	}
@@ -148,7 +140,7 @@ func (lu *localUsers) leaveReplaced(b *bus.Bus, live []string, log zerolog.Logge
 
 // ownUserOf reports whether name is node's own user in a cluster.
 func ownUserOf(name, node string) bool {
-	return name == localAgentUser+clusterUserSuffix(node) || name == localAdminUser+clusterUserSuffix(node)
+	return name == LocalAgentUser+clusterUserSuffix(node) || name == LocalAdminUser+clusterUserSuffix(node)
 }
 
 // write puts both credentials files beside the state file, 0600, once
@@ -157,10 +149,10 @@ func (lu *localUsers) write(b *bus.Bus, prefix string) error {
 	for _, f := range []struct {
 		creds *protocol.Credentials
 		name  string
-	}{{&lu.agent, agentCredsFile}, {&lu.admin, adminCredsFile}} {
+	}{{&lu.agent, AgentCredsFile}, {&lu.admin, AdminCredsFile}} {
 		f.creds.URL, f.creds.WebSocket, f.creds.Prefix = b.ClientURL(), b.WebSocketURL(), prefix
 		f.creds.JSAPIPrefix = protocol.Subjects{Prefix: prefix}.JSAPIPrefixFor(f.creds.Role)
-		if err := writeCredentials(filepath.Join(lu.dir, f.name), *f.creds); err != nil {
+		if err := WriteCredentials(filepath.Join(lu.dir, f.name), *f.creds); err != nil {
 			return err
 		}
 	}
@@ -177,38 +169,36 @@ func (lu *localUsers) remove() {
 	for _, f := range []struct {
 		creds protocol.Credentials
 		name  string
-	}{{lu.agent, agentCredsFile}, {lu.admin, adminCredsFile}} {
+	}{{lu.agent, AgentCredsFile}, {lu.admin, AdminCredsFile}} {
 		if lu.kept[f.creds.User] {
 			continue // as it was before this start
 		}
 		path := filepath.Join(lu.dir, f.name)
-		if have, err := readCredentials(path); err == nil && have.Password == f.creds.Password {
+		if have, err := ReadCredentials(path); err == nil && have.Password == f.creds.Password {
 			os.Remove(path)
 		}
 	}
 }
 
-// configuredUsers are the users of the configuration and of users.json,
-// checked: none may take a local user's name.
-func configuredUsers(cfg config, dir string) ([]bus.User, error) {
-	var users []bus.User
-	for _, u := range cfg.Bus.Users {
-		users = append(users, bus.User{Name: u.Name, PasswordHash: u.Password, Role: u.Role})
-	}
-	added, err := readUsersFile(filepath.Join(dir, usersFile))
+// configuredUsers are the users of the configuration (users) and of
+// users.json, checked: none may take a local user's name.
+func configuredUsers(users []bus.User, dir string) ([]bus.User, error) {
+	users = slices.Clone(users)
+	added, err := ReadUsersFile(filepath.Join(dir, UsersFile))
 	if err != nil {
 		return nil, err
 	}
 	for _, u := range append(users, added...) {
-		if u.Name == localAgentUser || u.Name == localAdminUser {
+		if u.Name == LocalAgentUser || u.Name == LocalAdminUser {
 			return nil, usagef("bus.users: %q is the name of the node's own %s user; choose another", u.Name, u.Name)
 		}
 	}
 	return append(users, added...), nil
 }
 
-func readUsersFile(path string) ([]bus.User, error) {
-	data, err := readSmallFile(path)
+// ReadUsersFile reads users.json: the users creds add made, hashes only.
+func ReadUsersFile(path string) ([]bus.User, error) {
+	data, err := smallfile.Read(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
 	}
@@ -371,7 +361,7 @@ func (ua *userAdmin) save() error {
 		}
 	}
 	data, _ := json.MarshalIndent(added, "", "  ")
-	return writePrivate(ua.path, append(data, '\n'))
+	return smallfile.WritePrivate(ua.path, append(data, '\n'))
 }
 
 // list is the reply to every request that succeeded: every user the bus

@@ -1,4 +1,4 @@
-package main
+package serving
 
 import (
 	"os"
@@ -13,7 +13,7 @@ import (
 // node: its id still answers a signal, but a state file naming it names
 // a node gone (its successor restores its tabs; a client says it stopped).
 func TestZombieIsNoLiveNode(t *testing.T) {
-	if !processAlive(os.Getpid()) {
+	if !ProcessAlive(os.Getpid()) {
 		t.Fatal("this process is not alive")
 	}
 	cmd := exec.Command("/bin/true")
@@ -30,7 +30,7 @@ func TestZombieIsNoLiveNode(t *testing.T) {
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
-	if processAlive(pid) {
+	if ProcessAlive(pid) {
 		t.Errorf("a zombie (pid %d) is taken for a live node", pid)
 	}
 }

@@ -1,4 +1,4 @@
-package main
+package serving
 
 import (
 	"os"
@@ -19,11 +19,11 @@ const tabsFileName = "tabs.json"
 // history is on file (the tabs go on from their last frames there), ""
 // otherwise, or while another live node is registered in that state file
 // (its tabs are its own).
-func restoreFile(cfg config, statePath string, log zerolog.Logger) string {
-	if cfg.History.Storage != actors.HistoryFile {
+func restoreFile(storage, statePath string, log zerolog.Logger) string {
+	if storage != actors.HistoryFile {
 		return ""
 	}
-	if st, err := readState(statePath); err == nil && st.PID != os.Getpid() && processAlive(st.PID) {
+	if st, err := ReadState(statePath); err == nil && st.PID != os.Getpid() && ProcessAlive(st.PID) {
 		log.Warn().Int("pid", st.PID).Msg("another live node is registered in the state file: this one neither restores nor keeps its tabs")
 		return ""
 	}

@@ -1,23 +1,28 @@
-package main
+// Package smallfile reads and writes framebus's own small files:
+// credentials, state, users and configuration files.
+package smallfile
 
 import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"syscall"
+
+	"github.com/framebus/framebus/internal/atomicfile"
 )
 
 // maxSmallFile bounds what is read of a file framebus keeps small: a
 // credentials, state, users or config file (a few KiB at most).
 const maxSmallFile = 4 << 20
 
-// readSmallFile reads one of framebus's own small files. It must be a
+// Read reads one of framebus's own small files. It must be a
 // regular file of at most maxSmallFile bytes: a FIFO, a device or a
 // directory named by mistake (--creds, $FRAMEBUS_STATE, --config) is an
 // error at once, where reading it would block for good (a FIFO nobody
 // writes) or without end (/dev/zero). The open does not block, so
 // neither does a FIFO's.
-func readSmallFile(path string) ([]byte, error) {
+func Read(path string) ([]byte, error) {
 	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if err != nil {
 		return nil, err
@@ -52,11 +57,11 @@ func fileKind(m os.FileMode) string {
 	return m.Type().String()
 }
 
-// readSecretFile reads a small file that holds a secret: only its owner
+// ReadSecret reads a small file that holds a secret: only its owner
 // may read or write it (0600 or less), else it is refused, as ssh does
 // a private key that others can read.
-func readSecretFile(path string) ([]byte, error) {
-	data, err := readSmallFile(path)
+func ReadSecret(path string) ([]byte, error) {
+	data, err := Read(path)
 	if err != nil {
 		return nil, err
 	}
@@ -68,4 +73,13 @@ func readSecretFile(path string) ([]byte, error) {
 		return nil, fmt.Errorf("%s is open to others (%s): it holds a secret; chmod 600 it", path, perm)
 	}
 	return data, nil
+}
+
+// WritePrivate replaces path atomically with data readable by its owner
+// only, never by others, not even for a moment (see atomicfile.Write).
+func WritePrivate(path string, data []byte) error {
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return err
+	}
+	return atomicfile.Write(path, data)
 }
