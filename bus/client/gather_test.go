@@ -143,23 +143,8 @@ func TestGatherReportsUnreachableNodes(t *testing.T) {
 // the client's connection at the first request and answers the second.
 func TestGatherGoesOnThroughACut(t *testing.T) {
 	t.Parallel()
-	s := testServer(t)
-	node := nodeConn(t, s)
-	px := cutproxy.New(t, s.ClientURL())
-	var asked atomic.Int64
-	if _, err := node.Subscribe(subj.Tabs(), func(m *nats.Msg) {
-		if asked.Add(1) == 1 {
-			px.Cut() // and no answer
-			return
-		}
-		data, _ := protocol.Marshal(protocol.TabList{OK: true, Node: "n1", Tabs: []protocol.TabInfo{{Tab: "t1", Node: "n1", Sequence: 3}}})
-		_ = m.Respond(data)
-	}); err != nil {
-		t.Fatal(err)
-	}
-	if err := node.Flush(); err != nil {
-		t.Fatal(err)
-	}
+	tabs, _ := protocol.Marshal(protocol.TabList{OK: true, Node: "n1", Tabs: []protocol.TabInfo{{Tab: "t1", Node: "n1", Sequence: 3}}})
+	px, asked := cutAtFirstRequest(t, tabs, subj.Tabs())
 	agent := connect(t, px.URL(), nil, nil)
 	ctx, cancel := context.WithTimeout(context.Background(), wait)
 	defer cancel()
@@ -175,24 +160,7 @@ func TestGatherGoesOnThroughACut(t *testing.T) {
 // says the node may have carried it out.
 func TestReadOnlyRequestGoesOnThroughACut(t *testing.T) {
 	t.Parallel()
-	s := testServer(t)
-	node := nodeConn(t, s)
-	px := cutproxy.New(t, s.ClientURL())
-	var asked atomic.Int64
-	for _, subject := range []string{subj.TabContent("t1"), subj.Browser(protocol.DefaultProfile, protocol.OpNewTab)} {
-		if _, err := node.Subscribe(subject, func(m *nats.Msg) {
-			if asked.Add(1) == 1 {
-				px.Cut() // and no answer
-				return
-			}
-			_ = m.Respond([]byte(`{"ok":true,"sequence":7}`))
-		}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := node.Flush(); err != nil {
-		t.Fatal(err)
-	}
+	px, asked := cutAtFirstRequest(t, []byte(`{"ok":true,"sequence":7}`), subj.TabContent("t1"), subj.Browser(protocol.DefaultProfile, protocol.OpNewTab))
 	agent := connect(t, px.URL(), nil, nil)
 	ctx, cancel := context.WithTimeout(context.Background(), wait)
 	defer cancel()
@@ -205,4 +173,31 @@ func TestReadOnlyRequestGoesOnThroughACut(t *testing.T) {
 	if codeOf(err) != protocol.CodeUnavailable || !strings.Contains(err.Error(), "may have carried the request out") || asked.Load() != 1 {
 		t.Fatalf("a new tab through a cut: %v (asked %d times); want unavailable, not sent again", err, asked.Load())
 	}
+}
+
+// cutAtFirstRequest is a server with a stand-in node answering subjects
+// and a proxy to it: the first request on any of them cuts the proxy's
+// connections and gets no answer, the next ones get answer. asked counts
+// the requests.
+func cutAtFirstRequest(t *testing.T, answer []byte, subjects ...string) (px *cutproxy.Proxy, asked *atomic.Int64) {
+	t.Helper()
+	s := testServer(t)
+	node := nodeConn(t, s)
+	px = cutproxy.New(t, s.ClientURL())
+	asked = new(atomic.Int64)
+	for _, subject := range subjects {
+		if _, err := node.Subscribe(subject, func(m *nats.Msg) {
+			if asked.Add(1) == 1 {
+				px.Cut() // and no answer
+				return
+			}
+			_ = m.Respond(answer)
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := node.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	return px, asked
 }

@@ -21,10 +21,7 @@ import (
 // when it stops, as its credentials files do, for its next start.
 func TestTwoNodesClustered(t *testing.T) {
 	t.Parallel() // its own cluster and nodes
-	secret := filepath.Join(t.TempDir(), "cluster-secret")
-	if err := os.WriteFile(secret, []byte("a-secret-the-members-share\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	secret := clusterSecretFile(t)
 	listen, routes := bustest.ClusterRoutes(t, 2)
 	var nodes []*node
 	for i, name := range []string{"one", "two"} {
@@ -100,6 +97,17 @@ func TestTwoNodesClustered(t *testing.T) {
 	if r := framebus(t, env, "", "pages"); r.status != 0 {
 		t.Errorf("node one's agent at node two after node one stopped: exit %d, %s %s", r.status, r.stdout, r.stderr)
 	}
+}
+
+// clusterSecretFile is a file holding the secret a test cluster's
+// members share (0600).
+func clusterSecretFile(t *testing.T) string {
+	t.Helper()
+	secret := filepath.Join(t.TempDir(), "cluster-secret")
+	if err := os.WriteFile(secret, []byte("a-secret-the-members-share\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return secret
 }
 
 // memberConfig writes a configuration file that makes serve a cluster

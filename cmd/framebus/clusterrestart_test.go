@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -39,10 +38,7 @@ import (
 // the files it replaced (agent-one, admin-one) leave the cluster.
 func TestClusteredNodeRestartKeepsItsClients(t *testing.T) {
 	t.Parallel() // its own cluster and nodes
-	secret := filepath.Join(t.TempDir(), "cluster-secret")
-	if err := os.WriteFile(secret, []byte("a-secret-the-members-share\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	secret := clusterSecretFile(t)
 	listen, routes := bustest.ClusterRoutes(t, 3)
 	b2 := startBusMember(t, "b2", memberConfig(t, listen[1], routes, secret, ""), t.TempDir())
 	b3 := startBusMember(t, "b3", memberConfig(t, listen[2], routes, secret, ""), t.TempDir())

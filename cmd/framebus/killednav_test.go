@@ -37,13 +37,7 @@ func TestNodeKilledBeforeANavigatesPageLoaded(t *testing.T) {
 	}))
 	defer slow.Close()
 	dir := t.TempDir()
-	stateFile := filepath.Join(dir, "node.json")
-	env := testEnv(envState + "=" + stateFile)
-	serve := func() *node {
-		n := &node{process: startProcessOf(t, binary, env, "serve", "--history", "file"), stateFile: stateFile, env: env}
-		n.ready(t)
-		return n
-	}
+	env, serve := servesWithItsState(t, dir)
 	n := serve()
 	tab := n.tab()
 	mustOK(t, env, "navigate", site("/"), "--wait", "--tab", tab)
@@ -89,13 +83,7 @@ func TestPlanBegunBeforeAKillDoesNotRunAgain(t *testing.T) {
 	}))
 	defer marks.Close()
 	dir := t.TempDir()
-	stateFile := filepath.Join(dir, "node.json")
-	env := testEnv(envState + "=" + stateFile)
-	serve := func() *node {
-		n := &node{process: startProcessOf(t, binary, env, "serve", "--history", "file"), stateFile: stateFile, env: env}
-		n.ready(t)
-		return n
-	}
+	env, serve := servesWithItsState(t, dir)
 	n := serve()
 	tab := n.tab()
 	mustOK(t, env, "navigate", marks.URL+"/", "--wait", "--tab", tab)

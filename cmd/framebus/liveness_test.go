@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 	"syscall"
@@ -133,10 +132,7 @@ func afterThaw(t *testing.T, bc *busclient.Client, n *node, tab string) {
 // way; one that keeps waiting says when the node answers again and goes
 // on. None of the plans runs when the node comes back.
 func TestFrozenNodeInACluster(t *testing.T) {
-	secret := filepath.Join(t.TempDir(), "cluster-secret")
-	if err := os.WriteFile(secret, []byte("a-secret-the-members-share\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	secret := clusterSecretFile(t)
 	listen, routes := bustest.ClusterRoutes(t, 3)
 	b := startBusMember(t, "b", memberConfig(t, listen[2], routes, secret, ""), t.TempDir())
 	var nodes []*node

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"path/filepath"
 	"strings"
 	"sync/atomic"
@@ -32,10 +31,7 @@ import (
 //   - Node one killed while the tab runs the CLI's eval: node_unavailable,
 //     saying that the plan had been sent and may have run.
 func TestCLIThroughClusterFaults(t *testing.T) {
-	secret := filepath.Join(t.TempDir(), "cluster-secret")
-	if err := os.WriteFile(secret, []byte("a-secret-the-members-share\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	secret := clusterSecretFile(t)
 	listen, routes := bustest.ClusterRoutes(t, 3)
 	config := func(i int, extra string) string { return memberConfig(t, listen[i], routes, secret, extra) }
 	profiles := filepath.Join(testdir.Enterable(t), "profiles")

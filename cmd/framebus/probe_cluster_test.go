@@ -23,10 +23,7 @@ import (
 // refused, the old one worked).
 func TestNodeRestartedAfterKill9OwnsItsCredentials(t *testing.T) {
 	t.Parallel() // its own cluster and nodes
-	secret := filepath.Join(t.TempDir(), "cluster-secret")
-	if err := os.WriteFile(secret, []byte("a-secret-the-members-share\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	secret := clusterSecretFile(t)
 	listen, routes := bustest.ClusterRoutes(t, 3)
 	b2 := startBusMember(t, "b2", memberConfig(t, listen[1], routes, secret, ""), t.TempDir())
 	startBusMember(t, "b3", memberConfig(t, listen[2], routes, secret, ""), t.TempDir())
@@ -83,10 +80,7 @@ func TestNodeRestartedAfterKill9OwnsItsCredentials(t *testing.T) {
 // the cluster until an admin removes them.
 func TestCredsRemoveSparesEveryLiveNodesOwnUsers(t *testing.T) {
 	t.Parallel() // its own cluster and nodes
-	secret := filepath.Join(t.TempDir(), "cluster-secret")
-	if err := os.WriteFile(secret, []byte("a-secret-the-members-share\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	secret := clusterSecretFile(t)
 	listen, routes := bustest.ClusterRoutes(t, 4)
 	// Two bus members first: the history's three replicas and JetStream's
 	// meta leader need them before the first node can start alone.

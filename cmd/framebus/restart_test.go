@@ -19,6 +19,19 @@ import (
 	"github.com/framebus/framebus/serving"
 )
 
+// servesWithItsState starts serve with its state in dir and its history
+// on file, as often as it is called (a restart), and is the clients'
+// environment.
+func servesWithItsState(t *testing.T, dir string) (env []string, serve func() *node) {
+	stateFile := filepath.Join(dir, "node.json")
+	env = testEnv(envState + "=" + stateFile)
+	return env, func() *node {
+		n := &node{process: startProcessOf(t, binary, env, "serve", "--history", "file"), stateFile: stateFile, env: env}
+		n.ready(t)
+		return n
+	}
+}
+
 // A node killed (SIGKILL) and started again with its state (its state
 // directory, history on file): the clients it had before, a Go agent and
 // watcher (bus/client) and a framebus watch (both keeping waiting for the
@@ -32,13 +45,8 @@ import (
 // tab_not_found.
 func TestNodeRestartedWithItsState(t *testing.T) {
 	dir := t.TempDir()
+	env, serve := servesWithItsState(t, dir)
 	stateFile := filepath.Join(dir, "node.json")
-	env := testEnv(envState + "=" + stateFile)
-	serve := func() *node {
-		n := &node{process: startProcessOf(t, binary, env, "serve", "--history", "file"), stateFile: stateFile, env: env}
-		n.ready(t)
-		return n
-	}
 	n := serve()
 	tab := n.tab()
 	mustOK(t, env, "navigate", site("/"), "--tab", tab)

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -44,10 +43,7 @@ import (
 func TestThreeServersTwoNodes(t *testing.T) {
 	t.Parallel() // its own cluster, nodes and profile directories
 	const twosDomain = "two.example.test"
-	secret := filepath.Join(t.TempDir(), "cluster-secret")
-	if err := os.WriteFile(secret, []byte("a-secret-the-members-share\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	secret := clusterSecretFile(t)
 	listen, routes := bustest.ClusterRoutes(t, 3)
 	config := func(i int, extra string) string {
 		return memberConfig(t, listen[i], routes, secret, extra)
