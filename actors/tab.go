@@ -495,9 +495,17 @@ const replyRoom = 4096
 // (a huge eval value, the text of a huge page) would be dropped by the
 // bus and leave the agent waiting: the values are left out instead, and
 // the plan answers too_large, with its sequence, since its actions ran.
+// The reply is encoded once, as it is sent; only one too large is
+// encoded again, without its values.
 func (t *Tab) respondPlan(m micro.Request, res protocol.PlanResult) {
-	data, err := protocol.Marshal(res)
-	if max := t.nc.MaxPayload(); err == nil && int64(len(data)) > max-1024 {
+	if m.Reply() == "" {
+		return
+	}
+	data, ok := encodeReply(res, t.log)
+	if !ok {
+		return
+	}
+	if max := t.nc.MaxPayload(); int64(len(data)) > max-1024 {
 		res.OK, res.Code = false, protocol.CodeTooLarge
 		res.Error = fmt.Sprintf("the reply is %d bytes, more than one bus message carries (%d): ask for less (a selector, a smaller value)", len(data), max)
 		for i := range res.Results {
@@ -505,8 +513,13 @@ func (t *Tab) respondPlan(m micro.Request, res protocol.PlanResult) {
 				r.OK, r.Code, r.Error, r.Value = false, protocol.CodeTooLarge, fmt.Sprintf("value of %d bytes left out", len(r.Value)), nil
 			}
 		}
+		if data, ok = encodeReply(res, t.log); !ok {
+			return
+		}
 	}
-	respond(m, res, t.log)
+	if err := m.Respond(data); err != nil {
+		t.log.Warn().Err(err).Msg("send reply")
+	}
 }
 
 func respond(m micro.Request, v any, log zerolog.Logger) {

@@ -121,7 +121,7 @@ func (r elementReply) err(selector string) error {
 }
 
 // errUninstalled: a function framebus installs in a document once (see
-// snapshotCallJS) is not there yet.
+// installed.go) is not there yet.
 var errUninstalled = errors.New("not installed in this document")
 
 // callOnDocument runs function(selector, args...) with this = document and

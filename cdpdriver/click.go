@@ -64,6 +64,10 @@ const pointJS = `function (selector, hitTest, enabled) {` + findElementJS + desc
 	return at;
 }`
 
+// pointFunction is pointJS installed (see installed.go): a click's
+// locate round trip is a sixth shorter.
+var pointFunction = newInstalledFunction("__framebusPoint", pointJS)
+
 type point struct {
 	elementReply
 	X, Y float64
@@ -74,7 +78,7 @@ type point struct {
 // covered element's error names the action, which the cover would get.
 func (p *Page) point(ctx context.Context, action, selector string, hitTest, enabled bool) (point, error) {
 	var pt point
-	err := p.callOnDocument(ctx, "locate element", selector, pointJS, false, &pt, hitTest, enabled)
+	err := p.callInstalled(ctx, "locate element", selector, pointFunction, false, &pt, hitTest, enabled)
 	var covered *ElementCoveredError
 	if errors.As(err, &covered) {
 		covered.Action = action

@@ -54,9 +54,9 @@ type Page struct {
 	// in (see PinDocument); 0 when none is pinned. Atomic: a test may
 	// evaluate on the page beside its actor.
 	pin atomic.Uint64
-	// snapshotGeneration is 1 + the document generation the snapshot
-	// function was last installed in, 0 before any (see snapshotCallJS).
-	snapshotGeneration uint64
+	// installed holds, per installed function, 1 + the document
+	// generation it was last installed in (see callInstalled).
+	installed map[string]uint64
 	// resultLimit is the longest value an action may return (see
 	// SetResultLimit); 0: no limit.
 	resultLimit int

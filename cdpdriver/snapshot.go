@@ -3,9 +3,7 @@ package cdpdriver
 import (
 	"bytes"
 	"context"
-	"crypto/rand"
 	_ "embed"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -21,38 +19,12 @@ import (
 //go:embed snapshot.js
 var snapshotJS string
 
-// The snapshot function is installed once per document, as the refs
-// registry is, and later snapshots call it there: a function whose source
-// is sent with every call is a new closure each time, so V8 never keeps
-// its optimised code, and a 1,000-row page takes a third longer.
-//
-// It is installed in framebus's isolated world (element.go), out of the
-// page's reach. As a second guard it carries a token made at start, so a
-// function of that name that framebus did not install is never called:
-// the call answers "uninstalled", and the install, if the property cannot
-// be replaced, runs the function uninstalled.
-var (
-	snapshotToken = newSnapshotToken()
-	// snapshotCallJS calls the installed function, or answers
-	// "uninstalled" in a document that has none yet.
-	snapshotCallJS = `function (selector, opts) {
-	const f = Object.getOwnPropertyDescriptor(window, "__framebusSnapshot");
-	return f && f.value && f.value.token === "` + snapshotToken + `" ? f.value(selector, opts) : {error: "uninstalled"};
-}`
-	// snapshotInstallJS installs the function and calls it.
-	snapshotInstallJS = `function (selector, opts) {` + offPageJS + `
-	const f = (` + snapshotJS + `);
-	Object.defineProperty(f, "token", {value: "` + snapshotToken + `"});
-	try { Object.defineProperty(window, "__framebusSnapshot", {value: f}); } catch (e) { /* the page's own, fixed */ }
-	return f(selector, opts);
-}`
-)
-
-func newSnapshotToken() string {
-	var b [16]byte
-	_, _ = rand.Read(b[:]) // crypto/rand never fails on Linux
-	return hex.EncodeToString(b[:])
-}
+// snapshotFunction is the snapshot function, installed once per document
+// (see installed.go): a 1,000-row page takes a third longer when its
+// source comes with every call.
+var snapshotFunction = newInstalledFunction("__framebusSnapshot", `(() => {`+offPageJS+`
+	return (`+snapshotJS+`);
+})()`)
 
 // SnapshotOptions shape a snapshot.
 type SnapshotOptions struct {
@@ -134,30 +106,17 @@ func (p *Page) Snapshot(ctx context.Context, o SnapshotOptions) (Snapshot, error
 	} else if o.MaxBytes > 0 {
 		opts["maxBytes"] = o.MaxBytes
 	}
-	// A new document has no function yet: install it at once rather than
-	// ask first. The generation can lag a navigation, so "uninstalled"
-	// still falls back to installing.
-	gen := p.decoder.generation.Load() + 1 // 0: never installed
-	fn := snapshotCallJS
-	if p.snapshotGeneration != gen {
-		fn = snapshotInstallJS
-	}
-	err := p.callOnDocument(ctx, "snapshot", o.Selector, fn, false, &r, opts)
-	if errors.Is(err, errUninstalled) {
-		err = p.callOnDocument(ctx, "snapshot", o.Selector, snapshotInstallJS, false, &r, opts)
-	}
+	err := p.callInstalled(ctx, "snapshot", o.Selector, snapshotFunction, false, &r, opts)
 	var tooLarge *ResultTooLargeError
 	if errors.As(err, &tooLarge) && r.Head != "" {
 		// Refused, but taken: its refs are given out.
 		if _, next, perr := parseSnapshotWire(r.Head); perr == nil {
 			p.nextRef = max(p.nextRef, next)
 		}
-		p.snapshotGeneration = gen
 	}
 	if err != nil {
 		return Snapshot{}, err
 	}
-	p.snapshotGeneration = gen
 	s, next, err := parseSnapshotWire(r.Wire)
 	if err != nil {
 		return Snapshot{}, fmt.Errorf("snapshot: unexpected answer: %w", err)
