@@ -363,7 +363,7 @@ func (p *Profile) restoreTabs(ctx context.Context) int {
 				log.Error().Err(err).Str("url", last.URL).Int64("sequence", last.Sequence).Msg("tab not restored")
 				return
 			}
-			log.Info().Str("url", last.URL).Int64("sequence", last.Sequence+1).Msg("tab restored")
+			log.Info().Str("url", last.URL).Int64("sequence", max(last.Sequence, marked)+1).Msg("tab restored")
 			mu.Lock()
 			back++
 			mu.Unlock()

@@ -185,7 +185,7 @@ func (p preparedPlan) unanswered(tab string, sent bool, err error) error {
 		after = fmt.Sprintf("; no action of it starts after its deadline, %s", p.deadline.UTC().Format(time.RFC3339Nano))
 	}
 	return &protocol.Error{Code: protocol.CodeOutcomeUnknown, Err: err, Message: fmt.Sprintf(
-		"plan %s was sent to tab %s and its answer was lost (%v): it may have run, in whole or in part%s. Its frames name plan %s: look at them (framebus frames --tab %s) before sending it again; sent again under the same id it does not run twice (the tab answers with the first run's result)",
+		"plan %s was sent to tab %s and its answer was lost (%v): it may have run, in whole or in part%s. Its frames name plan %s: look at them (framebus frames --tab %s) before sending it again; sent again under the same id it does not run twice (the tab answers with the first run's result; after its node restarted, outcome_unknown with what is known of it)",
 		p.id, tab, err, after, p.id, tab)}
 }
 

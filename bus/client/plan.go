@@ -64,13 +64,18 @@ func (c *Client) PlanData(ctx context.Context, tab string, data []byte) (protoco
 	ctx, cancel := p.bound(ctx)
 	defer cancel()
 	var out []byte
-	sent := false
-	err = c.reachTab(ctx, tab, func() (err error) {
-		out, err = c.planRoundTrip(ctx, tab, p.data, &sent)
-		return err
-	})
+	sent := 0
+	for {
+		err = c.reachTab(ctx, tab, func() (err error) {
+			out, err = c.planRoundTrip(ctx, tab, p.data, &sent)
+			return err
+		})
+		if !errors.Is(err, errRetake) || sleepCtx(ctx, retakePause) != nil {
+			break
+		}
+	}
 	if err != nil {
-		return protocol.PlanResult{}, nil, p.unanswered(tab, sent, err)
+		return protocol.PlanResult{}, nil, p.unanswered(tab, sent > 0, err)
 	}
 	res, err := protocol.DecodePlanResult(out)
 	if err != nil {
@@ -94,8 +99,10 @@ const (
 
 // planRoundTrip sends a plan (resent after a reconnect: the node knows
 // its id) and waits for its answer, or until the tab's node is found gone
-// (node_unavailable). *sent is set once the plan may have reached the tab.
-func (c *Client) planRoundTrip(ctx context.Context, tab string, data []byte, sent *bool) ([]byte, error) {
+// (node_unavailable). *sent counts the sends that may have reached the
+// tab. A send after the first answered "not taken" (a restarted node's
+// tab on its way back) is errRetake: an earlier one may have been taken.
+func (c *Client) planRoundTrip(ctx context.Context, tab string, data []byte, sent *int) ([]byte, error) {
 	pctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	go c.probeTabNode(pctx, tab, data, cancel)
@@ -106,7 +113,35 @@ func (c *Client) planRoundTrip(ctx context.Context, tab string, data []byte, sen
 	if err != nil {
 		return nil, err
 	}
+	if *sent > 1 && notTaken(msg.Data) {
+		return nil, &protocol.Error{Code: protocol.CodeUnavailable, Err: errRetake,
+			Message: "the plan was sent, its connection lost, and sent again to a tab on its way back after its node restarted: the first may have been taken"}
+	}
 	return msg.Data, nil
+}
+
+// A plan sent, then sent again after a reconnect to a tab whose node
+// restarted meanwhile, may be answered "not taken" while the tab comes
+// back (actors' holdPlans): true of that send, not of the first, which
+// the old node may have begun. So it is sent again every retakePause,
+// within its deadline, until the tab is back and answers for the id
+// (the first run's result, or outcome_unknown: it began before the
+// restart); past the deadline it is outcome_unknown. Told "not taken",
+// a caller sending it anew under another id could run it twice.
+var errRetake = errors.New("an earlier send may have been taken")
+
+const retakePause = 250 * time.Millisecond
+
+// notTaken reports whether a plan's answer is a refusal that took
+// nothing: an error reply (no plan id: not the tab's own plan result)
+// with code unavailable.
+func notTaken(data []byte) bool {
+	var head struct {
+		OK     bool          `json:"ok"`
+		Code   protocol.Code `json:"code"`
+		PlanID string        `json:"planId"`
+	}
+	return json.Unmarshal(data, &head) == nil && !head.OK && head.Code == protocol.CodeUnavailable && head.PlanID == ""
 }
 
 // probeTabNode ends a plan's wait (cancel) when the tab's node is gone or

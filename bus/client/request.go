@@ -91,10 +91,11 @@ func (c *Client) roundTripMsg(ctx context.Context, req *nats.Msg, resend bool) (
 	return c.exchange(ctx, req, resend, nil)
 }
 
-// exchange is roundTripMsg that also sets *sent (when not nil) once the
-// request may have reached its subscriber: it was published, and neither
-// NATS (no responders) nor the server (a permission) turned it away.
-func (c *Client) exchange(ctx context.Context, req *nats.Msg, resend bool, sent *bool) (*nats.Msg, error) {
+// exchange is roundTripMsg that also counts in *sent (when not nil) the
+// sends that may have reached the request's subscriber: it was published,
+// and neither NATS (no responders) nor the server (a permission) turned
+// it away.
+func (c *Client) exchange(ctx context.Context, req *nats.Msg, resend bool, sent *int) (*nats.Msg, error) {
 	subject := req.Subject
 	for {
 		down, err := c.awaitConnected(ctx, "the request to "+subject)
@@ -106,7 +107,7 @@ func (c *Client) exchange(ctx context.Context, req *nats.Msg, resend bool, sent 
 		}
 		msg, cause, err := c.requestOnce(ctx, down, req)
 		if sent != nil && !errors.Is(err, nats.ErrNoResponders) && protocol.CodeOf(cause) != protocol.CodePermissionDenied {
-			*sent = true
+			*sent++
 		}
 		switch {
 		case err == nil:

@@ -69,9 +69,11 @@ func TestNodeKilledBeforeANavigatesPageLoaded(t *testing.T) {
 // A plan whose node is killed while it runs, before it made a frame, and
 // that its client sends again under its id once the node is back with
 // its state, does not run a second time: the restored tab answers it
-// outcome_unknown (duplicate), saying it began before the restart. (It
+// outcome_unknown (duplicate), saying it began before the restart; the
+// command that sent it, waiting through the restart, says the same. (It
 // ran again, 2 of 2 tries from outside, when only the plans the history's
-// frames name were known after a restart.)
+// frames name were known after a restart; and the waiting command said
+// "not taken", 4 of 4, and its user's new command ran it again.)
 func TestPlanBegunBeforeAKillDoesNotRunAgain(t *testing.T) {
 	t.Parallel()
 	var hits atomic.Int64
@@ -100,9 +102,16 @@ func TestPlanBegunBeforeAKillDoesNotRunAgain(t *testing.T) {
 		t.Fatal(err)
 	}
 	<-n.done
-	_ = first.cmd.Process.Kill() // its client gives up; a user sends the plan again
 
 	serve()
+	// The command that sent it reconnects and sends it again: told what
+	// the restored tab knows of it, not "not taken" (its user would run
+	// it anew).
+	waitFor(t, "the first command ends", time.Minute, first.exited)
+	var told map[string]any
+	if err := json.Unmarshal([]byte(first.stdout.String()), &told); err != nil || told["code"] != string(protocol.CodeOutcomeUnknown) {
+		t.Fatalf("the command whose node was killed and came back: %s %v; want outcome_unknown", first.stdout.String(), err)
+	}
 	var r result
 	waitFor(t, "the restored tab answers", time.Minute, func() bool {
 		r = framebus(t, env, "", "plan", plan, "--tab", tab)
