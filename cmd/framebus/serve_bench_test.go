@@ -3,27 +3,17 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"fmt"
-	"math/rand/v2"
-	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
-	chromedptarget "github.com/chromedp/cdproto/target"
-	"github.com/chromedp/chromedp"
-	"github.com/chromedp/chromedp/remote"
-	"github.com/mafredri/cdp"
-	"github.com/mafredri/cdp/rpcc"
 	"github.com/nats-io/nats.go"
 	"github.com/rs/zerolog"
 
-	busclient "github.com/framebus/framebus/bus/client"
 	"github.com/framebus/framebus/cdpdriver"
 	"github.com/framebus/framebus/internal/benchkit"
 	"github.com/framebus/framebus/internal/testchild"
@@ -73,6 +63,117 @@ import (
 // FRAMEBUS_BROWSER_USER=root, GOMAXPROCS=2, FRAMEBUS_CONFIG=a file that
 // sets history.storage off.
 func BenchmarkServeEval(b *testing.B) {
+	res := runServeBench(b, serveBenchEval, "/")
+	reportServeRows(b, res, "eval", "url", "bare", "echo", "echo-nats", "chromedp", "raw")
+	reportServeRatio(b, res, "eval", "bare")
+	reportServeRatio(b, res, "eval", "chromedp")
+	reportServeRatio(b, res, "eval", "raw")
+	reportServeRatio(b, res, "bare", "chromedp")
+	reportServeRatio(b, res, "url", "echo")
+	reportServeRatio(b, res, "echo", "echo-nats")
+}
+
+// BenchmarkServeClick measures a click on the node users run, laid out
+// as BenchmarkServeEval (serve with its defaults, the client a process of
+// its own with the credentials file, the rows in shuffled blocks), on
+// testdata/site/bench.html's button, where the mouse already is:
+//
+//   - click: a one-action click plan to the node's tab, based on the
+//     frame the last one made, as an agent plans (locate and hit test,
+//     press, release, a renderer round trip to settle, one frame);
+//   - raw: the least raw CDP that clicks the element, as actors'
+//     BenchmarkInput times it (Runtime.evaluate to resolve it,
+//     DOM.getBoxModel, mousePressed and mouseReleased at its centre, each
+//     awaited), from the client process on a mafredri/cdp websocket to a
+//     tab of its own at the same page in the peer browser (serve's
+//     browser speaks over a pipe no other process can share);
+//   - bare: the click plan to the bare responder, which does what a plan
+//     service must to answer a click as the node does: cdpdriver's click
+//     (hit test included) and the settling round trip (bareAction); the
+//     floor of click;
+//   - echo: the click plan to the echo responder (the bus's share);
+//   - chromedp: chromedp's Click on its tab of the peer browser (the peer).
+//
+// It reports p50 and p90 per row and the ratios click/raw (the standing
+// target was at most 0.9), click/bare (what the node adds to its floor),
+// bare/raw, echo/raw and click/chromedp.
+func BenchmarkServeClick(b *testing.B) {
+	res := runServeBench(b, serveBenchClick, "/bench.html")
+	reportServeRows(b, res, "click", "raw", "bare", "echo", "chromedp")
+	reportServeRatio(b, res, "click", "raw")
+	reportServeRatio(b, res, "click", "bare")
+	reportServeRatio(b, res, "bare", "raw")
+	reportServeRatio(b, res, "echo", "raw")
+	reportServeRatio(b, res, "click", "chromedp")
+}
+
+// BenchmarkServeNavigate measures navigate+load on the node users run,
+// laid out as BenchmarkServeEval, on a small page (testdata/site's
+// index.html) and on a table of 1,000 rows a script builds
+// (table.html), each visit at a URL of its own so that every frame
+// carries the page's content:
+//
+//   - navigate: a one-action `navigate --wait` plan to the node's tab, as
+//     the CLI sends it, timed to its reply (the new frame's sequence, URL
+//     and the loaded page's title); frame is when the client's watch of
+//     the tab had that frame with its content;
+//   - bare: the same plan to the bare responder, which navigates with
+//     cdpdriver on its tab of the peer browser, waits for the load and
+//     reads the title as the node does (bareAction): the floor of
+//     navigate;
+//   - chromedp: chromedp.Navigate on its tab of the peer browser (the
+//     peer), which answers no title; chromedp-title: chromedp.Navigate
+//     then chromedp.Title, what it takes chromedp to answer what the
+//     node's reply says;
+//   - raw: Page.navigate and the main frame's lifecycle load on a
+//     mafredri/cdp websocket to a tab of its own.
+//
+// Every path ends with its page's post-load work done (the node's with
+// its frame's content, the others with a first read of the page,
+// untimed), so none leaves it running beside the next; they take turns
+// one visit at a time in an order shuffled every round. The four tabs
+// are shown and laid out at the default viewport alike. Each path's time
+// is also split at the page's own load time (navigationStart to the end
+// of its load event, as the page tells): *-in-page and *-outside-page,
+// the driver's share.
+//
+// It reports p50 and p90 per row and the ratios navigate/chromedp (the
+// standing target was at most 1.05), navigate/bare (what the node adds
+// to its floor), bare/chromedp, navigate/chromedp-title, navigate/raw and
+// chromedp/raw, per page, and the outside-page ones of navigate to bare
+// and to chromedp.
+func BenchmarkServeNavigate(b *testing.B) {
+	res := runServeBench(b, serveBenchNavigate, "/")
+	b.ReportMetric(0, "ns/op") // the medians say more
+	for _, page := range []string{"small", "table"} {
+		reportServeRows(b, res, page+"-navigate", page+"-frame", page+"-bare", page+"-chromedp", page+"-chromedp-title", page+"-raw")
+		reportServeRatio(b, res, page+"-navigate", page+"-chromedp")
+		reportServeRatio(b, res, page+"-navigate", page+"-bare")
+		reportServeRatio(b, res, page+"-bare", page+"-chromedp")
+		reportServeRatio(b, res, page+"-navigate", page+"-chromedp-title")
+		reportServeRatio(b, res, page+"-navigate", page+"-raw")
+		reportServeRatio(b, res, page+"-chromedp", page+"-raw")
+		for _, path := range []string{"navigate", "bare", "chromedp", "raw"} {
+			reportServeRows(b, res, page+"-"+path+"-outside-page", page+"-"+path+"-in-page")
+		}
+		// The drivers' shares alone: the pages' own load times differ
+		// from browser to browser, and the node's is not the peer's.
+		reportServeRatio(b, res, page+"-navigate-outside-page", page+"-bare-outside-page")
+		reportServeRatio(b, res, page+"-navigate-outside-page", page+"-chromedp-outside-page")
+	}
+}
+
+// The serve benchmarks' kinds of work.
+const (
+	serveBenchEval     = "eval"
+	serveBenchClick    = "click"
+	serveBenchNavigate = "navigate"
+)
+
+// runServeBench starts serve (with $FRAMEBUS_BENCH_SERVE_ENV), the peer
+// browser at path and the bare responder, runs the bench client process
+// for kind and returns the rows it timed.
+func runServeBench(b *testing.B, kind, path string) serveBenchResult {
 	bin, err := plainBinary()
 	if err != nil {
 		b.Fatal(err)
@@ -82,14 +183,14 @@ func BenchmarkServeEval(b *testing.B) {
 	ctx, cancel := context.WithTimeout(context.Background(), testscale.D(10*time.Minute))
 	defer cancel()
 	dir := filepath.Dir(n.stateFile)
-	page := site("/")
-	tab := n.tab()
+	page := site(path)
 
 	peer := launchPeerBrowser(b, ctx, page)
 	bare := startBareResponder(b, ctx, filepath.Join(dir, serving.AdminCredsFile), peer.page)
 
-	job, _ := json.Marshal(serveBenchJob{Creds: filepath.Join(dir, serving.AgentCredsFile), Tab: tab, Page: page, BareTab: bare.tab, EchoTab: bare.echoTab,
-		Browser: peer.process.BrowserWebSocketURL(), PeerTarget: peer.chromedpTarget, N: b.N})
+	job, _ := json.Marshal(serveBenchJob{Kind: kind, Creds: filepath.Join(dir, serving.AgentCredsFile), Tab: n.tab(), Page: page, Site: site(""),
+		BareTab: bare.tab, EchoTab: bare.echoTab,
+		Browser: peer.process.BrowserWebSocketURL(), PeerTarget: peer.chromedpTarget, RawTarget: peer.rawTarget, N: b.N})
 	cmd := testchild.DieWithTest(exec.CommandContext(ctx, os.Args[0], "-test.run=^$"))
 	cmd.Env = append(os.Environ(), serveBenchClientEnv+"="+string(job))
 	cmd.Stderr = os.Stderr
@@ -103,30 +204,36 @@ func BenchmarkServeEval(b *testing.B) {
 	if err := json.Unmarshal(out, &res); err != nil {
 		b.Fatalf("bench client said %q: %v", out, err)
 	}
-	for _, row := range []struct {
-		name string
-		d    []time.Duration
-	}{{"eval", res.Eval}, {"url", res.URL}, {"bare", res.Bare}, {"echo", res.Echo}, {"echo-nats", res.EchoNATS}, {"chromedp", res.Chromedp}, {"raw", res.Raw}} {
-		b.ReportMetric(float64(benchkit.P50(row.d).Microseconds()), row.name+"-p50-µs")
-		b.ReportMetric(float64(benchkit.Percentile(row.d, 90).Microseconds()), row.name+"-p90-µs")
+	return res
+}
+
+// reportServeRows reports each row's p50 and p90.
+func reportServeRows(b *testing.B, res serveBenchResult, rows ...string) {
+	for _, row := range rows {
+		d := res[row]
+		if len(d) == 0 {
+			b.Fatalf("row %s: no times", row)
+		}
+		b.ReportMetric(float64(benchkit.P50(d).Microseconds()), row+"-p50-µs")
+		b.ReportMetric(float64(benchkit.Percentile(d, 90).Microseconds()), row+"-p90-µs")
 	}
-	eval := float64(benchkit.P50(res.Eval))
-	b.ReportMetric(eval/float64(benchkit.P50(res.Bare)), "eval/bare")
-	b.ReportMetric(eval/float64(benchkit.P50(res.Chromedp)), "eval/chromedp")
-	b.ReportMetric(eval/float64(benchkit.P50(res.Raw)), "eval/raw")
-	b.ReportMetric(float64(benchkit.P50(res.Bare))/float64(benchkit.P50(res.Chromedp)), "bare/chromedp")
-	b.ReportMetric(float64(benchkit.P50(res.URL))/float64(benchkit.P50(res.Echo)), "url/echo")
-	b.ReportMetric(float64(benchkit.P50(res.Echo))/float64(benchkit.P50(res.EchoNATS)), "echo/echo-nats")
+}
+
+// reportServeRatio reports row a's p50 over row b's as "a/b".
+func reportServeRatio(b *testing.B, res serveBenchResult, x, y string) {
+	b.ReportMetric(float64(benchkit.P50(res[x]))/float64(benchkit.P50(res[y])), x+"/"+y)
 }
 
 // peerBrowser is a Chromium launched as serve launches its own (its
 // account and sandbox when root, headless), with a DevTools port besides
-// for chromedp, and two tabs at the bench page: one driven through the
-// pipe by cdpdriver (the bare responder's), one left to chromedp.
+// for the client process, and three tabs at the bench page: one driven
+// through the pipe by cdpdriver (the bare responder's), one left to
+// chromedp and one to raw CDP (the eval rows' raw evaluations share
+// chromedp's).
 type peerBrowser struct {
-	process        *cdpdriver.Process
-	page           *cdpdriver.Page
-	chromedpTarget string
+	process                   *cdpdriver.Process
+	page                      *cdpdriver.Page
+	chromedpTarget, rawTarget string
 }
 
 func launchPeerBrowser(b *testing.B, ctx context.Context, url string) peerBrowser {
@@ -145,24 +252,27 @@ func launchPeerBrowser(b *testing.B, ctx context.Context, url string) peerBrowse
 	}
 	b.Cleanup(func() { _ = br.Close() })
 	br.OwnWindows() // as a node opens its tabs
-	target, err := br.NewTarget(ctx, url)
-	if err != nil {
-		b.Fatal(err)
+	var targets [3]string
+	for i := range targets {
+		if targets[i], err = br.NewTarget(ctx, url); err != nil {
+			b.Fatal(err)
+		}
 	}
-	page, err := br.ConnectPage(ctx, target, zerolog.Nop())
+	page, err := br.ConnectPage(ctx, targets[0], zerolog.Nop())
 	if err != nil {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { _ = page.Close() })
-	other, err := br.NewTarget(ctx, url)
-	if err != nil {
+	vp := protocol.DefaultViewport // as the node's tab, and the client's
+	if _, err := page.Emulate(ctx, cdpdriver.Emulation{Width: vp.Width, Height: vp.Height, DeviceScaleFactor: vp.DeviceScaleFactor}); err != nil {
 		b.Fatal(err)
 	}
-	return peerBrowser{process: p, page: page, chromedpTarget: other}
+	return peerBrowser{process: p, page: page, chromedpTarget: targets[1], rawTarget: targets[2]}
 }
 
 // bareResponder answers plans on the plan subjects of two tabs that do not
-// exist: tab with an evaluation, echoTab without.
+// exist: tab by doing the plan's one action on its page (bareAction),
+// echoTab without doing anything.
 type bareResponder struct{ tab, echoTab string }
 
 func startBareResponder(b *testing.B, ctx context.Context, adminCreds string, page *cdpdriver.Page) bareResponder {
@@ -176,14 +286,12 @@ func startBareResponder(b *testing.B, ctx context.Context, adminCreds string, pa
 	}
 	b.Cleanup(nc.Close)
 	r := bareResponder{tab: "BENCH_BARE", echoTab: "BENCH_ECHO"}
-	reply := func(m *nats.Msg, value json.RawMessage, err error) {
-		res := protocol.PlanResult{OK: true, Version: protocol.Version, Executed: 1}
-		ar := protocol.ActionResult{Type: "eval", OK: err == nil, Value: value}
+	reply := func(m *nats.Msg, ar protocol.ActionResult, err error) {
+		ar.OK = err == nil
 		if err != nil {
 			ar.Error = err.Error()
 		}
-		res.Results = []protocol.ActionResult{ar}
-		data, _ := protocol.Marshal(res)
+		data, _ := protocol.Marshal(protocol.PlanResult{OK: err == nil, Version: protocol.Version, Executed: 1, Results: []protocol.ActionResult{ar}})
 		_ = m.Respond(data)
 	}
 	// A plain subscription's handler runs on one goroutine, in order, as
@@ -191,18 +299,21 @@ func startBareResponder(b *testing.B, ctx context.Context, adminCreds string, pa
 	if _, err := nc.Subscribe(protocol.DefaultSubjects.TabPlan(r.tab), func(m *nats.Msg) {
 		plan, err := protocol.DecodePlan(m.Data)
 		if err != nil {
-			reply(m, nil, err)
+			reply(m, protocol.ActionResult{}, err)
 			return
 		}
-		a := plan.Actions[0]
-		v, err := page.Eval(ctx, a.Expression, a.EffectiveTimeout())
-		reply(m, v, err)
+		ar, err := bareAction(ctx, page, plan.Actions[0])
+		reply(m, ar, err)
 	}); err != nil {
 		b.Fatal(err)
 	}
 	if _, err := nc.Subscribe(protocol.DefaultSubjects.TabPlan(r.echoTab), func(m *nats.Msg) {
-		_, err := protocol.DecodePlan(m.Data)
-		reply(m, json.RawMessage("2"), err)
+		plan, err := protocol.DecodePlan(m.Data)
+		ar := protocol.ActionResult{Value: json.RawMessage("2")}
+		if err == nil {
+			ar.Type = plan.Actions[0].Type
+		}
+		reply(m, ar, err)
 	}); err != nil {
 		b.Fatal(err)
 	}
@@ -212,138 +323,51 @@ func startBareResponder(b *testing.B, ctx context.Context, adminCreds string, pa
 	return r
 }
 
-// The serve bench client: this test binary started with
-// serveBenchClientEnv set to a JSON serveBenchJob runs it instead of the
-// tests and prints a serveBenchResult.
-const serveBenchClientEnv = "FRAMEBUS_BENCH_SERVE_CLIENT"
-
-type serveBenchJob struct {
-	Creds                 string // the credentials file serve wrote
-	Tab, BareTab, EchoTab string
-	Page                  string // where the node's tab goes first
-	Browser, PeerTarget   string // the peer browser's DevTools websocket and chromedp's tab
-	N                     int
-}
-
-// serveBenchBlock is how many round trips a row makes in a row before
-// the next takes its turn. Each iteration's rows interleaved one by one,
-// the rows on the peer browser (bare, chromedp, raw) kept its processes
-// busy three times as often as eval kept the node's browser, and on a
-// loaded 2-core machine a process that ran a moment ago answers sooner
-// than one that has to be woken: eval/raw measured 1.68 that way and
-// 1.1-1.2 with eval's own rows run back to back. In blocks, every path
-// runs as an agent's plans do when it sends them one after another, and
-// the blocks still interleave, so noise over time hits all rows alike.
-const serveBenchBlock = 16
-
-// serveBenchResult holds every round trip of each row.
-type serveBenchResult struct {
-	Eval, URL, Bare, Echo, EchoNATS, Chromedp, Raw []time.Duration
-}
-
-// runServeBenchClient is the bench client process's main.
-func runServeBenchClient(jobJSON string) int {
-	if err := serveBenchClient(jobJSON); err != nil {
-		fmt.Fprintln(os.Stderr, "serve bench client:", err)
-		return 1
-	}
-	return 0
-}
-
-func serveBenchClient(jobJSON string) error {
-	var job serveBenchJob
-	if err := json.Unmarshal([]byte(jobJSON), &job); err != nil {
-		return err
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), testscale.D(10*time.Minute))
-	defer cancel()
-	creds, err := busclient.ReadCredentials(job.Creds)
-	if err != nil {
-		return err
-	}
-	bc, err := busclient.Connect(ctx, busclient.Options{Credentials: &creds})
-	if err != nil {
-		return err
-	}
-	defer bc.Close()
-
-	actx, cancelA := remote.NewAllocator(ctx, job.Browser)
-	defer cancelA()
-	cdctx, cancelC := chromedp.NewContext(actx, chromedp.WithTargetID(chromedptarget.ID(job.PeerTarget)))
-	defer cancelC()
-	ws, err := url.Parse(job.Browser)
-	if err != nil {
-		return err
-	}
-	conn, err := rpcc.DialContext(ctx, "ws://"+ws.Host+"/devtools/page/"+job.PeerTarget)
-	if err != nil {
-		return err
-	}
-	defer conn.Close()
-	raw := cdp.NewClient(conn)
-
-	nav, err := bc.Plan(ctx, job.Tab, protocol.Plan{Action: &protocol.Action{Type: "navigate", URL: job.Page, Wait: true}})
-	if err != nil || !nav.OK {
-		return fmt.Errorf("navigate to %s: %v %+v", job.Page, err, nav)
-	}
-	plan := protocol.Plan{Action: &protocol.Action{Type: "eval", Expression: "1+1"}}
-	sendTo := func(tab string) error {
-		res, err := bc.Plan(ctx, tab, plan)
-		if err == nil && (!res.OK || string(res.Results[0].Value) != "2") {
-			err = fmt.Errorf("plan eval 1+1 to %s: %+v", tab, res)
+// bareAction does the least a plan service must do for the action a node
+// does on its tab, with cdpdriver on the page as the node would:
+//
+//   - eval: the evaluation;
+//   - click: the click (locate and hit test, press, release), then one
+//     renderer round trip, as the node settles a click: without it a
+//     navigation the click started may not have been reported yet;
+//   - navigate (with wait): Page.navigate, the main frame's lifecycle
+//     load of its document, then the title as the browser has it (the
+//     node's reply carries the loaded page's title, and the browser
+//     reports none before the load; see the node's settle).
+func bareAction(ctx context.Context, page *cdpdriver.Page, a protocol.Action) (protocol.ActionResult, error) {
+	ar := protocol.ActionResult{Type: a.Type}
+	switch a.Type {
+	case "click":
+		if err := page.Click(ctx, a.Selector, cdpdriver.ClickOptions{}); err != nil {
+			return ar, err
 		}
-		return err
-	}
-	// The echo's plan as Plan sends it (with an id), for a plain request.
-	planData, _ := protocol.Marshal(protocol.Plan{ID: busclient.NewPlanID(), Action: plan.Action})
-	urlPlan := protocol.Plan{Action: &protocol.Action{Type: "url"}}
-	rows := []func() error{
-		func() error { return sendTo(job.Tab) },
-		func() error {
-			res, err := bc.Plan(ctx, job.Tab, urlPlan)
-			if err == nil && (!res.OK || string(res.Results[0].Value) != strconv.Quote(job.Page)) {
-				err = fmt.Errorf("plan url: %+v", res)
-			}
-			return err
-		},
-		func() error { return sendTo(job.BareTab) },
-		func() error { return sendTo(job.EchoTab) },
-		func() error {
-			_, err := bc.Conn().Request(bc.Subjects().TabPlan(job.EchoTab), planData, 10*time.Second)
-			return err
-		},
-		func() error {
-			v, err := chromedp.Run(cdctx, chromedp.Evaluate[int]("1+1"))
-			if err == nil && v != 2 {
-				err = fmt.Errorf("chromedp evaluate 1+1: %d", v)
-			}
-			return err
-		},
-		func() error {
-			r, err := raw.Runtime.Evaluate(ctx, cdpdriver.EvalArgs("1+1", 30*time.Second))
-			if err == nil && (r.Result.DeepSerializedValue == nil || string(r.Result.DeepSerializedValue.Value) != "2") {
-				err = fmt.Errorf("raw evaluate: %+v", r)
-			}
-			return err
-		},
-	}
-	times := make([][]time.Duration, len(rows))
-	for i := -200; i < job.N; i += serveBenchBlock { // 200 to warm up
-		// The rows take turns in blocks, in an order of their own each
-		// round (see serveBenchBlock).
-		for _, r := range rand.Perm(len(rows)) {
-			for j := i; j < i+serveBenchBlock; j++ {
-				t0 := time.Now()
-				if err := rows[r](); err != nil {
-					return fmt.Errorf("row %d: %w", r, err)
+		url, title, err := page.Location(ctx)
+		ar.URL, ar.Title = url, title
+		return ar, err
+	case "navigate":
+		page.TakeEvents() // what came before is not this navigation's
+		nav, err := page.Navigate(ctx, a.URL)
+		if err != nil {
+			return ar, err
+		}
+		for loaded := false; !loaded; {
+			select {
+			case <-page.Notify():
+				for _, ev := range page.TakeEvents() {
+					if l, ok := ev.(cdpdriver.Lifecycle); ok && l.Main && l.Name == "load" && l.LoaderID == nav.LoaderID {
+						loaded = true
+					}
 				}
-				if j >= 0 && j < job.N {
-					times[r] = append(times[r], time.Since(t0))
-				}
+			case <-ctx.Done():
+				return ar, ctx.Err()
 			}
 		}
+		loc, err := page.BrowserLocation(ctx)
+		ar.URL, ar.Title = loc.URL, loc.Title
+		return ar, err
+	default:
+		v, err := page.Eval(ctx, a.Expression, a.EffectiveTimeout())
+		ar.Value = v
+		return ar, err
 	}
-	out, _ := json.Marshal(serveBenchResult{Eval: times[0], URL: times[1], Bare: times[2], Echo: times[3], EchoNATS: times[4], Chromedp: times[5], Raw: times[6]})
-	fmt.Println(string(out))
-	return nil
 }
