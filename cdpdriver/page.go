@@ -71,8 +71,11 @@ type Page struct {
 	dialogs dialogState
 	crash   crashState
 	pointer pointer // where the mouse is (see Click)
-	// emulation is what Emulate last set (zero: the window's own).
+	// emulation is what Emulate last set (zero: the window's own);
+	// emulated says Close must clear it (set by Emulate, read by Close
+	// from any goroutine).
 	emulation Emulation
+	emulated  atomic.Bool
 }
 
 // ConnectPage connects to a page target of the browser (a connection of
@@ -153,8 +156,23 @@ func (p *Page) TakeEvents() []Event {
 // Done is closed when the connection is lost.
 func (p *Page) Done() <-chan struct{} { return p.conn.Context().Done() }
 
-// Close closes the connection (not the tab).
-func (p *Page) Close() error { return p.conn.Close() }
+// Close closes the connection (not the tab). An emulation it set is
+// cleared first: the page gets its window's own size, touch and user
+// agent back, as an attached browser's user had them. (Chromium 148
+// keeps a session's device metrics after the session detaches; earlier
+// ones dropped them with it.)
+func (p *Page) Close() error {
+	if p.emulated.Load() && !p.lost() {
+		ctx, cancel := context.WithTimeout(context.Background(), clearEmulationWait)
+		p.clearEmulation(ctx)
+		cancel()
+	}
+	return p.conn.Close()
+}
+
+// clearEmulationWait bounds Close's clearing of an emulation (a page
+// that does not answer is left as it is).
+const clearEmulationWait = 500 * time.Millisecond
 
 // lost reports whether the connection is gone.
 func (p *Page) lost() bool { return p.conn.Context().Err() != nil }

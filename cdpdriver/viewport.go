@@ -47,6 +47,7 @@ func (p *Page) Emulate(ctx context.Context, e Emulation) (changed bool, err erro
 	if err := c.SetDeviceMetricsOverride(ctx, metrics); err != nil {
 		return false, p.wrap(ctx, "set viewport", err)
 	}
+	p.emulated.Store(true)
 	cur := &p.emulation
 	cur.Width, cur.Height, cur.DeviceScaleFactor, cur.Mobile = e.Width, e.Height, e.DeviceScaleFactor, e.Mobile
 	if e.Touch != cur.Touch {
@@ -67,6 +68,15 @@ func (p *Page) Emulate(ctx context.Context, e Emulation) (changed bool, err erro
 		cur.UserAgent = e.UserAgent
 	}
 	return true, nil
+}
+
+// clearEmulation gives the page its window's own metrics, no touch and
+// the browser's own user agent again.
+func (p *Page) clearEmulation(ctx context.Context) {
+	c := p.client.Emulation
+	_ = c.ClearDeviceMetricsOverride(ctx)
+	_ = c.SetTouchEmulationEnabled(ctx, emulation.NewSetTouchEmulationEnabledArgs(false))
+	_ = c.SetUserAgentOverride(ctx, emulation.NewSetUserAgentOverrideArgs(""))
 }
 
 // SettleRendering waits for the page's next rendering update, where its
