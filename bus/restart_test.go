@@ -227,6 +227,9 @@ func TestUserChangesWaitOutTheRegistrysElection(t *testing.T) {
 	if err := members[0].AddUser(carol); err != nil {
 		t.Fatal(err)
 	}
+	for _, m := range members {
+		waitUntil(t, "carol at "+m.Server().Name(), func() bool { return logsIn(t, m, carol.Name, testPassword) })
+	}
 	leader := registryLeader(t, members[0])
 	var left []*bus.Bus
 	for _, m := range members {
