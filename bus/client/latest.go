@@ -44,7 +44,7 @@ func (c *Client) latestStored(ctx context.Context, tab, subject string) (*stored
 	}
 	latest := c.tabLatest(ctx, tab)
 	began := time.Now()
-	for try := 1; (m == nil || c.frameSeqOf(*m) < latest) && time.Since(began) < fillWait; try++ {
+	for try := 1; latest > 0 && (m == nil || c.frameSeqOf(*m) < latest) && time.Since(began) < fillWait; try++ {
 		if err := sleepCtx(ctx, min(time.Duration(try)*fillPause, fillPauseMax)); err != nil {
 			return nil, err
 		}

@@ -15,8 +15,8 @@ import (
 // stores it after). A frame the tab made just before a watch began is
 // not live to that watch, and not stored yet when it reads the history;
 // no frame comes after it. The watch still gets it once it is stored,
-// Current waits for it, and a watch from the next frame does not take it
-// for a new one. The stream is held by taking its subjects away (the
+// Current and Frames wait for it, and a watch from the next frame does
+// not take it for a new one. The stream is held by taking its subjects away (the
 // node's store sends the frame again until it takes it).
 func TestReadersGetTheFrameTheHistoryStoresLate(t *testing.T) {
 	t.Parallel()
@@ -51,6 +51,15 @@ func TestReadersGetTheFrameTheHistoryStoresLate(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer after.Stop()
+	framesTo := make(chan int64, 1) // frames late to late
+	go func() {
+		var got int64
+		err := c.Frames(ctx, tab, late, late, func(f client.Frame) error { got = f.Sequence; return nil })
+		if err != nil {
+			t.Errorf("frames: %v", err)
+		}
+		framesTo <- got
+	}()
 	current := make(chan client.Frame, 1)
 	go func() {
 		f, err := c.Current(ctx, tab)
@@ -65,6 +74,9 @@ func TestReadersGetTheFrameTheHistoryStoresLate(t *testing.T) {
 	}
 	if f := <-current; f.Sequence != late {
 		t.Fatalf("current: frame %d, want %d", f.Sequence, late)
+	}
+	if n := <-framesTo; n != late {
+		t.Fatalf("frames %d to %d read up to %d", late, late, n)
 	}
 	res, err = c.Plan(ctx, tab, protocol.Plan{Action: &protocol.Action{Type: "eval", Expression: "2+2"}})
 	if err != nil || !res.OK {

@@ -109,8 +109,10 @@ func (c *Client) WatchAll(ctx context.Context, last bool) (*Watcher, error) {
 }
 
 // Frames calls fn with tab's stored frames from sequence from (1 when 0)
-// to sequence to (0: the last one stored when Frames was called), in
-// order, and returns. fn's error ends it and is returned.
+// to sequence to (0: the tab's last when Frames was called), in order,
+// and returns; a frame the tab published that the history has not
+// stored yet is waited for (see latest.go). fn's error ends it and is
+// returned.
 func (c *Client) Frames(ctx context.Context, tab string, from, to int64, fn func(Frame) error) error {
 	if !protocol.ValidTabID(tab) {
 		return protocol.Errorf(protocol.CodeBadRequest, "tab: %q is not a tab id (letters, digits, '-' and '_')", tab)
@@ -120,7 +122,7 @@ func (c *Client) Frames(ctx context.Context, tab string, from, to int64, fn func
 	}
 	from = max(from, 1)
 	subject := c.subj.TabFrames(tab)
-	last, err := c.lastStored(ctx, subject)
+	last, err := c.latestStored(ctx, tab, subject)
 	switch {
 	case err != nil:
 		return err
