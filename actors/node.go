@@ -230,7 +230,7 @@ func StartNode(ctx context.Context, opts NodeOptions) (n *Node, err error) {
 		if n.egress, err = egress.Start(wl.CheckHost, n.dialer, opts.Logger.With().Str("component", "egress").Logger()); err != nil {
 			return nil, err
 		}
-		if err = own.Add("the node's egress proxy", n.egress.Addr()); err != nil {
+		if err = own.AddBound("the node's egress proxy", n.egress.Addr()); err != nil {
 			return nil, err
 		}
 		n.opts.Launch.Args = append(slices.Clip(opts.Launch.Args), n.egress.Flags()...)

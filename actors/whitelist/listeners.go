@@ -24,6 +24,9 @@ import (
 type Listeners struct {
 	mu    sync.Mutex
 	ports map[uint16]string // what listens there, as an error names it
+	// bound are listeners known to be bound to one address (AddBound):
+	// another address of the machine at their port is another socket.
+	bound map[netip.AddrPort]string
 }
 
 // Add records a listener, named what ("the bus's client port"), at addr:
@@ -51,21 +54,52 @@ func (l *Listeners) Add(what, addr string) error {
 	return nil
 }
 
+// AddBound records a listener, named what, that this process bound to
+// addr (host:port) itself, so knows where it listens: one bound to an
+// address of its own (127.0.0.1:3128) is reached there alone, and at the
+// unspecified address (a connection to 0.0.0.0 reaches loopback); one
+// bound to the unspecified address, or whose address is not an IP, is
+// taken as Add takes it.
+func (l *Listeners) AddBound(what, addr string) error {
+	ap, err := netip.ParseAddrPort(addr)
+	if err != nil || ap.Addr().IsUnspecified() || ap.Port() == 0 {
+		return l.Add(what, addr)
+	}
+	ap = netip.AddrPortFrom(ap.Addr().WithZone("").Unmap(), ap.Port())
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.bound == nil {
+		l.bound = map[netip.AddrPort]string{}
+	}
+	l.bound[ap] = what
+	return nil
+}
+
 // at names the listener to reaches, "" for none: to's port is one of
 // them and its address is this machine's (loopback, unspecified, or an
 // interface's), which reaches a listener on that port whatever address
-// it is bound to.
+// it is bound to; or to is where a bound listener listens (AddBound).
 func (l *Listeners) at(to netip.AddrPort) string {
 	if l == nil {
 		return ""
 	}
+	a := to.Addr()
 	l.mu.Lock()
 	what := l.ports[to.Port()]
+	if what == "" {
+		what = l.bound[to]
+	}
+	if what == "" && (thisNetwork.Contains(a) || a == netip.IPv6Unspecified()) {
+		for ap, w := range l.bound {
+			if ap.Port() == to.Port() && ap.Addr().IsLoopback() {
+				what = w
+			}
+		}
+	}
 	l.mu.Unlock()
 	if what == "" {
 		return ""
 	}
-	a := to.Addr()
 	if a.IsLoopback() || thisNetwork.Contains(a) || a == netip.IPv6Unspecified() || ownAddrs.holds(a) {
 		return what
 	}

@@ -90,3 +90,35 @@ func TestOwnListenersNeedTheirPortNamed(t *testing.T) {
 		}
 	}
 }
+
+// A listener this process bound to one address itself (the egress proxy
+// at 127.0.0.1:P) is denied there, and at 0.0.0.0:P, which reaches it;
+// another loopback address at that port (a site at 127.0.0.2:P) is
+// another socket and is judged as any other. (A test site at 127.0.0.2
+// was refused as the node's egress proxy when their ports matched.) One
+// bound to the unspecified address is denied at every address of the
+// machine.
+func TestBoundListenerIsDeniedWhereItListens(t *testing.T) {
+	own := &Listeners{}
+	if err := own.AddBound("the node's egress proxy", "127.0.0.1:3128"); err != nil {
+		t.Fatal(err)
+	}
+	if err := own.AddBound("all of them", "0.0.0.0:4222"); err != nil {
+		t.Fatal(err)
+	}
+	wl, err := New([]string{"127.0.0.1", "127.0.0.2", "0.0.0.0/8", "::1"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wl = wl.WithListeners(own)
+	for addr, denied := range map[string]bool{
+		"127.0.0.1:3128": true, "0.0.0.0:3128": true, "127.0.0.2:3128": false, "[::1]:3128": false,
+		"127.0.0.1:4222": true, "127.0.0.2:4222": true, "0.0.0.0:4222": true, "[::1]:4222": true,
+		"127.0.0.1:8080": false,
+	} {
+		err := wl.CheckAddrPort("x.test", netip.MustParseAddrPort(addr))
+		if got := err != nil; got != denied {
+			t.Errorf("%s: %v, want denied %v", addr, err, denied)
+		}
+	}
+}
