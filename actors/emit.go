@@ -156,6 +156,7 @@ func (t *Tab) completePending(ctx context.Context, note string, capture bool) {
 	if !ok {
 		return
 	}
+	t.keepContent(f)
 	for i := range t.outbox {
 		if t.outbox[i].Sequence == p.seq {
 			t.outbox[i] = f
@@ -188,7 +189,22 @@ func (t *Tab) emit(ctx context.Context, change frames.Change, note string, captu
 func (t *Tab) appendFrame(change frames.Change, content *string, note string) protocol.Frame {
 	f := t.frames.Append(change, content, note)
 	t.markNumbered(f.Sequence)
+	switch change.Action {
+	case protocol.FrameOpen, protocol.FrameRestore, protocol.FrameCrash:
+		change.NewDocument = true
+	}
+	if change.NewDocument {
+		t.bases.newDocument(f.Sequence)
+	}
+	t.keepContent(f)
 	return f
+}
+
+// keepContent keeps a frame's snapshot, for deltas from it.
+func (t *Tab) keepContent(f protocol.Frame) {
+	if f.FullPage != nil && f.FullPageFormat == string(frames.FormatSnapshot) {
+		t.bases.keep(f.Sequence, *f.FullPage, true, false)
+	}
 }
 
 // loadedTitle reads the title of change's document, now loaded, when the

@@ -11,6 +11,7 @@ import (
 	"github.com/framebus/framebus/actors/whitelist"
 	"github.com/framebus/framebus/cdpdriver"
 	"github.com/framebus/framebus/protocol"
+	"github.com/framebus/framebus/snapdelta"
 )
 
 // outcome is what an action handler started, for the tab to settle.
@@ -419,6 +420,16 @@ type snapshotValue struct {
 	Count       int                      `json:"count"`
 	Interactive int                      `json:"interactive"`
 	Truncated   bool                     `json:"truncated,omitempty"`
+	// ID names this snapshot (text format) for a later one's since.
+	ID string `json:"id,omitempty"`
+	// Since is the snapshot the delta is from (since asked for one);
+	// Delta, in place of Text, what changed since it (Changes
+	// operations, 0 when nothing did). Full says why the whole snapshot
+	// came instead.
+	Since   string `json:"since,omitempty"`
+	Delta   string `json:"delta,omitempty"`
+	Changes *int   `json:"changes,omitempty"`
+	Full    string `json:"full,omitempty"`
 	// NetworkIdle: the network was idle when it was taken (false when the
 	// wait timed out, or was skipped with noIdle).
 	NetworkIdle bool `json:"networkIdle"`
@@ -470,8 +481,39 @@ func (t *Tab) snapshot(ctx context.Context, a protocol.Action) (any, error) {
 	v.URL, v.Title, v.Count, v.Interactive, v.Truncated = s.URL, s.Title, s.Count, s.Interactive, s.Truncated
 	if a.Format == "json" {
 		v.Nodes = s.Nodes
-	} else {
-		v.Text = s.Text()
+		return v, nil
 	}
+	text := s.Text()
+	v.Text = text
+	if a.Since != "" {
+		t.snapshotDelta(&v, a.Since) // before keep, which may let the base go
+	}
+	scoped := a.Selector != "" || a.Interactive || a.Depth > 0 || (a.MaxNodes > 0 && s.Truncated)
+	v.ID = t.bases.keep(t.frames.Sequence(), text, false, scoped).String()
 	return v, nil
+}
+
+// snapshotDelta puts in v, in place of its text, the change from the
+// snapshot since names, when the tab has it and the change is shorter;
+// else v says why it has the whole.
+func (t *Tab) snapshotDelta(v *snapshotValue, since string) {
+	id, err := protocol.ParseSnapshotID(since)
+	if err != nil { // checked with the plan
+		v.Full = err.Error()
+		return
+	}
+	base, why := t.bases.find(id, t.frames.Sequence())
+	if why != "" {
+		v.Full = why
+		return
+	}
+	d, ok := snapdelta.Diff(base.text, v.Text)
+	switch {
+	case !ok:
+		v.Full = "the snapshots are not both in the text form deltas take"
+	case len(d.Text) >= len(v.Text):
+		v.Full = "the change is no shorter than the snapshot"
+	default:
+		v.Since, v.Delta, v.Changes, v.Text = base.id.String(), d.Text, &d.Changes, ""
+	}
 }

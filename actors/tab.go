@@ -138,6 +138,7 @@ type Tab struct {
 	outbox  []protocol.Frame
 	pending *pendingFrame // the frame whose content waits for its load
 	content *contentStore // large frame contents, without history
+	bases   snapshotBases // the snapshots of the document given out, for deltas
 	store   *frameStore   // stores frames in the history; nil: none
 	stage   *files.Stage  // files to upload, removed when the tab stops
 	// restoring is the restore frame's note while the node brings the tab

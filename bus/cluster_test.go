@@ -198,9 +198,7 @@ func TestClusterRefusesRoutesWithoutTheSecret(t *testing.T) {
 // too.
 func TestClusterSharesUsers(t *testing.T) {
 	members := startCluster(t, 3, []bus.User{{Name: "configured", PasswordHash: testHash, Role: protocol.RoleObserver}})
-	if err := members[0].AddUser(bus.User{Name: "late", PasswordHash: testHash, Role: protocol.RoleAgent}); err != nil {
-		t.Fatal(err)
-	}
+	addUser(t, members[0], bus.User{Name: "late", PasswordHash: testHash, Role: protocol.RoleAgent})
 	var conns []*userConn
 	for i, m := range members {
 		waitUntil(t, fmt.Sprintf("the user on member %d", i+1), func() bool {
@@ -226,5 +224,25 @@ func TestClusterSharesUsers(t *testing.T) {
 			return err != nil
 		})
 		waitUntil(t, fmt.Sprintf("the user's connection to member %d closed", i+1), conns[i].nc.IsClosed)
+	}
+}
+
+// addUser adds u at m, asking again while the cluster's registry is not
+// up yet (AddUser waits for it up to 10 s and then says unavailable,
+// having changed nothing: a cluster forming on a busy machine can take
+// longer).
+func addUser(t testing.TB, m *bus.Bus, u bus.User) {
+	t.Helper()
+	within := testscale.D(60 * time.Second)
+	deadline := time.Now().Add(within)
+	for {
+		err := m.AddUser(u)
+		switch {
+		case err == nil:
+			return
+		case protocol.CodeOf(err) != protocol.CodeUnavailable || time.Now().After(deadline):
+			t.Fatalf("add user %s: %v", u.Name, err)
+		}
+		time.Sleep(100 * time.Millisecond)
 	}
 }

@@ -55,9 +55,7 @@ func TestRestartedMemberOwnsItsUsersAgain(t *testing.T) {
 	}
 	// A user added after the restart reaches m3 through its registry watch
 	// after every older entry did: from then on m3 follows the registry.
-	if err := m1.AddUser(bus.User{Name: "marker", PasswordHash: testHash, Role: protocol.RoleObserver}); err != nil {
-		t.Fatal(err)
-	}
+	addUser(t, m1, bus.User{Name: "marker", PasswordHash: testHash, Role: protocol.RoleObserver})
 	waitUntil(t, "the marker user on m3", func() bool { return logsIn(t, m3, "marker", testPassword) })
 	for i, m := range []*bus.Bus{m1, m2, m3} {
 		waitUntil(t, fmt.Sprintf("m%d: the new password logs in", i+1), func() bool { return logsIn(t, m, own, newPassword) })
@@ -110,9 +108,7 @@ func TestRestartedMemberWithItsPasswordClosesNoConnection(t *testing.T) {
 		t.Fatal(err)
 	}
 	// m1 follows the claim's change, if any, before a user added after it.
-	if err := m3.AddUser(bus.User{Name: "marker", PasswordHash: testHash, Role: protocol.RoleObserver}); err != nil {
-		t.Fatal(err)
-	}
+	addUser(t, m3, bus.User{Name: "marker", PasswordHash: testHash, Role: protocol.RoleObserver})
 	waitUntil(t, "the marker user on m1", func() bool { return logsIn(t, m1, "marker", testPassword) })
 	if atM1.nc.IsClosed() {
 		t.Error("m1 closed the connection of m3's user as m3 started again with its password")
@@ -157,9 +153,7 @@ func TestUsersCannotReachTheClusterRegistries(t *testing.T) {
 	defer cancel()
 	// The members' registry is up once a user added there is (the cluster
 	// elects JetStream's leader first).
-	if err := members[0].AddUser(bus.User{Name: "late", PasswordHash: testHash, Role: protocol.RoleObserver}); err != nil {
-		t.Fatal(err)
-	}
+	addUser(t, members[0], bus.User{Name: "late", PasswordHash: testHash, Role: protocol.RoleObserver})
 	nodes, err := js.CreateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: subj.NodesBucket(), Replicas: 3})
 	if err != nil {
 		t.Fatal(err)

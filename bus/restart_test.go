@@ -82,9 +82,7 @@ func (c *storedCluster) kept(i int) []string {
 func TestRestartedMemberLetsItsUsersInBeforeTheRegistry(t *testing.T) {
 	c := newStoredCluster(t)
 	members := c.startAll()
-	if err := members[0].AddUser(bus.User{Name: "late", PasswordHash: testHash, Role: protocol.RoleAgent}); err != nil {
-		t.Fatal(err)
-	}
+	addUser(t, members[0], bus.User{Name: "late", PasswordHash: testHash, Role: protocol.RoleAgent})
 	waitUntil(t, "the user kept by m3", func() bool { return slices.Contains(c.kept(2), "late") })
 	for _, m := range members {
 		m.Close()
@@ -126,9 +124,7 @@ func TestUserRemovedWhileAMemberWasDownIsCutOff(t *testing.T) {
 	c := newStoredCluster(t)
 	members := c.startAll()
 	for _, name := range []string{"removed", "forgotten"} {
-		if err := members[0].AddUser(bus.User{Name: name, PasswordHash: testHash, Role: protocol.RoleAgent}); err != nil {
-			t.Fatal(err)
-		}
+		addUser(t, members[0], bus.User{Name: name, PasswordHash: testHash, Role: protocol.RoleAgent})
 	}
 	waitUntil(t, "both users kept by m3", func() bool { return len(c.kept(2)) == 2 })
 
@@ -224,9 +220,7 @@ func TestUserChangesWaitOutTheRegistrysElection(t *testing.T) {
 	c := newStoredCluster(t)
 	members := c.startAll()
 	carol := bus.User{Name: "carol", PasswordHash: testHash, Role: protocol.RoleAgent}
-	if err := members[0].AddUser(carol); err != nil {
-		t.Fatal(err)
-	}
+	addUser(t, members[0], carol)
 	for _, m := range members {
 		waitUntil(t, "carol at "+m.Server().Name(), func() bool { return logsIn(t, m, carol.Name, testPassword) })
 	}

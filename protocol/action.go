@@ -22,6 +22,7 @@ type Action struct {
 	Files      []string `json:"files,omitempty"`
 	Staged     []string `json:"staged,omitempty"`
 	Format     string   `json:"format,omitempty"`
+	Since      string   `json:"since,omitempty"`
 	Device     string   `json:"device,omitempty"`
 	UserAgent  string   `json:"userAgent,omitempty"`
 
@@ -155,6 +156,8 @@ func (a *Action) field(name string) any {
 		return &a.Depth
 	case "maxNodes":
 		return &a.MaxNodes
+	case "since":
+		return &a.Since
 	case "device":
 		return &a.Device
 	case "userAgent":

@@ -227,9 +227,20 @@ var actionSpecs = []ActionSpec{
 			{Name: "depth", Kind: KindInt, Help: "the tree's maximum depth (0: unbounded)"},
 			{Name: "maxNodes", Kind: KindInt, Help: "at most this many nodes; a longer snapshot is cut and marked truncated (0: unbounded)"},
 			{Name: "format", Choices: []string{"text", "json"}, Help: "text (one line per node) or json (the tree)"},
+			{Name: "since", Help: "the snapshot you hold, as a frame (12) or a snapshot's id (12#1a2b3c4d): answer only what changed since, as a delta (docs/deltas.md); the whole snapshot when it cannot"},
 			{Name: "noIdle", Kind: KindBool, Help: "take it at once instead of waiting for network idle first"},
 			{Name: "idleTimeout", Kind: KindDuration, Help: "how long to wait for network idle before taking it anyway (default 5s)"},
 			timeoutParam("the snapshot"),
+		},
+		Check: func(a Action) error {
+			if a.Since == "" {
+				return nil
+			}
+			if a.Format == "json" {
+				return badRequest("since: a delta is of the text format, not json")
+			}
+			_, err := ParseSnapshotID(a.Since)
+			return err
 		}},
 	{Type: "resize", Mutates: true,
 		Summary: "lay the page out for another viewport size, or emulate a device (desktop, iPhone 13, Pixel 7, ...)",

@@ -295,6 +295,29 @@ func TestServerRestart(t *testing.T) {
 	}
 }
 
+// answerLatest answers a question for tab's last published frame as
+// the node does (protocol.ContentRequest.Latest), with the sequence the
+// test stores in the result: a watch that reconnects after frames were
+// published and before they were stored learns from it that they are
+// to come (bus/client/latest.go).
+func answerLatest(t testing.TB, nc *nats.Conn, tab string) *atomic.Int64 {
+	t.Helper()
+	latest := new(atomic.Int64)
+	_, err := nc.Subscribe(subj.TabContent(tab), func(m *nats.Msg) {
+		var req protocol.ContentRequest
+		if json.Unmarshal(m.Data, &req) == nil && req.Latest {
+			reply(m, protocol.ContentReply{OK: true, Sequence: latest.Load()})
+		}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := nc.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	return latest
+}
+
 // watchFromOne connects an observer to url and watches t1 from frame 1:
 // its reconnects are counted, a gap fails the test, and other events go
 // to events too (when not nil).
@@ -345,8 +368,10 @@ func TestServerRestartWithoutMemory(t *testing.T) {
 	s = startServer(t, port, t.TempDir())
 	node = nodeConn(t, s)
 	js := frameHistory(t, node, 1000)
+	latest := answerLatest(t, node, "t1")
 	for seq := int64(21); seq <= 25; seq++ {
 		publish(t, node, frame("t1", seq))
+		latest.Store(seq)
 	}
 	awaitStored(t, js, 5)
 	awaitCount(t, reconnects, 1)

@@ -1,0 +1,86 @@
+package actors
+
+import (
+	"strconv"
+
+	"github.com/framebus/framebus/protocol"
+	"github.com/framebus/framebus/snapdelta"
+)
+
+// snapshotBases keeps the snapshots a tab gave out in its current
+// document, as snapshot actions' values and as frames' content, so that
+// a caller naming one (snapshot --since) gets only what changed since
+// (snapdelta). A snapshot of an earlier document is never a base: its
+// refs named other elements. The tab's goroutine owns it.
+type snapshotBases struct {
+	docStart int64 // the current document's first frame
+	kept     []keptSnapshot
+	bytes    int
+}
+
+type keptSnapshot struct {
+	id     protocol.SnapshotID
+	text   string
+	frame  bool // the frame's own content
+	scoped bool // of a part of the page (a selector, interactive only, a depth, a node cap)
+}
+
+// Bounds of what a tab keeps: the latest snapshots first, the frame's
+// content before the rest.
+const (
+	maxKeptSnapshots     = 16
+	maxKeptSnapshotBytes = 16 << 20
+)
+
+// newDocument forgets the snapshots of the document before frame seq.
+func (b *snapshotBases) newDocument(seq int64) {
+	b.docStart, b.kept, b.bytes = seq, nil, 0
+}
+
+// keep records text, taken at frame seq, and returns its id.
+func (b *snapshotBases) keep(seq int64, text string, frame, scoped bool) protocol.SnapshotID {
+	id := protocol.SnapshotID{Frame: seq, Hash: snapdelta.Hash(text)}
+	for i, k := range b.kept {
+		if k.id == id { // the same again: now the latest
+			k.frame, k.scoped = k.frame || frame, k.scoped && scoped
+			b.kept = append(append(b.kept[:i:i], b.kept[i+1:]...), k)
+			return id
+		}
+	}
+	b.kept = append(b.kept, keptSnapshot{id: id, text: text, frame: frame, scoped: scoped})
+	b.bytes += len(text)
+	for len(b.kept) > 1 && (len(b.kept) > maxKeptSnapshots || b.bytes > maxKeptSnapshotBytes) {
+		b.bytes -= len(b.kept[0].text)
+		b.kept = b.kept[1:]
+	}
+	return id
+}
+
+// find is the snapshot since names, or why there is none: a frame alone
+// names its content, else the last snapshot of the whole page taken at
+// it.
+func (b *snapshotBases) find(since protocol.SnapshotID, current int64) (keptSnapshot, string) {
+	switch {
+	case since.Frame > current:
+		return keptSnapshot{}, "frame " + strconv.FormatInt(since.Frame, 10) + " is not made yet (the tab is at frame " + strconv.FormatInt(current, 10) + ")"
+	case since.Frame < b.docStart:
+		return keptSnapshot{}, "frame " + strconv.FormatInt(since.Frame, 10) + " is of another document (this one began at frame " + strconv.FormatInt(b.docStart, 10) + ")"
+	}
+	var found *keptSnapshot
+	for i := len(b.kept) - 1; i >= 0; i-- {
+		k := &b.kept[i]
+		switch {
+		case k.id.Frame != since.Frame:
+		case since.Hash != "" && k.id.Hash == since.Hash:
+			return *k, ""
+		case since.Hash == "" && k.frame:
+			return *k, ""
+		case since.Hash == "" && found == nil && !k.scoped:
+			found = k
+		}
+	}
+	if found != nil {
+		return *found, ""
+	}
+	return keptSnapshot{}, "snapshot " + since.String() + " is not kept by the tab (it keeps the last " + strconv.Itoa(maxKeptSnapshots) + " of a document)"
+}

@@ -1,0 +1,108 @@
+package actors
+
+import (
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/framebus/framebus/protocol"
+	"github.com/framebus/framebus/snapdelta"
+)
+
+// A snapshot since one the agent holds is the change from it: applied to
+// what the agent holds, it is the snapshot, byte for byte. On a page
+// changed at random (elements added, removed and moved in the light DOM,
+// a shadow tree and an iframe; texts, states and values changed; elements
+// hidden and shown), step after step.
+func TestSnapshotDeltaIsExact(t *testing.T) {
+	tab, _, _ := tabAt(t, "/mutations.html")
+	held := snapshotOf(t, tab, protocol.Action{})
+
+	// A menu opens: the button's state and the menu's items, and the
+	// rest of the page is not repeated.
+	cmdMutate(t, tab, protocol.Action{Type: "click", Selector: "#menu"})
+	d := snapshotOf(t, tab, protocol.Action{Since: held.ID, NoIdle: true})
+	whole := snapshotOf(t, tab, protocol.Action{NoIdle: true})
+	if d.Delta == "" || d.Since != held.ID || d.Text != "" || d.ID != whole.ID {
+		t.Fatalf("no delta since %s: %+v", held.ID, d)
+	}
+	for _, want := range []string{`menuitem "Settings"`, "[expanded]", "changed e"} {
+		if !strings.Contains(d.Delta, want) {
+			t.Errorf("the delta lacks %q:\n%s", want, d.Delta)
+		}
+	}
+	if strings.Contains(d.Delta, "Lamp") {
+		t.Errorf("the delta repeats what did not change:\n%s", d.Delta)
+	}
+	applied(t, held.Text, d, whole.Text)
+	held = whole
+
+	shorter := 0
+	for seed := 1; seed <= 80; seed++ {
+		cmdMutate(t, tab, protocol.Action{Type: "eval", Expression: "mutate(" + strconv.Itoa(seed) + ")"})
+		d := snapshotOf(t, tab, protocol.Action{Since: held.ID, NoIdle: true})
+		whole := snapshotOf(t, tab, protocol.Action{NoIdle: true})
+		if d.ID != whole.ID {
+			t.Fatalf("seed %d: the page changed between two snapshots (%s, %s)", seed, d.ID, whole.ID)
+		}
+		if d.Delta == "" {
+			if d.Text != whole.Text || d.Full == "" {
+				t.Fatalf("seed %d: neither a delta nor the whole snapshot: %+v", seed, d)
+			}
+		} else {
+			applied(t, held.Text, d, whole.Text)
+			shorter++
+		}
+		held = whole
+	}
+	if shorter < 60 {
+		t.Errorf("%d of 80 changes came as a delta", shorter)
+	}
+}
+
+// applied checks that delta d applied to base is want.
+func applied(t *testing.T, base string, d snapshotValue, want string) {
+	t.Helper()
+	got, err := snapdelta.Apply(base, d.Delta)
+	if err != nil || got != want {
+		t.Fatalf("the delta applied: %v\nbase:\n%s\ndelta:\n%s\ngot:\n%s\nwant:\n%s", err, base, d.Delta, got, want)
+	}
+}
+
+// A delta is only from a snapshot the caller can hold: a frame's own
+// content, or a snapshot the tab gave out, of this document. Anything
+// else gets the whole snapshot, saying why.
+func TestSnapshotDeltaBases(t *testing.T) {
+	tab, _, seq := tabAt(t, "/mutations.html")
+	// The frame's content is a base: since its frame alone.
+	cmdMutate(t, tab, protocol.Action{Type: "click", Selector: "#menu"})
+	d := snapshotOf(t, tab, protocol.Action{Since: strconv.FormatInt(seq, 10)})
+	if d.Delta == "" || !strings.HasPrefix(d.Since, strconv.FormatInt(seq, 10)+"#") {
+		t.Fatalf("no delta since the navigate's frame %d: %+v", seq, d)
+	}
+	held := snapshotOf(t, tab, protocol.Action{NoIdle: true})
+	for since, why := range map[string]string{
+		strconv.FormatInt(seq, 10) + "#00000000": "is not kept",
+		"9999":                                   "not made yet",
+	} {
+		v := snapshotOf(t, tab, protocol.Action{Since: since, NoIdle: true})
+		if v.Delta != "" || v.Text != held.Text || !strings.Contains(v.Full, why) {
+			t.Errorf("since %s: %+v, want the whole snapshot because it %s", since, v, why)
+		}
+	}
+	// Nothing changed: a delta of no change, in a line.
+	v := snapshotOf(t, tab, protocol.Action{Since: held.ID, NoIdle: true})
+	if v.Changes == nil || *v.Changes != 0 || strings.Count(v.Delta, "\n") != 1 {
+		t.Errorf("no change since %s: %+v", held.ID, v)
+	}
+	// Another document: its refs named other elements.
+	cmdMutate(t, tab, protocol.Action{Type: "navigate", URL: site("/refs.html")})
+	v = snapshotOf(t, tab, protocol.Action{Since: held.ID})
+	if v.Delta != "" || !strings.Contains(v.Full, "another document") || !strings.Contains(v.Text, `"Alpha"`) {
+		t.Errorf("since %s, of another document: %+v", held.ID, v)
+	}
+	for _, bad := range []string{"x", "0", "3#xyz", "-1"} {
+		cmdFails(t, tab, protocol.Action{Type: "snapshot", Since: bad}, protocol.CodeBadRequest)
+	}
+	cmdFails(t, tab, protocol.Action{Type: "snapshot", Since: "1", Format: "json"}, protocol.CodeBadRequest)
+}
