@@ -203,7 +203,7 @@ func (t *Tab) appendFrame(change frames.Change, content *string, note string) pr
 // keepContent keeps a frame's snapshot, for deltas from it.
 func (t *Tab) keepContent(f protocol.Frame) {
 	if f.FullPage != nil && f.FullPageFormat == string(frames.FormatSnapshot) {
-		t.bases.keep(f.Sequence, *f.FullPage, true, false)
+		t.bases.keep(f.Sequence, f.URL, f.Title, *f.FullPage, true, false)
 	}
 }
 

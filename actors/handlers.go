@@ -5,13 +5,11 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"strconv"
 	"time"
 
 	"github.com/framebus/framebus/actors/whitelist"
 	"github.com/framebus/framebus/cdpdriver"
 	"github.com/framebus/framebus/protocol"
-	"github.com/framebus/framebus/snapdelta"
 )
 
 // outcome is what an action handler started, for the tab to settle.
@@ -406,114 +404,4 @@ func (t *Tab) screenshot(ctx context.Context, a protocol.Action) (any, error) {
 		return nil, err
 	}
 	return cdpdriver.Base64(png), nil
-}
-
-// DefaultSnapshotIdle bounds the wait for network idle before a snapshot.
-const DefaultSnapshotIdle = 5 * time.Second
-
-// snapshotValue is the value of a snapshot action.
-type snapshotValue struct {
-	URL         string                   `json:"url"`
-	Title       string                   `json:"title"`
-	Text        string                   `json:"text,omitempty"`  // format text
-	Nodes       []cdpdriver.SnapshotNode `json:"nodes,omitempty"` // format json
-	Count       int                      `json:"count"`
-	Interactive int                      `json:"interactive"`
-	Truncated   bool                     `json:"truncated,omitempty"`
-	// ID names this snapshot (text format) for a later one's since.
-	ID string `json:"id,omitempty"`
-	// Since is the snapshot the delta is from (since asked for one);
-	// Delta, in place of Text, what changed since it (Changes
-	// operations, 0 when nothing did). Full says why the whole snapshot
-	// came instead.
-	Since   string `json:"since,omitempty"`
-	Delta   string `json:"delta,omitempty"`
-	Changes *int   `json:"changes,omitempty"`
-	Full    string `json:"full,omitempty"`
-	// NetworkIdle: the network was idle when it was taken (false when the
-	// wait timed out, or was skipped with noIdle).
-	NetworkIdle bool `json:"networkIdle"`
-	// NetworkWait says what the wait for it did: "none" (idle already),
-	// "waited" (until idle), "timeout" (taken anyway), "background" (a
-	// page that keeps fetching: only the requests in flight were waited
-	// for); absent with noIdle.
-	NetworkWait string `json:"networkWait,omitempty"`
-	Note        string `json:"note,omitempty"`
-}
-
-// snapshot waits for network idle (bounded by its idle timeout and half
-// its own; on timeout it goes ahead and says so; on a page that keeps
-// fetching, only for the requests in flight), then takes the
-// accessibility snapshot.
-func (t *Tab) snapshot(ctx context.Context, a protocol.Action) (any, error) {
-	v := snapshotValue{}
-	if !a.NoIdle {
-		wait := cmp.Or(a.IdleTimeout.Std(), DefaultSnapshotIdle)
-		if deadline, ok := ctx.Deadline(); ok {
-			// Half the action's time at most: the snapshot needs the rest.
-			wait = min(wait, (time.Until(deadline) / 2).Round(time.Millisecond))
-		}
-		ictx, cancel := cdpdriver.WithTimeout(ctx, wait)
-		idle, err := t.page.SettleNetwork(ictx)
-		cancel()
-		var late *cdpdriver.TimeoutError
-		switch {
-		case errors.As(err, &late) && ctx.Err() == nil:
-			v.NetworkWait, v.Note = "timeout", "taken before network idle: "+err.Error()
-		case err != nil:
-			return nil, err
-		case idle.Background:
-			v.NetworkWait = "background"
-			v.Note = "taken while the page keeps fetching in the background (a wait for network idle ran out on this page before), " +
-				"after the requests in flight when it began: " + strconv.Itoa(idle.Pending)
-		case idle.Already:
-			v.NetworkIdle, v.NetworkWait = true, "none"
-		default:
-			v.NetworkIdle, v.NetworkWait = true, "waited"
-		}
-	}
-	s, err := t.page.Snapshot(ctx, cdpdriver.SnapshotOptions{
-		Selector: a.Selector, InteractiveOnly: a.Interactive, MaxDepth: a.Depth, MaxNodes: a.MaxNodes, Limited: true,
-	})
-	if err != nil {
-		return nil, err
-	}
-	v.URL, v.Title, v.Count, v.Interactive, v.Truncated = s.URL, s.Title, s.Count, s.Interactive, s.Truncated
-	if a.Format == "json" {
-		v.Nodes = s.Nodes
-		return v, nil
-	}
-	text := s.Text()
-	v.Text = text
-	if a.Since != "" {
-		t.snapshotDelta(&v, a.Since) // before keep, which may let the base go
-	}
-	scoped := a.Selector != "" || a.Interactive || a.Depth > 0 || (a.MaxNodes > 0 && s.Truncated)
-	v.ID = t.bases.keep(t.frames.Sequence(), text, false, scoped).String()
-	return v, nil
-}
-
-// snapshotDelta puts in v, in place of its text, the change from the
-// snapshot since names, when the tab has it and the change is shorter;
-// else v says why it has the whole.
-func (t *Tab) snapshotDelta(v *snapshotValue, since string) {
-	id, err := protocol.ParseSnapshotID(since)
-	if err != nil { // checked with the plan
-		v.Full = err.Error()
-		return
-	}
-	base, why := t.bases.find(id, t.frames.Sequence())
-	if why != "" {
-		v.Full = why
-		return
-	}
-	d, ok := snapdelta.Diff(base.text, v.Text)
-	switch {
-	case !ok:
-		v.Full = "the snapshots are not both in the text form deltas take"
-	case len(d.Text) >= len(v.Text):
-		v.Full = "the change is no shorter than the snapshot"
-	default:
-		v.Since, v.Delta, v.Changes, v.Text = base.id.String(), d.Text, &d.Changes, ""
-	}
 }

@@ -4,13 +4,13 @@ import (
 	"strconv"
 
 	"github.com/framebus/framebus/protocol"
-	"github.com/framebus/framebus/snapdelta"
+	"github.com/framebus/framebus/snaptext"
 )
 
 // snapshotBases keeps the snapshots a tab gave out in its current
 // document, as snapshot actions' values and as frames' content, so that
 // a caller naming one (snapshot --since) gets only what changed since
-// (snapdelta). A snapshot of an earlier document is never a base: its
+// (snaptext). A snapshot of an earlier document is never a base: its
 // refs named other elements. The tab's goroutine owns it.
 type snapshotBases struct {
 	docStart int64 // the current document's first frame
@@ -19,10 +19,11 @@ type snapshotBases struct {
 }
 
 type keptSnapshot struct {
-	id     protocol.SnapshotID
-	text   string
-	frame  bool // the frame's own content
-	scoped bool // of a part of the page (a selector, interactive only, a depth, a node cap)
+	id         protocol.SnapshotID
+	url, title string
+	text       string
+	frame      bool // the frame's own content
+	scoped     bool // of a part of the page (a selector, interactive only, a depth, a node cap)
 }
 
 // Bounds of what a tab keeps: the latest snapshots first, the frame's
@@ -38,8 +39,8 @@ func (b *snapshotBases) newDocument(seq int64) {
 }
 
 // keep records text, taken at frame seq, and returns its id.
-func (b *snapshotBases) keep(seq int64, text string, frame, scoped bool) protocol.SnapshotID {
-	id := protocol.SnapshotID{Frame: seq, Hash: snapdelta.Hash(text)}
+func (b *snapshotBases) keep(seq int64, url, title, text string, frame, scoped bool) protocol.SnapshotID {
+	id := protocol.SnapshotID{Frame: seq, Hash: snaptext.Hash(text)}
 	for i, k := range b.kept {
 		if k.id == id { // the same again: now the latest
 			k.frame, k.scoped = k.frame || frame, k.scoped && scoped
@@ -47,7 +48,7 @@ func (b *snapshotBases) keep(seq int64, text string, frame, scoped bool) protoco
 			return id
 		}
 	}
-	b.kept = append(b.kept, keptSnapshot{id: id, text: text, frame: frame, scoped: scoped})
+	b.kept = append(b.kept, keptSnapshot{id: id, url: url, title: title, text: text, frame: frame, scoped: scoped})
 	b.bytes += len(text)
 	for len(b.kept) > 1 && (len(b.kept) > maxKeptSnapshots || b.bytes > maxKeptSnapshotBytes) {
 		b.bytes -= len(b.kept[0].text)

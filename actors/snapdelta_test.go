@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/framebus/framebus/protocol"
-	"github.com/framebus/framebus/snapdelta"
+	"github.com/framebus/framebus/snaptext"
 )
 
 // A snapshot since one the agent holds is the change from it: applied to
@@ -63,7 +63,7 @@ func TestSnapshotDeltaIsExact(t *testing.T) {
 // applied checks that delta d applied to base is want.
 func applied(t *testing.T, base string, d snapshotValue, want string) {
 	t.Helper()
-	got, err := snapdelta.Apply(base, d.Delta)
+	got, err := snaptext.Apply(base, d.Delta)
 	if err != nil || got != want {
 		t.Fatalf("the delta applied: %v\nbase:\n%s\ndelta:\n%s\ngot:\n%s\nwant:\n%s", err, base, d.Delta, got, want)
 	}
@@ -105,4 +105,44 @@ func TestSnapshotDeltaBases(t *testing.T) {
 		cmdFails(t, tab, protocol.Action{Type: "snapshot", Since: bad}, protocol.CodeBadRequest)
 	}
 	cmdFails(t, tab, protocol.Action{Type: "snapshot", Since: "1", Format: "json"}, protocol.CodeBadRequest)
+}
+
+// A snapshot of a 5 MB page read in parts: each within maxBytes, the
+// parts together the snapshot, byte for byte, each read from the
+// snapshot as it was taken (no snapshot taken again). A cursor of a
+// snapshot the tab no longer keeps is snapshot_gone.
+func TestSnapshotPartsCoverAPageOnce(t *testing.T) {
+	tab, _, _ := tabAt(t, "/rows.html?n=18000") // a table: 5 MB of snapshot
+	const budget = 256 << 10
+	first := snapshotOf(t, tab, protocol.Action{MaxBytes: budget, NoIdle: true})
+	if first.Bytes < 5e6 || first.Next == "" || len(first.Text) > budget {
+		t.Fatalf("the first part: %d bytes of %d, next %q", len(first.Text), first.Bytes, first.Next)
+	}
+	var whole strings.Builder
+	whole.WriteString(first.Text)
+	parts := 1
+	for next := first.Next; next != ""; parts++ {
+		p := snapshotOf(t, tab, protocol.Action{Cursor: next, MaxBytes: budget})
+		if len(p.Text) > budget || p.ID != first.ID || (p.Context == "" && !strings.HasPrefix(p.Text, "- ")) {
+			t.Fatalf("part %d from %s: %d bytes, id %s, context %q", parts, next, len(p.Text), p.ID, p.Context)
+		}
+		whole.WriteString(p.Text)
+		next = p.Next
+	}
+	if snaptext.Hash(whole.String()) != strings.SplitN(first.ID, "#", 2)[1] || whole.Len() != first.Bytes {
+		t.Fatalf("%d parts make %d bytes, not snapshot %s of %d", parts, whole.Len(), first.ID, first.Bytes)
+	}
+	// A search of it: the matches with their ancestors, counted.
+	found := snapshotOf(t, tab, protocol.Action{Search: `"Order 12345"`, NoIdle: true})
+	if found.Matches == nil || *found.Matches != 1 || !strings.Contains(found.Text, `link "Order 12345" [ref=`) || len(found.Text) > 1000 {
+		t.Fatalf("search: %+v", found)
+	}
+	cmdMutate(t, tab, protocol.Action{Type: "navigate", URL: site("/refs.html")})
+	cmdFails(t, tab, protocol.Action{Type: "snapshot", Cursor: first.Next}, protocol.CodeSnapshotGone)
+	for _, bad := range []protocol.Action{
+		{Cursor: "12"}, {Cursor: "1#zz@3"}, {Cursor: first.Next, Search: "x"}, {Since: "1", Search: "x"}, {MaxBytes: -1},
+	} {
+		bad.Type = "snapshot"
+		cmdFails(t, tab, bad, protocol.CodeBadRequest)
+	}
 }

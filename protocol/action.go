@@ -23,6 +23,8 @@ type Action struct {
 	Staged     []string `json:"staged,omitempty"`
 	Format     string   `json:"format,omitempty"`
 	Since      string   `json:"since,omitempty"`
+	Search     string   `json:"search,omitempty"`
+	Cursor     string   `json:"cursor,omitempty"`
 	Device     string   `json:"device,omitempty"`
 	UserAgent  string   `json:"userAgent,omitempty"`
 
@@ -158,6 +160,10 @@ func (a *Action) field(name string) any {
 		return &a.MaxNodes
 	case "since":
 		return &a.Since
+	case "search":
+		return &a.Search
+	case "cursor":
+		return &a.Cursor
 	case "device":
 		return &a.Device
 	case "userAgent":

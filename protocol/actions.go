@@ -228,20 +228,14 @@ var actionSpecs = []ActionSpec{
 			{Name: "maxNodes", Kind: KindInt, Help: "at most this many nodes; a longer snapshot is cut and marked truncated (0: unbounded)"},
 			{Name: "format", Choices: []string{"text", "json"}, Help: "text (one line per node) or json (the tree)"},
 			{Name: "since", Help: "the snapshot you hold, as a frame (12) or a snapshot's id (12#1a2b3c4d): answer only what changed since, as a delta (docs/deltas.md); the whole snapshot when it cannot"},
+			{Name: "search", Help: "only the nodes whose line holds this text (any case), each under its ancestors and with what is under it"},
+			{Name: "maxBytes", Kind: KindInt, Help: "at most this many bytes of text, in whole lines; the rest comes with cursor, the answer's next"},
+			{Name: "cursor", Help: "the next part of a snapshot cut by maxBytes (the answer's next: 12#1a2b3c4d@32768), read from the snapshot as it was taken"},
 			{Name: "noIdle", Kind: KindBool, Help: "take it at once instead of waiting for network idle first"},
 			{Name: "idleTimeout", Kind: KindDuration, Help: "how long to wait for network idle before taking it anyway (default 5s)"},
 			timeoutParam("the snapshot"),
 		},
-		Check: func(a Action) error {
-			if a.Since == "" {
-				return nil
-			}
-			if a.Format == "json" {
-				return badRequest("since: a delta is of the text format, not json")
-			}
-			_, err := ParseSnapshotID(a.Since)
-			return err
-		}},
+		Check: checkSnapshot},
 	{Type: "resize", Mutates: true,
 		Summary: "lay the page out for another viewport size, or emulate a device (desktop, iPhone 13, Pixel 7, ...)",
 		Params: []Param{

@@ -13,6 +13,7 @@ const (
 	CodeNotVisible        Code = "not_visible"
 	CodeDialogOpen        Code = "dialog_open"
 	CodeStaleRef          Code = "stale_ref"
+	CodeSnapshotGone      Code = "snapshot_gone"
 	CodeNavigationFailed  Code = "navigation_failed"
 	CodeNoHistory         Code = "no_history"
 	CodeTimeout           Code = "timeout"
@@ -52,6 +53,7 @@ var Codes = []struct {
 	{CodeNotVisible, "the element is there but not where a user sees it: hidden (display:none, visibility:hidden), of zero size, or off the page where no scrolling reaches (a closed off-canvas menu); the message says which, and for one off the page where it lies and beyond which edge. Nothing is done"},
 	{CodeDialogOpen, "a JavaScript dialog is open and blocks the page; answer it with the dialog action"},
 	{CodeStaleRef, "the element a snapshot ref pointed to is gone"},
+	{CodeSnapshotGone, "the snapshot a cursor names is no longer kept by its tab (the page loaded another document, the node restarted, or many snapshots were taken since): take the snapshot again"},
 	{CodeNavigationFailed, "the browser could not load the page (net::ERR_... text in the message)"},
 	{CodeNoHistory, "back or forward at the end of the tab's history"},
 	{CodeTimeout, "the operation did not finish within its deadline; the tab stays usable"},

@@ -1,7 +1,8 @@
-// Package snapdelta computes and applies the change between two
-// accessibility snapshots of one document in their text form (a line per
-// node, indented two spaces per level, as cdpdriver's Snapshot.Text
-// writes them).
+// Package snaptext reads snapshots in their text form (a line per node,
+// indented two spaces per level, as cdpdriver's Snapshot.Text writes
+// them): the change between two of one document (Diff, Apply), the nodes
+// that match a text (Search), and a long one in parts under a byte
+// budget (Part).
 //
 // A delta names nodes by their refs (e12), the names agents already use
 // to act, and says what changed as whole nodes: a node whose line
@@ -11,7 +12,7 @@
 // from, a delta gives back, byte for byte, the snapshot it was made to;
 // both are named by a hash in the delta's first line, and Apply checks
 // them. See docs/deltas.md for the format.
-package snapdelta
+package snaptext
 
 import (
 	"crypto/sha256"

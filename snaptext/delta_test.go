@@ -1,4 +1,4 @@
-package snapdelta
+package snaptext
 
 import (
 	"fmt"

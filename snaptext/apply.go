@@ -1,4 +1,4 @@
-package snapdelta
+package snaptext
 
 import (
 	"errors"
@@ -9,7 +9,7 @@ import (
 
 // ErrBase is Apply's error when the snapshot given is not the one the
 // delta was made from.
-var ErrBase = errors.New("snapdelta: the delta was made from another snapshot")
+var ErrBase = errors.New("snaptext: the delta was made from another snapshot")
 
 // Apply applies delta to base, the snapshot it was made from, and returns
 // the snapshot it was made to.
@@ -24,7 +24,7 @@ func Apply(base, delta string) (string, error) {
 	}
 	t, ok := parse(base)
 	if !ok {
-		return "", errors.New("snapdelta: the base is not a snapshot's text")
+		return "", errors.New("snaptext: the base is not a snapshot's text")
 	}
 	edits := &edits{changed: map[*node]string{}, removed: map[*node]bool{}, added: map[*node][]*node{}, first: map[*node][]*node{}}
 	if err := edits.read(t, body); err != nil {
@@ -35,7 +35,7 @@ func Apply(base, delta string) (string, error) {
 	edits.write(&b, t.root, -1)
 	out := b.String()
 	if Hash(out) != want.result {
-		return "", fmt.Errorf("snapdelta: the delta's result is not the snapshot it names (result=%s, got %s)", want.result, Hash(out))
+		return "", fmt.Errorf("snaptext: the delta's result is not the snapshot it names (result=%s, got %s)", want.result, Hash(out))
 	}
 	return out, nil
 }
@@ -47,7 +47,7 @@ func parseHeader(line string) (header, error) {
 	var h header
 	fields := strings.Fields(line)
 	if len(fields) < 3 || fields[0] != "delta" {
-		return h, fmt.Errorf("snapdelta: not a delta: its first line is %q", cut(line))
+		return h, fmt.Errorf("snaptext: not a delta: its first line is %q", cut(line))
 	}
 	for _, f := range fields[1:] {
 		k, v, _ := strings.Cut(f, "=")
@@ -59,7 +59,7 @@ func parseHeader(line string) (header, error) {
 		}
 	}
 	if h.base == "" || h.result == "" {
-		return h, fmt.Errorf("snapdelta: the delta's first line names no base and result: %q", cut(line))
+		return h, fmt.Errorf("snaptext: the delta's first line names no base and result: %q", cut(line))
 	}
 	return h, nil
 }
@@ -91,7 +91,7 @@ func (e *edits) read(t *tree, body string) error {
 			f[k] = strings.TrimSuffix(f[k], ":") // the header's colon, right after an address when no context follows
 		}
 		if len(f) < 2 {
-			return fmt.Errorf("snapdelta: line %q is no operation", cut(head))
+			return fmt.Errorf("snaptext: line %q is no operation", cut(head))
 		}
 		switch f[0] {
 		case "changed":
@@ -100,7 +100,7 @@ func (e *edits) read(t *tree, body string) error {
 				return err
 			}
 			if len(brought) != 1 || strings.HasPrefix(brought[0], " ") {
-				return fmt.Errorf("snapdelta: %q: a changed node takes one line", cut(head))
+				return fmt.Errorf("snaptext: %q: a changed node takes one line", cut(head))
 			}
 			e.changed[n] = brought[0]
 		case "removed":
@@ -111,7 +111,7 @@ func (e *edits) read(t *tree, body string) error {
 			e.removed[n] = true
 		case "added":
 			if len(f) < 4 || f[1] != "under" || (f[3] == "after" && len(f) < 5) {
-				return fmt.Errorf("snapdelta: %q: want 'added under NODE first' or 'added under NODE after NODE'", cut(head))
+				return fmt.Errorf("snaptext: %q: want 'added under NODE first' or 'added under NODE after NODE'", cut(head))
 			}
 			parent, err := t.find(f[2])
 			if err != nil {
@@ -119,7 +119,7 @@ func (e *edits) read(t *tree, body string) error {
 			}
 			nodes, ok := parseBrought(brought)
 			if !ok {
-				return fmt.Errorf("snapdelta: %q: the lines under it are not a snapshot's", cut(head))
+				return fmt.Errorf("snaptext: %q: the lines under it are not a snapshot's", cut(head))
 			}
 			switch f[3] {
 			case "first":
@@ -130,14 +130,14 @@ func (e *edits) read(t *tree, body string) error {
 					return err
 				}
 				if after.parent != parent {
-					return fmt.Errorf("snapdelta: %q: %s is not under %s", cut(head), f[4], f[2])
+					return fmt.Errorf("snaptext: %q: %s is not under %s", cut(head), f[4], f[2])
 				}
 				e.added[after] = append(e.added[after], nodes...)
 			default:
-				return fmt.Errorf("snapdelta: %q: want first or after NODE", cut(head))
+				return fmt.Errorf("snaptext: %q: want first or after NODE", cut(head))
 			}
 		default:
-			return fmt.Errorf("snapdelta: line %q is no operation (changed, added, removed)", cut(head))
+			return fmt.Errorf("snaptext: line %q is no operation (changed, added, removed)", cut(head))
 		}
 	}
 	return nil
@@ -166,19 +166,19 @@ func (t *tree) find(addr string) (*node, error) {
 	if start != "" {
 		var ok bool
 		if n, ok = t.refs[start]; !ok {
-			return nil, fmt.Errorf("snapdelta: no node %s in the base", start)
+			return nil, fmt.Errorf("snaptext: no node %s in the base", start)
 		}
 	}
 	if path == "" {
 		if start == "" {
-			return nil, fmt.Errorf("snapdelta: %q is no address", addr)
+			return nil, fmt.Errorf("snaptext: %q is no address", addr)
 		}
 		return n, nil
 	}
 	for _, step := range strings.Split(path, "/") {
 		i, err := strconv.Atoi(step)
 		if err != nil || i < 0 || i >= len(n.children) {
-			return nil, fmt.Errorf("snapdelta: no node %s in the base", addr)
+			return nil, fmt.Errorf("snaptext: no node %s in the base", addr)
 		}
 		n = n.children[i]
 	}

@@ -1,4 +1,4 @@
-package snapdelta
+package snaptext
 
 // Matching two lists of children: the longest common subsequence of
 // their keys (Myers' O(ND) algorithm), where a node with a ref is keyed
