@@ -50,7 +50,7 @@ func actionDescription(spec protocol.ActionSpec) string {
 	case spec.Resource != "":
 		d += ". Touches no tab; needs no basedOnSequence."
 	case spec.Mutates:
-		d += ". Makes a new frame; the result names it and, when the URL changed, carries the new page's snapshot."
+		d += ". Makes a new frame; the result names it and shows what changed on the page (the whole page when a new one loaded)."
 	default:
 		d += ". Reads the tab without changing it."
 	}
@@ -120,7 +120,14 @@ func (s *Server) runAction(ctx context.Context, ss *mcp.ServerSession, spec prot
 			}
 		}
 	}
-	data, plan, err := planFor(spec.Type, args)
+	mode := s.page
+	if spec.Resource == "" && (spec.Mutates || spec.Type == "snapshot") {
+		var err error
+		if mode, err = s.pageMode(args); err != nil {
+			return failure(err, tab, 0)
+		}
+	}
+	_, plan, err := planFor(spec.Type, args)
 	if err != nil {
 		return failure(err, tab, 0)
 	}
@@ -129,11 +136,11 @@ func (s *Server) runAction(ctx context.Context, ss *mcp.ServerSession, spec prot
 	}
 	var out actionOutcome
 	if tab != "" {
-		out, err = s.runPlan(ctx, tab, data, plan)
+		out, err = s.runPlan(ctx, ss, tab, plan, mode)
 	} else {
 		pick := func() (string, bool, error) { return s.defaultTab(ctx, ss, "") }
 		out, err = s.onChosenTab(ss, pick, func(tab string) (actionOutcome, error) {
-			return s.runPlan(ctx, tab, data, plan)
+			return s.runPlan(ctx, ss, tab, plan, mode)
 		})
 	}
 	return render(spec.Type, out, err)
@@ -230,34 +237,52 @@ const listTimeout = 5 * time.Second
 var errNoTab = protocol.Errorf(protocol.CodeTabNotFound,
 	"no tab is open on the bus; open one with browser_tab_new (or web action navigate), and if the browser is stopped start it with browser_launch")
 
-// contentWait bounds waiting for the frame an action made, to show its
-// page: the frame is published before the plan's answer, so it is
-// normally there already.
-const contentWait = 3 * time.Second
-
 // cancelWait bounds the cancel of a plan whose call ended first.
 const cancelWait = 2 * time.Second
 
-// runPlan sends a one-action plan to tab. On failure the outcome still
-// names the tab and, when known, its current frame.
-func (s *Server) runPlan(ctx context.Context, tab string, data []byte, plan protocol.Plan) (actionOutcome, error) {
+// runPlan sends a one-action plan to tab. A state-changing action's
+// plan ends with a snapshot, and what the result shows of the page comes
+// from it (pages.go), as does a snapshot's without options: in delta
+// mode, what changed since the page the session was last shown. On
+// failure the outcome still names the tab and, when known, its current
+// frame.
+func (s *Server) runPlan(ctx context.Context, ss *mcp.ServerSession, tab string, plan protocol.Plan, mode string) (actionOutcome, error) {
 	a := plan.Actions[0]
 	spec, _ := protocol.LookupAction(a.Type)
 	out := actionOutcome{Tab: tab}
+	viewed := -1 // the step whose snapshot the result shows as the page
+	wait := plan.Wait()
+	switch {
+	case mode == PageNone:
+	case spec.Mutates:
+		held, _ := s.held(ss, tab)
+		step := pageStep(mode, held)
+		plan.Actions = append(plan.Actions, step)
+		wait += step.EffectiveTimeout() // it makes no frame to settle
+		viewed = 1
+	case a.Type == "snapshot" && wholePage(a):
+		if held, ok := s.held(ss, tab); ok && mode == PageDelta {
+			plan.Actions[0].Since = held.id
+		}
+		viewed = 0
+	}
+	plan.Action = nil
+	data, err := protocol.Marshal(plan)
+	if err != nil {
+		return out, protocol.Errorf(protocol.CodeInternal, "plan: %v", err)
+	}
 	// Follow the tab's frames from before the plan, so the frame it makes
-	// is seen (and its page shown) without asking the history.
+	// is seen without asking the history.
 	var tw *tabWatch
 	if spec.Mutates {
-		var err error
 		if tw, err = s.watch(ctx, tab); err != nil {
 			return out, s.tabError(ctx, tab, err)
 		}
 	}
-	before := tw.lastSeen()
-	if before != nil {
+	if before := tw.lastSeen(); before != nil {
 		out.Sequence = before.Sequence
 	}
-	pctx, cancel := context.WithTimeout(ctx, plan.Wait())
+	pctx, cancel := context.WithTimeout(ctx, wait)
 	defer cancel()
 	res, _, err := s.bc.PlanData(pctx, tab, data)
 	if err != nil {
@@ -278,7 +303,7 @@ func (s *Server) runPlan(ctx context.Context, tab string, data []byte, plan prot
 		return out, err
 	}
 	out.Sequence = res.Sequence
-	if !res.OK {
+	if len(res.Results) == 0 || res.Results[0].Error != "" || (!res.OK && viewed != 1) {
 		if len(res.Results) > 0 && res.Results[0].Error != "" {
 			return out, &protocol.Error{Code: res.Results[0].Code, Message: res.Results[0].Error}
 		}
@@ -288,29 +313,34 @@ func (s *Server) runPlan(ctx context.Context, tab string, data []byte, plan prot
 	out.OK, out.URL, out.Title, out.Status, out.Value = true, r.URL, r.Title, r.Status, r.Value
 	if spec.Mutates && r.Sequence > 0 {
 		out.Frame = r.Sequence
-		// A frame carries its page only when the URL changed: no need to
-		// wait for one made right after a frame at the same URL.
-		if before == nil || before.Sequence != r.Sequence-1 || before.URL != r.URL {
-			s.addPage(ctx, tw, &out)
+	}
+	if viewed < 0 {
+		return out, nil
+	}
+	if viewed >= len(res.Results) || res.Results[viewed].Error != "" {
+		// The action ran; its page could not be read after it.
+		why := "no answer"
+		if viewed < len(res.Results) {
+			why = string(res.Results[viewed].Code) + ": " + res.Results[viewed].Error
+		}
+		out.Note = "the page could not be read after the action (" + capMessage(why) + "); take browser_snapshot"
+		return out, nil
+	}
+	if v, ok := s.view(ss, tab, res.Results[viewed].Value, s.budget); ok {
+		out.View = &v
+		if viewed == 0 {
+			out.Value = nil // the view shows it
 		}
 	}
 	return out, nil
 }
 
-// addPage puts the page of the frame the action made into its outcome.
-func (s *Server) addPage(ctx context.Context, tw *tabWatch, out *actionOutcome) {
-	seq := itoa(out.Frame)
-	wctx, cancel := context.WithTimeout(ctx, contentWait)
-	f, err := tw.await(wctx, out.Frame)
-	cancel()
-	switch {
-	case err != nil:
-		out.Note = "the page of frame " + seq + " was not seen in time; read it at " + FrameURI(out.Tab, seq)
-	case f.FullPage != nil:
-		out.Page, out.PageFormat, out.PageResource = *f.FullPage, f.FullPageFormat, FrameURI(out.Tab, seq)
-	case f.ContentErr != nil:
-		out.Note = "the page of frame " + seq + " could not be read: " + f.ContentErr.Error()
-	}
+// wholePage reports whether a snapshot action asks for the whole page as
+// text, which a result shows as the session's page; one that asks for a
+// part, a search or the tree is shown as it comes.
+func wholePage(a protocol.Action) bool {
+	return a.Since == "" && a.Search == "" && a.Cursor == "" && a.MaxBytes == 0 && a.Format != "json" &&
+		a.Selector == "" && !a.Interactive && a.Depth == 0 && a.MaxNodes == 0
 }
 
 // render is an action's outcome as a tool result.

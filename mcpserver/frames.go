@@ -60,6 +60,8 @@ func (s *Server) addFrameResources() {
 		Description: "a tab's current frame (URL, title, the action that made it, and its page when the URL changed); subscribe to hear of every new frame"}, s.readFrame)
 	s.mcp.AddResourceTemplate(&mcp.ResourceTemplate{URITemplate: framesURIStart + "{tab}/frames/{sequence}", Name: "frame",
 		MIMEType: "application/json", Description: "one frame of a tab, by its sequence, from the bus's frame history"}, s.readFrame)
+	s.mcp.AddResourceTemplate(&mcp.ResourceTemplate{URITemplate: framesURIStart + "{tab}/snapshots/{frame}/{hash}", Name: "snapshot",
+		MIMEType: "text/plain", Description: "a page snapshot a tab keeps (the last 16 of its document), by its id 12#1a2b3c4d as /snapshots/12/1a2b3c4d: a result too long to show points here"}, s.readSnapshot)
 }
 
 func (s *Server) readTabs(ctx context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
@@ -429,4 +431,59 @@ func (tw *tabWatch) await(ctx context.Context, seq int64) (*busclient.Frame, err
 			return nil, errFrameNotSeen
 		}
 	}
+}
+
+// SnapshotURI is the resource of a snapshot a tab keeps, by its id
+// (12#1a2b3c4d: framebus://tabs/T/snapshots/12/1a2b3c4d): a result that
+// shows less than the whole page points there.
+func SnapshotURI(tab, id string) string {
+	return framesURIStart + tab + "/snapshots/" + strings.Replace(id, "#", "/", 1)
+}
+
+// parseSnapshotURI splits a snapshot resource's URI.
+func parseSnapshotURI(uri string) (tab string, id protocol.SnapshotID, ok bool) {
+	rest, found := strings.CutPrefix(uri, framesURIStart)
+	if !found {
+		return "", id, false
+	}
+	tab, rest, found = strings.Cut(rest, "/snapshots/")
+	if !found || !protocol.ValidTabID(tab) {
+		return "", id, false
+	}
+	id, err := protocol.ParseSnapshotID(strings.Replace(rest, "/", "#", 1))
+	return tab, id, err == nil && id.Hash != ""
+}
+
+// snapshotPartBytes is the part of a snapshot a resource read asks its
+// tab for at a time: well within a reply.
+const snapshotPartBytes = 1 << 20
+
+// readSnapshot reads a snapshot the tab keeps, a part at a time, whole.
+func (s *Server) readSnapshot(ctx context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
+	uri := req.Params.URI
+	tab, id, ok := parseSnapshotURI(uri)
+	if !ok {
+		return nil, mcp.ResourceNotFoundError(uri)
+	}
+	ctx, cancel := context.WithTimeout(ctx, readFrameTimeout)
+	defer cancel()
+	var b strings.Builder
+	for cursor := id.String() + "@0"; cursor != ""; {
+		res, err := s.bc.Plan(ctx, tab, protocol.Plan{Action: &protocol.Action{Type: "snapshot", Cursor: cursor, MaxBytes: snapshotPartBytes}})
+		switch {
+		case err != nil:
+			return nil, resourceError(s.tabError(ctx, tab, err))
+		case !res.OK && len(res.Results) > 0:
+			return nil, resourceError(&protocol.Error{Code: res.Results[0].Code, Message: res.Results[0].Error})
+		case !res.OK:
+			return nil, resourceError(&protocol.Error{Code: res.Code, Message: res.Error})
+		}
+		var part struct{ Text, Next string }
+		if err := json.Unmarshal(res.Results[0].Value, &part); err != nil {
+			return nil, resourceError(protocol.Errorf(protocol.CodeInternal, "snapshot part: %v", err))
+		}
+		b.WriteString(part.Text)
+		cursor = part.Next
+	}
+	return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: uri, MIMEType: "text/plain", Text: b.String()}}}, nil
 }

@@ -776,21 +776,20 @@ func TestProbeConcurrentCalls(t *testing.T) {
 	}
 }
 
-// The frame content rule: a navigation's result carries the page of the
-// frame it names; an eval at the same URL carries none; a click that
-// leaves the page carries the new one; and while another agent makes
-// frames on the same tab all the time, the page a navigation's result
-// carries is its own frame's (that frame, read back, is at the URL
-// navigated to).
+// The page rule: a navigation's result carries the new page; an eval
+// that changes nothing says so in a line; a click that leaves the page
+// carries the new one; and while another agent makes frames on the same
+// tab all the time, a navigation's result carries the page it loaded,
+// and the frame it names, read back, is at the URL navigated to.
 func TestProbeFrameContentRule(t *testing.T) {
 	s := start(t, "both")
 	tab := s.node.Tabs()[0].Tab
 	text, out, isErr := s.call(t, "browser_navigate", map[string]any{"url": s.site + "/index.html"})
-	if isErr || out["pageResource"] != mcpserver.FrameURI(tab, fmt.Sprint(out["frame"])) || !strings.Contains(text, fmt.Sprintf("page of frame %v", out["frame"])) {
+	if isErr || pageOf(out)["snapshot"] == nil || !strings.Contains(text, "page (snapshot ") {
 		t.Fatalf("navigate carries no page: %v", out)
 	}
 	evalText, out, _ := s.call(t, "browser_eval", map[string]any{"expression": "1"})
-	if out["pageResource"] != nil || strings.Contains(evalText, "page of frame") {
+	if strings.Contains(evalText, "page (snapshot") || !strings.Contains(evalText, "did not change") {
 		t.Errorf("an eval at the same URL carries a page: %v", out)
 	}
 	m := refPattern.FindStringSubmatch(text)
@@ -798,7 +797,7 @@ func TestProbeFrameContentRule(t *testing.T) {
 		t.Fatalf("no ref in %s", text)
 	}
 	page, _, _ := s.call(t, "browser_click", map[string]any{"selector": m[1]})
-	if !strings.Contains(page, "page of frame") || !strings.Contains(page, "Product 123") {
+	if !strings.Contains(page, "page (snapshot") || !strings.Contains(page, "Product 123") {
 		t.Errorf("a click that left the page carries %q", clip(page))
 	}
 

@@ -27,13 +27,11 @@ type actionOutcome struct {
 	Title  string          `json:"title,omitempty"`
 	Status int             `json:"status,omitempty"`
 	Value  json.RawMessage `json:"value,omitempty"`
-	// Page is the new frame's content (PageFormat: snapshot) when the
-	// URL changed. It is in the text only: sent twice it would double the
-	// largest results; PageResource is where a program reads it.
-	Page         string `json:"-"`
-	PageFormat   string `json:"pageFormat,omitempty"`
-	PageResource string `json:"pageResource,omitempty"`
-	Note         string `json:"note,omitempty"`
+	// View is what the result shows of the page after the action (see
+	// pages.go); its text is in the result's text only: sent twice it
+	// would double the largest results.
+	View *pageView `json:"page,omitempty"`
+	Note string    `json:"note,omitempty"`
 }
 
 // head is the first line of a result's text: the tab and its frame.
@@ -59,8 +57,9 @@ func (o actionOutcome) result() *mcp.CallToolResult {
 		b.WriteString("\n")
 		b.WriteString(valueText(o.Value))
 	}
-	if o.Page != "" {
-		fmt.Fprintf(&b, "\n\npage of frame %d (%s):\n%s", o.Frame, o.PageFormat, o.Page)
+	if o.View != nil && o.View.text != "" {
+		b.WriteString("\n")
+		b.WriteString(o.View.text)
 	}
 	if o.Note != "" {
 		b.WriteString("\nnote: " + o.Note)

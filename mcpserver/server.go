@@ -12,8 +12,10 @@
 package mcpserver
 
 import (
+	"cmp"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sync"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -43,6 +45,11 @@ type Options struct {
 	Version string
 	// Logger logs the MCP sessions' activity (none when nil).
 	Logger *slog.Logger
+	// Page is what results show of the page by default (PageModes:
+	// PageDelta when ""); PageBudget, the most bytes of it a result
+	// shows (DefaultPageBudget when 0), past which it is summarized.
+	Page       string
+	PageBudget int
 }
 
 // Server is framebus's MCP server. One Server serves any number of
@@ -56,7 +63,12 @@ type Server struct {
 	selected map[*mcp.ServerSession]string // the tab each session chose
 	watches  map[string]*tabWatch          // tabs whose frames are followed
 	// subs are the sessions subscribed to each tab's latest frame.
-	subs   map[string]map[*mcp.ServerSession]bool
+	subs map[string]map[*mcp.ServerSession]bool
+	// shown is the page each session was last shown of each tab (see
+	// pages.go).
+	shown  map[*mcp.ServerSession]map[string]heldPage
+	page   string
+	budget int
 	closed bool
 }
 
@@ -70,7 +82,11 @@ func New(opts Options) (*Server, error) {
 		tools = ToolsBoth
 	}
 	s := &Server{bc: opts.Client, selected: map[*mcp.ServerSession]string{}, watches: map[string]*tabWatch{},
-		subs: map[string]map[*mcp.ServerSession]bool{}}
+		subs: map[string]map[*mcp.ServerSession]bool{}, shown: map[*mcp.ServerSession]map[string]heldPage{},
+		page: cmp.Or(opts.Page, PageDelta), budget: cmp.Or(opts.PageBudget, DefaultPageBudget)}
+	if !slices.Contains(PageModes, s.page) || s.budget < 0 {
+		return nil, protocol.Errorf(protocol.CodeBadRequest, "page %q, budget %d: want delta, full or none, and a budget of 1 byte or more", s.page, s.budget)
+	}
 	logger := opts.Logger
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
@@ -100,8 +116,10 @@ func New(opts Options) (*Server, error) {
 // instructions tell the model how the tools fit together.
 const instructions = `framebus drives real Chromium tabs shared over a message bus with other agents and observers.
 Every tab has numbered frames: page states. Each result names the tab and the frame it left ("tab T1 · frame 7").
-A state-changing action that changes the URL returns the new page's accessibility snapshot, with a ref (e5) for every
-interactive element: pass a ref as the selector (or ref) of the next action. To act only while the page is as you saw
+A state-changing action returns what it changed on the page, as a delta keyed by refs, or the new page's accessibility
+snapshot when a new page loaded, with a ref (e5) for every interactive element: pass a ref as the selector (or ref) of
+the next action. A page too long to show comes as a summary and a link; search it with browser_snapshot {"search": ...}
+or read it in parts with its cursor. To act only while the page is as you saw
 it, give basedOnSequence (the frame number you planned against): if another agent changed the page meanwhile, the
 action is refused with stale_frame and the current frame number, and nothing runs.`
 
@@ -125,7 +143,17 @@ func (s *Server) Close() {
 func (s *Server) selectTab(ss *mcp.ServerSession, tab string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	// Sessions that ended choose nothing any more.
+	s.pruneSessions()
+	if tab == "" {
+		delete(s.selected, ss)
+		return
+	}
+	s.selected[ss] = tab
+}
+
+// pruneSessions forgets what sessions that ended chose and were shown.
+// The caller holds s.mu.
+func (s *Server) pruneSessions() {
 	live := map[*mcp.ServerSession]bool{}
 	for l := range s.mcp.Sessions() {
 		live[l] = true
@@ -135,11 +163,11 @@ func (s *Server) selectTab(ss *mcp.ServerSession, tab string) {
 			delete(s.selected, old)
 		}
 	}
-	if tab == "" {
-		delete(s.selected, ss)
-		return
+	for old := range s.shown {
+		if !live[old] {
+			delete(s.shown, old)
+		}
 	}
-	s.selected[ss] = tab
 }
 
 // sessionTab is the tab the session chose, "" for none.

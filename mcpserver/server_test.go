@@ -178,7 +178,7 @@ func TestActionTools(t *testing.T) {
 		t.Fatalf("stale click: error %v, %v %s", isErr, out, text)
 	}
 	text, out, isErr = s.call(t, "browser_click", map[string]any{"selector": m[1], "basedOnSequence": seq + 1})
-	if isErr || !strings.Contains(out["url"].(string), "product.html?id=123") || !strings.Contains(text, "page of frame") {
+	if isErr || !strings.Contains(out["url"].(string), "product.html?id=123") || !strings.Contains(text, "page (snapshot") {
 		t.Fatalf("click by ref: %v %s", out, text)
 	}
 
@@ -203,13 +203,14 @@ func TestWebTool(t *testing.T) {
 	if isErr || len(profiles) != 1 || profiles[0].(map[string]any)["running"] != true || profiles[0].(map[string]any)["page_count"] != float64(1) {
 		t.Fatalf("status: %v %s", out, text)
 	}
-	_, out, isErr = s.call(t, "web", map[string]any{"resource": "browser", "action": "navigate", "url": s.site + "/index.html"})
-	if isErr {
-		t.Fatalf("navigate: %v", out)
-	}
-	text, _, isErr = s.call(t, "web", map[string]any{"action": "snapshot"})
+	text, out, isErr = s.call(t, "web", map[string]any{"resource": "browser", "action": "navigate", "url": s.site + "/index.html"})
 	m := refPattern.FindStringSubmatch(text)
 	if isErr || m == nil {
+		t.Fatalf("navigate: %v %s", out, text)
+	}
+	// The session was shown the page: a snapshot says it did not change.
+	text, _, isErr = s.call(t, "web", map[string]any{"action": "snapshot"})
+	if isErr || !strings.Contains(text, "did not change") {
 		t.Fatalf("snapshot: %s", text)
 	}
 	_, out, isErr = s.call(t, "web", map[string]any{"resource": "browser", "action": "click", "ref": m[1]})
@@ -300,7 +301,7 @@ func TestSessionTabAfterRelaunch(t *testing.T) {
 		}
 	}
 	text, out, isErr := s.call(t, "browser_navigate", map[string]any{"url": s.site + "/index.html"})
-	if isErr || !strings.Contains(text, "page of frame") {
+	if isErr || !strings.Contains(text, "page (snapshot") {
 		t.Fatalf("navigate after close and launch: %s", text)
 	}
 	first := out["tab"]

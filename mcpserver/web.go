@@ -184,11 +184,11 @@ func (s *Server) web(ctx context.Context, ss *mcp.ServerSession, in webInput) *m
 	if in.BasedOnSequence > 0 {
 		args[basedOnParam], _ = json.Marshal(in.BasedOnSequence)
 	}
-	data, plan, err := planFor(typ, args)
+	_, plan, err := planFor(typ, args)
 	if err != nil {
 		return failure(err, in.TargetID, 0)
 	}
-	run := func(tab string) (actionOutcome, error) { return s.runPlan(ctx, tab, data, plan) }
+	run := func(tab string) (actionOutcome, error) { return s.runPlan(ctx, ss, tab, plan, s.page) }
 	var out actionOutcome
 	if in.TargetID != "" {
 		if err := protocol.CheckTabID(in.TargetID); err != nil {

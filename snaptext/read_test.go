@@ -98,3 +98,17 @@ func TestSearch(t *testing.T) {
 		t.Errorf("no match: %+v", r)
 	}
 }
+
+// A summary gives a page's size, regions, outline and elements in a few
+// lines.
+func TestSummary(t *testing.T) {
+	text := "- banner:\n  - navigation \"Main\":\n    - link \"Home\" [ref=e1]\n    - link \"Docs\" [ref=e2]\n" +
+		"- main:\n  - heading \"Vec\" [level=1]\n  - heading \"Methods\" [level=2]\n  - button \"Copy\" [ref=e3]\n" +
+		"  - region \"Examples\":\n    - heading \"Examples\" [level=3]\n"
+	want := "240 bytes of snapshot, 10 nodes, 3 with refs: 2 link, 1 button\n" +
+		"regions:\n- banner (2 with refs)\n  - navigation \"Main\" (2 with refs)\n- main (1 with refs)\n  - region \"Examples\" (0 with refs)\n" +
+		"headings:\n- h1 \"Vec\"\n  - h2 \"Methods\"\n    - h3 \"Examples\"\n"
+	if got := Summary(text); got != want {
+		t.Fatalf("summary:\n%s\nwant:\n%s", got, want)
+	}
+}

@@ -53,6 +53,8 @@ and prints {"ok":true,"mcp":URL,"tokenFile":FILE}: every request needs
 			tools := fs.String("tools", mcpserver.ToolsBoth, "the tools served: web (ADR-006's web tool), actions (one per action, and the tab and lifecycle tools) or both")
 			tokenFile := fs.String("token-file", "", "with --http: the bearer token clients must send, read from this `file` (0600); default: a new one, written beside the state file")
 			configFile := fs.String("config", "", "configuration `file` of the node started when none runs (as serve's --config)")
+			page := fs.String("page", mcpserver.PageDelta, "what results show of the page: delta (what changed since the page the session was last shown), full (the whole page) or none; a call's page argument overrides it")
+			budget := fs.Int("page-budget", mcpserver.DefaultPageBudget, "the most `bytes` of page a result shows; a longer page comes as a summary and a link to read it")
 			return func(c *cli, args []string) error {
 				if len(args) > 0 {
 					return usagef("mcp: takes no arguments, got %q", args)
@@ -63,13 +65,19 @@ and prints {"ok":true,"mcp":URL,"tokenFile":FILE}: every request needs
 				if *tokenFile != "" && *httpAddr == "" {
 					return usagef("--token-file: only with --http")
 				}
-				return c.mcp(target, *configFile, *httpAddr, *tools, *tokenFile)
+				if !slices.Contains(mcpserver.PageModes, *page) {
+					return usagef("--page: %q is not delta, full or none", *page)
+				}
+				if *budget < 1 {
+					return usagef("--page-budget: %d is not a size in bytes (1 or more)", *budget)
+				}
+				return c.mcp(target, *configFile, *httpAddr, *tools, *tokenFile, mcpserver.Options{Page: *page, PageBudget: *budget})
 			}
 		},
 	}
 }
 
-func (c *cli) mcp(target clientFlags, configFile, httpAddr, tools, tokenFile string) error {
+func (c *cli) mcp(target clientFlags, configFile, httpAddr, tools, tokenFile string, pages mcpserver.Options) error {
 	protocolOut := c.stdout
 	if httpAddr == "" {
 		// stdout is the protocol's: nothing else may be written there.
@@ -82,7 +90,8 @@ func (c *cli) mcp(target clientFlags, configFile, httpAddr, tools, tokenFile str
 	defer stopNode()
 	defer cl.close()
 	srv, err := mcpserver.New(mcpserver.Options{Client: cl.bc, Tools: tools, Version: buildVersion(),
-		Logger: slog.New(slog.NewTextHandler(c.stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))})
+		Logger: slog.New(slog.NewTextHandler(c.stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
+		Page:   pages.Page, PageBudget: pages.PageBudget})
 	if err != nil {
 		return err
 	}

@@ -44,6 +44,7 @@ type mcpFindings struct {
 	StatusBefore         mcpCallSeen
 	Navigate             mcpCallSeen
 	Snapshot             mcpCallSeen
+	FullSnapshot         mcpCallSeen
 	MoveOn               mcpCallSeen
 	StaleWeb             mcpCallSeen
 	StaleAction          mcpCallSeen
@@ -144,9 +145,15 @@ func checkAcceptance(t *testing.T, f mcpFindings, stderr string) {
 		t.Fatalf("web navigate: %s", nav.Text)
 	}
 	// The navigation's result carries the new page: no snapshot call needed.
-	if nav.str("pageFormat") != "snapshot" || nav.str("pageResource") != mcpserver.FrameURI(f.Tab, fmt.Sprint(nav.seq())) ||
-		!strings.Contains(nav.Text, fmt.Sprintf("page of frame %d (snapshot):", nav.seq())) || !strings.Contains(nav.Text, `link "Product 123" [ref=`) {
+	page, _ := nav.Structured["page"].(map[string]any)
+	if id, _ := page["snapshot"].(string); !strings.HasPrefix(id, fmt.Sprint(nav.seq())+"#") ||
+		!strings.Contains(nav.Text, "page (snapshot "+id+"):") || !strings.Contains(nav.Text, `link "Product 123" [ref=`) {
 		t.Errorf("web navigate's result has no snapshot of the new page: %s", nav.Text)
+	}
+	// Shown the page, a snapshot is a line; a full one is the page again.
+	if !strings.Contains(f.Snapshot.Text, "did not change since snapshot") || len(f.Snapshot.Text) > 300 ||
+		!strings.Contains(f.FullSnapshot.Text, `link "Product 123" [ref=`+f.Ref+`]`) {
+		t.Errorf("web snapshot after the navigation: %s; full: %s", f.Snapshot.Text, f.FullSnapshot.Text)
 	}
 	if !f.UpdatedAfterNavigate || f.Subscribed != mcpserver.LatestFrameURI(f.Tab) {
 		t.Errorf("no resources/updated for %s after the navigation (updates %v)", f.Subscribed, f.Updates)
@@ -214,6 +221,9 @@ func checkToolSets(t *testing.T, tools []mcpToolSeen) {
 		want := mcpserver.ToolParams(spec)
 		if spec.Resource == "" {
 			want = append(want, protocol.Param{Name: "tab"}, protocol.Param{Name: "basedOnSequence"})
+		}
+		if spec.Resource == "" && (spec.Mutates || spec.Type == "snapshot") {
+			want = append(want, protocol.Param{Name: "page"}) // what the result shows of the page
 		}
 		for _, p := range want {
 			if _, ok := s.Properties[p.Name]; !ok {

@@ -141,11 +141,14 @@ async function acceptance() {
   out.navigate = await call("web", { resource: "browser", action: "navigate", url: site + "/index.html" });
   out.updatedAfterNavigate = await waitUpdate(latest, before, 15_000);
 
+  // The navigation's result carries the page; a snapshot after it says
+  // in a line that nothing changed, and a full one has it again.
   out.phase = "snapshot";
   out.snapshot = await call("web", { resource: "browser", action: "snapshot" });
-  const ref = refOf(out.snapshot.text, "link", "Product 123");
+  out.fullSnapshot = await call("browser_snapshot", { page: "full" });
+  const ref = refOf(out.navigate.text, "link", "Product 123");
   out.ref = ref;
-  if (!ref) throw new Error("no ref for the link Product 123 in the snapshot:\n" + out.snapshot.text);
+  if (!ref) throw new Error("no ref for the link Product 123 in the navigation's page:\n" + out.navigate.text);
   const seen = out.snapshot.structured?.sequence;
 
   // The tab moves on (another tool call makes a frame): an action based
