@@ -13,6 +13,7 @@ import (
 	"github.com/framebus/framebus/cdpdriver"
 	"github.com/framebus/framebus/frames"
 	"github.com/framebus/framebus/protocol"
+	"github.com/framebus/framebus/snaptext"
 )
 
 // Emitting frames: settling a change into a frame, capturing its content,
@@ -170,18 +171,48 @@ func (t *Tab) completePending(ctx context.Context, note string, capture bool) {
 // emit captures content if the policy wants it and capture allows, and
 // appends the frame to the outbox.
 func (t *Tab) emit(ctx context.Context, change frames.Change, note string, capture bool) protocol.Frame {
-	var content *string
-	if capture && t.frames.WantsContent(change) {
+	var content, whole *string
+	switch {
+	case capture && t.frames.WantsContent(change):
 		var title string
 		content, title, note = t.capture(ctx, change, note)
 		if title != "" {
 			change.Title = title
 		}
+	case capture && t.frames.WantsDelta(change):
+		var title string
+		whole, title, note = t.capture(ctx, change, note)
+		if title != "" {
+			change.Title = title
+		}
+		content = whole
+		if whole != nil {
+			content, change.DeltaSince = t.frameDelta(*whole)
+		}
 	}
 	f := t.appendFrame(change, content, note)
+	if whole != nil && change.DeltaSince > 0 {
+		t.bases.keep(f.Sequence, f.URL, f.Title, *whole, true, false) // the next frame's base
+	}
 	t.outbox = append(t.outbox, f)
 	t.storeInfo(f)
 	return f
+}
+
+// frameDelta is a frame's content under the delta policy: the change
+// from the last frame of the document that carried its snapshot, and
+// that frame; the whole snapshot (and 0) when there is none to diff
+// against, or the change is no shorter.
+func (t *Tab) frameDelta(whole string) (*string, int64) {
+	base, ok := t.bases.lastFrame()
+	if !ok {
+		return &whole, 0
+	}
+	d, ok := snaptext.Diff(base.text, whole)
+	if !ok || len(d.Text) >= len(whole) {
+		return &whole, 0
+	}
+	return &d.Text, base.id.Frame
 }
 
 // appendFrame numbers the next frame, marking its sequence before any

@@ -85,3 +85,16 @@ func (b *snapshotBases) find(since protocol.SnapshotID, current int64) (keptSnap
 	}
 	return keptSnapshot{}, "snapshot " + since.String() + " is not kept by the tab (it keeps the last " + strconv.Itoa(maxKeptSnapshots) + " of a document)"
 }
+
+// lastFrame is the snapshot of the latest frame of the document that
+// carried one.
+func (b *snapshotBases) lastFrame() (keptSnapshot, bool) {
+	var last keptSnapshot
+	found := false
+	for _, k := range b.kept {
+		if k.frame && (!found || k.id.Frame >= last.id.Frame) {
+			last, found = k, true
+		}
+	}
+	return last, found
+}

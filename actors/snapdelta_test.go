@@ -146,3 +146,63 @@ func TestSnapshotPartsCoverAPageOnce(t *testing.T) {
 		cmdFails(t, tab, bad, protocol.CodeBadRequest)
 	}
 }
+
+// Under the delta policy a frame at the same URL carries what changed
+// since the frame before it that carried the page: an observer that
+// applies each to the page it has holds the page as each action left it
+// (the snapshot the tab gives right after, byte for byte).
+func TestFramesCarryDeltas(t *testing.T) {
+	tab, frames, _ := tabAt(t, "/refs.html")
+	res := send(t, tab.ID(), one(protocol.Action{Type: "navigate", URL: site("/mutations.html"), Wait: true}))
+	seq := res.Sequence
+	pages := map[int64]string{}
+	nav := frames.until(seq) // the navigation's frame: the whole page
+	if nav.FullPage == nil || nav.FullPageFormat != "snapshot" {
+		t.Fatalf("the navigation's frame: %+v", nav)
+	}
+	pages[seq] = *nav.FullPage
+	actions := []protocol.Action{{Type: "click", Selector: "#menu"}}
+	for i := 1; i <= 12; i++ {
+		actions = append(actions, protocol.Action{Type: "eval", Expression: "mutate(" + strconv.Itoa(i*7) + ")"})
+	}
+	deltas := 0
+	for _, a := range actions {
+		before := tab.Info().Sequence
+		a.BasedOnSequence = protocol.Based(before)
+		res := send(t, tab.ID(), protocol.Plan{FullPagePolicy: "delta", Actions: []protocol.Action{a}})
+		if !res.OK || res.Sequence != before+1 {
+			t.Fatalf("%s: %+v", a.Type, res)
+		}
+		f := frames.until(res.Sequence)
+		if f.FullPage == nil {
+			t.Fatalf("frame %d carries nothing: %+v", f.Sequence, f)
+		}
+		page := *f.FullPage
+		if f.FullPageFormat == "snapshot-delta" {
+			base, ok := pages[f.FullPageSince]
+			if !ok {
+				t.Fatalf("frame %d: a delta since frame %d, which carried no page", f.Sequence, f.FullPageSince)
+			}
+			var err error
+			if page, err = snaptext.Apply(base, *f.FullPage); err != nil {
+				t.Fatalf("frame %d: %v", f.Sequence, err)
+			}
+			deltas++
+		} else if f.FullPageFormat != "snapshot" {
+			t.Fatalf("frame %d: format %q", f.Sequence, f.FullPageFormat)
+		}
+		pages[f.Sequence] = page
+		now := snapshotOf(t, tab, protocol.Action{NoIdle: true})
+		if now.ID != strconv.FormatInt(f.Sequence, 10)+"#"+snaptext.Hash(page) {
+			t.Fatalf("frame %d's page is not the tab's snapshot %s:\n%s", f.Sequence, now.ID, page)
+		}
+	}
+	if deltas < 10 {
+		t.Errorf("%d of %d frames carried a delta", deltas, len(actions))
+	}
+	// Without the policy, a frame at the same URL carries nothing.
+	res = send(t, tab.ID(), one(protocol.Action{Type: "eval", Expression: "mutate(99)"}))
+	if f := frames.until(res.Sequence); f.FullPage != nil {
+		t.Errorf("a frame under url-change carries %q", f.FullPageFormat)
+	}
+}

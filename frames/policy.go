@@ -13,6 +13,12 @@ const (
 	PolicyDocumentChange Policy = "document-change"
 	// PolicyAlways: every frame.
 	PolicyAlways Policy = "always"
+	// PolicyDelta: the whole content when the URL changes, and on every
+	// other frame what changed since the frame before it (a snapshot's
+	// delta, FormatSnapshotDelta), so observers see what each action
+	// did. The snapshot format only; the others carry their whole
+	// content as PolicyAlways does.
+	PolicyDelta Policy = "delta"
 )
 
 // Format is what a frame's fullPage holds.
@@ -23,6 +29,9 @@ const (
 	FormatHTML     Format = "html"     // the serialized DOM (document.documentElement.outerHTML)
 	FormatText     Format = "text"     // the visible text (document.body.innerText)
 	FormatNone     Format = "none"     // never include content
+	// FormatSnapshotDelta is a frame's content under PolicyDelta: the
+	// change from the snapshot of frame FullPageSince (snaptext).
+	FormatSnapshotDelta Format = "snapshot-delta"
 )
 
 // DefaultFormat is the content a frame carries unless configured otherwise.
@@ -33,10 +42,10 @@ func ParsePolicy(s string) (Policy, error) {
 	switch p := Policy(s); p {
 	case "":
 		return PolicyURLChange, nil
-	case PolicyURLChange, PolicyDocumentChange, PolicyAlways:
+	case PolicyURLChange, PolicyDocumentChange, PolicyAlways, PolicyDelta:
 		return p, nil
 	}
-	return "", fmt.Errorf("full-page policy %q: want url-change, document-change or always", s)
+	return "", fmt.Errorf("full-page policy %q: want url-change, document-change, always or delta", s)
 }
 
 // ParseFormat checks a format name; "" means DefaultFormat.

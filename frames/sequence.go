@@ -50,6 +50,9 @@ type Change struct {
 	// fullPage settings); "" keeps the stream's.
 	Format Format
 	Policy Policy
+	// DeltaSince: the content Append is given is the change from frame
+	// DeltaSince's snapshot (FormatSnapshotDelta).
+	DeltaSince int64
 }
 
 // Stream is one tab's frame sequence. It is not safe for concurrent use:
@@ -140,10 +143,22 @@ func (s *Stream) WantsContent(c Change) bool {
 		return true
 	case policy == PolicyAlways:
 		return true
+	case policy == PolicyDelta:
+		return s.FormatOf(c) != FormatSnapshot // the snapshot's frames carry a delta (WantsDelta)
 	case policy == PolicyDocumentChange:
 		return c.NewDocument
 	}
 	return false
+}
+
+// WantsDelta reports whether the frame for c carries the change from the
+// frame before it (PolicyDelta), having no whole content to carry.
+func (s *Stream) WantsDelta(c Change) bool {
+	policy := s.opts.Policy
+	if c.Policy != "" {
+		policy = c.Policy
+	}
+	return policy == PolicyDelta && s.FormatOf(c) == FormatSnapshot && !s.WantsContent(c)
 }
 
 // FormatOf is the content format of the frame for c.
@@ -175,7 +190,10 @@ func (s *Stream) Append(c Change, content *string, note string) protocol.Frame {
 		FullPage: content,
 		Note:     note,
 	}
-	if content != nil {
+	switch {
+	case content != nil && c.DeltaSince > 0:
+		f.FullPageFormat, f.FullPageSince = string(FormatSnapshotDelta), c.DeltaSince
+	case content != nil:
 		f.FullPageFormat = string(s.FormatOf(c))
 		s.delivered = c.URL
 	}

@@ -58,6 +58,10 @@ type Frame struct {
 	// previous frame. FullPageFormat says what it is (html, text, ...).
 	FullPage       *string `json:"fullPage,omitempty"`
 	FullPageFormat string  `json:"fullPageFormat,omitempty"`
+	// FullPageSince is the frame whose snapshot a "snapshot-delta"
+	// FullPage is the change from (fullPagePolicy delta): applied to it
+	// (snaptext.Apply) it is this frame's snapshot.
+	FullPageSince int64 `json:"fullPageSince,omitempty"`
 	// FullPageRef stands in for FullPage when the content is larger than
 	// the bus carries in one message: fetch it in chunks (ContentRequest).
 	FullPageRef *ContentRef `json:"fullPageRef,omitempty"`

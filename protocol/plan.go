@@ -44,8 +44,9 @@ var FullPageFormats = []string{"snapshot", "html", "text", "none"}
 
 // FullPagePolicies say when a frame carries its content: when the URL
 // changed (the frame seed's rule), also on a new document at the same URL,
-// or always.
-var FullPagePolicies = []string{"url-change", "document-change", "always"}
+// always, or when the URL changed and, on every other frame, what changed
+// since the frame before (a snapshot's delta).
+var FullPagePolicies = []string{"url-change", "document-change", "always", "delta"}
 
 // DefaultSettleTimeout bounds how long a frame waits for its new
 // document's load event before its content is captured anyway.

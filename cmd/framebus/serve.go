@@ -337,7 +337,7 @@ func declareServeFlags(fs *pflag.FlagSet) *string {
 	fs.Var(&dialogTimeout, "dialog-timeout", "how long a JavaScript dialog stays open for a dialog action before the default answers it; 0 answers at once")
 	fs.String("dialog-default", d.Browser.DialogDefault, "the automatic answer to a JavaScript dialog: accept or dismiss")
 	fs.String("full-page", d.Frames.FullPage, "the content frames carry: snapshot, html, text or none")
-	fs.String("full-page-policy", d.Frames.Policy, "when frames carry it: url-change, document-change or always")
+	fs.String("full-page-policy", d.Frames.Policy, "when frames carry it: url-change, document-change, always, or delta (the page when the URL changes, what changed on every other frame)")
 	fs.String("whitelist", "", "comma-separated `hosts` the browser may load (*.example.com for subdomains; ADDR:PORT such as 127.0.0.1:4222 to reach one of the node's own listeners, which a host entry never reaches); enforced for every request; given empty, nothing is allowed; not given, every host is")
 	fs.String("schemes", strings.Join(d.Schemes, ","), "comma-separated URL `schemes` the browser may load besides about:blank")
 	fs.String("file-roots", "", "comma-separated absolute `dirs` under which plans may name the node's files (upload paths, file: URLs); default none (files.roots)")
