@@ -2,6 +2,7 @@ package actors
 
 import (
 	"encoding/json"
+	"strings"
 	"testing"
 	"time"
 
@@ -84,4 +85,50 @@ func BenchmarkFrameDelta(b *testing.B) {
 	b.ReportMetric(float64(f.Microseconds()), "diff-p50-µs")
 	b.ReportMetric(float64(d)/float64(p), "delta/url-change")
 	b.ReportMetric(float64(f)/float64(d), "diff/action")
+}
+
+// BenchmarkSettle is what settling on the page's activity adds to an
+// action's snapshot: a fill on a field nothing listens to, then a
+// snapshot at once or after a settle, interleaved (the difference is
+// the settle's cost on a page that does nothing); and on a debounced
+// autocomplete (300 ms, then a request), how long the settle waits for
+// its suggestions (Playwright waits a fixed 500 ms after every action).
+func BenchmarkSettle(b *testing.B) {
+	tab, _, agent := benchSetup(b, "/autocomplete.html")
+	run := func(actions ...protocol.Action) (time.Duration, protocol.PlanResult) {
+		data, _ := json.Marshal(protocol.Plan{Actions: actions})
+		t0 := time.Now()
+		msg, err := agent.Request(protocol.DefaultSubjects.TabPlan(tab.ID()), data, 30*time.Second)
+		took := time.Since(t0)
+		var res protocol.PlanResult
+		if err != nil || json.Unmarshal(msg.Data, &res) != nil || !res.OK {
+			b.Fatalf("plan: %v %+v", err, res)
+		}
+		return took, res
+	}
+	fill := func(sel, text string) protocol.Action { return protocol.Action{Type: "fill", Selector: sel, Text: text} }
+	run(protocol.Action{Type: "snapshot", Settle: true})
+	words := []string{"la", "lan", "lad", "so", "ch"}
+	var at, settled, suggest []time.Duration
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		a, _ := run(fill("#plain", words[i%5]), protocol.Action{Type: "snapshot", NoIdle: true})
+		s, _ := run(fill("#plain", words[(i+1)%5]), protocol.Action{Type: "snapshot", Settle: true})
+		if i%2 == 1 {
+			s, _ = run(fill("#plain", words[i%5]), protocol.Action{Type: "snapshot", Settle: true})
+			a, _ = run(fill("#plain", words[(i+1)%5]), protocol.Action{Type: "snapshot", NoIdle: true})
+		}
+		at, settled = append(at, a), append(settled, s)
+		_, res := run(fill("#q", words[i%5]), protocol.Action{Type: "snapshot", Settle: true})
+		var v snapshotValue
+		if json.Unmarshal(res.Results[1].Value, &v) != nil || v.Settled == nil || !strings.Contains(v.Text, "option") {
+			b.Fatalf("no suggestions after the settle: %s", res.Results[1].Value)
+		}
+		suggest = append(suggest, v.Settled.Waited.Std())
+	}
+	b.StopTimer()
+	b.ReportMetric(0, "ns/op")
+	b.ReportMetric(float64(benchkit.P50(at).Microseconds()), "quiet-at-once-p50-µs")
+	b.ReportMetric(float64(benchkit.P50(settled).Microseconds()), "quiet-settled-p50-µs")
+	b.ReportMetric(float64(benchkit.P50(suggest).Milliseconds()), "autocomplete-settle-p50-ms")
 }

@@ -261,6 +261,9 @@ func (t *Tab) execute(ctx context.Context, deadline time.Time, plan protocol.Pla
 	if a.Type != "dialog" { // which answers the dialog the guard is about
 		gctx, release = t.page.Guard(actx, !worksCrashed[a.Type])
 	}
+	if spec.Mutates {
+		t.actionStart = time.Now()
+	}
 	if spec.Mutates && !loadsDocument[a.Type] {
 		// The element the action acts on is looked up in the document
 		// the check saw, or not at all (see PinDocument).

@@ -206,3 +206,31 @@ func TestFramesCarryDeltas(t *testing.T) {
 		t.Errorf("a frame under url-change carries %q", f.FullPageFormat)
 	}
 }
+
+// A snapshot that settles after a fill has what the fill started: the
+// suggestions a debounced autocomplete asks its server for 300 ms after
+// the last key; a snapshot at once has none yet. On a field nothing
+// listens to, the settle waits for nothing.
+func TestSettleWaitsForWhatTheActionStarted(t *testing.T) {
+	tab, _, _ := tabAt(t, "/autocomplete.html")
+	snapshotOf(t, tab, protocol.Action{Settle: true}) // the page's first settle: from now on its timers are seen
+	cmdMutate(t, tab, protocol.Action{Type: "fill", Selector: "#q", Text: "la"})
+	at := snapshotOf(t, tab, protocol.Action{NoIdle: true})
+	if strings.Contains(at.Text, `option "Lamp"`) {
+		t.Fatalf("the suggestions came at once: the test shows nothing:\n%s", at.Text)
+	}
+	s := snapshotOf(t, tab, protocol.Action{Settle: true})
+	for _, want := range []string{`option "Lamp"`, `option "Lantern"`, `option "Ladder"`} {
+		if !strings.Contains(s.Text, want) {
+			t.Fatalf("after the settle (%+v) no %s:\n%s", s.Settled, want, s.Text)
+		}
+	}
+	if s.Settled == nil || s.Settled.Timers+s.Settled.Requests == 0 {
+		t.Errorf("the settle saw no timer and no request: %+v", s.Settled)
+	}
+	cmdMutate(t, tab, protocol.Action{Type: "fill", Selector: "#plain", Text: "quiet"})
+	if s := snapshotOf(t, tab, protocol.Action{Settle: true}); s.Settled == nil || s.Settled.Timers != 0 || s.Settled.Requests != 0 {
+		t.Errorf("a field nothing listens to: %+v", s.Settled)
+	}
+	cmdFails(t, tab, protocol.Action{Type: "snapshot", Settle: true, NoIdle: true}, protocol.CodeBadRequest)
+}

@@ -52,7 +52,17 @@ type snapshotValue struct {
 	// page that keeps fetching: only the requests in flight were waited
 	// for); absent with noIdle.
 	NetworkWait string `json:"networkWait,omitempty"`
-	Note        string `json:"note,omitempty"`
+	// Settled says what a settle waited for (settle).
+	Settled *settled `json:"settled,omitempty"`
+	Note    string   `json:"note,omitempty"`
+}
+
+// settled is what a snapshot's settle waited: how long, and the most
+// short timers and requests it saw pending.
+type settled struct {
+	Waited   protocol.Duration `json:"waited"`
+	Timers   int               `json:"timers,omitempty"`
+	Requests int               `json:"requests,omitempty"`
 }
 
 // DefaultPartBytes is the size of the parts a cursor reads when the
@@ -70,7 +80,16 @@ func (t *Tab) snapshot(ctx context.Context, a protocol.Action) (any, error) {
 		return t.snapshotPart(a)
 	}
 	v := snapshotValue{}
-	if !a.NoIdle {
+	switch {
+	case a.Settle:
+		sctx, cancel := context.WithTimeout(ctx, t.idleWait(ctx, a))
+		w, err := t.page.SettleActivity(sctx, t.actionStart.Add(-settleSlack))
+		cancel()
+		if err != nil {
+			return nil, err
+		}
+		v.Settled = &settled{Waited: protocol.Duration(w.Waited), Timers: w.Timers, Requests: w.Requests}
+	case !a.NoIdle:
 		if err := t.settleForSnapshot(ctx, a, &v); err != nil {
 			return nil, err
 		}
@@ -117,15 +136,26 @@ func (t *Tab) snapshot(ctx context.Context, a protocol.Action) (any, error) {
 	return v, nil
 }
 
+// settleSlack is how long before the action's start a timer may have
+// been set and still be its doing: the page's clock is read apart from
+// the node's.
+const settleSlack = 100 * time.Millisecond
+
+// idleWait bounds a snapshot's wait before it is taken: its idle
+// timeout, and half the action's time at most (the snapshot needs the
+// rest).
+func (t *Tab) idleWait(ctx context.Context, a protocol.Action) time.Duration {
+	wait := cmp.Or(a.IdleTimeout.Std(), DefaultSnapshotIdle)
+	if deadline, ok := ctx.Deadline(); ok {
+		wait = min(wait, (time.Until(deadline) / 2).Round(time.Millisecond))
+	}
+	return wait
+}
+
 // settleForSnapshot waits for network idle before a snapshot, and says
 // in v what the wait did.
 func (t *Tab) settleForSnapshot(ctx context.Context, a protocol.Action, v *snapshotValue) error {
-	wait := cmp.Or(a.IdleTimeout.Std(), DefaultSnapshotIdle)
-	if deadline, ok := ctx.Deadline(); ok {
-		// Half the action's time at most: the snapshot needs the rest.
-		wait = min(wait, (time.Until(deadline) / 2).Round(time.Millisecond))
-	}
-	ictx, cancel := cdpdriver.WithTimeout(ctx, wait)
+	ictx, cancel := cdpdriver.WithTimeout(ctx, t.idleWait(ctx, a))
 	idle, err := t.page.SettleNetwork(ictx)
 	cancel()
 	var late *cdpdriver.TimeoutError

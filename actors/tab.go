@@ -139,8 +139,11 @@ type Tab struct {
 	pending *pendingFrame // the frame whose content waits for its load
 	content *contentStore // large frame contents, without history
 	bases   snapshotBases // the snapshots of the document given out, for deltas
-	store   *frameStore   // stores frames in the history; nil: none
-	stage   *files.Stage  // files to upload, removed when the tab stops
+	// actionStart is when the last action that changes the page began:
+	// what a settle waits for is what was started since (snapshot.go).
+	actionStart time.Time
+	store       *frameStore  // stores frames in the history; nil: none
+	stage       *files.Stage // files to upload, removed when the tab stops
 	// restoring is the restore frame's note while the node brings the tab
 	// back (restore.go): the navigate's frame is the node's restore frame.
 	restoring string

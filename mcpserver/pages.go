@@ -34,9 +34,9 @@ const DefaultPageBudget = 12 << 10
 // pageParam is the argument that chooses a call's page mode.
 const pageParam = "page"
 
-// pageIdle bounds the wait for the network after an action, before its
-// page is read: what the action started (a search's suggestions, a
-// form's answer) is in it.
+// pageIdle bounds the settle after an action, before its page is read:
+// what the action started (a search's suggestions, a form's answer) is
+// in it, and a page that does nothing is read at once.
 const pageIdle = 2 * time.Second
 
 // pageTimeout bounds reading the page after an action (its wait for the
@@ -91,7 +91,7 @@ func (s *Server) pageMode(args map[string]json.RawMessage) (string, error) {
 // pageStep is the snapshot a plan ends with to show the page after its
 // action: since the page the session holds in delta mode.
 func pageStep(mode string, held heldPage) protocol.Action {
-	a := protocol.Action{Type: "snapshot", IdleTimeout: protocol.Duration(pageIdle), Timeout: protocol.Duration(pageTimeout)}
+	a := protocol.Action{Type: "snapshot", Settle: true, IdleTimeout: protocol.Duration(pageIdle), Timeout: protocol.Duration(pageTimeout)}
 	if mode == PageDelta {
 		a.Since = held.id
 	}

@@ -44,6 +44,7 @@ type Action struct {
 	FullPage    bool `json:"fullPage,omitempty"`
 	Interactive bool `json:"interactive,omitempty"`
 	NoIdle      bool `json:"noIdle,omitempty"`
+	Settle      bool `json:"settle,omitempty"`
 	Mobile      bool `json:"mobile,omitempty"`
 	Touch       bool `json:"touch,omitempty"`
 
@@ -154,6 +155,8 @@ func (a *Action) field(name string) any {
 		return &a.Interactive
 	case "noIdle":
 		return &a.NoIdle
+	case "settle":
+		return &a.Settle
 	case "depth":
 		return &a.Depth
 	case "maxNodes":

@@ -66,6 +66,8 @@ func checkSnapshot(a Action) error {
 		return nil
 	}
 	switch {
+	case a.Settle && a.NoIdle:
+		return badRequest("settle and noIdle: settle waits, noIdle does not")
 	case a.MaxBytes < 0:
 		return badRequest("maxBytes: %d is not a size (1 or more; 0 for no bound)", a.MaxBytes)
 	case a.Cursor != "":

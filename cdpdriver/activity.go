@@ -1,0 +1,147 @@
+package cdpdriver
+
+import (
+	"context"
+	"encoding/json"
+	"strconv"
+	"time"
+
+	"github.com/mafredri/cdp/protocol/runtime"
+)
+
+// Settling on the page's own activity. What an action does to a page
+// often comes a moment after it: an autocomplete waits for typing to
+// pause (a timer), then asks its server (a request), then draws its
+// suggestions (DOM changes). A fixed wait after every action is either
+// too short for such a page or wasted on the many that do nothing.
+// SettleActivity waits for exactly what the action started: the short
+// timers set since it began, the requests in flight, and then for the
+// DOM to stay still for a moment.
+//
+// Timers are set in the page's own world, so the tracker runs there: it
+// wraps setTimeout and clearTimeout and watches the DOM with a
+// MutationObserver. It is installed in a document the first time a
+// settle asks for it (a person's own browser is not touched otherwise),
+// and from then on sees the timers the page sets. A page can see or undo
+// the wrapper; the most it can do is make a settle wait its whole bound.
+
+// activityJS installs the tracker (once per document) and answers
+// [pending short timers set since since, ms since the last DOM change,
+// whether it was installed just now].
+var activityJS = `(since) => {
+	const key = "__framebusActivity";
+	let fresh = false;
+	if (!Object.getOwnPropertyDescriptor(window, key)) {
+		fresh = true;
+		const set = window.setTimeout, clear = window.clearTimeout;
+		const pending = new Map(); // id -> {made, due}
+		let inTimer = 0, changed = 0;
+		const wrapped = {
+			setTimeout(handler, delay, ...rest) {
+				const d = Number(delay) || 0;
+				let id;
+				const run = typeof handler === "function"
+					? function () { pending.delete(id); inTimer++; try { return handler.apply(this, arguments); } finally { inTimer--; } }
+					: handler;
+				id = set.call(this, run, delay, ...rest);
+				// A timer a timer sets is a loop (a poll, an animation):
+				// not the action's doing.
+				if (inTimer === 0 && d <= ` + strconv.Itoa(int(activityTimerMax/time.Millisecond)) + `) pending.set(id, {made: Date.now(), due: Date.now() + d});
+				return id;
+			},
+			clearTimeout(id) { pending.delete(id); return clear.call(this, id); },
+		};
+		for (const name of ["setTimeout", "clearTimeout"]) {
+			const native = window[name];
+			Object.defineProperty(wrapped[name], "toString", {value: () => native.toString()});
+			window[name] = wrapped[name];
+		}
+		new MutationObserver(() => { changed = Date.now(); })
+			.observe(document, {subtree: true, childList: true, attributes: true, characterData: true});
+		Object.defineProperty(window, key, {value: (since) => {
+			let timers = 0;
+			const now = Date.now();
+			for (const [id, t] of pending) {
+				if (now > t.due + 1000) pending.delete(id); // a string handler's, or one the page lost
+				else if (t.made >= since) timers++;
+			}
+			return [timers, changed ? now - changed : 1e9];
+		}});
+	}
+	const [timers, still] = window[key](since);
+	return [timers, still, fresh];
+}`
+
+// Bounds of the settle.
+const (
+	// activityTimerMax: longer timers are not waited for (a session
+	// timeout, a carousel's next slide).
+	activityTimerMax = time.Second
+	// activityStill is how long the DOM must stay unchanged.
+	activityStill = 50 * time.Millisecond
+	// activityPoll is the pause between looks.
+	activityPoll = 25 * time.Millisecond
+)
+
+// ActivityWait says what a settle waited for.
+type ActivityWait struct {
+	// Waited: how long it took; Timers and Requests, the most timers
+	// and requests it saw pending.
+	Waited   time.Duration
+	Timers   int
+	Requests int
+	// Fresh: the tracker was installed by this settle, so timers set
+	// before it were not seen.
+	Fresh bool
+}
+
+// SettleActivity waits until the short timers set since since have run,
+// no request is in flight (but long ones: a poll, a stream), and the DOM
+// has not changed for activityStill, or ctx ends (then it returns what
+// it saw, without an error: the page is read as it is).
+func (p *Page) SettleActivity(ctx context.Context, since time.Time) (ActivityWait, error) {
+	began := time.Now()
+	var w ActivityWait
+	expr := "(" + activityJS + ")(" + strconv.FormatInt(since.UnixMilli(), 10) + ")"
+	for first := true; ; first = false {
+		r, err := p.client.Runtime.Evaluate(ctx, runtime.NewEvaluateArgs(expr).SetReturnByValue(true).SetSilent(true))
+		if err != nil {
+			if ctx.Err() != nil {
+				w.Waited = time.Since(began)
+				return w, nil
+			}
+			return w, p.wrap(ctx, "settle", err)
+		}
+		var seen [3]json.RawMessage
+		var timers int
+		var still float64
+		var fresh bool
+		if r.ExceptionDetails != nil || json.Unmarshal(r.Result.Value, &seen) != nil ||
+			json.Unmarshal(seen[0], &timers) != nil || json.Unmarshal(seen[1], &still) != nil || json.Unmarshal(seen[2], &fresh) != nil {
+			// A page that broke the tracker: the DOM and the network only.
+			timers, still = 0, float64(activityStill/time.Millisecond)
+		}
+		if first {
+			w.Fresh = fresh
+		}
+		requests := len(p.decoder.net.busyRequests())
+		w.Timers, w.Requests = max(w.Timers, timers), max(w.Requests, requests)
+		if timers == 0 && requests == 0 && time.Duration(still)*time.Millisecond >= activityStill {
+			w.Waited = time.Since(began)
+			return w, nil
+		}
+		pause := activityPoll
+		if rest := activityStill - time.Duration(still)*time.Millisecond; timers == 0 && requests == 0 && rest < pause {
+			pause = rest
+		}
+		select {
+		case <-ctx.Done():
+			if p.lost() {
+				return w, ErrConnectionLost
+			}
+			w.Waited = time.Since(began)
+			return w, nil
+		case <-time.After(pause):
+		}
+	}
+}
