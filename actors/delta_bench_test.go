@@ -106,7 +106,9 @@ func BenchmarkSettle(b *testing.B) {
 		}
 		return took, res
 	}
-	fill := func(sel, text string) protocol.Action { return protocol.Action{Type: "fill", Selector: sel, Text: text} }
+	fill := func(sel, text string) protocol.Action {
+		return protocol.Action{Type: "fill", Selector: sel, Text: text}
+	}
 	run(protocol.Action{Type: "snapshot", Settle: true})
 	words := []string{"la", "lan", "lad", "so", "ch"}
 	var at, settled, suggest []time.Duration
