@@ -345,10 +345,11 @@ func watchFromOne(t *testing.T, url string, events func(client.Event)) (*client.
 
 // The server restarts without its memory: the frame stream comes back
 // empty, its stream sequences from 1 again, and the tab goes on from
-// frame 21. The observer's watch finds frame 21 in the new stream by
-// its frame sequence, not by the stream position it had: 21 to 25, each
-// once, no gap. (Resuming at the old stream position, 21, would wait
-// for a 21st message in the new stream.)
+// frame 21. The observer, kept away until frames 21 to 25 are stored,
+// finds frame 21 in the new stream by its frame sequence, not by the
+// stream position it had: 21 to 25, each once, no gap. (Resuming at the
+// old stream position, 21, would wait for a 21st message in the new
+// stream.)
 func TestServerRestartWithoutMemory(t *testing.T) {
 	s := startServer(t, -1, t.TempDir())
 	port := s.Addr().(*net.TCPAddr).Port
@@ -357,12 +358,14 @@ func TestServerRestartWithoutMemory(t *testing.T) {
 	for seq := int64(1); seq <= 20; seq++ {
 		publish(t, node, frame("t1", seq))
 	}
-	w, reconnects := watchFromOne(t, s.ClientURL(), nil)
+	px := cutproxy.New(t, s.ClientURL())
+	w, reconnects := watchFromOne(t, px.URL(), nil)
 	for seq := int64(1); seq <= 20; seq++ {
 		if f := next(t, w); f.Sequence != seq {
 			t.Fatalf("frame %d, want %d", f.Sequence, seq)
 		}
 	}
+	px.SetDown(true)
 	s.Shutdown()
 	s.WaitForShutdown()
 	s = startServer(t, port, t.TempDir())
@@ -374,6 +377,7 @@ func TestServerRestartWithoutMemory(t *testing.T) {
 		latest.Store(seq)
 	}
 	awaitStored(t, js, 5)
+	px.SetDown(false)
 	awaitCount(t, reconnects, 1)
 	for seq := int64(21); seq <= 25; seq++ {
 		if f := next(t, w); f.Sequence != seq {
