@@ -122,9 +122,15 @@ func (s *Server) runAction(ctx context.Context, ss *mcp.ServerSession, spec prot
 	}
 	mode := s.page
 	if spec.Resource == "" && (spec.Mutates || spec.Type == "snapshot") {
+		_, asked := args[pageParam]
 		var err error
 		if mode, err = s.pageMode(args); err != nil {
 			return failure(err, tab, 0)
+		}
+		if spec.Type == "eval" && !asked {
+			// Most evals read: their value is the answer, and the page
+			// is read only when asked (page delta or full).
+			mode = PageNone
 		}
 	}
 	_, plan, err := planFor(spec.Type, args)

@@ -3,6 +3,7 @@ package mcpserver
 import (
 	"encoding/json"
 	"fmt"
+	"regexp"
 	"strings"
 	"time"
 
@@ -148,7 +149,9 @@ func (s *Server) view(ss *mcp.ServerSession, tab string, raw json.RawMessage, bu
 			return v, true
 		}
 		if len(r.Delta) <= budget {
-			v.text = fmt.Sprintf("what changed on the page since snapshot %s (%d changes; docs: a delta keyed by refs):\n%s", r.Since, *r.Changes, r.Delta)
+			// As the tab made it: a program applies it to the snapshot
+			// it names (the resource), and it is short anyway.
+			v.text = fmt.Sprintf("what changed on the page since snapshot %s:\n%s", r.Since, r.Delta)
 			return v, true
 		}
 		if text == "" {
@@ -158,12 +161,12 @@ func (s *Server) view(ss *mcp.ServerSession, tab string, raw json.RawMessage, bu
 	} else {
 		s.hold(ss, tab, heldPage{id: r.ID, text: text})
 	}
-	if len(text) <= budget {
+	if shown := lean(text); len(shown) <= budget {
 		why := ""
-		if r.Full != "" && held.id != "" {
+		if r.Full != "" && held.id != "" && !strings.Contains(r.Full, "another document") {
 			why = " (whole: " + r.Full + ")"
 		}
-		v.text = "page (snapshot " + r.ID + ")" + why + ":\n" + text
+		v.text = "page (snapshot " + r.ID + ")" + why + ":\n" + shown
 		return v, true
 	}
 	v.Resource = SnapshotURI(tab, r.ID)
@@ -175,3 +178,15 @@ func (s *Server) view(ss *mcp.ServerSession, tab string, raw json.RawMessage, bu
 	v.text = b.String()
 	return v, true
 }
+
+// locatorAttr matches the attributes a snapshot gives interactive
+// elements for programs to find them by other means (id, name, test id,
+// an aria-label the name already says): a model acts by ref, and they
+// are a sixth of a page's snapshot. The href stays: it says where a link
+// goes.
+var locatorAttr = regexp.MustCompile(` \[(?:id|name|testid|aria-label)="(?:[^"\\]|\\.)*"\]`)
+
+// lean is a snapshot's text as a result shows it to a model: without the
+// locator attributes. The resource and a cursor read the snapshot as the
+// tab keeps it, whole, and deltas are of that.
+func lean(text string) string { return locatorAttr.ReplaceAllString(text, "") }

@@ -24,7 +24,12 @@ func TestResultsShowWhatChanged(t *testing.T) {
 	if isErr || page["snapshot"] == nil || !strings.Contains(text, `- button "Menu"`) || page["since"] != nil {
 		t.Fatalf("navigate: %s %v", text, out)
 	}
-	shown := text[strings.Index(text, "- banner"):]
+	if strings.Contains(text, `[id="menu"]`) {
+		t.Errorf("the page shown has the locator attributes:\n%s", text)
+	}
+	// The page as the tab keeps it, which the delta is of.
+	id0 := page["snapshot"].(string)
+	shown := readText(t, s, mcpserver.SnapshotURI(s.tabOf(t, out), id0))
 
 	text, out, isErr = s.call(t, "browser_click", map[string]any{"selector": "#menu"})
 	page = pageOf(out)
@@ -48,7 +53,7 @@ func TestResultsShowWhatChanged(t *testing.T) {
 	}
 	// The whole, when asked.
 	text, _, _ = s.call(t, "browser_snapshot", map[string]any{"page": "full"})
-	if !strings.Contains(text, now) {
+	if !strings.Contains(text, `button "Menu" [expanded] [focused] [ref=`) || !strings.Contains(text, `menuitem "Settings"`) {
 		t.Fatalf("page full:\n%s\nwant:\n%s", text, now)
 	}
 	// None: the frame, no page.
@@ -104,4 +109,24 @@ func TestLongPageComesAsSummaryAndLink(t *testing.T) {
 func pageOf(out map[string]any) map[string]any {
 	p, _ := out["page"].(map[string]any)
 	return p
+}
+
+// readText reads a text resource.
+func readText(t *testing.T, s *session, uri string) string {
+	t.Helper()
+	res, err := s.cs.ReadResource(context.Background(), &mcp.ReadResourceParams{URI: uri})
+	if err != nil || len(res.Contents) != 1 {
+		t.Fatalf("read %s: %v", uri, err)
+	}
+	return res.Contents[0].Text
+}
+
+// tabOf is the tab a result names.
+func (s *session) tabOf(t *testing.T, out map[string]any) string {
+	t.Helper()
+	tab, _ := out["tab"].(string)
+	if tab == "" {
+		t.Fatalf("no tab in %v", out)
+	}
+	return tab
 }

@@ -60,7 +60,7 @@ func actionSchema(spec protocol.ActionSpec) schema {
 			"description": "run only while this frame is the tab's current one (the sequence a result named); else stale_frame and nothing runs"}
 		if spec.Mutates || spec.Type == "snapshot" {
 			props[pageParam] = schema{"type": "string", "enum": PageModes,
-				"description": "what the result shows of the page: delta (what changed since the page you were last shown; the whole page on a new document), full (the whole page), none; a page too long to show comes as a summary and a link to read it"}
+				"description": "what the result shows of the page: delta (what changed since the page you were last shown; the whole page on a new document), full (the whole page), none; a page too long to show comes as a summary and a link to read it. browser_eval shows none unless asked"}
 		}
 	}
 	return schema{"type": "object", "properties": props, "required": required, "additionalProperties": false}

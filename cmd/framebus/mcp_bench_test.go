@@ -30,11 +30,12 @@ import (
 // framebus work), so the plan plus the ping is the floor of any MCP
 // server on NATS. It reports each p50 and the ratios.
 //
-// Then the size of what browser_snapshot returns for testdata/site/table.html
-// (the big table: 1,000 rows with a link, a button and a field each, as
-// the snapshot benchmark's page; Playwright MCP's ariaSnapshot of it is
-// 317 KB) and big.html (3,000 rows of text with a link each): its text
-// content, and the whole JSON-RPC result (text and structured content).
+// Then what a model reads of testdata/site/table.html (the big table:
+// 1,000 rows with a link, a button and a field each, as the snapshot
+// benchmark's page; Playwright MCP's ariaSnapshot of it is 317 KB) and
+// big.html (3,000 rows of text with a link each): the navigation's
+// result (a summary past the page budget) and a search for one of its
+// links, beside the whole snapshot.
 func BenchmarkMCPEvalVsNATS(b *testing.B) {
 	n := startNode(b)
 	defer n.stop(syscall.SIGTERM, 30*time.Second)
@@ -104,28 +105,38 @@ func BenchmarkMCPEvalVsNATS(b *testing.B) {
 	b.ReportMetric(float64(m)/float64(p), "mcp/nats")
 	b.ReportMetric(float64(m)/float64(p+g), "mcp/(nats+ping)")
 
-	// The size of browser_snapshot's answer for a page: its text (what the
-	// model reads) and the whole JSON-RPC result (text and structure).
-	snapshot := func(page, last string) (text, whole int) {
-		if res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "browser_navigate", Arguments: map[string]any{"url": site(page), "wait": true, "tab": tab}}); err != nil || res.IsError {
+	// What a model reads of a big page: the navigation's result (a
+	// summary and where to read the page, past the budget), and a search
+	// of it for one element; beside the whole snapshot, read from its
+	// resource.
+	sizes := func(page, find, want string) (result, search, whole int) {
+		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "browser_navigate", Arguments: map[string]any{"url": site(page), "wait": true, "tab": tab}})
+		if err != nil || res.IsError {
 			b.Fatalf("navigate to %s: %v %+v", page, err, res)
 		}
-		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "browser_snapshot", Arguments: map[string]any{"tab": tab}})
-		if err != nil || res.IsError {
-			b.Fatalf("browser_snapshot of %s: %v %+v", page, err, res)
+		text := res.Content[0].(*mcp.TextContent).Text
+		structured, _ := json.Marshal(res.StructuredContent)
+		var out struct{ Page struct{ PageResource string } }
+		if json.Unmarshal(structured, &out) != nil || out.Page.PageResource == "" {
+			b.Fatalf("navigate to %s: no page resource in %s", page, structured)
 		}
-		t := res.Content[0].(*mcp.TextContent).Text
-		if !strings.Contains(t, last) {
-			b.Fatalf("the snapshot of %s has no %s:\n%.2000s", page, last, t)
+		found, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "browser_snapshot", Arguments: map[string]any{"search": find, "tab": tab}})
+		if err != nil || found.IsError || !strings.Contains(found.Content[0].(*mcp.TextContent).Text, want) {
+			b.Fatalf("search %q on %s: %v %+v", find, page, err, found)
 		}
-		data, _ := json.Marshal(res)
-		return len(t), len(data)
+		read, err := cs.ReadResource(ctx, &mcp.ReadResourceParams{URI: out.Page.PageResource})
+		if err != nil {
+			b.Fatalf("read %s: %v", out.Page.PageResource, err)
+		}
+		return len(text), len(found.Content[0].(*mcp.TextContent).Text), len(read.Contents[0].Text)
 	}
-	text, whole := snapshot("/table.html", `link "Order 1000"`)
-	b.ReportMetric(float64(text), "table-snapshot-text-bytes")
-	b.ReportMetric(float64(whole), "table-snapshot-result-bytes")
-	b.ReportMetric(float64(text)/317_000, "table-snapshot/playwright-317KB")
-	text, whole = snapshot("/big.html", `link "link 2999"`)
-	b.ReportMetric(float64(text), "big-snapshot-text-bytes")
-	b.ReportMetric(float64(whole), "big-snapshot-result-bytes")
+	result, search, whole := sizes("/table.html", "Order 1000", `link "Order 1000"`)
+	b.ReportMetric(float64(result), "table-navigate-result-bytes")
+	b.ReportMetric(float64(search), "table-search-result-bytes")
+	b.ReportMetric(float64(whole), "table-snapshot-bytes")
+	b.ReportMetric(float64(result+search)/317_000, "table-read/playwright-317KB")
+	result, search, whole = sizes("/big.html", "link 2999", `link "link 2999"`)
+	b.ReportMetric(float64(result), "big-navigate-result-bytes")
+	b.ReportMetric(float64(search), "big-search-result-bytes")
+	b.ReportMetric(float64(whole), "big-snapshot-bytes")
 }
