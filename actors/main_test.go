@@ -261,7 +261,7 @@ func request(nc *nats.Conn, tab string, plan any) (protocol.PlanResult, error) {
 			return protocol.PlanResult{}, err
 		}
 	}
-	msg, err := nc.Request(protocol.DefaultSubjects.TabPlan(tab), data, 60*time.Second)
+	msg, err := nc.Request(protocol.DefaultSubjects.TabPlan(tab), data, testscale.D(60*time.Second))
 	if err != nil {
 		return protocol.PlanResult{}, fmt.Errorf("plan %s: %v", data, err)
 	}

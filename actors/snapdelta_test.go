@@ -1,10 +1,13 @@
 package actors
 
 import (
+	"encoding/json"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/framebus/framebus/internal/testscale"
 	"github.com/framebus/framebus/protocol"
 	"github.com/framebus/framebus/snaptext"
 )
@@ -114,7 +117,8 @@ func TestSnapshotDeltaBases(t *testing.T) {
 func TestSnapshotPartsCoverAPageOnce(t *testing.T) {
 	tab, _, _ := tabAt(t, "/rows.html?n=18000") // a table: 5 MB of snapshot
 	const budget = 256 << 10
-	first := snapshotOf(t, tab, protocol.Action{MaxBytes: budget, NoIdle: true})
+	long := protocol.Duration(testscale.D(2 * time.Minute)) // a 5 MB snapshot under the race detector on a busy machine
+	first := snapshotOf(t, tab, protocol.Action{MaxBytes: budget, NoIdle: true, Timeout: long})
 	if first.Bytes < 5e6 || first.Next == "" || len(first.Text) > budget {
 		t.Fatalf("the first part: %d bytes of %d, next %q", len(first.Text), first.Bytes, first.Next)
 	}
@@ -122,7 +126,7 @@ func TestSnapshotPartsCoverAPageOnce(t *testing.T) {
 	whole.WriteString(first.Text)
 	parts := 1
 	for next := first.Next; next != ""; parts++ {
-		p := snapshotOf(t, tab, protocol.Action{Cursor: next, MaxBytes: budget})
+		p := snapshotOf(t, tab, protocol.Action{Cursor: next, MaxBytes: budget, Timeout: long})
 		if len(p.Text) > budget || p.ID != first.ID || (p.Context == "" && !strings.HasPrefix(p.Text, "- ")) {
 			t.Fatalf("part %d from %s: %d bytes, id %s, context %q", parts, next, len(p.Text), p.ID, p.Context)
 		}
@@ -133,7 +137,7 @@ func TestSnapshotPartsCoverAPageOnce(t *testing.T) {
 		t.Fatalf("%d parts make %d bytes, not snapshot %s of %d", parts, whole.Len(), first.ID, first.Bytes)
 	}
 	// A search of it: the matches with their ancestors, counted.
-	found := snapshotOf(t, tab, protocol.Action{Search: `"Order 12345"`, NoIdle: true})
+	found := snapshotOf(t, tab, protocol.Action{Search: `"Order 12345"`, NoIdle: true, Timeout: long})
 	if found.Matches == nil || *found.Matches != 1 || !strings.Contains(found.Text, `link "Order 12345" [ref=`) || len(found.Text) > 1000 {
 		t.Fatalf("search: %+v", found)
 	}
@@ -212,10 +216,17 @@ func TestFramesCarryDeltas(t *testing.T) {
 // the last key; a snapshot at once has none yet. On a field nothing
 // listens to, the settle waits for nothing.
 func TestSettleWaitsForWhatTheActionStarted(t *testing.T) {
-	tab, _, _ := tabAt(t, "/autocomplete.html")
-	snapshotOf(t, tab, protocol.Action{Settle: true}) // the page's first settle: from now on its timers are seen
-	cmdMutate(t, tab, protocol.Action{Type: "fill", Selector: "#q", Text: "la"})
-	at := snapshotOf(t, tab, protocol.Action{NoIdle: true})
+	tab, _, _ := tabAt(t, "/autocomplete.html?delay=900") // long enough that a busy machine does not draw them before the snapshot at once
+	snapshotOf(t, tab, protocol.Action{Settle: true})     // the page's first settle: from now on its timers are seen
+	// The fill and a snapshot at once, in one plan: no round trip between.
+	res := send(t, tab.ID(), protocol.Plan{Actions: []protocol.Action{
+		{Type: "fill", Selector: "#q", Text: "la", BasedOnSequence: protocol.Based(tab.Info().Sequence)},
+		{Type: "snapshot", NoIdle: true},
+	}})
+	var at snapshotValue
+	if !res.OK || json.Unmarshal(res.Results[1].Value, &at) != nil {
+		t.Fatalf("fill and snapshot: %+v", res)
+	}
 	if strings.Contains(at.Text, `option "Lamp"`) {
 		t.Fatalf("the suggestions came at once: the test shows nothing:\n%s", at.Text)
 	}
