@@ -108,7 +108,21 @@ func (e *edits) read(t *tree, body string) error {
 			if err != nil {
 				return err
 			}
-			e.removed[n] = true
+			if n.parent == nil {
+				return fmt.Errorf("snaptext: %q: the top is no node to remove", cut(head))
+			}
+			last := n
+			if len(f) >= 4 && f[2] == "through" {
+				if last, err = t.find(f[3]); err != nil {
+					return err
+				}
+				if last.parent != n.parent || last.index < n.index {
+					return fmt.Errorf("snaptext: %q: %s is not a sibling after %s", cut(head), f[3], f[1])
+				}
+			}
+			for _, c := range n.parent.children[n.index : last.index+1] {
+				e.removed[c] = true
+			}
 		case "added":
 			if len(f) < 4 || f[1] != "under" || (f[3] == "after" && len(f) < 5) {
 				return fmt.Errorf("snaptext: %q: want 'added under NODE first' or 'added under NODE after NODE'", cut(head))

@@ -75,16 +75,16 @@ func TestRefusals(t *testing.T) {
 			t.Errorf("a delta to %q", s)
 		}
 	}
-	base, next := "- a:\n  - b [ref=e1]\n", "- a:\n  - b [ref=e1]\n  - c [ref=e2]\n"
+	base, next := "- a:\n  - b [ref=e1]\n  - x [ref=e2]\n", "- a:\n  - b [ref=e1]\n  - x [ref=e2]\n  - c [ref=e3]\n"
 	d, _ := Diff(base, next)
-	if _, err := Apply("- a:\n  - x [ref=e1]\n", d.Text); err == nil {
+	if _, err := Apply("- a:\n  - y [ref=e1]\n  - x [ref=e2]\n", d.Text); err == nil {
 		t.Error("applied to another base")
 	}
-	bad := strings.Replace(d.Text, "c [ref=e2]", "d [ref=e2]", 1)
+	bad := strings.Replace(d.Text, "c [ref=e3]", "d [ref=e3]", 1)
 	if _, err := Apply(base, bad); err == nil {
 		t.Error("a changed delta applied")
 	}
-	for _, body := range []string{"frobbed e1:\n", "removed e9:\n", "added under e1 after:\n  - x\n", "changed e1:\n", "added under top first:\n   - odd\n", "removed /7\n"} {
+	for _, body := range []string{"frobbed e1:\n", "removed e9:\n", "added under e1 after:\n  - x\n", "changed e1:\n", "added under top first:\n   - odd\n", "removed /7\n", "removed top\n", "removed e2 through e1\n", "removed /0 through top\n", "removed e1 through /0\n"} {
 		h := "delta base=" + Hash(base) + " result=" + Hash(next) + " changes=1\n"
 		if _, err := Apply(base, h+body); err == nil {
 			t.Errorf("applied %q", body)

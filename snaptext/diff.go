@@ -54,6 +54,7 @@ const (
 type op struct {
 	kind   opKind
 	target *node   // changed, removed: the node; added: the parent
+	last   *node   // removed: the last of the run of siblings removed from target on
 	after  *node   // added: the child they follow; nil: first
 	nodes  []*node // added: the subtrees; changed: the node as it is now
 }
@@ -105,8 +106,9 @@ func (d *differ) children(o, c *node) {
 			anchor = o.children[i]
 			i, j = i+1, j+1
 		}
-		for ; i < p[0]; i++ {
-			d.ops = append(d.ops, op{kind: opRemoved, target: o.children[i]})
+		if i < p[0] { // a run of siblings removed: one operation
+			d.ops = append(d.ops, op{kind: opRemoved, target: o.children[i], last: o.children[p[0]-1]})
+			i = p[0]
 		}
 		if j < p[1] {
 			d.ops = append(d.ops, op{kind: opAdded, target: o, after: anchor, nodes: c.children[j:p[1]]})
@@ -155,9 +157,19 @@ func (d *differ) write(b *strings.Builder, o op) {
 		b.WriteString("  " + o.nodes[0].line + "\n")
 	case opRemoved:
 		b.WriteString("removed " + d.address(o.target))
+		if o.last != o.target {
+			b.WriteString(" through " + d.address(o.last))
+		}
 		writeContext(b, o.target.parent)
 		b.WriteString(": " + label(o.target.line, 80))
-		if n := o.target.size(); n > 1 {
+		n := 0
+		for _, c := range o.target.parent.children[o.target.index : o.last.index+1] {
+			n += c.size()
+		}
+		switch {
+		case o.last != o.target:
+			b.WriteString(" … " + label(o.last.line, 80) + " (" + strconv.Itoa(o.last.index-o.target.index+1) + " siblings, " + strconv.Itoa(n) + " nodes)")
+		case n > 1:
 			b.WriteString(" (and " + strconv.Itoa(n-1) + " nodes under it)")
 		}
 		b.WriteByte('\n')
