@@ -262,6 +262,14 @@ func (t *Tab) execute(ctx context.Context, deadline time.Time, plan protocol.Pla
 		gctx, release = t.page.Guard(actx, !worksCrashed[a.Type])
 	}
 	if spec.Mutates {
+		if doc := t.page.Document(); t.settles && t.tracked != doc && t.nav.dialog == nil {
+			// A document the tracker is not in yet (another agent's
+			// navigation, a reload): put it there before the action,
+			// so the settle after it sees the timers it sets.
+			if t.page.TrackActivity(gctx) == nil {
+				t.tracked = doc
+			}
+		}
 		t.actionStart = time.Now()
 	}
 	if spec.Mutates && !loadsDocument[a.Type] {

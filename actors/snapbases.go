@@ -20,6 +20,7 @@ type snapshotBases struct {
 
 type keptSnapshot struct {
 	id         protocol.SnapshotID
+	doc        uint64 // the page's document it was taken in (cdpdriver's Document); 0: not known
 	url, title string
 	text       string
 	frame      bool // the frame's own content
@@ -39,7 +40,7 @@ func (b *snapshotBases) newDocument(seq int64) {
 }
 
 // keep records text, taken at frame seq, and returns its id.
-func (b *snapshotBases) keep(seq int64, url, title, text string, frame, scoped bool) protocol.SnapshotID {
+func (b *snapshotBases) keep(seq int64, doc uint64, url, title, text string, frame, scoped bool) protocol.SnapshotID {
 	id := protocol.SnapshotID{Frame: seq, Hash: snaptext.Hash(text)}
 	for i, k := range b.kept {
 		if k.id == id { // the same again: now the latest
@@ -48,13 +49,23 @@ func (b *snapshotBases) keep(seq int64, url, title, text string, frame, scoped b
 			return id
 		}
 	}
-	b.kept = append(b.kept, keptSnapshot{id: id, url: url, title: title, text: text, frame: frame, scoped: scoped})
+	b.kept = append(b.kept, keptSnapshot{id: id, doc: doc, url: url, title: title, text: text, frame: frame, scoped: scoped})
 	b.bytes += len(text)
 	for len(b.kept) > 1 && (len(b.kept) > maxKeptSnapshots || b.bytes > maxKeptSnapshotBytes) {
 		b.bytes -= len(b.kept[0].text)
 		b.kept = b.kept[1:]
 	}
 	return id
+}
+
+// base is the snapshot since names, as a base for a delta to a snapshot
+// of document doc, or why there is none: it must be of that document.
+func (b *snapshotBases) base(since protocol.SnapshotID, current int64, doc uint64) (keptSnapshot, string) {
+	k, why := b.find(since, current)
+	if why == "" && (doc == 0 || k.doc != doc) {
+		why = "snapshot " + k.id.String() + " is of another document (the page loaded a new one since)"
+	}
+	return k, why
 }
 
 // find is the snapshot since names, or why there is none: a frame alone
@@ -86,13 +97,13 @@ func (b *snapshotBases) find(since protocol.SnapshotID, current int64) (keptSnap
 	return keptSnapshot{}, "snapshot " + since.String() + " is not kept by the tab (it keeps the last " + strconv.Itoa(maxKeptSnapshots) + " of a document)"
 }
 
-// lastFrame is the snapshot of the latest frame of the document that
+// lastFrame is the snapshot of the latest frame of document doc that
 // carried one.
-func (b *snapshotBases) lastFrame() (keptSnapshot, bool) {
+func (b *snapshotBases) lastFrame(doc uint64) (keptSnapshot, bool) {
 	var last keptSnapshot
 	found := false
 	for _, k := range b.kept {
-		if k.frame && (!found || k.id.Frame >= last.id.Frame) {
+		if k.frame && doc != 0 && k.doc == doc && (!found || k.id.Frame >= last.id.Frame) {
 			last, found = k, true
 		}
 	}

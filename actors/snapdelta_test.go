@@ -204,6 +204,12 @@ func TestFramesCarryDeltas(t *testing.T) {
 	if deltas < 10 {
 		t.Errorf("%d of %d frames carried a delta", deltas, len(actions))
 	}
+	// A reload is a new document: its frame carries the whole page, not
+	// a delta from the document before.
+	res = send(t, tab.ID(), protocol.Plan{FullPagePolicy: "delta", Actions: []protocol.Action{{Type: "reload", Wait: true}}})
+	if f := frames.until(res.Sequence); f.FullPage == nil || f.FullPageFormat != "snapshot" || f.FullPageSince != 0 {
+		t.Errorf("a reload's frame under the delta policy: %s, since %d", f.FullPageFormat, f.FullPageSince)
+	}
 	// Without the policy, a frame at the same URL carries nothing.
 	res = send(t, tab.ID(), one(protocol.Action{Type: "eval", Expression: "mutate(99)"}))
 	if f := frames.until(res.Sequence); f.FullPage != nil {
@@ -244,4 +250,24 @@ func TestSettleWaitsForWhatTheActionStarted(t *testing.T) {
 		t.Errorf("a field nothing listens to: %+v", s.Settled)
 	}
 	cmdFails(t, tab, protocol.Action{Type: "snapshot", Settle: true, NoIdle: true}, protocol.CodeBadRequest)
+
+	// A new document no settle has asked in yet: the tracker is put in
+	// it before the first action, so the settle after it waits too.
+	cmdMutate(t, tab, protocol.Action{Type: "navigate", URL: site("/autocomplete.html?delay=900"), Wait: true})
+	res = send(t, tab.ID(), protocol.Plan{Actions: []protocol.Action{
+		{Type: "fill", Selector: "#q", Text: "lan", BasedOnSequence: protocol.Based(tab.Info().Sequence)},
+		{Type: "snapshot", Settle: true},
+	}})
+	var after snapshotValue
+	if !res.OK || json.Unmarshal(res.Results[1].Value, &after) != nil || !strings.Contains(after.Text, `option "Lantern"`) {
+		t.Fatalf("the first action of a new document was not waited for: %+v\n%s", res, after.Text)
+	}
+
+	// A page's own function where the tracker would be, answering
+	// megabytes: the settle reads numbers only, and ends.
+	cmdMutate(t, tab, protocol.Action{Type: "navigate", URL: site("/faketracker.html"), Wait: true})
+	cmdMutate(t, tab, protocol.Action{Type: "click", Selector: "#go"})
+	if s := snapshotOf(t, tab, protocol.Action{Settle: true, IdleTimeout: protocol.Duration(time.Second)}); s.Settled == nil || !strings.Contains(s.Text, `button "Go"`) {
+		t.Errorf("a settle on a page with a fake tracker: %+v", s)
+	}
 }

@@ -88,6 +88,7 @@ func (t *Tab) snapshot(ctx context.Context, a protocol.Action) (any, error) {
 		if err != nil {
 			return nil, err
 		}
+		t.settles, t.tracked = true, t.page.Document()
 		v.Settled = &settled{Waited: protocol.Duration(w.Waited), Timers: w.Timers, Requests: w.Requests}
 	case !a.NoIdle:
 		if err := t.settleForSnapshot(ctx, a, &v); err != nil {
@@ -103,9 +104,13 @@ func (t *Tab) snapshot(ctx context.Context, a protocol.Action) (any, error) {
 		// content is, and the answer as a reply is.
 		opts.MaxBytes = t.frames.MaxContentBytes()
 	}
+	doc := t.page.Document()
 	s, err := t.page.Snapshot(ctx, opts)
 	if err != nil {
 		return nil, err
+	}
+	if t.page.Document() != doc {
+		doc = 0 // a new document committed meanwhile: which one it read is not known
 	}
 	v.URL, v.Title, v.Count, v.Interactive, v.Truncated = s.URL, s.Title, s.Count, s.Interactive, s.Truncated
 	if a.Format == "json" {
@@ -116,20 +121,20 @@ func (t *Tab) snapshot(ctx context.Context, a protocol.Action) (any, error) {
 	v.Text, v.Bytes = text, len(text)
 	switch {
 	case a.Since != "":
-		t.snapshotDelta(&v, a.Since, a.MaxBytes) // before keep, which may let the base go
+		t.snapshotDelta(&v, a.Since, doc, a.MaxBytes) // before keep, which may let the base go
 	case a.Search != "":
-		r, _ := snaptext.Search(text, a.Search, 0)
+		r, _ := snaptext.Search(text, a.Search, 0, a.MaxBytes)
 		v.Text, v.Matches, v.Shown = r.Text, &r.Matches, &r.Shown
 	}
 	scoped := a.Selector != "" || a.Interactive || a.Depth > 0 || (a.MaxNodes > 0 && s.Truncated)
-	id := t.bases.keep(t.frames.Sequence(), s.URL, s.Title, text, false, scoped)
+	id := t.bases.keep(t.frames.Sequence(), doc, s.URL, s.Title, text, false, scoped)
 	v.ID = id.String()
-	if a.MaxBytes > 0 && v.Delta == "" && len(v.Text) > a.MaxBytes {
-		// The whole text, or a search's: a part, and the cursor of
-		// the rest (a search's is cut as it is, without one).
+	if a.MaxBytes > 0 && a.Search == "" && v.Delta == "" && len(v.Text) > a.MaxBytes {
+		// A part, and the cursor of the rest. (A search keeps to
+		// maxBytes itself, in whole matches, and counts the rest.)
 		part, next, _, _ := snaptext.Part(v.Text, 0, a.MaxBytes)
 		v.Text = part
-		if next > 0 && a.Search == "" {
+		if next > 0 {
 			v.Next = cursorOf(id, next)
 		}
 	}
@@ -177,15 +182,16 @@ func (t *Tab) settleForSnapshot(ctx context.Context, a protocol.Action, v *snaps
 }
 
 // snapshotDelta puts in v, in place of its text, the change from the
-// snapshot since names, when the tab has it and the change is shorter
-// (and within maxBytes, when given); else v says why it has the whole.
-func (t *Tab) snapshotDelta(v *snapshotValue, since string, maxBytes int) {
+// snapshot since names, when the tab has it, of document doc (the one v
+// was taken in), and the change is shorter (and within maxBytes, when
+// given); else v says why it has the whole.
+func (t *Tab) snapshotDelta(v *snapshotValue, since string, doc uint64, maxBytes int) {
 	id, err := protocol.ParseSnapshotID(since)
 	if err != nil { // checked with the plan
 		v.Full = err.Error()
 		return
 	}
-	base, why := t.bases.find(id, t.frames.Sequence())
+	base, why := t.bases.base(id, t.frames.Sequence(), doc)
 	if why != "" {
 		v.Full = why
 		return

@@ -142,6 +142,11 @@ type Tab struct {
 	// actionStart is when the last action that changes the page began:
 	// what a settle waits for is what was started since (snapshot.go).
 	actionStart time.Time
+	// settles: a settle ran on this tab, so the page's activity tracker
+	// is installed in each document before its first action (tracked:
+	// the document it is in, cdpdriver's Document).
+	settles bool
+	tracked uint64
 	store       *frameStore  // stores frames in the history; nil: none
 	stage       *files.Stage // files to upload, removed when the tab stops
 	// restoring is the restore frame's note while the node brings the tab

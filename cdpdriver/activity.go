@@ -68,7 +68,14 @@ var activityJS = `(since) => {
 			return [timers, changed ? now - changed : 1e9];
 		}});
 	}
-	const [timers, still] = window[key](since);
+	// Numbers only, whatever answers there: a page's own function there
+	// could answer anything (a string of megabytes).
+	let timers = 0, still = ` + strconv.Itoa(int(activityStill/time.Millisecond)) + `;
+	try {
+		const seen = window[key](since);
+		timers = Math.max(0, Math.min(Number(seen[0]) || 0, 1e6));
+		still = Math.max(0, Number(seen[1]) || 0);
+	} catch (e) { /* a broken tracker: the DOM and the network only */ }
 	return [timers, still, fresh];
 }`
 
@@ -93,6 +100,13 @@ type ActivityWait struct {
 	// Fresh: the tracker was installed by this settle, so timers set
 	// before it were not seen.
 	Fresh bool
+}
+
+// TrackActivity installs the tracker in the current document, if it has
+// none, so that a settle after the next action sees the timers it sets.
+func (p *Page) TrackActivity(ctx context.Context) error {
+	_, err := p.client.Runtime.Evaluate(ctx, runtime.NewEvaluateArgs("("+activityJS+")(0)").SetReturnByValue(true).SetSilent(true))
+	return p.wrap(ctx, "track activity", err)
 }
 
 // SettleActivity waits until the short timers set since since have run,

@@ -134,6 +134,12 @@ func (p *Page) enable(ctx context.Context) error {
 // framebus runs, never for someone's own, whose window it would change.
 func (p *Page) FrontWhenHidden() { p.frontWhenHidden = true }
 
+// Document names the main frame's current document: a number that
+// changes with every document the page commits (a navigation, a reload),
+// as its events arrive, so a value read before and after a call says
+// whether the call ran in one document.
+func (p *Page) Document() uint64 { return p.decoder.generation.Load() }
+
 // TargetID is the page's CDP target id.
 func (p *Page) TargetID() string { return p.targetID }
 

@@ -144,7 +144,9 @@ func (s *Stream) WantsContent(c Change) bool {
 	case policy == PolicyAlways:
 		return true
 	case policy == PolicyDelta:
-		return s.FormatOf(c) != FormatSnapshot // the snapshot's frames carry a delta (WantsDelta)
+		// A new document's snapshot is whole; the others carry a delta
+		// (WantsDelta).
+		return s.FormatOf(c) != FormatSnapshot || c.NewDocument
 	case policy == PolicyDocumentChange:
 		return c.NewDocument
 	}

@@ -271,6 +271,10 @@ func (s *Server) runPlan(ctx context.Context, ss *mcp.ServerSession, tab string,
 			plan.Actions[0].Since = held.id
 		}
 		viewed = 0
+	case a.Type == "snapshot" && (a.Search != "" || a.Cursor != "") && a.MaxBytes == 0:
+		// A search's matches, a part: within the budget too, unless the
+		// model asks for more.
+		plan.Actions[0].MaxBytes = s.budget
 	}
 	plan.Action = nil
 	data, err := protocol.Marshal(plan)
@@ -332,7 +336,7 @@ func (s *Server) runPlan(ctx context.Context, ss *mcp.ServerSession, tab string,
 		out.Note = "the page could not be read after the action (" + capMessage(why) + "); take browser_snapshot"
 		return out, nil
 	}
-	if v, ok := s.view(ss, tab, res.Results[viewed].Value, s.budget); ok {
+	if v, ok := s.view(ss, tab, res.Results[viewed].Value, mode, s.budget); ok {
 		out.View = &v
 		if viewed == 0 {
 			out.Value = nil // the view shows it

@@ -129,7 +129,7 @@ type snapshotReply struct {
 // view is what a result shows of a page snapshot for a session: the
 // change from what it was shown, the whole page within the budget, or a
 // summary and where to read it; it remembers what the session now has.
-func (s *Server) view(ss *mcp.ServerSession, tab string, raw json.RawMessage, budget int) (pageView, bool) {
+func (s *Server) view(ss *mcp.ServerSession, tab string, raw json.RawMessage, mode string, budget int) (pageView, bool) {
 	var r snapshotReply
 	if json.Unmarshal(raw, &r) != nil || r.ID == "" {
 		return pageView{}, false
@@ -161,12 +161,21 @@ func (s *Server) view(ss *mcp.ServerSession, tab string, raw json.RawMessage, bu
 	} else {
 		s.hold(ss, tab, heldPage{id: r.ID, text: text})
 	}
-	if shown := lean(text); len(shown) <= budget {
+	shown, folded := text, 0
+	if mode == PageDelta {
+		// The regions every page of a site repeats (header, navigation,
+		// footer) are folded: the main region is what a model reads.
+		shown, folded = snaptext.Fold(text)
+	}
+	if shown = lean(shown); len(shown) <= budget {
 		why := ""
 		if r.Full != "" && held.id != "" && !strings.Contains(r.Full, "another document") {
 			why = " (whole: " + r.Full + ")"
 		}
 		v.text = "page (snapshot " + r.ID + ")" + why + ":\n" + shown
+		if folded > 0 {
+			v.text += foldedNote
+		}
 		return v, true
 	}
 	v.Resource = SnapshotURI(tab, r.ID)
@@ -178,6 +187,10 @@ func (s *Server) view(ss *mcp.ServerSession, tab string, raw json.RawMessage, bu
 	v.text = b.String()
 	return v, true
 }
+
+// foldedNote follows a page shown with regions folded.
+const foldedNote = `(folded regions: browser_snapshot {"search": "..."} finds what is in them, {"page": "full"} shows them)
+`
 
 // locatorAttr matches the attributes a snapshot gives interactive
 // elements for programs to find them by other means (id, name, test id,

@@ -26,7 +26,7 @@ func (id SnapshotID) String() string {
 func ParseSnapshotID(s string) (SnapshotID, error) {
 	frame, hash, withHash := strings.Cut(s, "#")
 	seq, err := strconv.ParseInt(frame, 10, 64)
-	if err != nil || seq < 1 || (withHash && !snapshotHash(hash)) {
+	if err != nil || seq < 1 || frame[0] == '+' || (withHash && !snapshotHash(hash)) {
 		return SnapshotID{}, badRequest("since: %q is no frame (12) or snapshot id (12#1a2b3c4d)", s)
 	}
 	return SnapshotID{Frame: seq, Hash: hash}, nil

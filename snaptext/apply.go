@@ -178,9 +178,8 @@ func (t *tree) find(addr string) (*node, error) {
 	start, path, _ := strings.Cut(addr, "/")
 	n := t.root
 	if start != "" {
-		var ok bool
-		if n, ok = t.refs[start]; !ok {
-			return nil, fmt.Errorf("snaptext: no node %s in the base", start)
+		if n = t.refs[start]; n == nil { // none, or several (named by their paths)
+			return nil, fmt.Errorf("snaptext: no node %s in the base (or more than one)", start)
 		}
 	}
 	if path == "" {

@@ -93,6 +93,13 @@ func TestRefusals(t *testing.T) {
 	if _, err := Apply(base, "not a delta\n"); err == nil {
 		t.Error("applied no delta")
 	}
+	// A ref two lines carry names neither: refused, not a crash.
+	twice := "- button \"A\" [ref=e1]\n- link \"y\" [ref=e1]\n"
+	for _, body := range []string{"added under top after e1:\n  - text: z\n", "changed e1/0:\n  - text: z\n", "removed e1\n"} {
+		if _, err := Apply(twice, "delta base="+Hash(twice)+" result=00000000 changes=1\n"+body); err == nil {
+			t.Errorf("applied %q to a base where e1 is two nodes", body)
+		}
+	}
 }
 
 // gen makes snapshots' trees.

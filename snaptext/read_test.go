@@ -78,7 +78,7 @@ func TestSearch(t *testing.T) {
 		"    - listitem:\n      - link \"Desk lamp\" [ref=e2]\n      - text: $12\n" +
 		"    - listitem:\n      - link \"Floor LAMP\" [ref=e3]\n" +
 		"    - listitem:\n      - link \"Chair\" [ref=e4]\n"
-	r, ok := Search(text, "lamp", 0)
+	r, ok := Search(text, "lamp", 0, 0)
 	want := "- main:\n  - list \"Results\":\n    - listitem:\n      - link \"Desk lamp\" [ref=e2]\n    - listitem:\n      - link \"Floor LAMP\" [ref=e3]\n"
 	if !ok || r.Text != want || r.Matches != 2 || r.Shown != 2 {
 		t.Fatalf("search: %+v\nwant:\n%s", r, want)
@@ -86,16 +86,27 @@ func TestSearch(t *testing.T) {
 	if _, ok := parse(r.Text); !ok {
 		t.Error("the result is not a snapshot's text")
 	}
-	r, _ = Search(text, "lamp", 1)
+	r, _ = Search(text, "lamp", 1, 0)
 	if r.Matches != 2 || r.Shown != 1 || strings.Contains(r.Text, "Floor") {
 		t.Errorf("search, one shown: %+v", r)
 	}
-	r, _ = Search(text, "Results", 0)
+	r, _ = Search(text, "Results", 0, 0)
 	if !strings.Contains(r.Text, "Chair") || r.Matches != 1 {
 		t.Errorf("a match shows what is under it: %+v", r)
 	}
-	if r, _ := Search(text, "nothing like it", 0); r.Matches != 0 || r.Text != "" {
+	if r, _ := Search(text, "nothing like it", 0, 0); r.Matches != 0 || r.Text != "" {
 		t.Errorf("no match: %+v", r)
+	}
+	// Within a byte budget: whole matches, as many as fit, all counted.
+	if r, _ := Search(text, "lamp", 0, 100); r.Matches != 2 || r.Shown != 1 || strings.Contains(r.Text, "Floor") || !strings.Contains(r.Text, "Desk") {
+		t.Errorf("search within 100 bytes: %+v", r)
+	}
+	// A name's escapes read as the page shows it.
+	odd := "- button \"a \\\"quote\\\" b\" [ref=e1]\n- button \"Sign\\u00a0in\" [ref=e2]\n"
+	for _, q := range []string{`a "quote"`, "Sign in"} {
+		if r, _ := Search(odd, q, 0, 0); r.Matches != 1 {
+			t.Errorf("search %q in %q: %+v", q, odd, r)
+		}
 	}
 }
 
@@ -110,5 +121,31 @@ func TestSummary(t *testing.T) {
 		"headings:\n- h1 \"Vec\"\n  - h2 \"Methods\"\n    - h3 \"Examples\"\n"
 	if got := Summary(text); got != want {
 		t.Fatalf("summary:\n%s\nwant:\n%s", got, want)
+	}
+}
+
+// A page with a main region shows it whole and folds the regions a site
+// repeats; a page without one is shown as it is.
+func TestFold(t *testing.T) {
+	text := "- banner:\n  - link \"Home\" [ref=e1]\n  - navigation \"Site\":\n    - link \"Shop\" [ref=e2]\n    - link \"Blog\" [ref=e3]\n" +
+		"- main:\n  - heading \"Sign in\" [level=1]\n  - navigation \"Steps\":\n    - link \"One\" [ref=e4]\n    - link \"Two\" [ref=e5]\n    - link \"Three\" [ref=e6]\n" +
+		"  - textbox \"Email\" [ref=e7]\n" +
+		"- contentinfo:\n  - link \"Privacy\" [ref=e8]\n  - link \"Terms\" [ref=e9]\n  - button \"Top\" [ref=e10]\n" +
+		"- navigation \"Short\":\n  - link \"X\" [ref=e11]\n"
+	want := "- banner (folded: 3 link)\n" +
+		"- main:\n  - heading \"Sign in\" [level=1]\n  - navigation \"Steps\":\n    - link \"One\" [ref=e4]\n    - link \"Two\" [ref=e5]\n    - link \"Three\" [ref=e6]\n" +
+		"  - textbox \"Email\" [ref=e7]\n" +
+		"- contentinfo (folded: 2 link, 1 button)\n" +
+		"- navigation \"Short\":\n  - link \"X\" [ref=e11]\n"
+	got, n := Fold(text)
+	if got != want || n != 2 {
+		t.Fatalf("fold (%d):\n%s\nwant:\n%s", n, got, want)
+	}
+	if _, ok := parse(got); !ok {
+		t.Error("a folded page is not a snapshot's text")
+	}
+	noMain := "- banner:\n  - link \"Home\" [ref=e1]\n  - link \"A\" [ref=e2]\n  - link \"B\" [ref=e3]\n- heading \"X\"\n"
+	if got, n := Fold(noMain); got != noMain || n != 0 {
+		t.Errorf("a page without main: %d folded:\n%s", n, got)
 	}
 }

@@ -17,9 +17,11 @@ type SearchResult struct {
 // list item's link, a form's fields, not a whole section.
 const SubtreeLines = 12
 
-// Search finds the nodes whose line holds query, without regard to case,
-// and shows at most max of them (0: all).
-func Search(text, query string, max int) (SearchResult, bool) {
+// Search finds the nodes whose line holds query, without regard to case
+// (and with a name's escapes read: a quote, a no-break space), and shows
+// at most max of them (0: all), in at most maxBytes (0: no bound; the
+// first match is shown whatever its size).
+func Search(text, query string, max, maxBytes int) (SearchResult, bool) {
 	t, ok := parse(text)
 	if !ok {
 		return SearchResult{}, false
@@ -30,14 +32,23 @@ func Search(text, query string, max int) (SearchResult, bool) {
 	}
 	shown := map[*node]bool{} // the lines written, so far
 	var b strings.Builder
+	query = readable(query)
+	full := false
 	var walk func(n *node)
 	walk = func(n *node) {
 		for _, c := range n.children {
-			if containsFold(c.line, query) {
+			if containsFold(readable(c.line), query) {
 				r.Matches++
-				if max == 0 || r.Shown < max {
-					r.Shown++
-					writeMatch(&b, c, shown)
+				if !full && (max == 0 || r.Shown < max) {
+					before := b.Len()
+					var one strings.Builder
+					writeMatch(&one, c, shown)
+					if maxBytes > 0 && r.Shown > 0 && before+one.Len() > maxBytes {
+						full = true // the rest are counted, not shown
+					} else {
+						b.WriteString(one.String())
+						r.Shown++
+					}
 				}
 			}
 			walk(c)
@@ -90,6 +101,18 @@ func writeLine(b *strings.Builder, line string, depth int) {
 	b.WriteString(line)
 	b.WriteByte('\n')
 }
+
+// readable is a line as it reads: a quoted name's escaped quotes and
+// backslashes, and no-break spaces (written \u00a0 in a name, raw in a
+// text), as plain characters.
+func readable(s string) string {
+	if !strings.ContainsAny(s, "\\\u00a0") {
+		return s
+	}
+	return unescaper.Replace(s)
+}
+
+var unescaper = strings.NewReplacer(`\"`, `"`, `\\`, `\`, `\u00a0`, " ", "\u00a0", " ")
 
 // containsFold reports whether s holds sub, without regard to case.
 func containsFold(s, sub string) bool {

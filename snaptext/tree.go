@@ -77,8 +77,12 @@ func parse(text string) (*tree, bool) {
 
 // refOf is the ref a node's line carries ([ref=e12]), "" when none. A
 // name or value holding the same characters comes before it, quoted: the
-// last one on the line is the node's.
+// last one on the line is the node's. A text node has none: what looks
+// like one is the page's text.
 func refOf(line string) string {
+	if strings.HasPrefix(line, "- text:") {
+		return ""
+	}
 	i := strings.LastIndex(line, " [ref=")
 	if i < 0 {
 		return ""

@@ -125,7 +125,7 @@ func BenchmarkMCPTasks(b *testing.B) {
 		}
 	}
 	table.WriteString("\n")
-	b.Log("\n" + table.String())
+	fmt.Print(table.String()) // b.Log cuts long output
 	b.ReportMetric(0, "ns/op")
 	if bestTotal > 0 {
 		b.ReportMetric(float64(total["framebus"])/float64(bestTotal), "fb/best-peer-bytes")
