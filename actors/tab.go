@@ -147,8 +147,8 @@ type Tab struct {
 	// the document it is in, cdpdriver's Document).
 	settles bool
 	tracked uint64
-	store       *frameStore  // stores frames in the history; nil: none
-	stage       *files.Stage // files to upload, removed when the tab stops
+	store   *frameStore  // stores frames in the history; nil: none
+	stage   *files.Stage // files to upload, removed when the tab stops
 	// restoring is the restore frame's note while the node brings the tab
 	// back (restore.go): the navigate's frame is the node's restore frame.
 	restoring string
