@@ -66,11 +66,15 @@ type differ struct {
 }
 
 // key interns a node's key: its ref when it names that node only in its
-// tree, else its line.
+// tree, else its line and the first such ref under it (a table's rows
+// are all "- row:", each told by the link in it: a row removed is one
+// removal, not every row after it changed).
 func (d *differ) key(t *tree, n *node) int {
 	keys, k := d.lineKeys, n.line
 	if t.keyed(n) {
 		keys, k = d.refKeys, n.ref
+	} else if r := firstRef(t, n); r != "" {
+		k += "\x00" + r
 	}
 	id, ok := keys[k]
 	if !ok {
@@ -79,6 +83,30 @@ func (d *differ) key(t *tree, n *node) int {
 	}
 	return id
 }
+
+// firstRef is the first ref under n that names one node only, "" when
+// none (in document order, at most a few levels down: deeper refs tell a
+// container apart less well than they cost).
+func firstRef(t *tree, n *node) string {
+	var find func(n *node, depth int) string
+	find = func(n *node, depth int) string {
+		for _, c := range n.children {
+			if t.keyed(c) {
+				return c.ref
+			}
+			if depth < firstRefDepth {
+				if r := find(c, depth+1); r != "" {
+					return r
+				}
+			}
+		}
+		return ""
+	}
+	return find(n, 1)
+}
+
+// firstRefDepth bounds how far below a node firstRef looks.
+const firstRefDepth = 4
 
 // keyed reports whether n is matched by its ref.
 func (t *tree) keyed(n *node) bool { return n.ref != "" && t.refs[n.ref] == n }

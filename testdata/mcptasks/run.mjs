@@ -62,6 +62,7 @@ class Model {
     const res = await this.client.callTool({ name, arguments: args }, undefined, { timeout: 120_000 });
     const text = (res.content || []).map((c) => c.text || "").join("\n");
     this.bytes += text.length;
+    if (process.env.MCPTASKS_VERBOSE) process.stderr.write(`--- ${name} ${JSON.stringify(args)} (${text.length} bytes)\n${text.slice(0, Number(process.env.MCPTASKS_VERBOSE))}\n`);
     if (res.isError) throw new Error(`${name}: ${text.slice(0, 300)}`);
     return text;
   }
