@@ -83,7 +83,7 @@ func (t *Tab) snapshot(ctx context.Context, a protocol.Action) (any, error) {
 	switch {
 	case a.Settle:
 		sctx, cancel := context.WithTimeout(ctx, t.idleWait(ctx, a))
-		w, err := t.page.SettleActivity(sctx, t.actionStart.Add(-settleSlack))
+		w, err := t.page.SettleActivity(sctx, t.actionStart)
 		cancel()
 		if err != nil {
 			return nil, err
@@ -140,11 +140,6 @@ func (t *Tab) snapshot(ctx context.Context, a protocol.Action) (any, error) {
 	}
 	return v, nil
 }
-
-// settleSlack is how long before the action's start a timer may have
-// been set and still be its doing: the page's clock is read apart from
-// the node's.
-const settleSlack = 100 * time.Millisecond
 
 // idleWait bounds a snapshot's wait before it is taken: its idle
 // timeout, and half the action's time at most (the snapshot needs the

@@ -28,7 +28,7 @@ import (
 // activityJS installs the tracker (once per document) and answers
 // [pending short timers set since since, ms since the last DOM change,
 // whether it was installed just now].
-var activityJS = `(since) => {
+var activityJS = `(since, after) => {
 	const key = "__framebusActivity";
 	let fresh = false;
 	if (!Object.getOwnPropertyDescriptor(window, key)) {
@@ -58,25 +58,35 @@ var activityJS = `(since) => {
 		}
 		new MutationObserver(() => { changed = Date.now(); })
 			.observe(document, {subtree: true, childList: true, attributes: true, characterData: true});
-		Object.defineProperty(window, key, {value: (since) => {
+		// The page renders twice after it is asked: what runs at a
+		// rendering (an IntersectionObserver loading more as the page
+		// scrolls, a ResizeObserver, an animation frame) has run.
+		let rendered = 0, asked = 0;
+		Object.defineProperty(window, key, {value: (since, after) => {
 			let timers = 0;
 			const now = Date.now();
 			for (const [id, t] of pending) {
 				if (now > t.due + 1000) pending.delete(id); // a string handler's, or one the page lost
 				else if (t.made >= since) timers++;
 			}
-			return [timers, changed ? now - changed : 1e9];
+			if (document.hidden) rendered = now; // a hidden page does not render
+			else if (asked < after && rendered < after) {
+				const at = asked = now;
+				requestAnimationFrame(() => requestAnimationFrame(() => { rendered = Math.max(rendered, at); }));
+			}
+			return [timers, changed ? now - changed : 1e9, rendered >= after ? 1 : 0];
 		}});
 	}
 	// Numbers only, whatever answers there: a page's own function there
 	// could answer anything (a string of megabytes).
-	let timers = 0, still = ` + strconv.Itoa(int(activityStill/time.Millisecond)) + `;
+	let timers = 0, still = ` + strconv.Itoa(int(activityStill/time.Millisecond)) + `, rendered = 1;
 	try {
-		const seen = window[key](since);
+		const seen = window[key](since, after);
 		timers = Math.max(0, Math.min(Number(seen[0]) || 0, 1e6));
 		still = Math.max(0, Number(seen[1]) || 0);
+		rendered = seen[2] === 0 ? 0 : 1;
 	} catch (e) { /* a broken tracker: the DOM and the network only */ }
-	return [timers, still, fresh];
+	return [timers, still, fresh, rendered];
 }`
 
 // Bounds of the settle.
@@ -86,8 +96,13 @@ const (
 	activityTimerMax = time.Second
 	// activityStill is how long the DOM must stay unchanged.
 	activityStill = 50 * time.Millisecond
-	// activityPoll is the pause between looks.
-	activityPoll = 25 * time.Millisecond
+	// activityPoll is the pause between looks; activityFramePoll, while
+	// the page has not rendered since the action.
+	activityPoll      = 25 * time.Millisecond
+	activityFramePoll = 8 * time.Millisecond
+	// activitySlack: a timer set this long before the action's start
+	// may still be its doing (the page's clock is not the node's).
+	activitySlack = 100 * time.Millisecond
 )
 
 // ActivityWait says what a settle waited for.
@@ -105,18 +120,24 @@ type ActivityWait struct {
 // TrackActivity installs the tracker in the current document, if it has
 // none, so that a settle after the next action sees the timers it sets.
 func (p *Page) TrackActivity(ctx context.Context) error {
-	_, err := p.client.Runtime.Evaluate(ctx, runtime.NewEvaluateArgs("("+activityJS+")(0)").SetReturnByValue(true).SetSilent(true))
+	_, err := p.client.Runtime.Evaluate(ctx, runtime.NewEvaluateArgs("("+activityJS+")(0, 0)").SetReturnByValue(true).SetSilent(true))
 	return p.wrap(ctx, "track activity", err)
 }
 
-// SettleActivity waits until the short timers set since since have run,
-// no request is in flight (but long ones: a poll, a stream), and the DOM
+// SettleActivity waits until the short timers set since since (the
+// action's start) have run,
+// no request is in flight (but long ones: a poll, a stream), the page
+// has rendered twice since (what runs at a rendering has run: an
+// IntersectionObserver loading more as the page scrolled), and the DOM
 // has not changed for activityStill, or ctx ends (then it returns what
 // it saw, without an error: the page is read as it is).
 func (p *Page) SettleActivity(ctx context.Context, since time.Time) (ActivityWait, error) {
 	began := time.Now()
 	var w ActivityWait
-	expr := "(" + activityJS + ")(" + strconv.FormatInt(since.UnixMilli(), 10) + ")"
+	// Timers set a little before the action began count (the page's
+	// clock is read apart from the node's); the renderings must come
+	// after it.
+	expr := "(" + activityJS + ")(" + strconv.FormatInt(since.Add(-activitySlack).UnixMilli(), 10) + ", " + strconv.FormatInt(since.UnixMilli(), 10) + ")"
 	for first := true; ; first = false {
 		r, err := p.client.Runtime.Evaluate(ctx, runtime.NewEvaluateArgs(expr).SetReturnByValue(true).SetSilent(true))
 		if err != nil {
@@ -126,27 +147,32 @@ func (p *Page) SettleActivity(ctx context.Context, since time.Time) (ActivityWai
 			}
 			return w, p.wrap(ctx, "settle", err)
 		}
-		var seen [3]json.RawMessage
-		var timers int
+		var seen [4]json.RawMessage
+		var timers, rendered int
 		var still float64
 		var fresh bool
 		if r.ExceptionDetails != nil || json.Unmarshal(r.Result.Value, &seen) != nil ||
-			json.Unmarshal(seen[0], &timers) != nil || json.Unmarshal(seen[1], &still) != nil || json.Unmarshal(seen[2], &fresh) != nil {
+			json.Unmarshal(seen[0], &timers) != nil || json.Unmarshal(seen[1], &still) != nil ||
+			json.Unmarshal(seen[2], &fresh) != nil || json.Unmarshal(seen[3], &rendered) != nil {
 			// A page that broke the tracker: the DOM and the network only.
-			timers, still = 0, float64(activityStill/time.Millisecond)
+			timers, still, rendered = 0, float64(activityStill/time.Millisecond), 1
 		}
 		if first {
 			w.Fresh = fresh
 		}
 		requests := len(p.decoder.net.busyRequests())
 		w.Timers, w.Requests = max(w.Timers, timers), max(w.Requests, requests)
-		if timers == 0 && requests == 0 && time.Duration(still)*time.Millisecond >= activityStill {
+		quiet := timers == 0 && requests == 0 && rendered == 1
+		if quiet && time.Duration(still)*time.Millisecond >= activityStill {
 			w.Waited = time.Since(began)
 			return w, nil
 		}
 		pause := activityPoll
-		if rest := activityStill - time.Duration(still)*time.Millisecond; timers == 0 && requests == 0 && rest < pause {
+		if rest := activityStill - time.Duration(still)*time.Millisecond; quiet && rest < pause {
 			pause = rest
+		}
+		if rendered == 0 {
+			pause = min(pause, activityFramePoll)
 		}
 		select {
 		case <-ctx.Done():

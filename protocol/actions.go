@@ -232,7 +232,7 @@ var actionSpecs = []ActionSpec{
 			{Name: "maxBytes", Kind: KindInt, Help: "at most this many bytes of text, in whole lines; the rest comes with cursor, the answer's next"},
 			{Name: "cursor", Help: "the next part of a snapshot cut by maxBytes (the answer's next: 12#1a2b3c4d@32768), read from the snapshot as it was taken"},
 			{Name: "noIdle", Kind: KindBool, Help: "take it at once instead of waiting for network idle first"},
-			{Name: "settle", Kind: KindBool, Help: "instead of network idle, wait for what the last action started: its short timers, the requests in flight, then the page's DOM to stay still for 50 ms (an autocomplete's suggestions); at once on a page that does nothing"},
+			{Name: "settle", Kind: KindBool, Help: "instead of network idle, wait for what the last action started: its short timers, the requests in flight, two renderings (what loads as the page scrolls), then the page's DOM to stay still for 50 ms (an autocomplete's suggestions); about 30 ms on a page that does nothing"},
 			{Name: "idleTimeout", Kind: KindDuration, Help: "how long to wait for network idle (or to settle) before taking it anyway (default 5s)"},
 			timeoutParam("the snapshot"),
 		},
