@@ -192,7 +192,7 @@ func (t *Tab) emit(ctx context.Context, change frames.Change, note string, captu
 	}
 	f := t.appendFrame(change, content, note)
 	if whole != nil && change.DeltaSince > 0 {
-		t.bases.keep(f.Sequence, t.page.Document(), f.URL, f.Title, *whole, true, false) // the next frame's base
+		t.bases.keep(f.Sequence, keptSnapshot{doc: t.page.Document(), url: f.URL, title: f.Title, text: *whole, frame: true}) // the next frame's base
 	}
 	t.outbox = append(t.outbox, f)
 	t.storeInfo(f)
@@ -234,7 +234,7 @@ func (t *Tab) appendFrame(change frames.Change, content *string, note string) pr
 // keepContent keeps a frame's snapshot, for deltas from it.
 func (t *Tab) keepContent(f protocol.Frame) {
 	if f.FullPage != nil && f.FullPageFormat == string(frames.FormatSnapshot) {
-		t.bases.keep(f.Sequence, t.page.Document(), f.URL, f.Title, *f.FullPage, true, false)
+		t.bases.keep(f.Sequence, keptSnapshot{doc: t.page.Document(), url: f.URL, title: f.Title, text: *f.FullPage, frame: true})
 	}
 }
 

@@ -23,8 +23,11 @@ type keptSnapshot struct {
 	doc        uint64 // the page's document it was taken in (cdpdriver's Document); 0: not known
 	url, title string
 	text       string
-	frame      bool // the frame's own content
-	scoped     bool // of a part of the page (a selector, interactive only, a depth, a node cap)
+	// count and interactive are the snapshot's nodes and refs, when it
+	// came from a snapshot action (a frame's content says none).
+	count, interactive int
+	frame              bool // the frame's own content
+	scoped             bool // of a part of the page (a selector, interactive only, a depth, a node cap)
 }
 
 // Bounds of what a tab keeps: the latest snapshots first, the frame's
@@ -39,23 +42,24 @@ func (b *snapshotBases) newDocument(seq int64) {
 	b.docStart, b.kept, b.bytes = seq, nil, 0
 }
 
-// keep records text, taken at frame seq, and returns its id.
-func (b *snapshotBases) keep(seq int64, doc uint64, url, title, text string, frame, scoped bool) protocol.SnapshotID {
-	id := protocol.SnapshotID{Frame: seq, Hash: snaptext.Hash(text)}
+// keep records snapshot n, taken at frame seq, and returns its id.
+func (b *snapshotBases) keep(seq int64, n keptSnapshot) protocol.SnapshotID {
+	n.id = protocol.SnapshotID{Frame: seq, Hash: snaptext.Hash(n.text)}
 	for i, k := range b.kept {
-		if k.id == id { // the same again: now the latest
-			k.frame, k.scoped = k.frame || frame, k.scoped && scoped
+		if k.id == n.id { // the same again: now the latest
+			k.frame, k.scoped = k.frame || n.frame, k.scoped && n.scoped
+			k.count, k.interactive = max(k.count, n.count), max(k.interactive, n.interactive)
 			b.kept = append(append(b.kept[:i:i], b.kept[i+1:]...), k)
-			return id
+			return n.id
 		}
 	}
-	b.kept = append(b.kept, keptSnapshot{id: id, doc: doc, url: url, title: title, text: text, frame: frame, scoped: scoped})
-	b.bytes += len(text)
+	b.kept = append(b.kept, n)
+	b.bytes += len(n.text)
 	for len(b.kept) > 1 && (len(b.kept) > maxKeptSnapshots || b.bytes > maxKeptSnapshotBytes) {
 		b.bytes -= len(b.kept[0].text)
 		b.kept = b.kept[1:]
 	}
-	return id
+	return n.id
 }
 
 // base is the snapshot since names, as a base for a delta to a snapshot

@@ -127,8 +127,8 @@ func TestSnapshotPartsCoverAPageOnce(t *testing.T) {
 	parts := 1
 	for next := first.Next; next != ""; parts++ {
 		p := snapshotOf(t, tab, protocol.Action{Cursor: next, MaxBytes: budget, Timeout: long})
-		if len(p.Text) > budget || p.ID != first.ID || (p.Context == "" && !strings.HasPrefix(p.Text, "- ")) {
-			t.Fatalf("part %d from %s: %d bytes, id %s, context %q", parts, next, len(p.Text), p.ID, p.Context)
+		if len(p.Text) > budget || p.ID != first.ID || (p.Context == "" && !strings.HasPrefix(p.Text, "- ")) || p.Interactive != first.Interactive || p.Count != first.Count {
+			t.Fatalf("part %d from %s: %d bytes, id %s, context %q, %d nodes and %d refs (the snapshot's: %d, %d)", parts, next, len(p.Text), p.ID, p.Context, p.Count, p.Interactive, first.Count, first.Interactive)
 		}
 		whole.WriteString(p.Text)
 		next = p.Next

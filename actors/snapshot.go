@@ -127,7 +127,7 @@ func (t *Tab) snapshot(ctx context.Context, a protocol.Action) (any, error) {
 		v.Text, v.Matches, v.Shown = r.Text, &r.Matches, &r.Shown
 	}
 	scoped := a.Selector != "" || a.Interactive || a.Depth > 0 || (a.MaxNodes > 0 && s.Truncated)
-	id := t.bases.keep(t.frames.Sequence(), doc, s.URL, s.Title, text, false, scoped)
+	id := t.bases.keep(t.frames.Sequence(), keptSnapshot{doc: doc, url: s.URL, title: s.Title, text: text, scoped: scoped, count: s.Count, interactive: s.Interactive})
 	v.ID = id.String()
 	if a.MaxBytes > 0 && a.Search == "" && v.Delta == "" && len(v.Text) > a.MaxBytes {
 		// A part, and the cursor of the rest. (A search keeps to
@@ -219,8 +219,11 @@ func (t *Tab) snapshotPart(a protocol.Action) (any, error) {
 	if !ok {
 		return nil, protocol.Errorf(protocol.CodeBadRequest, "cursor %s: byte %d is not where a part of snapshot %s starts", a.Cursor, from, id)
 	}
-	v := snapshotValue{URL: kept.url, Title: kept.title, ID: id.String(), Bytes: len(kept.text), Text: part, Context: context}
-	v.Count = strings.Count(kept.text, "\n") // its lines: nodes, and a note if it was cut
+	v := snapshotValue{URL: kept.url, Title: kept.title, ID: id.String(), Bytes: len(kept.text), Text: part, Context: context,
+		Count: kept.count, Interactive: kept.interactive}
+	if v.Count == 0 { // a frame's content: its lines are its nodes (and a note, if it was cut)
+		v.Count = strings.Count(kept.text, "\n")
+	}
 	if next > 0 {
 		v.Next = cursorOf(id, next)
 	}
