@@ -243,6 +243,10 @@ const listTimeout = 5 * time.Second
 var errNoTab = protocol.Errorf(protocol.CodeTabNotFound,
 	"no tab is open on the bus; open one with browser_tab_new (or web action navigate), and if the browser is stopped start it with browser_launch")
 
+// frameWait bounds waiting for the frame an action made, which is
+// published right after the plan's answer, normally there already.
+const frameWait = 3 * time.Second
+
 // cancelWait bounds the cancel of a plan whose call ended first.
 const cancelWait = 2 * time.Second
 
@@ -289,7 +293,8 @@ func (s *Server) runPlan(ctx context.Context, ss *mcp.ServerSession, tab string,
 			return out, s.tabError(ctx, tab, err)
 		}
 	}
-	if before := tw.lastSeen(); before != nil {
+	before := tw.lastSeen()
+	if before != nil {
 		out.Sequence = before.Sequence
 	}
 	pctx, cancel := context.WithTimeout(ctx, wait)
@@ -323,6 +328,14 @@ func (s *Server) runPlan(ctx context.Context, ss *mcp.ServerSession, tab string,
 	out.OK, out.URL, out.Title, out.Status, out.Value = true, r.URL, r.Title, r.Status, r.Value
 	if spec.Mutates && r.Sequence > 0 {
 		out.Frame = r.Sequence
+		if before == nil || before.URL != r.URL {
+			// A new page's frame, with its content, goes out right after
+			// the plan's answer: the result waits for the watch to have
+			// it, so its resource reads at once.
+			wctx, cancel := context.WithTimeout(ctx, frameWait)
+			_, _ = tw.await(wctx, r.Sequence)
+			cancel()
+		}
 	}
 	if viewed < 0 {
 		return out, nil

@@ -322,8 +322,14 @@ func (s *Server) forget(tab string) {
 	}
 }
 
-// keptFrames is how many of a tab's latest frames a watch keeps.
-const keptFrames = 8
+// keptFrames and keptFrameBytes bound the latest frames of a tab a watch
+// keeps, for the frames results name (a busy tab makes a frame every few
+// milliseconds while a result's page is read), and their size: frames
+// carry pages.
+const (
+	keptFrames     = 256
+	keptFrameBytes = 8 << 20
+)
 
 // tabWatch follows one tab's frames and keeps the latest few.
 type tabWatch struct {
@@ -335,6 +341,7 @@ type tabWatch struct {
 
 	mu      sync.Mutex
 	frames  []busclient.Frame // the latest, oldest first
+	bytes   int               // their messages' size
 	changed chan struct{}     // closed and replaced on each frame
 }
 
@@ -343,9 +350,13 @@ func (tw *tabWatch) follow(updated func()) {
 	for f := range tw.w.Frames() {
 		tw.mu.Lock()
 		tw.frames = append(tw.frames, f)
-		if len(tw.frames) > keptFrames {
-			tw.frames = tw.frames[len(tw.frames)-keptFrames:]
+		tw.bytes += len(f.Data)
+		drop := 0
+		for len(tw.frames)-drop > 1 && (len(tw.frames)-drop > keptFrames || tw.bytes > keptFrameBytes) {
+			tw.bytes -= len(tw.frames[drop].Data)
+			drop++
 		}
+		tw.frames = append(tw.frames[:0:0], tw.frames[drop:]...)
 		close(tw.changed)
 		tw.changed = make(chan struct{})
 		tw.mu.Unlock()
