@@ -125,6 +125,12 @@ func (t *Tab) snapshot(ctx context.Context, a protocol.Action) (any, error) {
 	case a.Search != "":
 		r, _ := snaptext.Search(text, a.Search, 0, a.MaxBytes)
 		v.Text, v.Matches, v.Shown = r.Text, &r.Matches, &r.Shown
+		if a.MaxBytes > 0 && len(v.Text) > a.MaxBytes {
+			// One match larger than maxBytes alone: its start, and where
+			// the whole is (the snapshot, read in parts by cursor).
+			v.Text, _, _, _ = snaptext.Part(v.Text, 0, a.MaxBytes)
+			v.Note = joinNote(v.Note, "the first match alone is more than maxBytes: cut; read the snapshot in parts with a cursor")
+		}
 	}
 	scoped := a.Selector != "" || a.Interactive || a.Depth > 0 || (a.MaxNodes > 0 && s.Truncated)
 	id := t.bases.keep(t.frames.Sequence(), keptSnapshot{doc: doc, url: s.URL, title: s.Title, text: text, scoped: scoped, count: s.Count, interactive: s.Interactive})

@@ -29,7 +29,7 @@ import (
 // [pending short timers set since since, ms since the last DOM change,
 // whether it was installed just now].
 var activityJS = `(since, after) => {
-	const key = "__framebusActivity";
+	const key = "` + activityKey + `";
 	let fresh = false;
 	if (!Object.getOwnPropertyDescriptor(window, key)) {
 		fresh = true;
@@ -62,32 +62,41 @@ var activityJS = `(since, after) => {
 		// rendering (an IntersectionObserver loading more as the page
 		// scrolls, a ResizeObserver, an animation frame) has run.
 		let rendered = 0, asked = 0;
+		// Its own references, taken at the install: what the page
+		// changes later is not called.
+		const dateNow = Date.now, frame = window.requestAnimationFrame.bind(window);
+		const hidden = Object.getOwnPropertyDescriptor(Document.prototype, "hidden").get;
 		Object.defineProperty(window, key, {value: (since, after) => {
 			let timers = 0;
-			const now = Date.now();
+			const now = dateNow.call(Date);
 			for (const [id, t] of pending) {
 				if (now > t.due + 1000) pending.delete(id); // a string handler's, or one the page lost
 				else if (t.made >= since) timers++;
 			}
-			if (document.hidden) rendered = now; // a hidden page does not render
+			if (hidden.call(document)) rendered = now; // a hidden page does not render
 			else if (asked < after && rendered < after) {
 				const at = asked = now;
-				requestAnimationFrame(() => requestAnimationFrame(() => { rendered = Math.max(rendered, at); }));
+				frame(() => frame(() => { if (at > rendered) rendered = at; }));
 			}
 			return [timers, changed ? now - changed : 1e9, rendered >= after ? 1 : 0];
 		}});
 	}
-	// Numbers only, whatever answers there: a page's own function there
-	// could answer anything (a string of megabytes).
+	// Numbers only, read with operators (the page's Math and Number are
+	// its own): whatever answers there.
 	let timers = 0, still = ` + strconv.Itoa(int(activityStill/time.Millisecond)) + `, rendered = 1;
 	try {
 		const seen = window[key](since, after);
-		timers = Math.max(0, Math.min(Number(seen[0]) || 0, 1e6));
-		still = Math.max(0, Number(seen[1]) || 0);
+		if (typeof seen[0] === "number" && seen[0] > 0) timers = seen[0] > 1e6 ? 1e6 : seen[0];
+		if (typeof seen[1] === "number" && seen[1] >= 0) still = seen[1];
 		rendered = seen[2] === 0 ? 0 : 1;
 	} catch (e) { /* a broken tracker: the DOM and the network only */ }
 	return [timers, still, fresh, rendered];
 }`
+
+// activityKey is the window property the tracker is kept under: of this
+// process's run (installToken), so a page cannot put a function of its
+// own there beforehand for framebus to call.
+var activityKey = "__framebusActivity" + installToken[:16]
 
 // Bounds of the settle.
 const (

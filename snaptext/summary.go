@@ -13,8 +13,13 @@ var landmarkRoles = map[string]bool{
 	"search": true, "form": true, "region": true, "dialog": true, "alertdialog": true,
 }
 
-// summaryHeadings bounds the headings a summary lists.
-const summaryHeadings = 40
+// summaryHeadings and summaryRegions bound the headings and regions a
+// summary lists: a page of 3,000 labelled sections is summarized in a
+// few lines too.
+const (
+	summaryHeadings = 40
+	summaryRegions  = 30
+)
 
 // Summary is a short account of a snapshot for a reader who is not
 // given the whole: its size, its regions (landmarks, with how many
@@ -29,7 +34,7 @@ func Summary(text string) string {
 	nodes, refs := 0, 0
 	kinds := map[string]int{}
 	var headings, landmarks []string
-	moreHeadings := 0
+	moreHeadings, moreRegions := 0, 0
 	var walk func(n *node, depth int) int // the refs under n, n's included
 	walk = func(n *node, depth int) int {
 		inside := 0
@@ -50,11 +55,15 @@ func Summary(text string) string {
 				}
 			}
 			at := len(landmarks)
-			if landmarkRoles[role] {
+			listed := landmarkRoles[role] && at < summaryRegions
+			switch {
+			case listed:
 				landmarks = append(landmarks, "") // filled once its refs are counted
+			case landmarkRoles[role]:
+				moreRegions++
 			}
 			r += walk(c, depth+1)
-			if landmarkRoles[role] {
+			if listed {
 				landmarks[at] = strings.Repeat("  ", min(depth, 3)) + "- " + label(c.line, 60) + " (" + strconv.Itoa(r) + " with refs)"
 			}
 			inside += r
@@ -70,6 +79,9 @@ func Summary(text string) string {
 	b.WriteString("\n")
 	if len(landmarks) > 0 {
 		b.WriteString("regions:\n" + strings.Join(landmarks, "\n") + "\n")
+		if moreRegions > 0 {
+			fmt.Fprintf(&b, "  (and %d more regions)\n", moreRegions)
+		}
 	}
 	if len(headings) > 0 {
 		b.WriteString("headings:\n" + strings.Join(headings, "\n") + "\n")
