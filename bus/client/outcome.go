@@ -174,6 +174,13 @@ func (p preparedPlan) unanswered(tab string, sent bool, err error) error {
 			err, p.id, p.id, tab)}
 	case code != protocol.CodeTimeout && code != protocol.CodeUnavailable:
 		return err // an answer of sorts: node_unavailable, tab_not_found, permission_denied
+	case errors.Is(err, nats.ErrNoResponders) && !sent && bareNoResponders(err):
+		// Nothing on the bus answered for the tab, nor listed tabs: this
+		// client is connected, so the bus is up; its nodes are down,
+		// frozen or restarting. Not sent, so nothing ran.
+		return &protocol.Error{Code: protocol.CodeUnavailable, Err: errNothingAnswered, Message: fmt.Sprintf(
+			"plan %s was not sent: nothing on the bus answers for tab %s, and no node listed its tabs (a node down, frozen or restarting?): it did not run, and will not; ask again once a node answers",
+			p.id, tab)}
 	case errors.Is(err, nats.ErrNoResponders):
 		return err // nobody took it: what reachTab made of that
 	case !sent:
@@ -197,4 +204,16 @@ func (p preparedPlan) noteSkew(res *protocol.PlanResult, now time.Time) {
 	}
 	res.Error += fmt.Sprintf(" [by this client's clock the deadline is still %s away: the node's clock is ahead of this client's; nodes and clients need synchronised clocks]",
 		p.deadline.Sub(now).Round(time.Millisecond))
+}
+
+// errNothingAnswered is the cause of a plan not sent because nothing on
+// a connected bus answered for its tab.
+var errNothingAnswered = errors.New("nothing on the bus answered")
+
+// bareNoResponders reports whether err is a bare "no responders" (no node answered at
+// all), not one a lookup made into another error (tab_not_found,
+// node_unavailable, a tab on its way).
+func bareNoResponders(err error) bool {
+	var perr *protocol.Error
+	return !errors.As(err, &perr)
 }
