@@ -83,11 +83,11 @@ func takeString(args map[string]json.RawMessage, name string) (string, error) {
 	return v, nil
 }
 
-// planFor encodes a one-action plan from a tool's arguments and checks
-// it as a node would (DecodePlan: unknown fields, kinds, combinations).
-// The frames it makes carry their page as a snapshot when the URL
-// changed, what the result shows the model.
-func planFor(typ string, args map[string]json.RawMessage) ([]byte, protocol.Plan, error) {
+// planFor makes a one-action plan from a tool's arguments, checked as a
+// node would (DecodePlan: unknown fields, kinds, combinations). The
+// frames it makes carry their page as a snapshot when the URL changed,
+// for the tab's observers.
+func planFor(typ string, args map[string]json.RawMessage) (protocol.Plan, error) {
 	action := map[string]json.RawMessage{}
 	for k, v := range args {
 		action[k] = v
@@ -96,13 +96,9 @@ func planFor(typ string, args map[string]json.RawMessage) ([]byte, protocol.Plan
 	// The plan's id is made here, so a call that ends first can cancel it.
 	data, err := json.Marshal(map[string]any{"id": busclient.NewPlanID(), "fullPage": "snapshot", "fullPagePolicy": "url-change", "action": action})
 	if err != nil {
-		return nil, protocol.Plan{}, protocol.Errorf(protocol.CodeBadRequest, "arguments: %v", err)
+		return protocol.Plan{}, protocol.Errorf(protocol.CodeBadRequest, "arguments: %v", err)
 	}
-	plan, err := protocol.DecodePlan(data)
-	if err != nil {
-		return nil, protocol.Plan{}, err
-	}
-	return data, plan, nil
+	return protocol.DecodePlan(data)
 }
 
 // runAction carries out an action tool's call: a resource's request, or
@@ -133,7 +129,7 @@ func (s *Server) runAction(ctx context.Context, ss *mcp.ServerSession, spec prot
 			mode = PageNone
 		}
 	}
-	_, plan, err := planFor(spec.Type, args)
+	plan, err := planFor(spec.Type, args)
 	if err != nil {
 		return failure(err, tab, 0)
 	}

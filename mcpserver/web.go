@@ -184,7 +184,7 @@ func (s *Server) web(ctx context.Context, ss *mcp.ServerSession, in webInput) *m
 	if in.BasedOnSequence > 0 {
 		args[basedOnParam], _ = json.Marshal(in.BasedOnSequence)
 	}
-	_, plan, err := planFor(typ, args)
+	plan, err := planFor(typ, args)
 	if err != nil {
 		return failure(err, in.TargetID, 0)
 	}
@@ -216,7 +216,7 @@ func (s *Server) webResource(ctx context.Context, typ string, fields map[string]
 			args[k], _ = json.Marshal(v)
 		}
 	}
-	_, plan, err := planFor(typ, args)
+	plan, err := planFor(typ, args)
 	if err != nil {
 		return failure(err, "", 0)
 	}
