@@ -57,18 +57,22 @@ func (n *Node) placeNew(profile string) string {
 // rankNodes are the live nodes that may take a new thing of profile,
 // best first (least tabs, then most memory available, then by name), and
 // those of them that are full (at their MaxTabs). The entries are read
-// from the bucket now (registry.Current), this node's as of now.
+// from the bucket now (registry.Current) over the watch's, this node's as
+// of now.
 func (n *Node) rankNodes(profile string) (ranked, full []protocol.NodeEntry) {
 	entries := map[string]protocol.NodeEntry{}
 	if n.registry != nil {
-		// Read even when the watch has this node alone: on a loaded
-		// machine the watch may have taken a live node whose writes came
-		// late for gone.
-		var err error
-		if entries, err = n.registry.Current(context.Background()); err != nil {
+		// The watch's entries, each replaced by the bucket's as of now:
+		// the read's end marker may come before an entry rewritten while
+		// it was being read (about 1 read in 50 missed a live node so),
+		// and on a loaded machine the watch may have taken a live node
+		// whose writes came late for gone.
+		entries = n.registry.Entries()
+		current, err := n.registry.Current(context.Background())
+		if err != nil {
 			n.log.Warn().Err(err).Msg("placement: the registry's entries as the watch last saw them")
-			entries = n.registry.Entries()
 		}
+		maps.Copy(entries, current)
 	}
 	entries[n.name] = n.ownEntry() // as of now
 	all := slices.Collect(maps.Values(entries))

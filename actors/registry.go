@@ -329,7 +329,8 @@ func (r *registry) Entries() map[string]protocol.NodeEntry {
 // the watch, which may lag behind a write that another node made just
 // before it answered: what a placement reads, so two placements in a row
 // see the first one's tab. Every entry there is live (the bucket forgets
-// the others).
+// the others), but an entry rewritten while it is read may be missing:
+// the watch's end marker can come before it.
 func (r *registry) Current(ctx context.Context) (map[string]protocol.NodeEntry, error) {
 	ctx, cancel := context.WithTimeout(ctx, registryTimeout)
 	defer cancel()
