@@ -114,10 +114,18 @@ func (n *Node) claimSession(ctx context.Context, domain, url string) (sessionCla
 	}
 	ctx, cancel := context.WithTimeout(ctx, registryTimeout)
 	defer cancel()
-	// Each lost compare-and-set means another node wrote the entry; the
-	// next read sees it, so this ends unless nodes keep taking it from
-	// one another.
-	for range 5 {
+	// Each lost compare-and-set means another node wrote the entry; a
+	// read sees it soon (a replica that answers a read may lag behind the
+	// write for a moment), so this ends unless nodes keep taking it from
+	// one another until the deadline.
+	for try := 0; ; try++ {
+		if try > 0 {
+			select {
+			case <-ctx.Done():
+				return sessionClaim{}, protocol.Errorf(protocol.CodeUnavailable, "session %s: nodes keep changing its registry entry; try again", domain)
+			case <-time.After(min(time.Duration(try)*10*time.Millisecond, 200*time.Millisecond)):
+			}
+		}
 		e, rev, err := n.sessionEntry(ctx, domain)
 		switch {
 		case errors.Is(err, jetstream.ErrKeyNotFound):
@@ -150,7 +158,6 @@ func (n *Node) claimSession(ctx context.Context, domain, url string) (sessionCla
 		}
 		return sessionClaim{entry: e, made: true, takenFrom: gone}, registryError(domain, err)
 	}
-	return sessionClaim{}, protocol.Errorf(protocol.CodeUnavailable, "session %s: nodes keep changing its registry entry; try again", domain)
 }
 
 // sessionEntry reads the entry of domain and its revision.

@@ -271,3 +271,48 @@ func TestSettleWaitsForWhatTheActionStarted(t *testing.T) {
 		t.Errorf("a settle on a page with a fake tracker: %+v", s)
 	}
 }
+
+// A snapshot settles by default. On a page whose DOM never stays still,
+// a settle runs out once, says so, and later ones in that document wait
+// only for renderings and the requests in flight; a new document is
+// waited for again.
+func TestSettleGivesUpOnARestlessDocument(t *testing.T) {
+	tab, _, _ := tabAt(t, "/refs.html")
+	if s := snapshotOf(t, tab, protocol.Action{}); s.Settled == nil || s.Settled.RanOut || s.Settled.Restless || s.NetworkWait != "" {
+		t.Fatalf("a default snapshot of a quiet page: %+v", s)
+	}
+	restless := protocol.Action{Type: "eval", Expression: "setInterval(() => { document.body.dataset.tick = Date.now(); }, 10), 1"}
+	for round := range 2 {
+		cmdMutate(t, tab, restless)
+		s := snapshotOf(t, tab, protocol.Action{IdleTimeout: protocol.Duration(500 * time.Millisecond)})
+		if s.Settled == nil || !s.Settled.RanOut || s.Settled.Restless || !strings.Contains(s.Note, "before the page settled") {
+			t.Fatalf("round %d: a page that keeps changing: want the settle to run out, got %+v", round, s)
+		}
+		s = snapshotOf(t, tab, protocol.Action{})
+		if s.Settled == nil || s.Settled.RanOut || !s.Settled.Restless || !strings.Contains(s.Note, "did not settle before") {
+			t.Fatalf("round %d: the next snapshot of that document: want it restless, got %+v", round, s)
+		}
+		cmdMutate(t, tab, protocol.Action{Type: "navigate", URL: site("/refs.html"), Wait: true})
+	}
+}
+
+// Once a tab has settled, its every new document has the tracker before
+// its own scripts run: a timer set through a setTimeout the page took as
+// it started is waited for. Where the tracker came after the page's
+// start, that timer is not seen (the control).
+func TestSettleSeesTimersOfTheDocumentsStart(t *testing.T) {
+	tab, _, _ := tabAt(t, "/refs.html")
+	snapshotOf(t, tab, protocol.Action{}) // the tab's first settle
+	cmdMutate(t, tab, protocol.Action{Type: "navigate", URL: site("/earlytimer.html"), Wait: true})
+	cmdMutate(t, tab, protocol.Action{Type: "click", Selector: "#go"})
+	if s := snapshotOf(t, tab, protocol.Action{}); s.Settled == nil || s.Settled.Timers == 0 || !strings.Contains(s.Text, "Done later") {
+		t.Fatalf("a timer of a setTimeout taken at the page's start: %+v", s)
+	}
+
+	control, _, _ := tabAt(t, "/earlytimer.html") // no settle yet: the page started without the tracker
+	snapshotOf(t, control, protocol.Action{})
+	cmdMutate(t, control, protocol.Action{Type: "click", Selector: "#go"})
+	if s := snapshotOf(t, control, protocol.Action{}); s.Settled == nil || s.Settled.Timers != 0 {
+		t.Fatalf("control: the tracker came after the page took setTimeout, yet saw its timer: %+v", s.Settled)
+	}
+}

@@ -44,9 +44,9 @@ type snapshotValue struct {
 	// Context, the lines of the ancestors of a part's first line.
 	Next    string `json:"next,omitempty"`
 	Context string `json:"context,omitempty"`
-	// NetworkIdle: the network was idle when it was taken (false when the
-	// wait timed out, or was skipped with noIdle).
-	NetworkIdle bool `json:"networkIdle"`
+	// NetworkIdle: with networkIdle, the network was idle when it was
+	// taken (absent when the wait timed out, and without networkIdle).
+	NetworkIdle bool `json:"networkIdle,omitempty"`
 	// NetworkWait says what the wait for it did: "none" (idle already),
 	// "waited" (until idle), "timeout" (taken anyway), "background" (a
 	// page that keeps fetching: only the requests in flight were waited
@@ -63,15 +63,20 @@ type settled struct {
 	Waited   protocol.Duration `json:"waited"`
 	Timers   int               `json:"timers,omitempty"`
 	Requests int               `json:"requests,omitempty"`
+	// RanOut: the page was still busy at the bound; Restless: it was
+	// before, in this document, so this one waited less (see Note).
+	RanOut   bool `json:"ranOut,omitempty"`
+	Restless bool `json:"restless,omitempty"`
 }
 
 // DefaultPartBytes is the size of the parts a cursor reads when the
 // action does not say (maxBytes).
 const DefaultPartBytes = 32 << 10
 
-// snapshot waits for network idle (bounded by its idle timeout and half
-// its own; on timeout it goes ahead and says so; on a page that keeps
-// fetching, only for the requests in flight), then takes the
+// snapshot settles on the page's activity (what the last action started:
+// bounded by its idle timeout and half its own), or waits for network
+// idle when asked (on timeout it goes ahead and says so; on a page that
+// keeps fetching, only for the requests in flight), then takes the
 // accessibility snapshot. In its text form it may be answered as a
 // delta (since), a search's matches (search) or a part (maxBytes, and
 // cursor for the next, read from the snapshot kept, not taken again).
@@ -81,18 +86,30 @@ func (t *Tab) snapshot(ctx context.Context, a protocol.Action) (any, error) {
 	}
 	v := snapshotValue{}
 	switch {
-	case a.Settle:
+	case a.NoIdle:
+	case a.NetworkIdle:
+		if err := t.settleForSnapshot(ctx, a, &v); err != nil {
+			return nil, err
+		}
+	default: // settle
 		sctx, cancel := context.WithTimeout(ctx, t.idleWait(ctx, a))
+		if !t.settles && t.page.TrackActivity(sctx) == nil {
+			// From now on in every document of the tab, from its start.
+			t.settles, t.tracked = true, t.page.Document()
+		}
 		w, err := t.page.SettleActivity(sctx, t.actionStart)
 		cancel()
 		if err != nil {
 			return nil, err
 		}
 		t.settles, t.tracked = true, t.page.Document()
-		v.Settled = &settled{Waited: protocol.Duration(w.Waited), Timers: w.Timers, Requests: w.Requests}
-	case !a.NoIdle:
-		if err := t.settleForSnapshot(ctx, a, &v); err != nil {
-			return nil, err
+		v.Settled = &settled{Waited: protocol.Duration(w.Waited), Timers: w.Timers, Requests: w.Requests, RanOut: w.RanOut, Restless: w.Restless}
+		switch {
+		case w.RanOut:
+			v.Note = "taken before the page settled: it was still busy (timers, requests or DOM changes) at idleTimeout; " +
+				"later snapshots of this document wait only for two renderings and the requests in flight"
+		case w.Restless:
+			v.Note = "taken after two renderings and the requests in flight: the page did not settle before in this document (it keeps changing)"
 		}
 	}
 	opts := cdpdriver.SnapshotOptions{Selector: a.Selector, InteractiveOnly: a.Interactive, MaxDepth: a.Depth, MaxNodes: a.MaxNodes}

@@ -43,7 +43,7 @@ func refFor(t *testing.T, text, want string) string {
 func TestSnapshotRefs(t *testing.T) {
 	tab, _, _ := tabAt(t, "/refs.html")
 	s := snapshotOf(t, tab, protocol.Action{})
-	if !s.NetworkIdle || s.Interactive != 3 {
+	if s.Settled == nil || s.NetworkWait != "" || s.Interactive != 3 {
 		t.Fatalf("snapshot: %+v", s)
 	}
 	for _, hidden := range []string{"Hidden", "Aria hidden"} {
@@ -142,18 +142,18 @@ func TestSnapshotOptions(t *testing.T) {
 	cmdFails(t, tab, protocol.Action{Type: "snapshot", Selector: "#missing"}, protocol.CodeElementNotFound)
 }
 
-// The wait for network idle before a snapshot is bounded: on timeout the
-// snapshot is taken anyway and says so.
+// The wait for network idle before a snapshot (networkIdle) is bounded:
+// on timeout the snapshot is taken anyway and says so.
 func TestSnapshotNetworkIdleTimeout(t *testing.T) {
 	tab, _, _ := tabAt(t, "/fetchslow.html")
-	s := snapshotOf(t, tab, protocol.Action{IdleTimeout: protocol.Duration(300 * time.Millisecond)})
+	s := snapshotOf(t, tab, protocol.Action{NetworkIdle: true, IdleTimeout: protocol.Duration(300 * time.Millisecond)})
 	if s.NetworkIdle || !strings.Contains(s.Note, "network idle") || !strings.Contains(s.Text, "1500 ms") {
 		t.Fatalf("snapshot during a slow fetch: %+v", s)
 	}
 	// A short action timeout bounds the wait too, leaving the snapshot
 	// time to be taken.
 	tab, _, _ = tabAt(t, "/fetchslow.html")
-	s = snapshotOf(t, tab, protocol.Action{Timeout: protocol.Duration(time.Second)})
+	s = snapshotOf(t, tab, protocol.Action{NetworkIdle: true, Timeout: protocol.Duration(time.Second)})
 	if s.NetworkIdle || !strings.Contains(s.Note, "timed out after") || strings.Contains(s.Note, "5s") {
 		t.Fatalf("snapshot with a 1s timeout during a slow fetch: %+v", s)
 	}
@@ -208,7 +208,7 @@ func TestPlanFullPageSettings(t *testing.T) {
 }
 
 // On a page that keeps fetching (a poll every 300 ms) the network is
-// never idle: the first snapshot's wait runs out, and the next ones do
+// never idle: the first networkIdle snapshot's wait runs out, and the next ones do
 // not run into their deadline again but wait only for the requests in
 // flight. A network seen idle, with no request started since, is idle at
 // once (a long poll that ends meanwhile does not undo it); a request
@@ -216,12 +216,12 @@ func TestPlanFullPageSettings(t *testing.T) {
 func TestSnapshotNetworkIdleIsRemembered(t *testing.T) {
 	tab, _, _ := tabAt(t, "/poll.html")
 	cmdPoll(t, tab, "window.polls >= 2", 10*time.Second)
-	first := snapshotOf(t, tab, protocol.Action{IdleTimeout: protocol.Duration(time.Second)})
+	first := snapshotOf(t, tab, protocol.Action{NetworkIdle: true, IdleTimeout: protocol.Duration(time.Second)})
 	if first.NetworkIdle || first.NetworkWait != "timeout" {
 		t.Fatalf("first snapshot of a polling page: want the wait to run out, got %+v", first)
 	}
 	for i := range 2 {
-		s := snapshotOf(t, tab, protocol.Action{})
+		s := snapshotOf(t, tab, protocol.Action{NetworkIdle: true})
 		if s.NetworkIdle || s.NetworkWait != "background" || !strings.Contains(s.Note, "keeps fetching in the background") {
 			t.Fatalf("snapshot %d of a polling page after a wait ran out: want only the requests in flight waited for, got %+v", i+2, s)
 		}
@@ -231,13 +231,13 @@ func TestSnapshotNetworkIdleIsRemembered(t *testing.T) {
 	cmdMutate(t, tab, protocol.Action{Type: "eval", Expression: "stopPolling(), 1"})
 	cmdRead(t, tab, protocol.Action{Type: "ready", NetworkIdle: true, Timeout: protocol.Duration(10 * time.Second)})
 	for i := range 2 {
-		if s := snapshotOf(t, tab, protocol.Action{}); !s.NetworkIdle || s.NetworkWait != "none" {
+		if s := snapshotOf(t, tab, protocol.Action{NetworkIdle: true}); !s.NetworkIdle || s.NetworkWait != "none" {
 			t.Fatalf("snapshot %d of a page seen idle, no request since: want no wait, got %+v", i+1, s)
 		}
 	}
 	// A request started after that is waited for.
 	cmdMutate(t, tab, protocol.Action{Type: "eval", Expression: "fetchOnce('1s').then(() => { window.fetchedOnce = true; }), 1"})
-	if s := snapshotOf(t, tab, protocol.Action{}); !s.NetworkIdle || s.NetworkWait != "waited" {
+	if s := snapshotOf(t, tab, protocol.Action{NetworkIdle: true}); !s.NetworkIdle || s.NetworkWait != "waited" {
 		t.Fatalf("snapshot after a new request: want a wait for idle, got %+v", s)
 	}
 	cmdExpect(t, tab, "window.fetchedOnce", "true")
@@ -246,7 +246,7 @@ func TestSnapshotNetworkIdleIsRemembered(t *testing.T) {
 	cmdMutate(t, tab, protocol.Action{Type: "eval", Expression: "window.long = fetchOnce('3s').then(() => true), 1"})
 	cmdRead(t, tab, protocol.Action{Type: "ready", NetworkIdle: true, Timeout: protocol.Duration(10 * time.Second)})
 	cmdExpect(t, tab, "window.long", "true")
-	if s := snapshotOf(t, tab, protocol.Action{}); !s.NetworkIdle || s.NetworkWait != "none" {
+	if s := snapshotOf(t, tab, protocol.Action{NetworkIdle: true}); !s.NetworkIdle || s.NetworkWait != "none" {
 		t.Fatalf("snapshot after a long poll seen idle ended: want no wait, got %+v", s)
 	}
 }

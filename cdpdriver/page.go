@@ -57,6 +57,12 @@ type Page struct {
 	// installed holds, per installed function, 1 + the document
 	// generation it was last installed in (see callInstalled).
 	installed map[string]uint64
+	// trackedAfter: every document after this generation has the
+	// activity tracker from its start (see TrackActivity); 0: none.
+	trackedAfter uint64
+	// restless is the document generation a settle ran out in (see
+	// SettleActivity); 0: none.
+	restless uint64
 	// resultLimit is the longest value an action may return (see
 	// SetResultLimit); 0: no limit.
 	resultLimit int

@@ -66,8 +66,10 @@ func checkSnapshot(a Action) error {
 		return nil
 	}
 	switch {
-	case a.Settle && a.NoIdle:
-		return badRequest("settle and noIdle: settle waits, noIdle does not")
+	case a.Settle && a.NoIdle, a.NetworkIdle && a.NoIdle:
+		return badRequest("noIdle: takes it at once, so it does not go with settle or networkIdle, which wait")
+	case a.Settle && a.NetworkIdle:
+		return badRequest("settle and networkIdle: one wait or the other (settle is the default)")
 	case a.MaxBytes < 0:
 		return badRequest("maxBytes: %d is not a size (1 or more; 0 for no bound)", a.MaxBytes)
 	case a.Cursor != "":
