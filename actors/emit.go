@@ -265,6 +265,11 @@ func (t *Tab) capture(ctx context.Context, change frames.Change, note string) (c
 	}
 	cctx, cancel := context.WithTimeout(ctx, t.settleTimeout)
 	defer cancel()
+	if change.NewDocument && t.settles {
+		// A snapshot is likely next, and settles first: the page
+		// renders for it while its content is read here.
+		_ = t.page.AskRenderings(cctx, t.actionStart)
+	}
 	url, title, text, err := t.page.Content(cctx, string(t.frames.FormatOf(change)))
 	var tooLarge *cdpdriver.ResultTooLargeError
 	switch {

@@ -2,6 +2,7 @@ package actors
 
 import (
 	"encoding/json"
+	"fmt"
 	"strconv"
 	"strings"
 	"testing"
@@ -314,5 +315,33 @@ func TestSettleSeesTimersOfTheDocumentsStart(t *testing.T) {
 	cmdMutate(t, control, protocol.Action{Type: "click", Selector: "#go"})
 	if s := snapshotOf(t, control, protocol.Action{}); s.Settled == nil || s.Settled.Timers != 0 {
 		t.Fatalf("control: the tracker came after the page took setTimeout, yet saw its timer: %+v", s.Settled)
+	}
+}
+
+// The snapshot a plan takes right after its navigation is a base for
+// the next plan's delta, every time: the page the agent was shown whole
+// is not shown whole again after a small change.
+func TestSnapshotAfterANavigationIsABase(t *testing.T) {
+	tab, _, _ := tabAt(t, "/")
+	for i := range 8 {
+		res := send(t, tab.ID(), protocol.Plan{Actions: []protocol.Action{
+			{Type: "navigate", URL: site(fmt.Sprintf("/refs.html?visit=%d", i)), BasedOnSequence: protocol.Based(tab.Info().Sequence)},
+			{Type: "snapshot", Settle: true},
+		}})
+		var first snapshotValue
+		if !res.OK || json.Unmarshal(res.Results[1].Value, &first) != nil || first.ID == "" {
+			t.Fatalf("visit %d: navigate and snapshot: %+v", i, res)
+		}
+		res = send(t, tab.ID(), protocol.Plan{Actions: []protocol.Action{
+			{Type: "eval", Expression: "document.body.append('one more line'), 1", BasedOnSequence: protocol.Based(tab.Info().Sequence)},
+			{Type: "snapshot", Settle: true, Since: first.ID},
+		}})
+		var next snapshotValue
+		if !res.OK || json.Unmarshal(res.Results[1].Value, &next) != nil {
+			t.Fatalf("visit %d: eval and snapshot: %+v", i, res)
+		}
+		if next.Delta == "" || next.Full != "" {
+			t.Fatalf("visit %d: the snapshot since %s, taken right after the navigation, is no base: %q", i, first.ID, next.Full)
+		}
 	}
 }

@@ -182,6 +182,17 @@ func (p *Page) TrackActivity(ctx context.Context) error {
 	return p.wrap(ctx, "track activity", err)
 }
 
+// AskRenderings has the tracker ask the page for the two renderings a
+// settle on an action begun at since waits for, and returns without
+// waiting for them: a read meanwhile (a new document's frame content,
+// right after its load) overlaps them, and the settle after it finds
+// them done. Where no tracker is, it is installed.
+func (p *Page) AskRenderings(ctx context.Context, since time.Time) error {
+	at := strconv.FormatInt(since.UnixMilli(), 10)
+	_, err := p.client.Runtime.Evaluate(ctx, runtime.NewEvaluateArgs("("+activityJS+")(0, 0, "+at+")").SetReturnByValue(true).SetSilent(true))
+	return p.wrap(ctx, "ask renderings", err)
+}
+
 // SettleActivity waits until the short timers set since since (the
 // action's start, up to activityChain after it) have run, no request is
 // in flight (but long ones: a poll, a stream), the page has rendered
