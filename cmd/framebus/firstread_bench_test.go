@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"syscall"
 	"testing"
@@ -62,16 +63,17 @@ var firstReadPages = []string{
 // resolver. $FRAMEBUS_BENCH_ONLINE=1 keeps the machine's resolver.
 //
 // Each of b.N rounds visits every page 20 times (run it with -benchtime
-// 1x: a longer run logs its first, shorter run). It logs per page
-// each side's p50 (load, read, both), the page's own load time and the
-// bytes read, and reports per page and for the set (the sum of the
-// pages' p50s) the ratio of framebus's load+read to Playwright's (the
-// target: at most 1 on every page), and of all but the page's own load
-// (the tools' share: serve's browser loads a page in its sandbox, under
-// its own account; Playwright's runs as root without one).
-// $FRAMEBUS_BENCH_SERVE_ENV adds environment variables to serve's, as
-// for BenchmarkServeEval. Needs `apt-get install rust-doc` and `npm ci --prefix
-// testdata/mcptasks` (not CI's).
+// 1x: a longer run logs its first, shorter run). It logs per page each
+// side's p50 (load, read, both), the page's own load time, the bytes
+// read, and which of the names Playwright's read quotes framebus's
+// lacks (its content is to be the same or better). It reports per page
+// and for the set (the sum of the pages' p50s) the ratio of framebus's
+// load+read to Playwright's (the target: at most 1 on every page), and
+// of all but the page's own load (the tools' share: serve's browser
+// loads a page in its sandbox, under its own account; Playwright's runs
+// as root without one). $FRAMEBUS_BENCH_SERVE_ENV adds environment
+// variables to serve's, as for BenchmarkServeEval. Needs `apt-get
+// install rust-doc` and `npm ci --prefix testdata/mcptasks` (not CI's).
 func BenchmarkFirstSnapshot(b *testing.B) {
 	docs := os.Getenv("FRAMEBUS_BENCH_DOCS")
 	if docs == "" {
@@ -123,6 +125,7 @@ func BenchmarkFirstSnapshot(b *testing.B) {
 	type sample struct{ load, read, page, settle time.Duration }
 	var fb, pw = map[string][]sample{}, map[string][]sample{}
 	fbBytes, pwBytes := map[string]int{}, map[string]int{}
+	fbText, pwText := map[string]string{}, map[string]string{}
 	framebus := func(page string) {
 		t0 := time.Now()
 		nav, err := bc.Plan(ctx, n.tab(), protocol.Plan{Action: &protocol.Action{Type: "navigate", URL: srv.URL + "/" + page, Wait: true}})
@@ -150,12 +153,12 @@ func BenchmarkFirstSnapshot(b *testing.B) {
 			b.Fatalf("framebus: the page's load time: %v %+v", err, loaded)
 		}
 		fb[page] = append(fb[page], sample{t1.Sub(t0), t2.Sub(t1), ms(inPage), v.Settled.Waited.Std()})
-		fbBytes[page] = len(v.Text)
+		fbBytes[page], fbText[page] = len(v.Text), v.Text
 	}
 	playwright := func(page string) {
 		r := peer.read(b, srv.URL+"/"+page)
 		pw[page] = append(pw[page], sample{ms(r.LoadMs), ms(r.ReadMs), ms(r.InPageMs), 0})
-		pwBytes[page] = r.Bytes
+		pwBytes[page], pwText[page] = r.Bytes, r.Text
 	}
 	b.ResetTimer()
 	for i := range b.N * 20 {
@@ -199,6 +202,8 @@ func BenchmarkFirstSnapshot(b *testing.B) {
 			p50(pw[page], load).Milliseconds(), p50(pw[page], inPage).Milliseconds(), p50(pw[page], read).Milliseconds(), p50(pw[page], both).Milliseconds(), pwBytes[page],
 			ratio, driverRatio, float64(fbBytes[page])/float64(pwBytes[page]))
 		b.ReportMetric(ratio, strings.TrimSuffix(filepath.Base(page), ".html")+"-framebus/playwright")
+		missing, all := missingNames(fbText[page], pwText[page])
+		b.Logf("%-38s names Playwright's read quotes: %d, of which framebus's has all but %d %.60q", page, all, len(missing), missing)
 	}
 	b.ReportMetric(worst, "worst-framebus/playwright")
 	b.ReportMetric(worstDriver, "worst-outside-page-framebus/playwright")
@@ -218,6 +223,30 @@ type firstReadPeer struct {
 type firstRead struct {
 	LoadMs, ReadMs, InPageMs float64
 	Bytes                    int
+	Text                     string
+}
+
+// quotedNames are the names a snapshot's text quotes (both tools quote
+// a node's name, "like this"): what the content is compared by.
+var quotedNames = regexp.MustCompile(`"((?:[^"\\]|\\.)*)"`)
+
+// missingNames are the names peer quotes that have no line in own.
+func missingNames(own, peer string) (missing []string, all int) {
+	have := map[string]bool{}
+	for _, m := range quotedNames.FindAllStringSubmatch(own, -1) {
+		have[m[1]] = true
+	}
+	seen := map[string]bool{}
+	for _, m := range quotedNames.FindAllStringSubmatch(peer, -1) {
+		if seen[m[1]] {
+			continue
+		}
+		seen[m[1]] = true
+		if !have[m[1]] {
+			missing = append(missing, m[1])
+		}
+	}
+	return missing, len(seen)
 }
 
 // inPageLoadJS is a page's own load time in ms: from its navigation's

@@ -4,7 +4,7 @@
 // ariaSnapshot. One Chromium (the first argument, else /usr/bin/chromium;
 // headless, 1280×720),
 // one page; a URL per line on stdin, a JSON line per URL on stdout:
-// {"url","loadMs","readMs","ms","inPageMs","bytes"}.
+// {"url","loadMs","readMs","ms","inPageMs","bytes","text"}.
 import { chromium } from "playwright-core";
 import readline from "node:readline";
 
@@ -21,6 +21,6 @@ for await (const url of lines) {
   // The page's own load time (navigation start to the load event's end),
   // read after the timing: what is left of loadMs is the driver's.
   const inPageMs = await page.evaluate(() => performance.timing.loadEventEnd - performance.timing.navigationStart);
-  process.stdout.write(JSON.stringify({ url, loadMs: t1 - t0, readMs: t2 - t1, ms: t2 - t0, inPageMs, bytes: Buffer.byteLength(text) }) + "\n");
+  process.stdout.write(JSON.stringify({ url, loadMs: t1 - t0, readMs: t2 - t1, ms: t2 - t0, inPageMs, bytes: Buffer.byteLength(text), text }) + "\n");
 }
 await browser.close();
