@@ -198,7 +198,15 @@ func (t *Tab) waitLoad(ctx context.Context, loaderID string) error {
 	if loaderID == "" {
 		return nil
 	}
+	warmed := false
 	loaded := func() bool {
+		if !warmed && t.nav.committed(loaderID) && !t.nav.loaded[loaderID] {
+			// The document's handle for framebus's functions, made
+			// while the page loads: the frame's content read after the
+			// load starts at once.
+			warmed = true
+			t.page.WarmDocument(ctx)
+		}
 		if t.nav.loaded[loaderID] {
 			return true
 		}

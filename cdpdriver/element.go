@@ -128,6 +128,12 @@ func (p *Page) prepareWorld(frameID string) {
 	}()
 }
 
+// WarmDocument makes the current document's handle for element
+// functions now (framebus's world, its document object), as the page
+// loads, so the first function called after the load does not wait for
+// it. A failure is the first call's to meet again.
+func (p *Page) WarmDocument(ctx context.Context) { _, _ = p.document(ctx) }
+
 func (p *Page) document(ctx context.Context) (runtime.RemoteObjectID, error) {
 	gen := p.decoder.generation.Load()
 	if p.doc != "" && p.docGeneration == gen {
