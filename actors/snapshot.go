@@ -93,9 +93,10 @@ func (t *Tab) snapshot(ctx context.Context, a protocol.Action) (any, error) {
 		}
 	default: // settle
 		sctx, cancel := context.WithTimeout(ctx, t.idleWait(ctx, a))
-		if !t.settles && t.page.TrackActivity(sctx) == nil {
-			// From now on in every document of the tab, from its start.
-			t.settles, t.tracked = true, t.page.Document()
+		if !t.settles {
+			// From now on in every document of the tab, from its start
+			// (failing that, the resolver puts it in before each action).
+			_ = t.page.TrackActivity(sctx)
 		}
 		w, err := t.page.SettleActivity(sctx, t.actionStart)
 		cancel()

@@ -108,11 +108,7 @@ func BenchmarkFirstSnapshot(b *testing.B) {
 	defer n.stop(syscall.SIGTERM, 30*time.Second)
 	ctx, cancel := context.WithTimeout(context.Background(), testscale.D(30*time.Minute))
 	defer cancel()
-	creds, err := busclient.ReadCredentials(filepath.Join(filepath.Dir(n.stateFile), serving.AgentCredsFile))
-	if err != nil {
-		b.Fatal(err)
-	}
-	bc, err := busclient.Connect(ctx, busclient.Options{Credentials: &creds})
+	bc, err := busclient.Connect(ctx, busclient.Options{CredentialsFile: n.credsFile(serving.AgentCredsFile)})
 	if err != nil {
 		b.Fatal(err)
 	}
