@@ -17,13 +17,20 @@ import (
 // errCancelled is the cause a cancelled plan's context ends with.
 var errCancelled = errors.New("cancelled")
 
-// cancelState is what a cancel request can reach: the running plan and
-// the ids of plans cancelled before they ran.
+// cancelState is what a cancel request can reach: the running plans and
+// the ids of plans cancelled before they ran. Plans run one at a time,
+// but while one waits for a person (handoff, ask) the tab runs others:
+// the running ones are a stack.
 type cancelState struct {
 	mu      sync.Mutex
-	running string
-	cancel  context.CancelCauseFunc
+	running []runningPlan
 	early   map[string]bool
+}
+
+// runningPlan is a plan the tab runs, and what cancels it.
+type runningPlan struct {
+	id     string
+	cancel context.CancelCauseFunc
 }
 
 // maxEarlyCancels bounds the ids of plans cancelled before they ran (a
@@ -41,18 +48,18 @@ func (c *cancelState) start(id string) (context.Context, bool) {
 		cancel(errCancelled)
 		return ctx, false
 	}
-	c.running, c.cancel = id, cancel
+	c.running = append(c.running, runningPlan{id, cancel})
 	return ctx, true
 }
 
-// done unregisters the plan that ran.
+// done unregisters the plan that ran, the last started.
 func (c *cancelState) done() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.cancel != nil {
-		c.cancel(nil)
+	if n := len(c.running); n > 0 {
+		c.running[n-1].cancel(nil)
+		c.running = c.running[:n-1]
 	}
-	c.running, c.cancel = "", nil
 }
 
 // request cancels plan id: the running one, at once (it reports true), or
@@ -61,9 +68,11 @@ func (c *cancelState) done() {
 func (c *cancelState) request(id string) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.cancel != nil && c.running == id {
-		c.cancel(errCancelled)
-		return true
+	for _, r := range c.running {
+		if r.id == id {
+			r.cancel(errCancelled)
+			return true
+		}
 	}
 	if c.early == nil {
 		c.early = map[string]bool{}
@@ -89,9 +98,13 @@ func (t *Tab) answerCancel(m micro.Request) {
 	respond(m, protocol.CancelReply{OK: true, Cancelled: t.cancels.request(req.PlanID)}, t.log)
 }
 
-// runningID is the id of the plan running ("" when none, or it has none).
+// runningID is the id of the plan running last ("" when none, or it
+// has none).
 func (c *cancelState) runningID() string {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return c.running
+	if n := len(c.running); n > 0 {
+		return c.running[n-1].id
+	}
+	return ""
 }

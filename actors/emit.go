@@ -220,6 +220,8 @@ func (t *Tab) frameDelta(whole string) (*string, int64) {
 func (t *Tab) appendFrame(change frames.Change, content *string, note string) protocol.Frame {
 	f := t.frames.Append(change, content, note)
 	t.markNumbered(f.Sequence)
+	// The frame shows the page as a person's input left it.
+	t.person.input.changed = false
 	switch change.Action {
 	case protocol.FrameOpen, protocol.FrameRestore, protocol.FrameCrash:
 		change.NewDocument = true
@@ -296,7 +298,9 @@ func (t *Tab) capture(ctx context.Context, change frames.Change, note string) (c
 }
 
 func (t *Tab) storeInfo(f protocol.Frame) {
-	t.info.Store(&protocol.TabInfo{Tab: t.id, URL: f.URL, Title: f.Title, Sequence: f.Sequence, Node: t.node, Profile: t.profile})
+	info := &protocol.TabInfo{Tab: t.id, URL: f.URL, Title: f.Title, Sequence: f.Sequence, Node: t.node, Profile: t.profile}
+	t.personInfo(info)
+	t.info.Store(info)
 }
 
 // flush publishes the frames in the outbox, in order, up to a pending one.

@@ -21,6 +21,12 @@ func TestEveryActionHasAHandler(t *testing.T) {
 			}
 			continue
 		}
+		if s.Person {
+			if !personActions[s.Type] {
+				t.Errorf("action %q waits for a person but the resolver does not run it", s.Type)
+			}
+			continue
+		}
 		if handlers[s.Type] == nil {
 			t.Errorf("action %q is declared in protocol but has no handler", s.Type)
 		}

@@ -1,6 +1,7 @@
 package actors
 
 import (
+	"slices"
 	"time"
 
 	"github.com/nats-io/nats.go/micro"
@@ -52,7 +53,7 @@ func (t *Tab) expireQueued(q *queuedPlan) {
 	now := time.Now()
 	t.queueMu.Lock()
 	id := q.plan.ID
-	if q.state != waiting || id != "" && id == t.inFlight {
+	if q.state != waiting || id != "" && slices.Contains(t.inFlight, id) {
 		t.queueMu.Unlock()
 		return
 	}
@@ -102,16 +103,24 @@ func (t *Tab) take(q *queuedPlan) bool {
 			return true
 		}
 	}
-	t.inFlight = q.plan.ID
+	t.inFlight = append(t.inFlight, q.plan.ID)
 	t.queueMu.Unlock()
 	t.journalPlan(q.plan.ID) // before its first action (planjournal.go)
 	return false
 }
 
-// ran remembers the result of the plan in flight.
+// ran remembers the result of the plan in flight, the last taken.
 func (t *Tab) ran(id string, res protocol.PlanResult) {
 	t.queueMu.Lock()
 	t.planIDs.remember(id, res, time.Now())
-	t.inFlight = ""
+	t.inFlight = t.inFlight[:max(len(t.inFlight)-1, 0)]
 	t.queueMu.Unlock()
+}
+
+// inFlightPlan reports whether plan id is taken and not yet answered
+// (a plan waiting for a person, whose tab runs others meanwhile).
+func (t *Tab) inFlightPlan(id string) bool {
+	t.queueMu.Lock()
+	defer t.queueMu.Unlock()
+	return id != "" && slices.Contains(t.inFlight, id)
 }

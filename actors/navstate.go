@@ -61,6 +61,10 @@ type navState struct {
 	agentInput time.Time
 	// persons: a person may act in the browser (TabOptions.UserFrames).
 	persons bool
+	// personControl: a person has the tab (person.go), and personInput
+	// is when their last input reached the page.
+	personControl bool
+	personInput   time.Time
 	changes []pageChange // changes not yet turned into frames
 	// dialog is the JavaScript dialog open now; dialogNotes are the
 	// openings and closings not yet reported.
@@ -238,6 +242,10 @@ func (s *navState) sourceOf(matches func(*navStart) bool) string {
 	}
 	s.started = nil
 	switch {
+	case s.personControl && (n.kind == historyDifferentDocument || n.kind == historySameDocument || !n.byDocument ||
+		n.gesture && time.Since(s.personInput) < agentActivation):
+		// The person who has the tab: their input gave the gesture.
+		return protocol.SourceUser
 	case !s.persons:
 		return protocol.SourcePage // no one else is there
 	case n.kind == historyDifferentDocument || n.kind == historySameDocument:

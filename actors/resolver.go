@@ -27,7 +27,14 @@ import (
 // the tab, for the message.
 func (t *Tab) runPlan(ctx context.Context, plan protocol.Plan, arrived time.Time) protocol.PlanResult {
 	res := protocol.PlanResult{OK: true, Version: protocol.Version, Tab: t.id, PlanID: plan.ID, Results: []protocol.ActionResult{}}
+	// After a handoff the plan goes on from the frame the person left:
+	// actions planned against the handoff's frame or later are rebased
+	// by the frames made meanwhile.
+	var handedFrom, rebase int64
 	for i, a := range plan.Actions {
+		if rebase != 0 && a.BasedOnSequence != nil && *a.BasedOnSequence >= handedFrom {
+			a.BasedOnSequence = protocol.Based(*a.BasedOnSequence + rebase)
+		}
 		if ctx.Err() != nil {
 			stop(&res, i, cancelledError(plan, a), nil, t.frames.Sequence())
 			break
@@ -67,7 +74,12 @@ func (t *Tab) runPlan(ctx context.Context, plan protocol.Plan, arrived time.Time
 		if !plan.Deadline.IsZero() && plan.Deadline.Before(deadline) {
 			deadline = plan.Deadline // nobody waits for it past then
 		}
-		t.absorb(ctx) // everything received so far counts before the check
+		t.frameUserInput(ctx) // a person's input so far is a frame before the check
+		t.absorb(ctx)         // everything received so far counts before the check
+		if err := t.personRefusal(a); err != nil {
+			stop(&res, i, err, nil, t.frames.Sequence())
+			break
+		}
 		unlanded := t.landPageNavigation(ctx, deadline, a)
 		err := t.frames.Check(a.BasedOnSequence)
 		if spec, _ := protocol.LookupAction(a.Type); err == nil && unlanded == nil && t.pending != nil && spec.Mutates {
@@ -123,7 +135,20 @@ func (t *Tab) runPlan(ctx context.Context, plan protocol.Plan, arrived time.Time
 			stop(&res, i, protocol.Errorf(protocol.CodeTimeout, "the %s's %s passed while the page settled, before it could run; it was not sent", a.Type, a.EffectiveTimeout()), nil, t.frames.Sequence())
 			break
 		}
-		r := t.execute(ctx, deadline, plan, i, a)
+		var r protocol.ActionResult
+		switch a.Type {
+		case "handoff":
+			var from int64
+			r, from = t.handoff(ctx, deadline, plan, i, a)
+			if r.OK {
+				// handedFrom as the plan numbers frames, before rebasing.
+				handedFrom, rebase = from-rebase, rebase+r.Sequence-from
+			}
+		case "ask":
+			r = t.ask(ctx, deadline, plan, i, a)
+		default:
+			r = t.execute(ctx, deadline, plan, i, a)
+		}
 		if r.Code == protocol.CodeTimeout && deadline.Equal(plan.Deadline) && plan.Expired(time.Now()) {
 			// Its own timeout was not what ended it.
 			r.Error += fmt.Sprintf(" (cut short at plan %s's deadline, %s)", plan.ID, plan.Deadline.UTC().Format(time.RFC3339Nano))
@@ -370,6 +395,9 @@ func (t *Tab) execute(ctx context.Context, deadline time.Time, plan protocol.Pla
 	}
 	change := frames.Change{Action: a.Type, Source: protocol.SourceAgent, PlanID: plan.ID, Agent: plan.Agent,
 		Format: frames.Format(plan.FullPage), Policy: frames.Policy(plan.FullPagePolicy)}
+	if t.person.acting {
+		change.Source = protocol.SourceUser // a person's navigation (person.go)
+	}
 	if t.restoring != "" {
 		// The node's own navigate, bringing the tab back (restore.go).
 		change = frames.Change{Action: protocol.FrameRestore, Source: protocol.SourceNode}

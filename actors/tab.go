@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"runtime"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -131,7 +132,9 @@ type Tab struct {
 	// a queued plan's deadline timer reads (see mailbox.go).
 	queueMu  sync.Mutex
 	planIDs  planIDs // recent plan ids and their results
-	inFlight string  // the id of the plan taken and not yet remembered
+	// inFlight are the ids of the plans taken and not yet remembered:
+	// one, or more while one waits for a person (person.go).
+	inFlight []string
 	// outbox holds frames appended but not yet published: a plan's last
 	// frame goes out right after the plan's reply, so the reply is not
 	// delayed by encoding a frame that may carry a whole page.
@@ -154,6 +157,7 @@ type Tab struct {
 	restoring string
 	roots     *files.Roots
 	cancels   cancelState
+	person    personState // people in the loop (person.go)
 	svc       micro.Service // the tab's endpoints: plan, cancel, content, stage
 	quit      chan struct{}
 	done      chan struct{}
@@ -203,6 +207,7 @@ func StartTab(ctx context.Context, opts TabOptions) (*Tab, error) {
 		roots:         opts.FileRoots,
 		log:           opts.Logger.With().Str("tab", opts.ID).Logger(),
 		inbox:         make(chan *queuedPlan, planQueue),
+		person:        personState{reqs: make(chan personRequest, personQueue)},
 		quit:          make(chan struct{}),
 		done:          make(chan struct{}),
 		leaving:       opts.NodeLeaving,
@@ -233,6 +238,9 @@ func StartTab(ctx context.Context, opts TabOptions) (*Tab, error) {
 		{name: "content", subject: t.subj.TabContent(t.id), handle: t.content.serve},
 		{name: "cancel", subject: t.subj.TabCancel(t.id), handle: t.answerCancel},
 		{name: "stage", subject: t.subj.TabStage(t.id), handle: t.serveStage},
+		{name: "control", subject: t.subj.TabControl(t.id), handle: t.takePerson(reqControl)},
+		{name: "input", subject: t.subj.TabInput(t.id), handle: t.takePerson(reqInput)},
+		{name: "answer", subject: t.subj.TabAnswer(t.id), handle: t.takePerson(reqAnswer)},
 	})
 	if err != nil {
 		return nil, fmt.Errorf("tab %s: serve: %w", t.id, err)
@@ -347,7 +355,7 @@ func (t *Tab) knownPlan(id string) bool {
 	t.queueMu.Lock()
 	defer t.queueMu.Unlock()
 	_, ran := t.planIDs.result(id, time.Now())
-	return ran || t.inFlight == id
+	return ran || slices.Contains(t.inFlight, id)
 }
 
 // receive runs a plan taken from the mailbox; one whose id ran before
@@ -373,6 +381,8 @@ func (t *Tab) receive(q *queuedPlan) {
 	// serve runs on two cores) it would wait until this goroutine blocks,
 	// after the frames are encoded and published.
 	runtime.Gosched()
+	// Observers (the viewer) see what plans did, refusals included.
+	t.publishEvent("result", protocol.NewPlanEvent(res, plan.Agent, time.Now().UTC()))
 }
 
 // lost reports whether the page connection is gone (the tab closed, its
@@ -403,10 +413,16 @@ func (t *Tab) closeInbox() {
 	t.inboxMu.Lock()
 	t.inboxClosed = true
 	t.inboxMu.Unlock()
+	closed := protocol.Errorf(protocol.CodeTabClosed, "tab %s closed", t.id)
+	for _, q := range t.person.deferred {
+		t.refuseQueued(q, closed)
+	}
 	for {
 		select {
 		case q := <-t.inbox:
-			t.refuseQueued(q, protocol.Errorf(protocol.CodeTabClosed, "tab %s closed", t.id))
+			t.refuseQueued(q, closed)
+		case r := <-t.person.reqs:
+			respond(r.m, protocol.NewErrorReply(closed), t.log)
 		default:
 			return
 		}
@@ -433,33 +449,63 @@ func (t *Tab) run() {
 			t.journal.close(closed)
 		}
 	}()
-	for {
-		select {
-		case <-t.page.Notify():
-			t.absorb(context.Background())
-			t.flush()
-		case q := <-t.inbox:
-			t.receive(q)
-			// The content of a loaded document's frame, held back
-			// until the plan was answered (see frameFor).
-			t.settlePending(context.Background(), false, time.Time{})
-			t.flush()
-		case <-t.pendingExpired():
-			ctx := context.Background()
-			t.absorb(ctx)
-			if t.pending != nil {
-				t.completePending(ctx, fmt.Sprintf("page did not finish loading within %s; content captured before load", t.settleTimeout), true)
-			}
-			t.flush()
-		case <-t.dialogs.expired():
-			t.answerExpiredDialog()
-		case <-t.page.Done():
-			t.log.Info().Msg("page connection lost; tab retired")
-			return
-		case <-t.quit:
-			return
-		}
+	for t.step(nil, nil, nil) {
 	}
+	if t.lost() {
+		t.log.Info().Msg("page connection lost; tab retired")
+	}
+}
+
+// step serves one thing that reaches the tab: its page's events, a plan,
+// a person's request, a timer. It reports false when the tab is done
+// (its page connection lost, or the tab stopped). done, wake and tick
+// end the step too (a plan waiting for a person, see waitPerson).
+func (t *Tab) step(done <-chan struct{}, wake, tick <-chan time.Time) bool {
+	ctx := context.Background()
+	select {
+	case <-t.page.Notify():
+		t.absorb(ctx)
+		t.flush()
+	case q := <-t.inbox:
+		if t.person.waiting > 0 && t.inFlightPlan(q.plan.ID) {
+			// A repeat of the plan waiting for a person: its answer is
+			// that plan's result, once it has one.
+			t.person.deferred = append(t.person.deferred, q)
+			return true
+		}
+		t.receive(q)
+		// The content of a loaded document's frame, held back
+		// until the plan was answered (see frameFor).
+		t.settlePending(ctx, false, time.Time{})
+		t.flush()
+		for t.person.waiting == 0 && len(t.person.deferred) > 0 {
+			d := t.person.deferred[0]
+			t.person.deferred = t.person.deferred[1:]
+			t.receive(d)
+		}
+	case r := <-t.person.reqs:
+		t.answerPerson(ctx, r)
+		t.flush()
+	case <-t.inputPaused():
+		t.frameUserInput(ctx)
+		t.flush()
+	case <-t.pendingExpired():
+		t.absorb(ctx)
+		if t.pending != nil {
+			t.completePending(ctx, fmt.Sprintf("page did not finish loading within %s; content captured before load", t.settleTimeout), true)
+		}
+		t.flush()
+	case <-t.dialogs.expired():
+		t.answerExpiredDialog()
+	case <-t.page.Done():
+		return false
+	case <-t.quit:
+		return false
+	case <-done:
+	case <-wake:
+	case <-tick:
+	}
+	return true
 }
 
 // absorb drains the events received so far and turns every change the

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/mafredri/cdp"
+	"github.com/mafredri/cdp/protocol/input"
 	"github.com/mafredri/cdp/protocol/network"
 	"github.com/mafredri/cdp/protocol/page"
 	"github.com/mafredri/cdp/protocol/runtime"
@@ -77,6 +78,10 @@ type Page struct {
 	dialogs dialogState
 	crash   crashState
 	pointer pointer // where the mouse is (see Click)
+	// personButtons are the mouse buttons a person holds down (DOM
+	// buttons bits), personPressed the last pressed (see PersonMouse).
+	personButtons int
+	personPressed input.MouseButton
 	// emulation is what Emulate last set (zero: the window's own);
 	// emulated says Close must clear it (set by Emulate, read by Close
 	// from any goroutine).

@@ -53,6 +53,8 @@ type Change struct {
 	// DeltaSince: the content Append is given is the change from frame
 	// DeltaSince's snapshot (FormatSnapshotDelta).
 	DeltaSince int64
+	// Control: the frame changes who drives the tab (protocol.Control).
+	Control *protocol.Control
 }
 
 // Stream is one tab's frame sequence. It is not safe for concurrent use:
@@ -191,6 +193,7 @@ func (s *Stream) Append(c Change, content *string, note string) protocol.Frame {
 		Time:     s.opts.Now().UTC(),
 		FullPage: content,
 		Note:     note,
+		Control:  c.Control,
 	}
 	switch {
 	case content != nil && c.DeltaSince > 0:

@@ -131,6 +131,9 @@ func (s Subjects) RoleServices(role string) []Service {
 		Service{Subject: p + ".tab.*.plan"},
 		Service{Subject: p + ".tab.*.cancel"},
 		Service{Subject: p + ".tab.*.stage"},
+		Service{Subject: p + ".tab.*.control"}, // a person takes a tab over, hands it back
+		Service{Subject: p + ".tab.*.input"},   // and acts in it
+		Service{Subject: p + ".tab.*.answer"},  // answers an agent's question
 		Service{Subject: s.SessionStart()},
 		Service{Subject: p + ".node.*.session.start"}, // a session start on one node
 		Service{Subject: p + ".session.*.stop"},

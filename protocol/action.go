@@ -19,6 +19,9 @@ type Action struct {
 	To         string   `json:"to,omitempty"`
 	By         string   `json:"by,omitempty"`
 	Answer     string   `json:"answer,omitempty"`
+	Message    string   `json:"message,omitempty"`
+	Question   string   `json:"question,omitempty"`
+	Choices    []string `json:"choices,omitempty"`
 	Files      []string `json:"files,omitempty"`
 	Staged     []string `json:"staged,omitempty"`
 	Format     string   `json:"format,omitempty"`
@@ -81,6 +84,9 @@ type Action struct {
 	Static bool              `json:"static,omitempty"`
 	Fields map[string]string `json:"fields,omitempty"`
 
+	// Until ends a handoff by itself (url, text, selector, timeout).
+	Until map[string]string `json:"until,omitempty"`
+
 	// Use fills parameters from what earlier actions of the plan returned:
 	// parameter name -> "<index>.<path>", the index of an earlier action
 	// and a path into its value ({"url": "0.results.0.url"}: the first
@@ -117,6 +123,14 @@ func (a *Action) field(name string) any {
 		return &a.By
 	case "answer":
 		return &a.Answer
+	case "message":
+		return &a.Message
+	case "question":
+		return &a.Question
+	case "choices":
+		return &a.Choices
+	case "until":
+		return &a.Until
 	case "files":
 		return &a.Files
 	case "staged":

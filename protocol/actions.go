@@ -69,6 +69,9 @@ type ActionSpec struct {
 	// Check validates what the parameters cannot say one by one (which
 	// combinations are allowed); nil when there is nothing to check.
 	Check func(a Action) error
+	// Person: the action waits for a person (handoff, ask): the tab
+	// serves everything else meanwhile.
+	Person bool
 	// Resource is "http" or "search" for an action of a resource beside
 	// the browser: it touches no tab, so alone (the CLI, the REPL) it is
 	// a request to the resource's subject, and in a plan the tab's node
@@ -299,6 +302,22 @@ var actionSpecs = []ActionSpec{
 			{Name: "limit", Kind: KindInt, Min: 1, Help: "at most this many, the latest"},
 			timeoutParam("reading"),
 		}},
+	{Type: "handoff", Mutates: true, Person: true, DefaultTimeout: DefaultHandoffTimeout,
+		Summary: "hand the tab to a person (a login, a captcha, a payment) and wait until they hand it back, until holds, or the timeout; the plan goes on from the frame they leave",
+		Params: []Param{
+			{Name: "message", Positional: true, Required: true, Rest: true, Help: "what the person is asked to do, shown to them"},
+			{Name: "until", Kind: KindMap, Help: "ends the handoff by itself when every condition given holds: url (a pattern, * for any run of characters), text (present on the page), selector (an element present), timeout (as --timeout)"},
+			{Name: "timeout", Kind: KindDuration, Short: "t", Help: "how long the person has (default " + DefaultHandoffTimeout.String() + "); then the tab is the agents' again and the action fails with timeout"},
+		},
+		Check: checkUntil},
+	{Type: "ask", Person: true, DefaultTimeout: DefaultHandoffTimeout,
+		Summary: "ask a person a question and wait for their answer (the tab stays the agents'; the question and answer are events on the bus)",
+		Params: []Param{
+			{Name: "question", Positional: true, Required: true, Rest: true, Help: "the question"},
+			{Name: "choices", Kind: KindStrings, Help: "the answers the person may give; any text when none"},
+			{Name: "timeout", Kind: KindDuration, Short: "t", Help: "how long to wait for the answer (default " + DefaultHandoffTimeout.String() + ")"},
+		},
+		Check: checkAsk},
 	{Type: "title", Summary: "the page's title", Params: []Param{timeoutParam("reading")}},
 	{Type: "url", Summary: "the page's URL", Params: []Param{timeoutParam("reading")}},
 }
@@ -425,6 +444,9 @@ var actionIndex = func() map[string]int {
 
 // EffectiveTimeout is the action's own timeout or its declared default.
 func (a Action) EffectiveTimeout() time.Duration {
+	if d := a.UntilTimeout(); d > 0 {
+		return d
+	}
 	if a.Timeout > 0 {
 		return a.Timeout.Std()
 	}

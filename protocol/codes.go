@@ -38,6 +38,8 @@ const (
 	CodeNodeFull          Code = "node_full"
 	CodeFetchFailed       Code = "fetch_failed"
 	CodeSearchFailed      Code = "search_failed"
+	CodeUserControl       Code = "user_control"
+	CodeNotInControl      Code = "not_in_control"
 	CodeInternal          Code = "internal"
 )
 
@@ -78,6 +80,8 @@ var Codes = []struct {
 	{CodeNodeFull, "the node has as many tabs as it takes (serve --max-tabs, node.maxTabs; by default derived from its memory and cores), or every node that has the profile has: nothing was opened; the message names the nodes and their bound. Close a tab, or pin another node with --node. For a staged file: the node's tabs hold as many staged bytes as it takes (serve --max-staged-bytes, files.maxStagedBytes): nothing was staged; abort staged files not needed or close tabs that hold some, then stage again"},
 	{CodeFetchFailed, "an http fetch got no HTTP answer: the server could not be reached, closed the connection early, answered something that is not HTTP, or redirected more often than allowed (a loop); the message says which and where"},
 	{CodeSearchFailed, "the search engine answered, but not with results: a captcha or block page, a quota or key error, a page it does not know how to read; the message says which"},
+	{CodeUserControl, "a person has the tab (an agent's handoff, or a takeover): an action that would change it is refused at once, and nothing ran; the message names the person's task and since when. Read-only actions still run. Plan again from the handback frame (action handback)"},
+	{CodeNotInControl, "a person's input or handback for a tab no person has: take it over first (framebus takeover TAB, the viewer's Take over)"},
 	{CodeInternal, "a framebus bug or an unexpected browser reply"},
 }
 

@@ -65,6 +65,9 @@ type Frame struct {
 	// FullPageRef stands in for FullPage when the content is larger than
 	// the bus carries in one message: fetch it in chunks (ContentRequest).
 	FullPageRef *ContentRef `json:"fullPageRef,omitempty"`
+	// Control is on the frames that change who drives the tab
+	// (handoff, takeover, handback): see docs/people.md.
+	Control *Control `json:"control,omitempty"`
 	// Note explains an unusual frame, e.g. content left out because the
 	// document was replaced before it finished loading.
 	Note string `json:"note,omitempty"`

@@ -87,6 +87,10 @@ type TabInfo struct {
 	Node     string `json:"node,omitempty"`
 	// Profile is the browser profile the tab runs in.
 	Profile string `json:"profile,omitempty"`
+	// Control: a person has the tab (see Control); absent while the
+	// agents have it. Questions are its agents' open asks.
+	Control   *Control   `json:"control,omitempty"`
+	Questions []Question `json:"questions,omitempty"`
 }
 
 // TabList is a node's answer on the tabs subject (Node and Peers set),

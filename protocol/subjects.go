@@ -112,6 +112,17 @@ func (s Subjects) TabContent(tab string) string { return fmt.Sprintf("%s.tab.%s.
 // TabStage is where a tab takes StageRequests: files sent for upload.
 func (s Subjects) TabStage(tab string) string { return fmt.Sprintf("%s.tab.%s.stage", s.p(), tab) }
 
+// TabControl is where a person takes a tab over or hands it back
+// (ControlRequest).
+func (s Subjects) TabControl(tab string) string { return fmt.Sprintf("%s.tab.%s.control", s.p(), tab) }
+
+// TabInput is where a person who has a tab sends their input
+// (InputRequest).
+func (s Subjects) TabInput(tab string) string { return fmt.Sprintf("%s.tab.%s.input", s.p(), tab) }
+
+// TabAnswer is where a person answers a tab's question (AnswerRequest).
+func (s Subjects) TabAnswer(tab string) string { return fmt.Sprintf("%s.tab.%s.answer", s.p(), tab) }
+
 // TabEvents is where a tab publishes page events of one kind (dialog, console, ...).
 func (s Subjects) TabEvents(tab, kind string) string {
 	return fmt.Sprintf("%s.tab.%s.event.%s", s.p(), tab, kind)
