@@ -65,7 +65,7 @@ type navState struct {
 	// is when their last input reached the page.
 	personControl bool
 	personInput   time.Time
-	changes []pageChange // changes not yet turned into frames
+	changes       []pageChange // changes not yet turned into frames
 	// dialog is the JavaScript dialog open now; dialogNotes are the
 	// openings and closings not yet reported.
 	dialog      *cdpdriver.DialogOpening

@@ -130,8 +130,8 @@ type Tab struct {
 	inboxClosed   bool             // plans now get tab_closed at once
 	// queueMu guards the queued plans' states, planIDs and inFlight, which
 	// a queued plan's deadline timer reads (see mailbox.go).
-	queueMu  sync.Mutex
-	planIDs  planIDs // recent plan ids and their results
+	queueMu sync.Mutex
+	planIDs planIDs // recent plan ids and their results
 	// inFlight are the ids of the plans taken and not yet remembered:
 	// one, or more while one waits for a person (person.go).
 	inFlight []string
@@ -157,7 +157,7 @@ type Tab struct {
 	restoring string
 	roots     *files.Roots
 	cancels   cancelState
-	person    personState // people in the loop (person.go)
+	person    personState   // people in the loop (person.go)
 	svc       micro.Service // the tab's endpoints: plan, cancel, content, stage
 	quit      chan struct{}
 	done      chan struct{}
