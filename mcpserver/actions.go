@@ -277,9 +277,26 @@ func (s *Server) runPlan(ctx context.Context, ss *mcp.ServerSession, tab string,
 		plan.Actions[0].MaxBytes = s.budget
 	}
 	plan.Action = nil
+	var person *mcp.ElicitParams
+	if spec.Person && elicits(ss) {
+		var err error
+		if person, err = s.personRound(ctx, ss, tab, &plan); err != nil {
+			return out, err
+		}
+	}
 	data, err := protocol.Marshal(plan)
 	if err != nil {
 		return out, protocol.Errorf(protocol.CodeInternal, "plan: %v", err)
+	}
+	if person != nil {
+		// The plan goes out on its own (its retry asks for its result
+		// by its id), and the user is asked.
+		go func() {
+			pctx, cancel := context.WithTimeout(context.Background(), wait)
+			defer cancel()
+			_, _, _ = s.bc.PlanData(pctx, tab, data)
+		}()
+		return out, inputRequired{params: person, state: s.sealState(tab, plan.ID)}
 	}
 	// Follow the tab's frames from before the plan, so the frame it makes
 	// is seen without asking the history.
@@ -364,6 +381,9 @@ func wholePage(a protocol.Action) bool {
 
 // render is an action's outcome as a tool result.
 func render(typ string, out actionOutcome, err error) *mcp.CallToolResult {
+	if ask, ok := err.(inputRequired); ok {
+		return ask.result()
+	}
 	switch {
 	case err != nil:
 		return failure(err, out.Tab, out.Sequence)

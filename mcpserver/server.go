@@ -50,6 +50,9 @@ type Options struct {
 	// shows (DefaultPageBudget when 0), past which it is summarized.
 	Page       string
 	PageBudget int
+	// Viewer is the URL of framebus view (with its token), named to a
+	// person a handoff asks through the client; "" names the CLI.
+	Viewer string
 }
 
 // Server is framebus's MCP server. One Server serves any number of
@@ -69,7 +72,10 @@ type Server struct {
 	shown  map[*mcp.ServerSession]map[string]heldPage
 	page   string
 	budget int
-	closed bool
+	viewer string
+	// stateKey signs the request states of calls that ask a person.
+	stateKey []byte
+	closed   bool
 }
 
 // New builds the server and its tools and resources.
@@ -83,7 +89,7 @@ func New(opts Options) (*Server, error) {
 	}
 	s := &Server{bc: opts.Client, selected: map[*mcp.ServerSession]string{}, watches: map[string]*tabWatch{},
 		subs: map[string]map[*mcp.ServerSession]bool{}, shown: map[*mcp.ServerSession]map[string]heldPage{},
-		page: cmp.Or(opts.Page, PageDelta), budget: cmp.Or(opts.PageBudget, DefaultPageBudget)}
+		page: cmp.Or(opts.Page, PageDelta), budget: cmp.Or(opts.PageBudget, DefaultPageBudget), viewer: opts.Viewer, stateKey: newStateKey()}
 	if !slices.Contains(PageModes, s.page) || s.budget < 0 {
 		return nil, protocol.Errorf(protocol.CodeBadRequest, "page %q, budget %d: want delta, full or none, and a budget of 1 byte or more", s.page, s.budget)
 	}

@@ -41,8 +41,9 @@ func start(t *testing.T, tools string) *session {
 	return startWith(t, tools, actors.NodeOptions{})
 }
 
-// startWith is start with the node's options (headless).
-func startWith(t *testing.T, tools string, opts actors.NodeOptions) *session {
+// startWith is start with the node's options (headless), and the
+// client's.
+func startWith(t *testing.T, tools string, opts actors.NodeOptions, client ...func(*mcp.ClientOptions)) *session {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), testscale.D(2*time.Minute))
 	defer cancel()
@@ -70,12 +71,15 @@ func startWith(t *testing.T, tools string, opts actors.NodeOptions) *session {
 		t.Fatal(err)
 	}
 	s := &session{site: site.URL, node: node, agent: bc, updates: make(chan string, 64)}
-	client := mcp.NewClient(&mcp.Implementation{Name: "test"}, &mcp.ClientOptions{
+	copts := &mcp.ClientOptions{
 		ResourceUpdatedHandler: func(_ context.Context, req *mcp.ResourceUpdatedNotificationRequest) {
 			s.updates <- req.Params.URI
 		},
-	})
-	if s.cs, err = client.Connect(ctx, ct, nil); err != nil {
+	}
+	for _, f := range client {
+		f(copts)
+	}
+	if s.cs, err = mcp.NewClient(&mcp.Implementation{Name: "test"}, copts).Connect(ctx, ct, nil); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { s.cs.Close() })

@@ -36,7 +36,7 @@ func (s *Server) addTool(name, description string, readOnly bool, props schema, 
 		if err != nil {
 			return failure(err, "", 0)
 		}
-		return fn(ctx, req.Session, args)
+		return fn(withRoundTrip(ctx, req), req.Session, args)
 	}))
 }
 

@@ -39,6 +39,7 @@ var groupOrder = []string{groupNode, groupPlans, groupActions, groupOther}
 func commands() []command {
 	cmds := []command{serveCommand(), mcpCommand(), busCommand(), configCommand(), demoCommand(), planCommand(), watchCommand(), framesCommand()}
 	cmds = append(cmds, lifecycleCommands()...)
+	cmds = append(cmds, personCommands()...)
 	cmds = append(cmds, credsCommand())
 	for _, spec := range protocol.ActionSpecs() {
 		cmds = append(cmds, actionCommand(spec))
