@@ -158,6 +158,7 @@ type Tab struct {
 	roots     *files.Roots
 	cancels   cancelState
 	person    personState   // people in the loop (person.go)
+	screen    screenCast    // its pictures, while watched (screen.go)
 	svc       micro.Service // the tab's endpoints: plan, cancel, content, stage
 	quit      chan struct{}
 	done      chan struct{}
@@ -241,6 +242,7 @@ func StartTab(ctx context.Context, opts TabOptions) (*Tab, error) {
 		{name: "control", subject: t.subj.TabControl(t.id), handle: t.takePerson(reqControl)},
 		{name: "input", subject: t.subj.TabInput(t.id), handle: t.takePerson(reqInput)},
 		{name: "answer", subject: t.subj.TabAnswer(t.id), handle: t.takePerson(reqAnswer)},
+		{name: "watch", subject: t.subj.TabWatch(t.id), handle: t.serveWatch},
 	})
 	if err != nil {
 		return nil, fmt.Errorf("tab %s: serve: %w", t.id, err)
@@ -407,6 +409,7 @@ func (t *Tab) closeStage() {
 // closeInbox stops the tab's endpoints and answers the plans still
 // queued, and those on their way, with tab_closed.
 func (t *Tab) closeInbox() {
+	t.screen.close()
 	if err := t.svc.Stop(); err != nil {
 		t.log.Warn().Err(err).Msg("stop the tab's endpoints")
 	}

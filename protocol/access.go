@@ -116,6 +116,7 @@ func (s Subjects) RoleServices(role string) []Service {
 		{Subject: s.SessionList(), Streamed: true},   // every node answers
 		{Subject: "$SRV.>", Streamed: true},          // micro discovery: ping, info, stats
 		{Subject: p + ".tab.*.content"},              // frame content too large for one message
+		{Subject: p + ".tab.*.watch"},                // a tab's screencast, while watched
 	}
 	if role != RoleAgent {
 		return append(services,

@@ -375,3 +375,44 @@ func DecodeAnswerRequest(data []byte) (AnswerRequest, error) {
 	}
 	return r, r.Check()
 }
+
+// WatchRequest asks a tab for its screencast for Seconds (at most
+// MaxWatch; DefaultWatch when 0): pictures of its page, on its
+// event.screen subject, whenever the page changes, at most MaxFPS a
+// second. A viewer asks again before the lease ends; with no lease left
+// the tab stops, and sends nothing.
+type WatchRequest struct {
+	Seconds int `json:"seconds,omitempty"`
+}
+
+// WatchReply says until when the tab sends its pictures.
+type WatchReply struct {
+	OK    bool      `json:"ok"`
+	Until time.Time `json:"until"`
+}
+
+// Watch leases.
+const (
+	DefaultWatch = 10
+	MaxWatch     = 60
+)
+
+// ScreenHeader is the header of a screencast picture (its data is the
+// JPEG): ScreenMeta as JSON.
+const ScreenHeader = "Framebus-Screen"
+
+// ScreenMeta describes a screencast picture: the viewport it shows in
+// CSS pixels (input at x, y of the picture, scaled to it, lands there),
+// when the page drew it and when the tab sent it, and the tab's frame
+// then.
+type ScreenMeta struct {
+	Tab          string    `json:"tab"`
+	Sequence     int64     `json:"sequence"`
+	DeviceWidth  float64   `json:"deviceWidth"`
+	DeviceHeight float64   `json:"deviceHeight"`
+	OffsetTop    float64   `json:"offsetTop,omitempty"`
+	ScrollX      float64   `json:"scrollX,omitempty"`
+	ScrollY      float64   `json:"scrollY,omitempty"`
+	Drawn        time.Time `json:"drawn"`
+	Sent         time.Time `json:"sent"`
+}

@@ -123,6 +123,10 @@ func (s Subjects) TabInput(tab string) string { return fmt.Sprintf("%s.tab.%s.in
 // TabAnswer is where a person answers a tab's question (AnswerRequest).
 func (s Subjects) TabAnswer(tab string) string { return fmt.Sprintf("%s.tab.%s.answer", s.p(), tab) }
 
+// TabWatch is where a viewer asks for a tab's screencast (WatchRequest):
+// its pictures go to TabEvents(tab, "screen") while a lease lasts.
+func (s Subjects) TabWatch(tab string) string { return fmt.Sprintf("%s.tab.%s.watch", s.p(), tab) }
+
 // TabEvents is where a tab publishes page events of one kind (dialog, console, ...).
 func (s Subjects) TabEvents(tab, kind string) string {
 	return fmt.Sprintf("%s.tab.%s.event.%s", s.p(), tab, kind)
