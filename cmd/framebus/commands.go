@@ -37,7 +37,7 @@ var groupOrder = []string{groupNode, groupPlans, groupActions, groupOther}
 // commands is every subcommand: the built-in ones and one per declared
 // action. Nothing here lists actions by hand.
 func commands() []command {
-	cmds := []command{serveCommand(), mcpCommand(), busCommand(), configCommand(), demoCommand(), planCommand(), watchCommand(), framesCommand()}
+	cmds := []command{serveCommand(), mcpCommand(), viewCommand(), busCommand(), configCommand(), demoCommand(), planCommand(), watchCommand(), framesCommand()}
 	cmds = append(cmds, lifecycleCommands()...)
 	cmds = append(cmds, personCommands()...)
 	cmds = append(cmds, credsCommand())

@@ -1,0 +1,456 @@
+// framebus view: the page. Everything it shows comes from /events (a
+// server-sent event stream) and /api; every text from the bus (titles,
+// URLs, messages, page content) is set as text, never as HTML.
+"use strict";
+
+const $ = (id) => document.getElementById(id);
+const state = {
+  conn: "",            // this page's connection id, for /api/watch
+  by: "",
+  tabs: new Map(),     // tab id -> TabInfo
+  frames: new Map(),   // tab id -> Map(sequence -> frame)
+  last: new Map(),     // tab id -> highest sequence seen
+  selected: location.hash.startsWith("#tab=") ? location.hash.slice(5) : "",
+  results: [],         // plan events, newest last
+  meta: null,          // the selected tab's last picture's meta
+  screens: 0,          // pictures shown, for tests and benchmarks
+  live: false,
+  busLive: true,
+};
+
+// ---- helpers ----
+
+function el(tag, cls, text) {
+  const e = document.createElement(tag);
+  if (cls) e.className = cls;
+  if (text !== undefined) e.textContent = text;
+  return e;
+}
+
+function say(text) {
+  $("message").textContent = text || "";
+}
+
+async function api(path, body) {
+  const opts = body === undefined ? {} : { method: "POST", headers: { "Content-Type": "application/json" }, body: JSON.stringify(body) };
+  const r = await fetch(path, opts);
+  let data = {};
+  try { data = await r.json(); } catch (e) { data = { ok: false, error: r.status + " " + r.statusText }; }
+  if (!data.ok) {
+    const err = new Error(data.error || "failed");
+    err.code = data.code || "";
+    throw err;
+  }
+  return data;
+}
+
+function shortTab(id) { return id.length > 8 ? id.slice(0, 8) : id; }
+
+function time(t) {
+  const d = new Date(t);
+  return isNaN(d) ? "" : d.toLocaleTimeString([], { hour12: false }) + "." + String(d.getMilliseconds()).padStart(3, "0");
+}
+
+// ---- connection ----
+
+function setConn() {
+  const c = $("conn");
+  const live = state.live && state.busLive;
+  c.textContent = live ? "live" : "reconnecting";
+  c.className = "conn " + (live ? "live" : "reconnecting");
+  document.body.dataset.conn = live ? "live" : "reconnecting";
+}
+
+function connect() {
+  const es = new EventSource("/events");
+  es.addEventListener("hello", (e) => {
+    const h = JSON.parse(e.data);
+    state.conn = h.conn;
+    state.by = h.by;
+    $("who").textContent = "as " + h.by;
+    state.live = true;
+    setConn();
+    catchUp();
+    sendWatch();
+  });
+  es.addEventListener("bus", (e) => {
+    const b = JSON.parse(e.data);
+    const was = state.busLive;
+    state.busLive = b.state === "live";
+    setConn();
+    if (!was && state.busLive) catchUp();
+  });
+  es.addEventListener("tabs", (e) => setTabs(JSON.parse(e.data)));
+  es.addEventListener("frame", (e) => addFrame(JSON.parse(e.data), true));
+  es.addEventListener("result", (e) => addResult(JSON.parse(e.data)));
+  es.addEventListener("ask", () => renderAttention());
+  es.addEventListener("answer", () => renderAttention());
+  es.addEventListener("screen", (e) => showScreen(JSON.parse(e.data)));
+  es.onerror = () => { state.live = false; setConn(); };
+}
+
+// catchUp reads from the history what was missed while disconnected: the
+// frames after the last one seen of each tab.
+async function catchUp() {
+  for (const [tab, last] of state.last) {
+    await loadFrames(tab, last + 1, 0);
+  }
+  if (state.selected && !state.last.has(state.selected)) await loadFrames(state.selected, 0, 0);
+}
+
+async function loadFrames(tab, from, to) {
+  try {
+    const q = new URLSearchParams({ tab, from: String(from), to: String(to) });
+    const data = await api("/api/frames?" + q);
+    for (const f of data.frames) addFrame(f, false);
+    return data.frames.length;
+  } catch (e) {
+    return 0;
+  }
+}
+
+// ---- tabs ----
+
+function setTabs(list) {
+  state.tabs = new Map(list.map((t) => [t.tab, t]));
+  if (!state.selected && list.length) select(list[0].tab);
+  renderTabs();
+  renderAttention();
+  renderTab();
+}
+
+function renderTabs() {
+  const ul = $("tabs");
+  ul.replaceChildren();
+  for (const t of state.tabs.values()) {
+    const li = el("li");
+    const b = el("button", "tab");
+    b.type = "button";
+    b.dataset.tab = t.tab;
+    if (t.tab === state.selected) b.setAttribute("aria-current", "true");
+    const title = el("div", "t", t.title || "(no title)");
+    if (t.control) title.append(el("span", "badge", t.control.kind === "handoff" && !t.control.by ? "handoff" : "person"));
+    if (t.questions && t.questions.length) title.append(el("span", "badge", "question"));
+    b.append(title, el("div", "u", t.url), el("div", "m", "#" + (state.last.get(t.tab) || t.sequence) + " · " + (t.node || "") + " · " + (t.profile || "")));
+    b.addEventListener("click", () => select(t.tab));
+    li.append(b);
+    ul.append(li);
+  }
+}
+
+function select(tab) {
+  if (state.selected === tab && state.frames.has(tab)) return;
+  state.selected = tab;
+  history.replaceState(null, "", "#tab=" + tab);
+  state.meta = null;
+  $("screen").classList.remove("shown");
+  renderTabs();
+  renderTab();
+  renderTimeline();
+  renderResults();
+  sendWatch();
+  loadFrames(tab, 0, 0);
+}
+
+function sendWatch() {
+  if (!state.conn) return;
+  api("/api/watch", { conn: state.conn, tabs: state.selected ? [state.selected] : [] }).catch((e) => say(e.message));
+}
+
+function controlled() {
+  const t = state.tabs.get(state.selected);
+  return !!(t && t.control && t.control.state === "person");
+}
+
+function renderTab() {
+  const t = state.tabs.get(state.selected);
+  const mine = controlled();
+  $("tabtitle").textContent = t ? t.title || "(no title)" : "Choose a tab";
+  $("taburl").textContent = t ? t.url : "";
+  let meta = "";
+  if (t) {
+    meta = "tab " + t.tab + " · frame " + (state.last.get(t.tab) || t.sequence) + " · node " + (t.node || "?") + " · profile " + (t.profile || "?");
+    if (t.control) meta += " · a person has it" + (t.control.by ? " (" + t.control.by + ")" : "") + (t.control.message ? ": " + t.control.message : "");
+  }
+  $("tabmeta").textContent = meta;
+  $("takeover").disabled = !t || (mine && !!t.control.by);
+  $("takeover").textContent = t && t.control && !t.control.by ? "Take the handoff" : "Take over";
+  $("handback").disabled = !mine;
+  for (const id of ["back", "forward", "reload", "address", "go"]) $(id).disabled = !mine;
+  $("screenbox").classList.toggle("control", mine);
+}
+
+// ---- attention: handoffs and questions ----
+
+function renderAttention() {
+  const box = $("attention");
+  box.replaceChildren();
+  for (const t of state.tabs.values()) {
+    if (t.control && t.control.kind === "handoff" && t.control.state === "person") {
+      const item = el("div", "item handoff");
+      item.dataset.tab = t.tab;
+      item.append(el("strong", "", "Agent " + (t.control.agent || "(unnamed)") + " hands you tab " + shortTab(t.tab) + ":"), el("span", "", t.control.message || ""));
+      const open = el("button", "", t.control.by ? "Open (" + t.control.by + " has it)" : "Open and take it");
+      open.type = "button";
+      open.addEventListener("click", async () => {
+        select(t.tab);
+        if (!t.control.by) await control("takeover");
+        $("screenbox").focus();
+      });
+      item.append(open);
+      box.append(item);
+    }
+    for (const q of t.questions || []) {
+      const item = el("div", "item question");
+      item.dataset.id = q.id;
+      item.append(el("strong", "", "Agent " + (q.agent || "(unnamed)") + " asks (tab " + shortTab(t.tab) + "):"), el("span", "", q.question));
+      const send = (answer) => api("/api/answer", { tab: t.tab, id: q.id, answer }).then(() => say(""), (e) => say(e.message));
+      if (q.choices && q.choices.length) {
+        for (const c of q.choices) {
+          const b = el("button", "choice", c);
+          b.type = "button";
+          b.addEventListener("click", () => send(c));
+          item.append(b);
+        }
+      } else {
+        const form = el("form");
+        const input = el("input", "answer");
+        input.setAttribute("aria-label", "Your answer");
+        const b = el("button", "send", "Answer");
+        form.append(input, b);
+        form.addEventListener("submit", (e) => { e.preventDefault(); if (input.value) send(input.value); });
+        item.append(form);
+      }
+      box.append(item);
+    }
+  }
+}
+
+// ---- frames ----
+
+function addFrame(f, live) {
+  if (!f || !f.tab) return;
+  let m = state.frames.get(f.tab);
+  if (!m) state.frames.set(f.tab, (m = new Map()));
+  if (m.has(f.sequence)) return;
+  const last = state.last.get(f.tab) || 0;
+  m.set(f.sequence, f);
+  if (f.sequence > last) {
+    state.last.set(f.tab, f.sequence);
+    if (live && last > 0 && f.sequence > last + 1) loadFrames(f.tab, last + 1, f.sequence - 1); // a gap
+    const t = state.tabs.get(f.tab);
+    if (t) { t.url = f.url; t.title = f.title; t.sequence = f.sequence; }
+  }
+  if (f.tab === state.selected) {
+    renderTimeline();
+    renderTab();
+  }
+  if (f.sequence > last) renderTabs();
+}
+
+function frameLine(f) {
+  const li = el("li", "frame src-" + f.source + " act-" + f.action);
+  li.dataset.seq = f.sequence;
+  const b = el("button");
+  b.type = "button";
+  b.append(el("span", "seq", "#" + f.sequence + " "), el("span", "", time(f.time) + " "), el("span", "act", f.action + " "), el("span", "src", f.source));
+  let who = [f.agent && "agent " + f.agent, f.planId && "plan " + f.planId, f.control && f.control.by && "by " + f.control.by, f.control && f.control.ended && "ended " + f.control.ended].filter(Boolean).join(" · ");
+  if (who) b.append(el("div", "", who));
+  b.append(el("div", "", f.url));
+  if (f.control && f.control.message) b.append(el("div", "", "“" + f.control.message + "”"));
+  if (f.note) b.append(el("div", "", f.note));
+  b.addEventListener("click", () => showFrame(f.tab, f.sequence));
+  li.append(b);
+  return li;
+}
+
+function renderTimeline() {
+  const ol = $("timeline");
+  ol.replaceChildren();
+  const m = state.frames.get(state.selected);
+  if (!m) return;
+  const seqs = [...m.keys()].sort((a, b) => b - a);
+  for (const s of seqs.slice(0, 500)) ol.append(frameLine(m.get(s)));
+}
+
+async function older() {
+  const m = state.frames.get(state.selected);
+  if (!m || !m.size) return;
+  const first = Math.min(...m.keys());
+  if (first > 1) await loadFrames(state.selected, 0, first - 1);
+}
+
+async function showFrame(tab, seq) {
+  try {
+    const data = await api("/api/frame?" + new URLSearchParams({ tab, seq: String(seq) }));
+    const f = data.frame;
+    $("detailtitle").textContent = "Frame " + f.sequence + ": " + f.action + " by " + f.source;
+    const meta = Object.assign({}, f);
+    delete meta.fullPage;
+    $("detailmeta").textContent = JSON.stringify(meta, null, 2);
+    $("content").textContent = f.fullPage || "(this frame carries no content: the page's URL did not change)";
+    $("change").textContent = data.change !== undefined ? "since frame " + data.since + ":\n" + data.change : "(none to show)";
+    $("detail").showModal();
+  } catch (e) {
+    say(e.message);
+  }
+}
+
+// ---- plans' results ----
+
+function addResult(r) {
+  state.results.push(r);
+  if (state.results.length > 500) state.results.shift();
+  if (r.tab === state.selected) renderResults();
+}
+
+function renderResults() {
+  const ol = $("results");
+  ol.replaceChildren();
+  const mine = state.results.filter((r) => r.tab === state.selected).slice(-100).reverse();
+  for (const r of mine) {
+    const li = el("li", "result " + (r.ok ? "ok" : "failed"));
+    li.dataset.plan = r.planId || "";
+    li.dataset.code = r.code || "";
+    let text = (r.agent ? "agent " + r.agent : "(no agent)") + (r.planId ? " · plan " + r.planId : "") + " · " + r.executed + " ran · frame " + r.sequence;
+    if (!r.ok) {
+      text += " · " + r.code;
+      if (r.code === "stale_frame" && r.stopped) {
+        li.classList.add("stale");
+        text += ": planned on frame " + r.stopped.expected + ", the tab was at " + r.stopped.current;
+      } else if (r.code === "user_control") {
+        li.classList.add("refused");
+      }
+    }
+    li.append(el("div", "", time(r.time) + " " + text));
+    if (!r.ok && r.error) li.append(el("div", "", r.error));
+    ol.append(li);
+  }
+}
+
+// ---- the page's pictures ----
+
+function showScreen(s) {
+  if (s.meta.tab !== state.selected) return;
+  state.meta = s.meta;
+  const img = $("screen");
+  img.src = "data:image/jpeg;base64," + s.jpeg;
+  img.classList.add("shown");
+  state.screens++;
+  document.body.dataset.screens = String(state.screens);
+  document.body.dataset.screenSeq = String(s.meta.sequence);
+  window.framebusScreen = { meta: s.meta, at: Date.now() };
+}
+
+// ---- taking over, and input ----
+
+async function control(op) {
+  try {
+    await api("/api/control", { tab: state.selected, op });
+    say("");
+  } catch (e) {
+    say(op + ": " + e.message);
+  }
+}
+
+let inputs = Promise.resolve();
+
+// send forwards one input, in order after the ones before it.
+function send(input) {
+  if (!controlled()) return;
+  const body = Object.assign({ tab: state.selected }, input);
+  inputs = inputs.then(() => api("/api/input", body)).catch((e) => say(e.message));
+}
+
+function pointAt(e) {
+  const m = state.meta;
+  if (!m) return null;
+  const r = $("screen").getBoundingClientRect();
+  if (!r.width || !r.height) return null;
+  const x = ((e.clientX - r.left) / r.width) * m.deviceWidth;
+  const y = ((e.clientY - r.top) / r.height) * m.deviceHeight;
+  if (x < 0 || y < 0 || x > m.deviceWidth || y > m.deviceHeight) return null;
+  return { x, y };
+}
+
+function modifiers(e) {
+  return (e.altKey ? 1 : 0) | (e.ctrlKey ? 2 : 0) | (e.metaKey ? 4 : 0) | (e.shiftKey ? 8 : 0);
+}
+
+const buttons = ["left", "middle", "right"];
+let lastMove = 0;
+let escapes = 0;
+
+function wireInput() {
+  const box = $("screenbox");
+  const img = $("screen");
+  img.addEventListener("mousedown", (e) => {
+    const p = pointAt(e);
+    if (!p || !controlled()) return;
+    e.preventDefault();
+    box.focus();
+    send({ type: "mouse", event: "down", x: p.x, y: p.y, button: buttons[e.button] || "left", clickCount: e.detail || 1, modifiers: modifiers(e) });
+  });
+  img.addEventListener("mouseup", (e) => {
+    const p = pointAt(e);
+    if (!p || !controlled()) return;
+    e.preventDefault();
+    send({ type: "mouse", event: "up", x: p.x, y: p.y, button: buttons[e.button] || "left", clickCount: e.detail || 1, modifiers: modifiers(e) });
+  });
+  img.addEventListener("mousemove", (e) => {
+    const now = Date.now();
+    if (now - lastMove < 40 || !controlled()) return;
+    const p = pointAt(e);
+    if (!p) return;
+    lastMove = now;
+    send({ type: "mouse", event: "move", x: p.x, y: p.y, modifiers: modifiers(e) });
+  });
+  img.addEventListener("wheel", (e) => {
+    const p = pointAt(e);
+    if (!p || !controlled()) return;
+    e.preventDefault();
+    send({ type: "mouse", event: "wheel", x: p.x, y: p.y, deltaX: e.deltaX, deltaY: e.deltaY });
+  }, { passive: false });
+  img.addEventListener("contextmenu", (e) => { if (controlled()) e.preventDefault(); });
+  box.addEventListener("keydown", (e) => {
+    if (!controlled()) return;
+    if (e.key === "Escape") {
+      escapes++;
+      if (escapes >= 2) { escapes = 0; box.blur(); return; }
+    } else {
+      escapes = 0;
+    }
+    e.preventDefault();
+    send({ type: "key", event: "down", key: e.key, modifiers: modifiers(e) });
+  });
+  box.addEventListener("keyup", (e) => {
+    if (!controlled()) return;
+    e.preventDefault();
+    send({ type: "key", event: "up", key: e.key, modifiers: modifiers(e) });
+  });
+  box.addEventListener("paste", (e) => {
+    if (!controlled()) return;
+    e.preventDefault();
+    const text = e.clipboardData.getData("text");
+    if (text) send({ type: "text", text });
+  });
+}
+
+function wireControls() {
+  $("takeover").addEventListener("click", () => control("takeover"));
+  $("handback").addEventListener("click", () => control("handback"));
+  $("back").addEventListener("click", () => send({ type: "back" }));
+  $("forward").addEventListener("click", () => send({ type: "forward" }));
+  $("reload").addEventListener("click", () => send({ type: "reload" }));
+  $("addressbar").addEventListener("submit", (e) => {
+    e.preventDefault();
+    const url = $("address").value.trim();
+    if (url) send({ type: "navigate", url });
+  });
+  $("older").addEventListener("click", older);
+}
+
+wireInput();
+wireControls();
+setConn();
+connect();

@@ -1,0 +1,402 @@
+package viewer
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"maps"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go"
+
+	busclient "github.com/framebus/framebus/bus/client"
+	"github.com/framebus/framebus/protocol"
+)
+
+// The hub is the viewer's one view of the bus: every tab's frames (a
+// resuming watch), its plans' results, questions and answers, the tab
+// list, and the pictures of the tabs someone watches. It fans them out
+// to the pages connected (listeners).
+
+// tabsEvery is how often the tab list is asked for; a frame of a tab not
+// listed yet asks at once.
+const tabsEvery = 2 * time.Second
+
+// leaseEvery is how often a watched tab's screencast lease is renewed
+// (for protocol.DefaultWatch seconds each time).
+const leaseEvery = 4 * time.Second
+
+// listenerQueue bounds the events waiting for one page; a page that
+// falls this far behind is cut off, and catches up from the history
+// when its browser reconnects.
+const listenerQueue = 4096
+
+// event is one message to a page: its SSE event name and JSON data.
+type event struct {
+	name string
+	data []byte
+}
+
+// listener is one connected page.
+type listener struct {
+	id      string
+	events  chan event
+	dropped chan struct{} // closed when it fell behind
+	// screens are the latest picture of each tab it watches, sent as the
+	// page can take them: a slow page skips pictures, not frames.
+	mu      sync.Mutex
+	watched map[string]bool
+	screens map[string]event
+	ready   chan struct{} // a picture is waiting
+}
+
+// hub fans the bus out to the listeners.
+type hub struct {
+	ctx context.Context // the viewer's: leases outlive the request that began them
+	bc  *busclient.Client
+	log func(msg string, args ...any)
+
+	mu        sync.Mutex
+	listeners map[string]*listener
+	tabs      []protocol.TabInfo
+	tabsJSON  []byte
+	latest    map[string]json.RawMessage // each tab's last frame, as sent
+	screens   map[string]*nats.Subscription
+	busState  string
+	refresh   chan struct{}
+	// results are the latest plans' results, for a page that joins.
+	results []event
+}
+
+// keptResults is how many plans' results a joining page gets.
+const keptResults = 200
+
+func newHub(ctx context.Context, bc *busclient.Client, log func(string, ...any)) *hub {
+	return &hub{ctx: ctx, bc: bc, log: log, listeners: map[string]*listener{}, latest: map[string]json.RawMessage{},
+		screens: map[string]*nats.Subscription{}, busState: "live", refresh: make(chan struct{}, 1)}
+}
+
+// run follows the bus until ctx ends.
+func (h *hub) run(ctx context.Context) error {
+	nc := h.bc.Conn()
+	subj := h.bc.Subjects()
+	var subs []*nats.Subscription
+	for _, kind := range []string{"result", "ask", "answer"} {
+		sub, err := nc.Subscribe(subj.TabEvents("*", kind), func(m *nats.Msg) { h.onEvent(kind, m) })
+		if err != nil {
+			return err
+		}
+		subs = append(subs, sub)
+	}
+	defer func() {
+		for _, s := range subs {
+			_ = s.Unsubscribe()
+		}
+		h.mu.Lock()
+		for _, s := range h.screens {
+			_ = s.Unsubscribe()
+		}
+		h.mu.Unlock()
+	}()
+	w, err := h.bc.WatchAll(ctx, true)
+	if err != nil {
+		return err
+	}
+	defer w.Stop()
+	go h.followTabs(ctx)
+	go h.renewLeases(ctx)
+	go h.followConnection(ctx)
+	for f := range w.Frames() {
+		h.onFrame(f)
+	}
+	return w.Err()
+}
+
+// frameView is a frame as the page lists it: without its content, which
+// it asks for (api/frame), but saying how long it is.
+type frameView struct {
+	protocol.Frame
+	FullPage     *string `json:"fullPage,omitempty"`
+	ContentBytes int     `json:"contentBytes,omitempty"`
+}
+
+func viewOf(f protocol.Frame) frameView {
+	v := frameView{Frame: f}
+	switch {
+	case f.FullPage != nil:
+		v.ContentBytes = len(*f.FullPage)
+	case f.FullPageRef != nil:
+		v.ContentBytes = int(f.FullPageRef.Bytes)
+	}
+	v.Frame.FullPage, v.Frame.FullPageRef = nil, nil
+	return v
+}
+
+func (h *hub) onFrame(f busclient.Frame) {
+	if f.Tab == "" {
+		return // a watch event (a gap, a node lost), not a frame
+	}
+	data, err := json.Marshal(viewOf(f.Frame))
+	if err != nil {
+		return
+	}
+	h.mu.Lock()
+	h.latest[f.Tab] = data
+	known := slices.ContainsFunc(h.tabs, func(t protocol.TabInfo) bool { return t.Tab == f.Tab })
+	h.mu.Unlock()
+	h.broadcast(event{"frame", data})
+	if !known || f.Control != nil || f.Action == protocol.FrameClose {
+		h.askTabs()
+	}
+}
+
+func (h *hub) onEvent(kind string, m *nats.Msg) {
+	if !json.Valid(m.Data) {
+		return
+	}
+	ev := event{kind, m.Data}
+	if kind == "result" {
+		h.mu.Lock()
+		h.results = append(h.results, ev)
+		if len(h.results) > keptResults {
+			h.results = slices.Delete(h.results, 0, len(h.results)-keptResults)
+		}
+		h.mu.Unlock()
+	}
+	h.broadcast(ev)
+	if kind != "result" {
+		h.askTabs() // the tab list says which questions are open
+	}
+}
+
+// askTabs has the tab list asked for now.
+func (h *hub) askTabs() {
+	select {
+	case h.refresh <- struct{}{}:
+	default:
+	}
+}
+
+// followTabs keeps the tab list, and tells the pages when it changes.
+func (h *hub) followTabs(ctx context.Context) {
+	t := time.NewTicker(tabsEvery)
+	defer t.Stop()
+	for {
+		tctx, cancel := context.WithTimeout(ctx, tabsEvery)
+		list, err := h.bc.Tabs(tctx)
+		cancel()
+		if err == nil {
+			slices.SortFunc(list.Tabs, func(a, b protocol.TabInfo) int { return strings.Compare(a.Node+a.Tab, b.Node+b.Tab) })
+			data, _ := json.Marshal(list.Tabs)
+			h.mu.Lock()
+			changed := string(data) != string(h.tabsJSON)
+			h.tabs, h.tabsJSON = list.Tabs, data
+			h.mu.Unlock()
+			if changed {
+				h.broadcast(event{"tabs", data})
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		case <-h.refresh:
+		}
+	}
+}
+
+// followConnection tells the pages when the viewer's bus connection is
+// down and back.
+func (h *hub) followConnection(ctx context.Context) {
+	t := time.NewTicker(250 * time.Millisecond)
+	defer t.Stop()
+	for {
+		state := "live"
+		if !h.bc.Conn().IsConnected() {
+			state = "reconnecting"
+		}
+		h.mu.Lock()
+		changed := state != h.busState
+		h.busState = state
+		h.mu.Unlock()
+		if changed {
+			data, _ := json.Marshal(map[string]string{"state": state})
+			h.broadcast(event{"bus", data})
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// renewLeases keeps the screencast of every watched tab going.
+func (h *hub) renewLeases(ctx context.Context) {
+	t := time.NewTicker(leaseEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		h.mu.Lock()
+		tabs := slices.Collect(maps.Keys(h.screens))
+		h.mu.Unlock()
+		for _, tab := range tabs {
+			h.lease(ctx, tab)
+		}
+	}
+}
+
+// lease asks tab for its pictures for the next while.
+func (h *hub) lease(ctx context.Context, tab string) {
+	lctx, cancel := context.WithTimeout(ctx, leaseEvery)
+	defer cancel()
+	if err := h.bc.Request(lctx, h.bc.Subjects().TabWatch(tab), protocol.WatchRequest{}, nil); err != nil {
+		h.log("watch a tab's screen", "tab", tab, "err", err)
+	}
+}
+
+// screenView is a picture as a page gets it.
+type screenView struct {
+	Meta protocol.ScreenMeta `json:"meta"`
+	JPEG string              `json:"jpeg"` // base64
+}
+
+// watch sets the tabs l watches; a tab someone watches now has its
+// pictures followed and leased, one no one does any more stops.
+func (h *hub) watch(l *listener, tabs []string) error {
+	l.mu.Lock()
+	l.watched = map[string]bool{}
+	for _, t := range tabs {
+		l.watched[t] = true
+	}
+	l.mu.Unlock()
+	return h.rewatch()
+}
+
+// rewatch follows the pictures of the tabs the pages watch, and of no
+// others.
+func (h *hub) rewatch() error {
+	h.mu.Lock()
+	want := map[string]bool{}
+	for _, o := range h.listeners {
+		o.mu.Lock()
+		maps.Copy(want, o.watched)
+		o.mu.Unlock()
+	}
+	var started []string
+	for tab := range want {
+		if h.screens[tab] != nil {
+			continue
+		}
+		sub, err := h.bc.Conn().Subscribe(h.bc.Subjects().TabEvents(tab, "screen"), func(m *nats.Msg) { h.onScreen(tab, m) })
+		if err != nil {
+			h.mu.Unlock()
+			return err
+		}
+		h.screens[tab] = sub
+		started = append(started, tab)
+	}
+	for tab, sub := range h.screens {
+		if !want[tab] {
+			_ = sub.Unsubscribe()
+			delete(h.screens, tab)
+		}
+	}
+	h.mu.Unlock()
+	for _, tab := range started {
+		go h.lease(h.ctx, tab)
+	}
+	return nil
+}
+
+func (h *hub) onScreen(tab string, m *nats.Msg) {
+	var meta protocol.ScreenMeta
+	if err := json.Unmarshal([]byte(m.Header.Get(protocol.ScreenHeader)), &meta); err != nil || meta.Tab != tab {
+		return
+	}
+	data, err := json.Marshal(screenView{Meta: meta, JPEG: base64.StdEncoding.EncodeToString(m.Data)})
+	if err != nil {
+		return
+	}
+	ev := event{"screen", data}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for _, l := range h.listeners {
+		l.mu.Lock()
+		if l.watched[tab] {
+			l.screens[tab] = ev
+			select {
+			case l.ready <- struct{}{}:
+			default:
+			}
+		}
+		l.mu.Unlock()
+	}
+}
+
+// broadcast sends ev to every page; one too far behind is cut off.
+func (h *hub) broadcast(ev event) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for id, l := range h.listeners {
+		select {
+		case l.events <- ev:
+		default:
+			close(l.dropped)
+			delete(h.listeners, id)
+		}
+	}
+}
+
+// join adds a page, with what it needs first: the bus's state, the tab
+// list and each tab's last frame.
+func (h *hub) join(id string) (*listener, []event) {
+	l := &listener{id: id, events: make(chan event, listenerQueue), dropped: make(chan struct{}),
+		watched: map[string]bool{}, screens: map[string]event{}, ready: make(chan struct{}, 1)}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.listeners[id] = l
+	state, _ := json.Marshal(map[string]string{"state": h.busState})
+	first := []event{{"bus", state}}
+	if h.tabsJSON != nil {
+		first = append(first, event{"tabs", h.tabsJSON})
+	}
+	for _, tab := range slices.Sorted(maps.Keys(h.latest)) {
+		first = append(first, event{"frame", h.latest[tab]})
+	}
+	first = append(first, h.results...)
+	return l, first
+}
+
+// leave removes a page.
+func (h *hub) leave(l *listener) {
+	h.mu.Lock()
+	if h.listeners[l.id] == l {
+		delete(h.listeners, l.id)
+	}
+	h.mu.Unlock()
+	_ = h.rewatch() // stops the pictures no one watches now
+}
+
+// listenerByID finds a connected page.
+func (h *hub) listenerByID(id string) *listener {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.listeners[id]
+}
+
+// takeScreens returns the pictures waiting for l.
+func (l *listener) takeScreens() []event {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	out := slices.Collect(maps.Values(l.screens))
+	clear(l.screens)
+	return out
+}
