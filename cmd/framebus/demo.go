@@ -43,6 +43,7 @@ const (
 type demoOptions struct {
 	root     string
 	headed   bool
+	view     bool
 	logLevel string
 }
 
@@ -58,11 +59,17 @@ to the search page based on frame 1, click #result3 based on 2, click #buy
 based on 3), prints its result, then sends the same plan again under a new
 id (the same id would get the first run's result, marked duplicate) and
 prints the stale_frame result. Exits 0 when the first plan succeeded and the second
-was refused as stale. Run it from the source tree, or pass --root.`,
+was refused as stale. Run it from the source tree, or pass --root.
+
+With --view it serves the viewer too (framebus view) and prints its URL
+first; after the plans the agent hands the tab to you on the example's
+sign-in page (a handoff until you reach your account), and the viewer
+stays up until Ctrl-C.`,
 		setup: func(fs *pflag.FlagSet) func(c *cli, args []string) error {
 			var o demoOptions
 			fs.StringVar(&o.root, "root", "", "the framebus source tree, holding "+demoSiteDir+" and "+demoPlanFile+" (default: found from the working directory)")
 			boolVarP(fs, &o.headed, "headed", "", "show the browser window (default: headless)")
+			boolVarP(fs, &o.view, "view", "", "serve the viewer, print its URL, hand you the tab after the plans, and stay up until Ctrl-C")
 			fs.StringVar(&o.logLevel, "log-level", "warn", "log `level` on stderr: trace, debug, info, warn, error")
 			return func(c *cli, args []string) error {
 				if len(args) > 0 {
@@ -160,6 +167,13 @@ func (c *cli) demo(o demoOptions) error {
 	if err := p.waitFrame(ctx, tab.Tab, tab.Sequence); err != nil {
 		return err
 	}
+	if o.view {
+		stop, err := c.demoViewer(ctx, b, p)
+		if err != nil {
+			return err
+		}
+		defer stop()
+	}
 
 	p.say("# plan %s, each action based on the frame the one before it produces:", demoPlanFile)
 	p.sayJSON(planText)
@@ -195,6 +209,9 @@ func (c *cli) demo(o demoOptions) error {
 	case second.Code != protocol.CodeStaleFrame:
 		p.say("# the second plan was not refused as stale (ok=%t, code=%q)", second.OK, second.Code)
 		return errReported
+	}
+	if o.view {
+		return c.demoHandoff(nc, subj, tab.Tab, site.URL, p)
 	}
 	p.say("# done: the first plan ran all %d actions; the stale one ran none. Shutting down.", first.Executed)
 	return nil
