@@ -34,6 +34,7 @@ type screenCast struct {
 	cancel context.CancelFunc // the screencast running; nil when none
 	timer  *time.Timer        // ends it at the lease's end
 	closed bool
+	last   *nats.Msg // the latest picture sent, for a new watcher
 }
 
 // serveWatch answers a watch request: it starts the screencast or
@@ -58,6 +59,11 @@ func (t *Tab) serveWatch(m micro.Request) {
 		respond(m, protocol.NewErrorReply(err), t.log)
 		return
 	}
+	if last := t.screen.latest(); req.Picture && last != nil {
+		if err := t.nc.PublishMsg(last); err != nil {
+			t.log.Debug().Err(err).Msg("publish a screen picture again")
+		}
+	}
 	respond(m, protocol.WatchReply{OK: true, Until: until}, t.log)
 }
 
@@ -81,7 +87,7 @@ func (s *screenCast) lease(d time.Duration, cast func(ctx context.Context)) (tim
 			if s.timer != nil {
 				s.timer.Stop()
 			}
-			s.cancel, s.timer = nil, nil
+			s.cancel, s.timer, s.last = nil, nil, nil
 		}()
 		s.timer = time.AfterFunc(d, s.expire)
 	}
@@ -100,6 +106,23 @@ func (s *screenCast) expire() {
 		return
 	}
 	s.cancel()
+}
+
+// latest is the latest picture sent while the screencast runs.
+func (s *screenCast) latest() *nats.Msg {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.cancel == nil {
+		return nil
+	}
+	return s.last
+}
+
+// sent keeps the latest picture.
+func (s *screenCast) sent(m *nats.Msg) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.last = m
 }
 
 // close ends the screencast for good (the tab stops).
@@ -124,6 +147,7 @@ func (t *Tab) castScreen(ctx context.Context) {
 		if err := t.nc.PublishMsg(msg); err != nil {
 			t.log.Debug().Err(err).Msg("publish a screen picture")
 		}
+		t.screen.sent(msg)
 	})
 	if err != nil && !t.lost() {
 		t.log.Warn().Err(err).Msg("screencast ended")

@@ -383,6 +383,9 @@ func DecodeAnswerRequest(data []byte) (AnswerRequest, error) {
 // the tab stops, and sends nothing.
 type WatchRequest struct {
 	Seconds int `json:"seconds,omitempty"`
+	// Picture: send the latest picture again now (a new watcher of a
+	// still page, which Chromium draws no new picture of).
+	Picture bool `json:"picture,omitempty"`
 }
 
 // WatchReply says until when the tab sends its pictures.

@@ -2,7 +2,6 @@ package viewer
 
 import (
 	"context"
-	"encoding/base64"
 	"encoding/json"
 	"maps"
 	"slices"
@@ -65,6 +64,9 @@ type hub struct {
 	tabsJSON  []byte
 	latest    map[string]json.RawMessage // each tab's last frame, as sent
 	screens   map[string]*nats.Subscription
+	shown     map[string]event   // each followed tab's latest picture's event
+	pictures  map[string]picture // and the picture
+	pictureN  uint64
 	busState  string
 	refresh   chan struct{}
 	// results are the latest plans' results, for a page that joins.
@@ -76,7 +78,7 @@ const keptResults = 200
 
 func newHub(ctx context.Context, bc *busclient.Client, log func(string, ...any)) *hub {
 	return &hub{ctx: ctx, bc: bc, log: log, listeners: map[string]*listener{}, latest: map[string]json.RawMessage{},
-		screens: map[string]*nats.Subscription{}, busState: "live", refresh: make(chan struct{}, 1)}
+		screens: map[string]*nats.Subscription{}, shown: map[string]event{}, pictures: map[string]picture{}, busState: "live", refresh: make(chan struct{}, 1)}
 }
 
 // run follows the bus until ctx ends.
@@ -248,35 +250,54 @@ func (h *hub) renewLeases(ctx context.Context) {
 		tabs := slices.Collect(maps.Keys(h.screens))
 		h.mu.Unlock()
 		for _, tab := range tabs {
-			h.lease(ctx, tab)
+			h.lease(ctx, tab, false)
 		}
 	}
 }
 
-// lease asks tab for its pictures for the next while.
-func (h *hub) lease(ctx context.Context, tab string) {
+// lease asks tab for its pictures for the next while; first, for its
+// latest picture too (a still page draws none).
+func (h *hub) lease(ctx context.Context, tab string, first bool) {
 	lctx, cancel := context.WithTimeout(ctx, leaseEvery)
 	defer cancel()
-	if err := h.bc.Request(lctx, h.bc.Subjects().TabWatch(tab), protocol.WatchRequest{}, nil); err != nil {
+	if err := h.bc.Request(lctx, h.bc.Subjects().TabWatch(tab), protocol.WatchRequest{Picture: first}, nil); err != nil {
 		h.log("watch a tab's screen", "tab", tab, "err", err)
 	}
 }
 
-// screenView is a picture as a page gets it.
+// screenView tells a page a tab has a new picture: its description, and
+// its number n, for the page to fetch it (api/screen) as an image, which
+// the browser decodes off the page's main thread.
 type screenView struct {
 	Meta protocol.ScreenMeta `json:"meta"`
-	JPEG string              `json:"jpeg"` // base64
+	N    uint64              `json:"n"`
+}
+
+// picture is a tab's latest picture.
+type picture struct {
+	n    uint64
+	jpeg []byte
 }
 
 // watch sets the tabs l watches; a tab someone watches now has its
 // pictures followed and leased, one no one does any more stops.
 func (h *hub) watch(l *listener, tabs []string) error {
+	h.mu.Lock()
 	l.mu.Lock()
 	l.watched = map[string]bool{}
 	for _, t := range tabs {
 		l.watched[t] = true
+		if ev, ok := h.shown[t]; ok {
+			// A tab followed already: its latest picture at once.
+			l.screens[t] = ev
+			select {
+			case l.ready <- struct{}{}:
+			default:
+			}
+		}
 	}
 	l.mu.Unlock()
+	h.mu.Unlock()
 	return h.rewatch()
 }
 
@@ -307,11 +328,13 @@ func (h *hub) rewatch() error {
 		if !want[tab] {
 			_ = sub.Unsubscribe()
 			delete(h.screens, tab)
+			delete(h.shown, tab)
+			delete(h.pictures, tab)
 		}
 	}
 	h.mu.Unlock()
 	for _, tab := range started {
-		go h.lease(h.ctx, tab)
+		go h.lease(h.ctx, tab, true)
 	}
 	return nil
 }
@@ -321,13 +344,19 @@ func (h *hub) onScreen(tab string, m *nats.Msg) {
 	if err := json.Unmarshal([]byte(m.Header.Get(protocol.ScreenHeader)), &meta); err != nil || meta.Tab != tab {
 		return
 	}
-	data, err := json.Marshal(screenView{Meta: meta, JPEG: base64.StdEncoding.EncodeToString(m.Data)})
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.screens[tab] == nil {
+		return // no longer followed
+	}
+	h.pictureN++
+	data, err := json.Marshal(screenView{Meta: meta, N: h.pictureN})
 	if err != nil {
 		return
 	}
 	ev := event{"screen", data}
-	h.mu.Lock()
-	defer h.mu.Unlock()
+	h.pictures[tab] = picture{n: h.pictureN, jpeg: m.Data}
+	h.shown[tab] = ev
 	for _, l := range h.listeners {
 		l.mu.Lock()
 		if l.watched[tab] {
@@ -339,6 +368,14 @@ func (h *hub) onScreen(tab string, m *nats.Msg) {
 		}
 		l.mu.Unlock()
 	}
+}
+
+// picture is a followed tab's latest picture.
+func (h *hub) picture(tab string) (picture, bool) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	p, ok := h.pictures[tab]
+	return p, ok
 }
 
 // broadcast sends ev to every page; one too far behind is cut off.

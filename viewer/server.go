@@ -124,7 +124,7 @@ func (s *Server) URL(ln net.Listener) string {
 // token (from the URL once, then its cookie).
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	h := w.Header()
-	h.Set("Content-Security-Policy", "default-src 'self'; img-src 'self' data:; style-src 'self'; script-src 'self'; connect-src 'self'; frame-ancestors 'none'; base-uri 'none'; form-action 'none'")
+	h.Set("Content-Security-Policy", "default-src 'self'; img-src 'self'; style-src 'self'; script-src 'self'; connect-src 'self'; frame-ancestors 'none'; base-uri 'none'; form-action 'none'")
 	h.Set("X-Content-Type-Options", "nosniff")
 	h.Set("X-Frame-Options", "DENY")
 	h.Set("Referrer-Policy", "no-referrer")
@@ -173,6 +173,7 @@ func (s *Server) routes() {
 	s.mux.HandleFunc("GET /events", s.events)
 	s.mux.HandleFunc("GET /api/frames", s.frames)
 	s.mux.HandleFunc("GET /api/frame", s.frame)
+	s.mux.HandleFunc("GET /api/screen", s.screen)
 	s.mux.HandleFunc("POST /api/watch", s.watch)
 	s.mux.HandleFunc("POST /api/control", s.control)
 	s.mux.HandleFunc("POST /api/input", s.input)
@@ -305,6 +306,18 @@ func (s *Server) frame(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	s.reply(w, out)
+}
+
+// screen is a watched tab's latest picture, a JPEG.
+func (s *Server) screen(w http.ResponseWriter, r *http.Request) {
+	p, ok := s.hub.picture(r.URL.Query().Get("tab"))
+	if !ok {
+		http.Error(w, "no picture of that tab: watch it first", http.StatusNotFound)
+		return
+	}
+	w.Header().Set("Content-Type", "image/jpeg")
+	w.Header().Set("X-Framebus-Picture", strconv.FormatUint(p.n, 10))
+	_, _ = w.Write(p.jpeg)
 }
 
 // watch sets the tabs a page watches.

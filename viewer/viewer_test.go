@@ -203,7 +203,7 @@ func (pg *page) until(expr string) time.Duration {
 		}
 		if time.Now().After(deadline) {
 			var body string
-			pg.eval(`document.body.innerText`, &body)
+			pg.eval(`document.visibilityState + " " + JSON.stringify(document.body.dataset) + "\n" + document.body.innerText`, &body)
 			pg.t.Fatalf("in the viewer, never %s; the page shows:\n%s", expr, body)
 		}
 		time.Sleep(20 * time.Millisecond)
@@ -289,7 +289,7 @@ func TestViewerShowsAgentsLive(t *testing.T) {
 	}
 	cl.mend()
 	pg.until(`document.body.dataset.conn === "live"`)
-	pg.until(fmt.Sprintf(`document.querySelector('#timeline [data-seq="%d"]')`, last))
+	pg.until(fmt.Sprintf(`document.querySelectorAll('#timeline [data-seq]').length >= %d`, last))
 	var seqs []int64
 	pg.eval(`[...document.querySelectorAll('#timeline [data-seq]')].map(e => +e.dataset.seq)`, &seqs)
 	for i, s := range seqs {
@@ -371,7 +371,7 @@ func TestHandoffUntilThroughTheViewer(t *testing.T) {
 	}()
 	pg.until(`document.querySelector('#attention .handoff')`)
 	pg.click("#attention .handoff button")
-	pg.until(`!document.getElementById("address").disabled`)
+	pg.until(`!document.getElementById("address").disabled && document.getElementById("takeover").disabled`)
 	pg.click("#address")
 	ctx, cancel := context.WithTimeout(context.Background(), testscale.D(10*time.Second))
 	defer cancel()
@@ -379,7 +379,14 @@ func TestHandoffUntilThroughTheViewer(t *testing.T) {
 		t.Fatal(err)
 	}
 	pg.keys("Enter")
-	res := <-done
+	var res protocol.PlanResult
+	select {
+	case res = <-done:
+	case <-time.After(testscale.D(20 * time.Second)):
+		var body string
+		pg.eval(`document.getElementById("address").value + " | " + document.getElementById("message").textContent + " | " + document.activeElement.id`, &body)
+		t.Fatalf("the handoff did not end; the viewer: %s", body)
+	}
 	if !res.OK || !strings.Contains(string(res.Results[0].Value), `"ended":"until"`) {
 		t.Fatalf("until: %+v", res)
 	}

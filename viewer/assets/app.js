@@ -51,6 +51,22 @@ function time(t) {
   return isNaN(d) ? "" : d.toLocaleTimeString([], { hour12: false }) + "." + String(d.getMilliseconds()).padStart(3, "0");
 }
 
+// later draws fn in a moment (16 ms), once however often it is asked for
+// meanwhile: agents racing make many frames and results a second, and
+// the page must keep up with a person's input. (A timer, not an animation
+// frame: a page out of sight still keeps its state.)
+const pending = new Set();
+function later(fn) {
+  if (!pending.size) {
+    setTimeout(() => {
+      const fns = [...pending];
+      pending.clear();
+      for (const f of fns) f();
+    }, 16);
+  }
+  pending.add(fn);
+}
+
 // ---- connection ----
 
 function setConn() {
@@ -83,8 +99,8 @@ function connect() {
   es.addEventListener("tabs", (e) => setTabs(JSON.parse(e.data)));
   es.addEventListener("frame", (e) => addFrame(JSON.parse(e.data), true));
   es.addEventListener("result", (e) => addResult(JSON.parse(e.data)));
-  es.addEventListener("ask", () => renderAttention());
-  es.addEventListener("answer", () => renderAttention());
+  es.addEventListener("ask", () => later(renderAttention));
+  es.addEventListener("answer", () => later(renderAttention));
   es.addEventListener("screen", (e) => showScreen(JSON.parse(e.data)));
   es.onerror = () => { state.live = false; setConn(); };
 }
@@ -114,9 +130,9 @@ async function loadFrames(tab, from, to) {
 function setTabs(list) {
   state.tabs = new Map(list.map((t) => [t.tab, t]));
   if (!state.selected && list.length) select(list[0].tab);
-  renderTabs();
-  renderAttention();
-  renderTab();
+  later(renderTabs);
+  later(renderAttention);
+  later(renderTab);
 }
 
 function renderTabs() {
@@ -143,6 +159,8 @@ function select(tab) {
   state.selected = tab;
   history.replaceState(null, "", "#tab=" + tab);
   state.meta = null;
+  loading = false;
+  waiting = null;
   $("screen").classList.remove("shown");
   renderTabs();
   renderTab();
@@ -152,9 +170,12 @@ function select(tab) {
   loadFrames(tab, 0, 0);
 }
 
+// sendWatch tells the viewer which tab's pictures this page wants, one
+// request after the other (two at once could arrive in either order).
+let watching = Promise.resolve();
 function sendWatch() {
   if (!state.conn) return;
-  api("/api/watch", { conn: state.conn, tabs: state.selected ? [state.selected] : [] }).catch((e) => say(e.message));
+  watching = watching.then(() => api("/api/watch", { conn: state.conn, tabs: state.selected ? [state.selected] : [] })).catch((e) => say(e.message));
 }
 
 function controlled() {
@@ -192,10 +213,10 @@ function renderAttention() {
       item.append(el("strong", "", "Agent " + (t.control.agent || "(unnamed)") + " hands you tab " + shortTab(t.tab) + ":"), el("span", "", t.control.message || ""));
       const open = el("button", "", t.control.by ? "Open (" + t.control.by + " has it)" : "Open and take it");
       open.type = "button";
-      open.addEventListener("click", async () => {
+      open.addEventListener("click", () => {
         select(t.tab);
-        if (!t.control.by) await control("takeover");
-        $("screenbox").focus();
+        $("screenbox").focus(); // now: not after the answer, when the person may be elsewhere
+        if (!t.control.by) control("takeover");
       });
       item.append(open);
       box.append(item);
@@ -242,10 +263,10 @@ function addFrame(f, live) {
     if (t) { t.url = f.url; t.title = f.title; t.sequence = f.sequence; }
   }
   if (f.tab === state.selected) {
-    renderTimeline();
-    renderTab();
+    later(renderTimeline);
+    later(renderTab);
   }
-  if (f.sequence > last) renderTabs();
+  if (f.sequence > last) later(renderTabs);
 }
 
 function frameLine(f) {
@@ -300,8 +321,8 @@ async function showFrame(tab, seq) {
 
 function addResult(r) {
   state.results.push(r);
-  if (state.results.length > 500) state.results.shift();
-  if (r.tab === state.selected) renderResults();
+  if (state.results.length > 1000) state.results.splice(0, 500);
+  if (r.tab === state.selected) later(renderResults);
 }
 
 function renderResults() {
@@ -330,16 +351,31 @@ function renderResults() {
 
 // ---- the page's pictures ----
 
+// showScreen loads a tab's new picture as an image (the browser fetches
+// and decodes it off the page's thread); one that comes while the last
+// still loads waits, and only the latest is shown.
+let loading = false;
+let waiting = null;
+
 function showScreen(s) {
   if (s.meta.tab !== state.selected) return;
-  state.meta = s.meta;
+  if (loading) { waiting = s; return; }
+  loading = true;
   const img = $("screen");
-  img.src = "data:image/jpeg;base64," + s.jpeg;
-  img.classList.add("shown");
-  state.screens++;
-  document.body.dataset.screens = String(state.screens);
-  document.body.dataset.screenSeq = String(s.meta.sequence);
-  window.framebusScreen = { meta: s.meta, at: Date.now() };
+  img.onload = img.onerror = (e) => {
+    loading = false;
+    if (e.type === "load" && s.meta.tab === state.selected) {
+      state.meta = s.meta;
+      img.classList.add("shown");
+      state.screens++;
+      document.body.dataset.screens = String(state.screens);
+      window.framebusScreen = { meta: s.meta, at: Date.now() };
+    }
+    const next = waiting;
+    waiting = null;
+    if (next) showScreen(next);
+  };
+  img.src = "/api/screen?" + new URLSearchParams({ tab: s.meta.tab, n: String(s.n) });
 }
 
 // ---- taking over, and input ----
@@ -354,11 +390,27 @@ async function control(op) {
 }
 
 let inputs = Promise.resolve();
+let moving = false;
+let nextMove = null;
 
-// send forwards one input, in order after the ones before it.
+// send forwards one input, in order after the ones before it. A move is
+// not waited for: one at a time, the latest of those that came meanwhile
+// next, so a press never waits behind the moves that led to it.
 function send(input) {
   if (!controlled()) return;
   const body = Object.assign({ tab: state.selected }, input);
+  if (input.type === "mouse" && input.event === "move") {
+    if (moving) { nextMove = body; return; }
+    moving = true;
+    api("/api/input", body).catch(() => {}).finally(() => {
+      moving = false;
+      const next = nextMove;
+      nextMove = null;
+      if (next) send(next);
+    });
+    return;
+  }
+  nextMove = null;
   inputs = inputs.then(() => api("/api/input", body)).catch((e) => say(e.message));
 }
 
@@ -449,6 +501,9 @@ function wireControls() {
   });
   $("older").addEventListener("click", older);
 }
+
+// For benchmarks and scripts: watch several tabs' pictures at once.
+window.framebusWatch = (tabs) => (watching = watching.then(() => api("/api/watch", { conn: state.conn, tabs })));
 
 wireInput();
 wireControls();
