@@ -470,3 +470,25 @@ func TestViewerRefusesStrangers(t *testing.T) {
 		t.Fatalf("the viewer's own post: %d", s)
 	}
 }
+
+// What comes from the bus is shown as text: a page whose title is markup,
+// and an agent's handoff message with markup, run nothing in the viewer.
+func TestViewerShowsMarkupAsText(t *testing.T) {
+	w := newWorld(t)
+	pg, _, _ := startViewer(t, w.agent, "carol")
+	nav := w.plan(t, protocol.Plan{Action: &protocol.Action{Type: "navigate", URL: w.site + "/xsstitle.html", Wait: true}})
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), testscale.D(time.Minute))
+		defer cancel()
+		_, _ = w.agent.Plan(ctx, w.tab, protocol.Plan{Agent: `<b onmouseover=alert(1)>bot</b>`, Actions: []protocol.Action{
+			{Type: "handoff", Message: `<img src=x onerror="window.pwned=2">`, Until: map[string]string{"timeout": "20s"}, BasedOnSequence: protocol.Based(nav.Sequence)},
+		}})
+	}()
+	pg.until(`document.querySelector('#attention .handoff') && document.getElementById("attention").textContent.includes('<img src=x onerror="window.pwned=2">')`)
+	pg.until(`document.getElementById("tabs").textContent.includes("<img src=x")`)
+	var pwned any
+	pg.eval(`[window.pwned, document.querySelectorAll("#attention img, #tabs img, #tabtitle img").length]`, &pwned)
+	if fmt.Sprint(pwned) != "[<nil> 0]" {
+		t.Fatalf("markup from the bus ran or rendered in the viewer: %v", pwned)
+	}
+}
