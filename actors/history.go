@@ -252,7 +252,9 @@ func StartHistory(ctx context.Context, nc *nats.Conn, subj protocol.Subjects, op
 		// again until the stream acks it cannot follow a later frame's
 		// live publish into the stream (see framestore.go). A stream an
 		// older node made (on AllFrames) is updated to this in place.
-		Subjects:          []string{subj.AllHistoryFrames()},
+		// Questions and answers (docs/people.md) are kept too, as they
+		// are published: a reader finds them by their subject.
+		Subjects:          append([]string{subj.AllHistoryFrames()}, subj.PersonEvents()...),
 		SubjectTransform:  historyTransform(subj),
 		Storage:           opts.storage(),
 		Retention:         jetstream.LimitsPolicy,

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -425,7 +426,7 @@ func TestHistoryUpdatesAnOlderStream(t *testing.T) {
 		t.Fatal(err)
 	}
 	cfg := h.Stream().CachedInfo().Config
-	if len(cfg.Subjects) != 1 || cfg.Subjects[0] != subj.AllHistoryFrames() || cfg.SubjectTransform == nil {
+	if want := append([]string{subj.AllHistoryFrames()}, subj.PersonEvents()...); !slices.Equal(cfg.Subjects, want) || cfg.SubjectTransform == nil {
 		t.Fatalf("the stream after the update: subjects %v, transform %+v", cfg.Subjects, cfg.SubjectTransform)
 	}
 	tab := openTab(t, func(o *TabOptions) { o.Conn, o.History = nc, h })

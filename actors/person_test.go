@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/framebus/framebus/internal/testscale"
 	"github.com/framebus/framebus/protocol"
@@ -328,5 +329,45 @@ func TestAskAPerson(t *testing.T) {
 	}
 	if len(tab.Info().Questions) != 0 {
 		t.Fatalf("questions after the answer: %+v", tab.Info().Questions)
+	}
+}
+
+// The frame history keeps a tab's questions and answers beside its
+// frames, under their event subjects.
+func TestQuestionsAndAnswersAreKept(t *testing.T) {
+	nc, h := historyBus(t, HistoryOptions{})
+	tab := openTab(t, func(o *TabOptions) { o.Conn, o.History = nc, h })
+	subj := protocol.DefaultSubjects
+	asks := make(chan *nats.Msg, 4)
+	sub, err := nc.ChanSubscribe(subj.TabEvents(tab.ID(), "ask"), asks)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sub.Unsubscribe()
+	done := make(chan protocol.PlanResult, 1)
+	go func() {
+		res, _ := request(nc, tab.ID(), protocol.Plan{Action: &protocol.Action{Type: "ask", Question: "Proceed?"}})
+		done <- res
+	}()
+	var q protocol.Question
+	select {
+	case m := <-asks:
+		_ = json.Unmarshal(m.Data, &q)
+	case <-time.After(testscale.D(30 * time.Second)):
+		t.Fatal("no question")
+	}
+	data, _ := json.Marshal(protocol.AnswerRequest{ID: q.ID, Answer: "yes", By: "fay"})
+	if m, err := nc.Request(subj.TabAnswer(tab.ID()), data, testscale.D(30*time.Second)); err != nil || !strings.Contains(string(m.Data), `"ok":true`) {
+		t.Fatalf("answer: %v", err)
+	}
+	if res := <-done; !res.OK {
+		t.Fatalf("ask: %+v", res)
+	}
+	for _, kind := range []string{"ask", "answer"} {
+		cons := follow(t, nc, subj, subj.TabEvents(tab.ID(), kind))
+		m, err := cons.Next(jetstream.FetchMaxWait(testscale.D(30 * time.Second)))
+		if err != nil || !strings.Contains(string(m.Data()), q.ID) {
+			t.Fatalf("the history's %s: %v", kind, err)
+		}
 	}
 }

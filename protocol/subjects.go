@@ -99,6 +99,12 @@ func (s Subjects) HistoryFrames(tab string) string {
 // stream's subjects.
 func (s Subjects) AllHistoryFrames() string { return s.p() + ".history.tab.*.frame" }
 
+// PersonEvents are the events the frame stream keeps beside the frames:
+// every tab's questions (event.ask) and their answers (event.answer).
+func (s Subjects) PersonEvents() []string {
+	return []string{s.p() + ".tab.*.event.ask", s.p() + ".tab.*.event.answer"}
+}
+
 // TabPlan is where a tab takes plans (request/reply).
 func (s Subjects) TabPlan(tab string) string { return fmt.Sprintf("%s.tab.%s.plan", s.p(), tab) }
 
