@@ -85,6 +85,10 @@ func TestObserverCannotChangeABrowser(t *testing.T) {
 		{[]string{"tab", "new"}, "framebus.browser.default.newtab"},
 		{[]string{"tab", "close", tab}, "framebus.node." + n.state.Node + ".browser.default.closetab"}, // the node that lists it
 		{[]string{"session", "start", "example.com"}, "framebus.session.start"},
+		{[]string{"takeover", tab}, "framebus.tab." + tab + ".control"},
+		{[]string{"handback", tab}, "framebus.tab." + tab + ".control"},
+		{[]string{"answer", "yes", "--tab", tab}, "framebus.tab." + tab + ".answer"},
+		{[]string{"handoff", "sign in", "--tab", tab}, "framebus.tab." + tab + ".plan"},
 		{[]string{"session", "stop", "s1"}, "framebus.session.s1.stop"},
 		{[]string{"creds", "add", "mallory", "--role", "admin", "--creds", observerFile}, "framebus.admin.users.add"},
 	} {
