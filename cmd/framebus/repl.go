@@ -46,6 +46,7 @@ var replRefused = map[string]string{
 	"serve": "start the node in another terminal: framebus serve",
 	"demo":  "run it from the shell: framebus demo",
 	"repl":  "you are in it",
+	"view":  "serve it from the shell: framebus view",
 }
 
 // promptTimeout bounds the URL query that refreshes the prompt.
