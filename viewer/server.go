@@ -244,11 +244,20 @@ func (s *Server) frames(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, protocol.Errorf(protocol.CodeBadRequest, "want tab, and from and to as frame sequences"))
 		return
 	}
-	if to > 0 && from == 0 {
-		from = max(1, to-maxFrames+1)
-	}
 	ctx, cancel := context.WithTimeout(r.Context(), 30*time.Second)
 	defer cancel()
+	if from == 0 && to == 0 {
+		// The latest frames.
+		cur, err := s.bc.Current(ctx, tab)
+		if err != nil {
+			s.fail(w, err)
+			return
+		}
+		to = cur.Sequence
+	}
+	if from == 0 {
+		from = max(1, to-maxFrames+1)
+	}
 	out := []frameView{}
 	err := s.bc.Frames(ctx, tab, from, to, func(f busclient.Frame) error {
 		out = append(out, viewOf(f.Frame))

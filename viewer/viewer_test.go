@@ -492,3 +492,23 @@ func TestViewerShowsMarkupAsText(t *testing.T) {
 		t.Fatalf("markup from the bus ran or rendered in the viewer: %v", pwned)
 	}
 }
+
+// A tab with a long history: the viewer shows its latest frames, and
+// reads back further when asked.
+func TestViewerReadsBackTheHistory(t *testing.T) {
+	w := newWorld(t)
+	var actions []protocol.Action
+	for i := range 250 {
+		actions = append(actions, protocol.Action{Type: "eval", Expression: fmt.Sprintf("document.title = 't%d'", i)})
+	}
+	last := w.plan(t, protocol.Plan{Actions: actions}).Sequence
+	pg, _, _ := startViewer(t, w.agent, "gus")
+	pg.until(fmt.Sprintf(`document.querySelector('#timeline [data-seq="%d"]') && document.querySelector('#timeline [data-seq="%d"]')`, last, last-199))
+	var n int
+	pg.eval(`document.querySelectorAll('#timeline [data-seq]').length`, &n)
+	if n != 200 {
+		t.Fatalf("the timeline shows %d frames, want the latest 200", n)
+	}
+	pg.click("#older")
+	pg.until(fmt.Sprintf(`document.querySelectorAll('#timeline [data-seq]').length === %d`, last))
+}

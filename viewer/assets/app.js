@@ -114,14 +114,21 @@ async function catchUp() {
   if (state.selected && !state.last.has(state.selected)) await loadFrames(state.selected, 0, 0);
 }
 
+// loadFrames reads a tab's stored frames from..to (0: the last 200;
+// to 0: up to its latest), as many requests as that takes.
 async function loadFrames(tab, from, to) {
+  let n = 0;
   try {
-    const q = new URLSearchParams({ tab, from: String(from), to: String(to) });
-    const data = await api("/api/frames?" + q);
-    for (const f of data.frames) addFrame(f, false);
-    return data.frames.length;
+    for (;;) {
+      const q = new URLSearchParams({ tab, from: String(from), to: String(to) });
+      const data = await api("/api/frames?" + q);
+      for (const f of data.frames) addFrame(f, false);
+      n += data.frames.length;
+      if (from === 0 || data.frames.length < 200 || n >= 5000) return n;
+      from = data.frames[data.frames.length - 1].sequence + 1;
+    }
   } catch (e) {
-    return 0;
+    return n;
   }
 }
 
