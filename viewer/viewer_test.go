@@ -512,3 +512,40 @@ func TestViewerReadsBackTheHistory(t *testing.T) {
 	pg.click("#older")
 	pg.until(fmt.Sprintf(`document.querySelectorAll('#timeline [data-seq]').length === %d`, last))
 }
+
+// An agent's question shows up top; the person answers with a choice's
+// button, or in the answer box, and the agent gets it.
+func TestAnswerThroughTheViewer(t *testing.T) {
+	w := newWorld(t)
+	pg, _, _ := startViewer(t, w.agent, "hana")
+	ask := func(a protocol.Action) <-chan protocol.PlanResult {
+		done := make(chan protocol.PlanResult, 1)
+		go func() {
+			ctx, cancel := context.WithTimeout(context.Background(), testscale.D(time.Minute))
+			defer cancel()
+			res, _ := w.agent.Plan(ctx, w.tab, protocol.Plan{Agent: "bot", Action: &a})
+			done <- res
+		}()
+		return done
+	}
+	done := ask(protocol.Action{Type: "ask", Question: "Which size?", Choices: []string{"S", "M"}})
+	pg.until(`[...document.querySelectorAll('#attention .question .choice')].some(b => b.textContent === "M")`)
+	pg.eval(`[...document.querySelectorAll('#attention .question .choice')].find(b => b.textContent === "M").id = "pick"`, nil)
+	pg.click("#pick")
+	if res := <-done; !res.OK || !strings.Contains(string(res.Results[0].Value), `"answer":"M","by":"hana"`) {
+		t.Fatalf("ask with choices: %+v", res)
+	}
+	pg.until(`document.querySelector('#attention .question') === null`)
+	done = ask(protocol.Action{Type: "ask", Question: "Your name?"})
+	pg.until(`document.querySelector('#attention .question input.answer')`)
+	pg.click("#attention .question input.answer")
+	ctx, cancel := context.WithTimeout(context.Background(), testscale.D(10*time.Second))
+	defer cancel()
+	if err := pg.p.InsertText(ctx, "Hana"); err != nil {
+		t.Fatal(err)
+	}
+	pg.keys("Enter")
+	if res := <-done; !res.OK || !strings.Contains(string(res.Results[0].Value), `"answer":"Hana"`) {
+		t.Fatalf("ask: %+v", res)
+	}
+}

@@ -142,23 +142,33 @@ function setTabs(list) {
   later(renderTab);
 }
 
+// renderTabs draws the tab list, keeping each tab's button (and so the
+// keyboard's focus on it) from one drawing to the next.
 function renderTabs() {
   const ul = $("tabs");
-  ul.replaceChildren();
+  const old = new Map([...ul.querySelectorAll("button.tab")].map((b) => [b.dataset.tab, b.parentElement]));
+  const items = [];
   for (const t of state.tabs.values()) {
-    const li = el("li");
-    const b = el("button", "tab");
-    b.type = "button";
-    b.dataset.tab = t.tab;
+    let li = old.get(t.tab);
+    if (!li) {
+      li = el("li");
+      const b = el("button", "tab");
+      b.type = "button";
+      b.dataset.tab = t.tab;
+      b.addEventListener("click", () => select(t.tab));
+      li.append(b);
+    }
+    const b = li.firstElementChild;
     if (t.tab === state.selected) b.setAttribute("aria-current", "true");
+    else b.removeAttribute("aria-current");
     const title = el("div", "t", t.title || "(no title)");
     if (t.control) title.append(el("span", "badge", t.control.kind === "handoff" && !t.control.by ? "handoff" : "person"));
     if (t.questions && t.questions.length) title.append(el("span", "badge", "question"));
-    b.append(title, el("div", "u", t.url), el("div", "m", "#" + (state.last.get(t.tab) || t.sequence) + " · " + (t.node || "") + " · " + (t.profile || "")));
-    b.addEventListener("click", () => select(t.tab));
-    li.append(b);
-    ul.append(li);
+    b.replaceChildren(title, el("div", "u", t.url), el("div", "m", "#" + (state.last.get(t.tab) || t.sequence) + " · " + (t.node || "") + " · " + (t.profile || "")));
+    items.push(li);
   }
+  const same = items.length === ul.children.length && items.every((li, i) => ul.children[i] === li);
+  if (!same) ul.replaceChildren(...items); // moving a button would take the focus off it
 }
 
 function select(tab) {
@@ -210,48 +220,68 @@ function renderTab() {
 
 // ---- attention: handoffs and questions ----
 
+// renderAttention keeps one item per open handoff and question: items
+// already shown stay as they are (a person may be typing an answer), new
+// ones are added, ended ones removed.
 function renderAttention() {
   const box = $("attention");
-  box.replaceChildren();
+  const want = new Map();
   for (const t of state.tabs.values()) {
     if (t.control && t.control.kind === "handoff" && t.control.state === "person") {
-      const item = el("div", "item handoff");
-      item.dataset.tab = t.tab;
-      item.append(el("strong", "", "Agent " + (t.control.agent || "(unnamed)") + " hands you tab " + shortTab(t.tab) + ":"), el("span", "", t.control.message || ""));
-      const open = el("button", "", t.control.by ? "Open (" + t.control.by + " has it)" : "Open and take it");
-      open.type = "button";
-      open.addEventListener("click", () => {
-        select(t.tab);
-        $("screenbox").focus(); // now: not after the answer, when the person may be elsewhere
-        if (!t.control.by) control("takeover");
-      });
-      item.append(open);
-      box.append(item);
+      want.set("h " + t.tab + " " + t.control.since + " " + (t.control.by || ""), () => handoffItem(t));
     }
-    for (const q of t.questions || []) {
-      const item = el("div", "item question");
-      item.dataset.id = q.id;
-      item.append(el("strong", "", "Agent " + (q.agent || "(unnamed)") + " asks (tab " + shortTab(t.tab) + "):"), el("span", "", q.question));
-      const send = (answer) => api("/api/answer", { tab: t.tab, id: q.id, answer }).then(() => say(""), (e) => say(e.message));
-      if (q.choices && q.choices.length) {
-        for (const c of q.choices) {
-          const b = el("button", "choice", c);
-          b.type = "button";
-          b.addEventListener("click", () => send(c));
-          item.append(b);
-        }
-      } else {
-        const form = el("form");
-        const input = el("input", "answer");
-        input.setAttribute("aria-label", "Your answer");
-        const b = el("button", "send", "Answer");
-        form.append(input, b);
-        form.addEventListener("submit", (e) => { e.preventDefault(); if (input.value) send(input.value); });
-        item.append(form);
-      }
-      box.append(item);
-    }
+    for (const q of t.questions || []) want.set("q " + q.id, () => questionItem(t, q));
   }
+  for (const item of [...box.children]) {
+    if (!want.has(item.dataset.key)) item.remove();
+  }
+  const have = new Set([...box.children].map((i) => i.dataset.key));
+  for (const [key, make] of want) {
+    if (have.has(key)) continue;
+    const item = make();
+    item.dataset.key = key;
+    box.append(item);
+  }
+}
+
+function handoffItem(t) {
+  const item = el("div", "item handoff");
+  item.dataset.tab = t.tab;
+  item.append(el("strong", "", "Agent " + (t.control.agent || "(unnamed)") + " hands you tab " + shortTab(t.tab) + ":"), el("span", "", t.control.message || ""));
+  const open = el("button", "", t.control.by ? "Open (" + t.control.by + " has it)" : "Open and take it");
+  open.type = "button";
+  open.addEventListener("click", () => {
+    select(t.tab);
+    $("screenbox").focus(); // now: not after the answer, when the person may be elsewhere
+    const cur = state.tabs.get(t.tab);
+    if (cur && cur.control && !cur.control.by) control("takeover");
+  });
+  item.append(open);
+  return item;
+}
+
+function questionItem(t, q) {
+  const item = el("div", "item question");
+  item.dataset.id = q.id;
+  item.append(el("strong", "", "Agent " + (q.agent || "(unnamed)") + " asks (tab " + shortTab(t.tab) + "):"), el("span", "", q.question));
+  const send = (answer) => api("/api/answer", { tab: t.tab, id: q.id, answer }).then(() => say(""), (e) => say(e.message));
+  if (q.choices && q.choices.length) {
+    for (const c of q.choices) {
+      const b = el("button", "choice", c);
+      b.type = "button";
+      b.addEventListener("click", () => send(c));
+      item.append(b);
+    }
+  } else {
+    const form = el("form");
+    const input = el("input", "answer");
+    input.setAttribute("aria-label", "Your answer");
+    const b = el("button", "send", "Answer");
+    form.append(input, b);
+    form.addEventListener("submit", (e) => { e.preventDefault(); if (input.value) send(input.value); });
+    item.append(form);
+  }
+  return item;
 }
 
 // ---- frames ----
