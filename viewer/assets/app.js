@@ -467,6 +467,13 @@ function modifiers(e) {
 }
 
 const buttons = ["left", "middle", "right"];
+
+// keyOK: the keys the tab can press (a character, or one it names);
+// others (Dead, CapsLock, media keys) stay in the viewer.
+const namedKeys = new Set(["Enter", "Tab", "Escape", "Backspace", "Delete", "ArrowUp", "ArrowDown", "ArrowLeft", "ArrowRight",
+  "Home", "End", "PageUp", "PageDown", "Insert", "Shift", "Control", "Alt", "Meta",
+  "F1", "F2", "F3", "F4", "F5", "F6", "F7", "F8", "F9", "F10", "F11", "F12"]);
+function keyOK(key) { return [...key].length === 1 || namedKeys.has(key); }
 let lastMove = 0;
 let escapes = 0;
 
@@ -509,11 +516,12 @@ function wireInput() {
     } else {
       escapes = 0;
     }
+    if (!keyOK(e.key)) return;
     e.preventDefault();
     send({ type: "key", event: "down", key: e.key, modifiers: modifiers(e) });
   });
   box.addEventListener("keyup", (e) => {
-    if (!controlled()) return;
+    if (!controlled() || !keyOK(e.key)) return;
     e.preventDefault();
     send({ type: "key", event: "up", key: e.key, modifiers: modifiers(e) });
   });
