@@ -134,8 +134,10 @@ func (s *Server) personQuestion(tab string, a protocol.Action) *mcp.ElicitParams
 			RequestedSchema: map[string]any{"type": "object", "properties": map[string]any{"answer": answer}, "required": []string{"answer"}}}
 	}
 	where := "framebus takeover " + tab + ", then framebus handback " + tab
-	if s.viewer != "" {
-		where = s.viewer + "#tab=" + tab
+	if s.viewer != nil {
+		if url := s.viewer(); url != "" {
+			where = url + "#tab=" + tab
+		}
 	}
 	return &mcp.ElicitParams{Mode: "form",
 		Message:         fmt.Sprintf("The agent hands you browser tab %s: %s\n\nAct in it at %s. Accept when you are done to hand it back; decline to give up.", tab, a.Message, where),

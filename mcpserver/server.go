@@ -50,9 +50,10 @@ type Options struct {
 	// shows (DefaultPageBudget when 0), past which it is summarized.
 	Page       string
 	PageBudget int
-	// Viewer is the URL of framebus view (with its token), named to a
-	// person a handoff asks through the client; "" names the CLI.
-	Viewer string
+	// Viewer gives the URL of framebus view (with its token) when one
+	// runs, named to a person a handoff asks through the client; nil or
+	// "" names the CLI.
+	Viewer func() string
 }
 
 // Server is framebus's MCP server. One Server serves any number of
@@ -72,7 +73,7 @@ type Server struct {
 	shown  map[*mcp.ServerSession]map[string]heldPage
 	page   string
 	budget int
-	viewer string
+	viewer func() string
 	// stateKey signs the request states of calls that ask a person.
 	stateKey []byte
 	closed   bool

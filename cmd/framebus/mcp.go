@@ -91,7 +91,7 @@ func (c *cli) mcp(target clientFlags, configFile, httpAddr, tools, tokenFile str
 	defer cl.close()
 	srv, err := mcpserver.New(mcpserver.Options{Client: cl.bc, Tools: tools, Version: buildVersion(),
 		Logger: slog.New(slog.NewTextHandler(c.stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
-		Page:   pages.Page, PageBudget: pages.PageBudget, Viewer: c.viewURL()})
+		Page:   pages.Page, PageBudget: pages.PageBudget, Viewer: c.viewURL})
 	if err != nil {
 		return err
 	}
