@@ -300,7 +300,12 @@ function addFrame(f, live) {
     if (t) { t.url = f.url; t.title = f.title; t.sequence = f.sequence; }
   }
   if (f.tab === state.selected) {
-    later(renderTimeline);
+    if (f.sequence > last && last > 0) {
+      freshFrames.push(f); // the newest: on top, without drawing the rest again
+      later(drawFreshFrames);
+    } else {
+      later(renderTimeline);
+    }
     later(renderTab);
   }
   if (f.sequence > last) later(renderTabs);
@@ -322,7 +327,20 @@ function frameLine(f) {
   return li;
 }
 
+let freshFrames = [];
+
+function drawFreshFrames() {
+  const ol = $("timeline");
+  for (const f of freshFrames.splice(0)) {
+    const top = ol.firstElementChild;
+    if (!top || f.sequence > +top.dataset.seq) ol.prepend(frameLine(f));
+    else { later(renderTimeline); return; }
+  }
+  while (ol.children.length > 500) ol.lastElementChild.remove();
+}
+
 function renderTimeline() {
+  freshFrames = [];
   const ol = $("timeline");
   ol.replaceChildren();
   const m = state.frames.get(state.selected);
@@ -356,34 +374,49 @@ async function showFrame(tab, seq) {
 
 // ---- plans' results ----
 
+let freshResults = []; // the selected tab's results not drawn yet
+
 function addResult(r) {
   state.results.push(r);
   if (state.results.length > 1000) state.results.splice(0, 500);
-  if (r.tab === state.selected) later(renderResults);
+  if (r.tab === state.selected) {
+    freshResults.push(r);
+    later(drawFreshResults);
+  }
+}
+
+// drawFreshResults puts the newest results on top, and keeps 100.
+function drawFreshResults() {
+  const ol = $("results");
+  for (const r of freshResults.splice(0).slice(-100)) ol.prepend(resultLine(r));
+  while (ol.children.length > 100) ol.lastElementChild.remove();
 }
 
 function renderResults() {
+  freshResults = [];
   const ol = $("results");
   ol.replaceChildren();
   const mine = state.results.filter((r) => r.tab === state.selected).slice(-100).reverse();
-  for (const r of mine) {
-    const li = el("li", "result " + (r.ok ? "ok" : "failed"));
-    li.dataset.plan = r.planId || "";
-    li.dataset.code = r.code || "";
-    let text = (r.agent ? "agent " + r.agent : "(no agent)") + (r.planId ? " · plan " + r.planId : "") + " · " + r.executed + " ran · frame " + r.sequence;
-    if (!r.ok) {
-      text += " · " + r.code;
-      if (r.code === "stale_frame" && r.stopped) {
-        li.classList.add("stale");
-        text += ": planned on frame " + r.stopped.expected + ", the tab was at " + r.stopped.current;
-      } else if (r.code === "user_control") {
-        li.classList.add("refused");
-      }
+  for (const r of mine) ol.append(resultLine(r));
+}
+
+function resultLine(r) {
+  const li = el("li", "result " + (r.ok ? "ok" : "failed"));
+  li.dataset.plan = r.planId || "";
+  li.dataset.code = r.code || "";
+  let text = (r.agent ? "agent " + r.agent : "(no agent)") + (r.planId ? " · plan " + r.planId : "") + " · " + r.executed + " ran · frame " + r.sequence;
+  if (!r.ok) {
+    text += " · " + r.code;
+    if (r.code === "stale_frame" && r.stopped) {
+      li.classList.add("stale");
+      text += ": planned on frame " + r.stopped.expected + ", the tab was at " + r.stopped.current;
+    } else if (r.code === "user_control") {
+      li.classList.add("refused");
     }
-    li.append(el("div", "", time(r.time) + " " + text));
-    if (!r.ok && r.error) li.append(el("div", "", r.error));
-    ol.append(li);
   }
+  li.append(el("div", "", time(r.time) + " " + text));
+  if (!r.ok && r.error) li.append(el("div", "", r.error));
+  return li;
 }
 
 // ---- the page's pictures ----
