@@ -189,10 +189,11 @@ func (h *hub) followTabs(ctx context.Context) {
 	for {
 		tctx, cancel := context.WithTimeout(ctx, tabsEvery)
 		list, err := h.bc.Tabs(tctx)
+		sessions, _ := h.bc.Sessions(tctx)
 		cancel()
 		if err == nil {
 			slices.SortFunc(list.Tabs, func(a, b protocol.TabInfo) int { return strings.Compare(a.Node+a.Tab, b.Node+b.Tab) })
-			data, _ := json.Marshal(list.Tabs)
+			data, _ := json.Marshal(withSessions(list.Tabs, sessions.Sessions))
 			h.mu.Lock()
 			changed := string(data) != string(h.tabsJSON)
 			h.tabs, h.tabsJSON = list.Tabs, data
@@ -208,6 +209,27 @@ func (h *hub) followTabs(ctx context.Context) {
 		case <-h.refresh:
 		}
 	}
+}
+
+// tabView is a tab as the page lists it: with its session, if it is one's.
+type tabView struct {
+	protocol.TabInfo
+	Session string `json:"session,omitempty"`
+	Domain  string `json:"domain,omitempty"`
+}
+
+func withSessions(tabs []protocol.TabInfo, sessions []protocol.SessionInfo) []tabView {
+	of := map[string]protocol.SessionInfo{}
+	for _, s := range sessions {
+		for _, t := range s.Tabs {
+			of[t.Tab] = s
+		}
+	}
+	out := make([]tabView, len(tabs))
+	for i, t := range tabs {
+		out[i] = tabView{TabInfo: t, Session: of[t.Tab].Session, Domain: of[t.Tab].Domain}
+	}
+	return out
 }
 
 // followConnection tells the pages when the viewer's bus connection is

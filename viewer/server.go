@@ -82,7 +82,13 @@ func New(opts Options) (*Server, error) {
 	ctx, cancel := context.WithCancel(context.Background())
 	s := &Server{bc: opts.Client, token: opts.Token, by: cmp.Or(opts.By, "person"), cancel: cancel, done: make(chan error, 1), hosts: map[string]bool{}}
 	s.hub = newHub(ctx, opts.Client, log)
-	go func() { s.done <- s.hub.run(ctx) }()
+	go func() {
+		err := s.hub.run(ctx)
+		if err != nil && ctx.Err() == nil {
+			log("the viewer stopped following the bus", "err", err)
+		}
+		s.done <- err
+	}()
 	s.routes()
 	return s, nil
 }

@@ -208,6 +208,7 @@ function renderTab() {
   let meta = "";
   if (t) {
     meta = "tab " + t.tab + " · frame " + (state.last.get(t.tab) || t.sequence) + " · node " + (t.node || "?") + " · profile " + (t.profile || "?");
+    if (t.session) meta += " · session " + t.session + " (" + t.domain + ")";
     if (t.control) meta += " · a person has it" + (t.control.by ? " (" + t.control.by + ")" : "") + (t.control.message ? ": " + t.control.message : "");
   }
   $("tabmeta").textContent = meta;
