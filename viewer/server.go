@@ -349,11 +349,7 @@ func (s *Server) watch(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, protocol.Errorf(protocol.CodeBadRequest, "conn: not a connected page, or more than 64 tabs"))
 		return
 	}
-	if err := s.hub.watch(l, req.Tabs); err != nil {
-		s.fail(w, err)
-		return
-	}
-	s.reply(w, map[string]any{"ok": true})
+	s.result(w, map[string]any{"ok": true}, s.hub.watch(l, req.Tabs))
 }
 
 // control takes a tab over or hands it back, as the viewer's person.
@@ -376,11 +372,7 @@ func (s *Server) control(w http.ResponseWriter, r *http.Request) {
 	default:
 		err = protocol.Errorf(protocol.CodeBadRequest, "op: %q is not takeover or handback", req.Op)
 	}
-	if err != nil {
-		s.fail(w, err)
-		return
-	}
-	s.reply(w, reply)
+	s.result(w, reply, err)
 }
 
 // input forwards a person's input to the tab they control.
@@ -394,11 +386,7 @@ func (s *Server) input(w http.ResponseWriter, r *http.Request) {
 	}
 	req.By = s.by
 	reply, err := s.bc.Input(r.Context(), req.Tab, req.InputRequest)
-	if err != nil {
-		s.fail(w, err)
-		return
-	}
-	s.reply(w, reply)
+	s.result(w, reply, err)
 }
 
 // answer answers a tab's question.
@@ -411,11 +399,8 @@ func (s *Server) answer(w http.ResponseWriter, r *http.Request) {
 	if !s.decode(w, r, &req) {
 		return
 	}
-	if err := s.bc.Answer(r.Context(), req.Tab, protocol.AnswerRequest{ID: req.ID, Answer: req.Answer, By: s.by}); err != nil {
-		s.fail(w, err)
-		return
-	}
-	s.reply(w, map[string]any{"ok": true})
+	err := s.bc.Answer(r.Context(), req.Tab, protocol.AnswerRequest{ID: req.ID, Answer: req.Answer, By: s.by})
+	s.result(w, map[string]any{"ok": true}, err)
 }
 
 func (s *Server) decode(w http.ResponseWriter, r *http.Request, v any) bool {
@@ -431,6 +416,15 @@ func (s *Server) decode(w http.ResponseWriter, r *http.Request, v any) bool {
 		return false
 	}
 	return true
+}
+
+// result answers v, or err when there is one.
+func (s *Server) result(w http.ResponseWriter, v any, err error) {
+	if err != nil {
+		s.fail(w, err)
+		return
+	}
+	s.reply(w, v)
 }
 
 func (s *Server) reply(w http.ResponseWriter, v any) {

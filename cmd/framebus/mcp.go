@@ -210,20 +210,26 @@ func (c *cli) serveMCPHTTP(srv *mcpserver.Server, addr, tokenFile string) error 
 	return nil
 }
 
+// readTokenFile reads a --token-file: a secret of 16 characters or more.
+func readTokenFile(path string) (string, error) {
+	data, err := smallfile.ReadSecret(path)
+	if err != nil {
+		return "", usagef("--token-file: %v", err)
+	}
+	token := strings.TrimSpace(string(data))
+	if len(token) < 16 {
+		return "", usagef("--token-file: the token in %s is too short (want 16 characters or more)", path)
+	}
+	return token, nil
+}
+
 // mcpToken is the bearer token HTTP clients must send: read from
 // tokenFile, or a new one written (0600) beside the state file, whose
 // path it returns to remove at exit.
 func (c *cli) mcpToken(tokenFile string, port int) (token, written string, err error) {
 	if tokenFile != "" {
-		data, err := smallfile.ReadSecret(tokenFile)
-		if err != nil {
-			return "", "", usagef("--token-file: %v", err)
-		}
-		token = strings.TrimSpace(string(data))
-		if len(token) < 16 {
-			return "", "", usagef("--token-file: the token in %s is too short (want 16 characters or more)", tokenFile)
-		}
-		return token, "", nil
+		token, err := readTokenFile(tokenFile)
+		return token, "", err
 	}
 	b := make([]byte, 32)
 	rand.Read(b)

@@ -54,12 +54,8 @@ func (c *cli) view(target clientFlags, listen, tokenFile, by string) error {
 	}
 	token := viewer.NewToken()
 	if tokenFile != "" {
-		data, err := smallfile.ReadSecret(tokenFile)
-		if err != nil {
-			return usagef("--token-file: %v", err)
-		}
-		if token = strings.TrimSpace(string(data)); len(token) < 16 {
-			return usagef("--token-file: the token in %s is too short (want 16 characters or more)", tokenFile)
+		if token, err = readTokenFile(tokenFile); err != nil {
+			return err
 		}
 	}
 	cl, err := c.dial(target, busclient.Options{NATSOptions: c.followNode(target)})
