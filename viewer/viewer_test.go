@@ -196,18 +196,34 @@ func (pg *page) until(expr string) time.Duration {
 	start := time.Now()
 	deadline := start.Add(testscale.D(20 * time.Second))
 	for {
-		var ok bool
-		pg.eval("!!("+expr+")", &ok)
+		// An error is "not yet": the page may still be loading, with no
+		// body to read.
+		ok, err := pg.try("!!(" + expr + ")")
 		if ok {
 			return time.Since(start)
 		}
 		if time.Now().After(deadline) {
 			var body string
-			pg.eval(`document.visibilityState + " " + JSON.stringify(document.body.dataset) + "\n" + document.body.innerText`, &body)
-			pg.t.Fatalf("in the viewer, never %s; the page shows:\n%s", expr, body)
+			pg.eval(`document.visibilityState + " " + JSON.stringify(document.body && document.body.dataset) + "\n" + (document.body && document.body.innerText)`, &body)
+			pg.t.Fatalf("in the viewer, never %s (last error: %v); the page shows:\n%s", expr, err, body)
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
+}
+
+// try evaluates a boolean expr in the viewer's page.
+func (pg *page) try(expr string) (bool, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), testscale.D(10*time.Second))
+	defer cancel()
+	v, err := pg.p.Eval(ctx, expr, testscale.D(10*time.Second))
+	if err != nil {
+		return false, err
+	}
+	var ok bool
+	if err := json.Unmarshal(v, &ok); err != nil {
+		return false, fmt.Errorf("%s = %s: %w", expr, v, err)
+	}
+	return ok, nil
 }
 
 // click clicks an element of the viewer's page as a person does.
