@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -159,9 +160,22 @@ func TestSameDocumentChangeByPage(t *testing.T) {
 // navigation for its own.
 func TestPageNavigationInFlightLandsBeforeThePlan(t *testing.T) {
 	tab, frames, _ := tabAt(t, "/read.html")
-	r := cmdMutate(t, tab, protocol.Action{Type: "navigate", URL: site("/delayednav.html"), Wait: true})
-	frames.next()
-	// The page asks for /slow 50ms after its load; /slow answers after 3s.
+	// The page asks for /slow a while after its load; /slow answers after
+	// 3s. A navigate settles for the timers its page sets, so on a loaded
+	// machine it may wait for that one too and land on /slow itself:
+	// then the page waits longer, until the navigate answers first.
+	var r protocol.ActionResult
+	for after := 50; ; after *= 4 {
+		r = cmdMutate(t, tab, protocol.Action{Type: "navigate", URL: site(fmt.Sprintf("/delayednav.html?after=%d", after)), Wait: true})
+		frames.until(r.Sequence)
+		if r.URL != site("/slow") {
+			break
+		}
+		if after > 10_000 {
+			t.Fatalf("the navigate landed on /slow even with the page waiting %dms after its load: %+v", after, r)
+		}
+		t.Logf("the navigate settled on /slow (the page left %dms after its load): again, with the page waiting longer", after)
+	}
 	// Until the page has asked (data-leaving, set in the task that asks),
 	// the navigation is not yet on its way, however late a loaded
 	// machine runs the page's timer. When it asked before the wait-for
