@@ -10,8 +10,10 @@ import (
 	"slices"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/micro"
 
+	"github.com/framebus/framebus/bus"
 	"github.com/framebus/framebus/cdpdriver"
 	"github.com/framebus/framebus/frames"
 	"github.com/framebus/framebus/protocol"
@@ -49,6 +51,9 @@ type personState struct {
 	// acting: the tab runs a person's navigation (input), whose frame is
 	// theirs.
 	acting bool
+	// owner is who sent the plan whose handoff the tab is in: that
+	// agent may hand it back (for a person it asked itself).
+	owner protocol.Sender
 }
 
 // personRequest is a control, input or answer request, for the actor.
@@ -70,6 +75,7 @@ const personQueue = 1024
 type openQuestion struct {
 	q      protocol.Question
 	answer *protocol.Answer
+	asker  protocol.Sender // who sent the plan that asks: it may answer
 }
 
 // userInput is a person's input not yet in a frame: input that changes
@@ -113,21 +119,22 @@ func (t *Tab) takePerson(kind string) micro.HandlerFunc {
 func (t *Tab) answerPerson(ctx context.Context, r personRequest) {
 	var reply any
 	var err error
+	from := bus.SenderOf(nats.Header(r.m.Headers()))
 	switch r.kind {
 	case reqControl:
 		var req protocol.ControlRequest
 		if req, err = protocol.DecodeControlRequest(r.m.Data()); err == nil {
-			reply, err = t.changeHands(ctx, req)
+			reply, err = t.changeHands(ctx, req, from)
 		}
 	case reqInput:
 		var req protocol.InputRequest
 		if req, err = protocol.DecodeInputRequest(r.m.Data()); err == nil {
-			reply, err = t.personInput(ctx, req)
+			reply, err = t.personInput(ctx, req, from)
 		}
 	case reqAnswer:
 		var req protocol.AnswerRequest
 		if req, err = protocol.DecodeAnswerRequest(r.m.Data()); err == nil {
-			reply, err = t.answerQuestion(req)
+			reply, err = t.answerQuestion(req, from)
 		}
 	}
 	if err != nil {
@@ -136,29 +143,63 @@ func (t *Tab) answerPerson(ctx context.Context, r personRequest) {
 	respond(r.m, reply, t.log)
 }
 
+// Who may do what with a person's control (docs/people.md): the bus
+// server says who sent each request (bus.SenderOf), so none can pass for
+// another. A person (an operator, or the node's own admin) takes a tab
+// over; an agent never does, so no agent acts past user_control as a
+// person. Only the person who has the tab acts in it. An operator hands
+// any back; an agent only its own handoff, for the person it asked
+// itself. An operator answers any question; an agent only its own.
+
+// mayHandBack refuses from's handback of c unless it may.
+func (t *Tab) mayHandBack(from protocol.Sender, c *protocol.Control) error {
+	if from.Role != protocol.RoleAgent || c.Kind == protocol.ControlHandoff && t.person.owner == from {
+		return nil
+	}
+	whose := "a person's takeover"
+	if c.Kind == protocol.ControlHandoff {
+		whose = "another agent's handoff"
+	}
+	return protocol.Errorf(protocol.CodePermissionDenied, "permission denied: tab %s is in %s; an agent hands back only its own handoff (an operator hands back any)", t.id, whose)
+}
+
 // changeHands is a takeover or a handback.
-func (t *Tab) changeHands(ctx context.Context, req protocol.ControlRequest) (protocol.ControlReply, error) {
+func (t *Tab) changeHands(ctx context.Context, req protocol.ControlRequest, from protocol.Sender) (protocol.ControlReply, error) {
 	t.absorb(ctx) // the frames so far come before the change of hands
 	c := t.person.control
 	if req.Op == protocol.ControlHandback {
 		if c == nil {
 			return protocol.ControlReply{}, protocol.Errorf(protocol.CodeNotInControl, "tab %s is not under a person's control: nothing to hand back", t.id)
 		}
+		if err := t.mayHandBack(from, c); err != nil {
+			return protocol.ControlReply{}, err
+		}
 		t.frameUserInput(ctx)
-		t.endControl(ctx, protocol.EndedHandback, req.By, protocol.SourceUser)
+		t.endControl(ctx, protocol.EndedHandback, cmp.Or(req.By, from.User), protocol.SourceUser)
 		return protocol.ControlReply{OK: true, Tab: t.id, Sequence: t.frames.Sequence(), Control: t.person.ended}, nil
+	}
+	if from.Role == protocol.RoleAgent {
+		return protocol.ControlReply{}, protocol.Errorf(protocol.CodePermissionDenied,
+			"permission denied: an agent may not take a tab over, which is a person's to do (an operator's credentials: framebus view, framebus takeover); an agent hands a tab to a person with a handoff action")
 	}
 	if c != nil {
 		// A person has it already: a handoff waiting for someone (the
 		// person who takes it now), or someone's takeover.
-		if c.By == "" {
+		if c.Holder != "" && from.Known() && c.Holder != from.User {
+			return protocol.ControlReply{}, protocol.Errorf(protocol.CodeUserControl, "tab %s is in %s's hands since %s: only they act in it, until they (or any operator) hand it back",
+				t.id, c.Holder, c.Since.Format(time.RFC3339))
+		}
+		if c.Holder == "" && from.Known() {
+			c.Holder, c.By = from.User, cmp.Or(c.By, req.By, from.User)
+			t.refreshInfo()
+		} else if c.By == "" {
 			c.By = req.By
 			t.refreshInfo()
 		}
 		cc := *c
 		return protocol.ControlReply{OK: true, Tab: t.id, Sequence: t.frames.Sequence(), Control: &cc}, nil
 	}
-	ctl := &protocol.Control{State: protocol.ControlPerson, Kind: protocol.ControlTakeover, Message: req.Message, By: req.By, Since: time.Now().UTC()}
+	ctl := &protocol.Control{State: protocol.ControlPerson, Kind: protocol.ControlTakeover, Message: req.Message, By: cmp.Or(req.By, from.User), Holder: from.User, Since: time.Now().UTC()}
 	t.setControl(ctl)
 	f := t.controlFrame(ctx, ctl, protocol.FrameTakeover, protocol.SourceUser, protocol.Plan{})
 	return protocol.ControlReply{OK: true, Tab: t.id, Sequence: f.Sequence, Control: f.Control}, nil
@@ -183,8 +224,9 @@ func (t *Tab) controlFrame(ctx context.Context, ctl *protocol.Control, action, s
 func (t *Tab) endControl(ctx context.Context, ended, by, source string) {
 	c := t.person.control
 	end := &protocol.Control{State: protocol.ControlAgents, Kind: c.Kind, Message: c.Message, Agent: c.Agent, PlanID: c.PlanID,
-		By: cmp.Or(by, c.By), Since: c.Since, Ended: ended}
+		By: cmp.Or(by, c.By), Holder: c.Holder, Since: c.Since, Ended: ended}
 	t.setControl(nil)
+	t.person.owner = protocol.Sender{}
 	t.absorb(ctx) // the person's last navigation is theirs, before the handback
 	t.person.ended = end
 	t.person.endedFrame = t.controlFrame(ctx, end, protocol.FrameHandback, source, protocol.Plan{ID: c.PlanID, Agent: c.Agent})
@@ -236,6 +278,7 @@ func (t *Tab) handoff(ctx context.Context, deadline time.Time, plan protocol.Pla
 	ctl := &protocol.Control{State: protocol.ControlPerson, Kind: protocol.ControlHandoff, Message: a.Message, Agent: plan.Agent, PlanID: plan.ID,
 		Since: time.Now().UTC(), Until: a.Until, Deadline: &dl}
 	t.setControl(ctl)
+	t.person.owner = plan.Sender
 	from := t.controlFrame(ctx, ctl, protocol.FrameHandoff, protocol.SourceAgent, plan).Sequence
 	var probed time.Time
 	holds := func() bool {
@@ -288,7 +331,7 @@ func (t *Tab) handoff(ctx context.Context, deadline time.Time, plan protocol.Pla
 func (t *Tab) ask(ctx context.Context, deadline time.Time, plan protocol.Plan, i int, a protocol.Action) protocol.ActionResult {
 	r := protocol.ActionResult{Index: i, Type: a.Type, Sequence: t.frames.Sequence()}
 	dl := deadline.UTC()
-	q := &openQuestion{q: protocol.Question{ID: newQuestionID(), Tab: t.id, Question: a.Question, Choices: a.Choices, Agent: plan.Agent, PlanID: plan.ID, Time: time.Now().UTC(), Deadline: &dl}}
+	q := &openQuestion{asker: plan.Sender, q: protocol.Question{ID: newQuestionID(), Tab: t.id, Question: a.Question, Choices: a.Choices, Agent: plan.Agent, PlanID: plan.ID, Time: time.Now().UTC(), Deadline: &dl}}
 	t.person.questions = append(t.person.questions, q)
 	t.refreshInfo()
 	t.publishEvent("ask", q.q)
@@ -314,10 +357,17 @@ func (t *Tab) ask(ctx context.Context, deadline time.Time, plan protocol.Plan, i
 	return r
 }
 
-// answerQuestion takes a person's answer to an open question.
-func (t *Tab) answerQuestion(req protocol.AnswerRequest) (any, error) {
+// answerQuestion takes a person's answer to an open question: an
+// operator's to any, an agent's to its own.
+func (t *Tab) answerQuestion(req protocol.AnswerRequest, from protocol.Sender) (any, error) {
 	var q *openQuestion
 	for _, o := range t.person.questions {
+		if from.Role == protocol.RoleAgent && o.asker != from {
+			if o.q.ID == req.ID {
+				return nil, protocol.Errorf(protocol.CodePermissionDenied, "permission denied: question %s is another agent's to have answered; an agent answers only its own (an operator answers any)", o.q.ID)
+			}
+			continue
+		}
 		if o.q.ID == req.ID || req.ID == "" {
 			if q != nil {
 				return nil, protocol.Errorf(protocol.CodeBadRequest, "tab %s has %d questions open: name one by its id", t.id, len(t.person.questions))
@@ -331,15 +381,24 @@ func (t *Tab) answerQuestion(req protocol.AnswerRequest) (any, error) {
 	if len(q.q.Choices) > 0 && !slices.Contains(q.q.Choices, req.Answer) {
 		return nil, protocol.Errorf(protocol.CodeBadRequest, "answer: %q is not one of the choices %q", req.Answer, q.q.Choices)
 	}
-	q.answer = &protocol.Answer{ID: q.q.ID, Tab: t.id, Answer: req.Answer, By: req.By, Time: time.Now().UTC()}
+	q.answer = &protocol.Answer{ID: q.q.ID, Tab: t.id, Answer: req.Answer, By: cmp.Or(req.By, from.User), Time: time.Now().UTC()}
 	t.publishEvent("answer", *q.answer)
 	return map[string]any{"ok": true, "id": q.q.ID}, nil
 }
 
 // personInput dispatches a person's input to the tab they control.
-func (t *Tab) personInput(ctx context.Context, req protocol.InputRequest) (protocol.InputReply, error) {
-	if t.person.control == nil {
+func (t *Tab) personInput(ctx context.Context, req protocol.InputRequest, from protocol.Sender) (protocol.InputReply, error) {
+	c := t.person.control
+	if c == nil {
 		return protocol.InputReply{}, protocol.Errorf(protocol.CodeNotInControl, "tab %s is not under a person's control: take it over first (framebus takeover %s, or the viewer's Take over)", t.id, t.id)
+	}
+	if from.Known() && c.Holder != from.User {
+		// Only the person who has it (a known one: the node's own
+		// account is trusted) acts in it; a handoff is theirs who take it.
+		if c.Holder == "" {
+			return protocol.InputReply{}, protocol.Errorf(protocol.CodeNotInControl, "tab %s is handed to a person but no one has taken it yet: take it first (framebus takeover %s, or the viewer's Take it)", t.id, t.id)
+		}
+		return protocol.InputReply{}, protocol.Errorf(protocol.CodeNotInControl, "tab %s is in %s's hands: only they act in it", t.id, c.Holder)
 	}
 	ictx, cancel := context.WithTimeout(ctx, personInputTimeout)
 	defer cancel()

@@ -14,6 +14,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/framebus/framebus/actors/files"
+	"github.com/framebus/framebus/bus"
 	"github.com/framebus/framebus/cdpdriver"
 	"github.com/framebus/framebus/frames"
 	"github.com/framebus/framebus/protocol"
@@ -334,6 +335,7 @@ func (t *Tab) takePlan(m micro.Request) {
 		respond(m, protocol.NewErrorReply(err), t.log)
 		return
 	}
+	plan.Sender = bus.SenderOf(nats.Header(m.Headers()))
 	q := t.queue(m, plan)
 	t.inboxMu.Lock()
 	defer t.inboxMu.Unlock()

@@ -18,7 +18,7 @@ import (
 // to the asker's account only, where nobody else reads (docs/security.md).
 const NodeAccount = "FRAMEBUS"
 
-// UserAccount is the account of an agent or observer named user:
+// UserAccount is the account of an agent, observer or operator named user:
 // U_<role>_<user>. A user removed and added again with its role comes back
 // to the same account; with another role, to another.
 func UserAccount(user, role string) string { return "U_" + role + "_" + user }
@@ -46,7 +46,7 @@ func nodeAccount(opts *server.Options, jetStream bool) (*server.Account, error) 
 // server is one the node made, and each imports only its role's part.
 func exportToUsers(node *server.Account, subj protocol.Subjects) error {
 	seen := map[string]bool{}
-	for _, role := range []string{protocol.RoleAgent, protocol.RoleObserver} {
+	for _, role := range []string{protocol.RoleAgent, protocol.RoleObserver, protocol.RoleOperator} {
 		for _, svc := range subj.RoleServices(role) {
 			if seen[svc.Subject] {
 				continue

@@ -14,6 +14,10 @@ const (
 	// RoleObserver reads frames, frame history, content and tab lists;
 	// it changes nothing in a browser.
 	RoleObserver = "observer"
+	// RoleOperator is a person beside the agents: it reads what an
+	// observer reads, takes a tab over, acts in it, hands it back and
+	// answers agents' questions (docs/people.md); it sends no plans.
+	RoleOperator = "operator"
 	// RoleAdmin may do everything, JetStream management included.
 	RoleAdmin = "admin"
 )
@@ -55,6 +59,18 @@ func (s Subjects) JSAPIPrefixFor(role string) string {
 	return s.JSAPIPrefix()
 }
 
+// Sender is the bus user a request came from, as the bus server says
+// (bus.SenderOf): a client cannot name it. The zero Sender is the node's
+// own account: its admin users, and the node itself.
+type Sender struct {
+	User string `json:"user,omitempty"`
+	Role string `json:"role,omitempty"`
+}
+
+// Known reports whether the sender is a user of an agent's, observer's
+// or operator's account (not the node's own).
+func (s Sender) Known() bool { return s.User != "" }
+
 // InboxPrefix is a user's inbox prefix: _INBOX_<user>.
 func InboxPrefix(user string) string { return "_INBOX_" + user }
 
@@ -74,7 +90,7 @@ type SubjectPermission struct {
 }
 
 // Roles lists the roles, for help and validation.
-var Roles = []string{RoleAgent, RoleObserver, RoleAdmin}
+var Roles = []string{RoleAgent, RoleObserver, RoleOperator, RoleAdmin}
 
 // ValidUserName reports whether name can be a user: one subject token
 // (it names the user's inboxes, _INBOX_<name>).
@@ -90,10 +106,10 @@ func CheckUser(name, role string) error {
 
 func checkRole(role string) error {
 	switch role {
-	case RoleAgent, RoleObserver, RoleAdmin:
+	case RoleAgent, RoleObserver, RoleOperator, RoleAdmin:
 		return nil
 	}
-	return badRequest("role: %q is not a role (agent, observer or admin)", role)
+	return badRequest("role: %q is not a role (agent, observer, operator or admin)", role)
 }
 
 // Service is a request subject a node answers, as agents and observers
@@ -105,9 +121,11 @@ type Service struct {
 	Streamed bool
 }
 
-// RoleServices are the requests a user of role (agent or observer) may
-// send, as the node account names them. An observer's change nothing in
-// a browser. The subjects do not overlap, so each is imported once.
+// RoleServices are the requests a user of role (agent, observer or
+// operator) may send, as the node account names them. An observer's
+// change nothing in a browser; an operator's are a person's (control,
+// input, answers), never plans. The subjects do not overlap, so each is
+// imported once.
 func (s Subjects) RoleServices(role string) []Service {
 	p := s.p()
 	services := []Service{
@@ -119,12 +137,20 @@ func (s Subjects) RoleServices(role string) []Service {
 		{Subject: p + ".tab.*.watch"},                // a tab's screencast, while watched
 	}
 	if role != RoleAgent {
-		return append(services,
+		services = append(services,
 			Service{Subject: p + ".browser.*." + OpStatus, Streamed: true}, // one profile's status, from every node that has it
 			Service{Subject: p + ".browser.*." + OpPages, Streamed: true},  // a profile's tabs, from every node that has it
 			Service{Subject: p + ".node.*.browser.*." + OpStatus},          // the same on one node
 			Service{Subject: p + ".node.*.browser.*." + OpPages},
 		)
+		if role == RoleOperator {
+			services = append(services,
+				Service{Subject: p + ".tab.*.control"}, // a person takes a tab over, hands it back
+				Service{Subject: p + ".tab.*.input"},   // and acts in it
+				Service{Subject: p + ".tab.*.answer"},  // answers an agent's question
+			)
+		}
+		return services
 	}
 	return append(services,
 		Service{Subject: p + ".browser.*.*", Streamed: true}, // a profile's lifecycle: launch, close, newtab, closetab, connect, status, pages (status and pages from every node that has it)
@@ -132,9 +158,11 @@ func (s Subjects) RoleServices(role string) []Service {
 		Service{Subject: p + ".tab.*.plan"},
 		Service{Subject: p + ".tab.*.cancel"},
 		Service{Subject: p + ".tab.*.stage"},
-		Service{Subject: p + ".tab.*.control"}, // a person takes a tab over, hands it back
-		Service{Subject: p + ".tab.*.input"},   // and acts in it
-		Service{Subject: p + ".tab.*.answer"},  // answers an agent's question
+		// An agent hands back its own handoff and answers its own
+		// question, for the person it asked itself (the MCP server's
+		// elicitation); the tab refuses it the rest (see Sender).
+		Service{Subject: p + ".tab.*.control"},
+		Service{Subject: p + ".tab.*.answer"},
 		Service{Subject: s.SessionStart()},
 		Service{Subject: p + ".node.*.session.start"}, // a session start on one node
 		Service{Subject: p + ".session.*.stop"},

@@ -51,10 +51,13 @@ type Control struct {
 	Agent  string `json:"agent,omitempty"`
 	PlanID string `json:"planId,omitempty"`
 	// By names the person who took the tab over, or handed it back: the
-	// name their client gives (a label; who may do it at all is their
-	// role's permission).
-	By    string    `json:"by,omitempty"`
-	Since time.Time `json:"since"`
+	// name their client gives (a label), else their bus user.
+	By string `json:"by,omitempty"`
+	// Holder is the bus user who has the tab, as the bus server said
+	// (not a label): only they act in it. Empty while a handoff waits
+	// for someone to take it, or when the node's own account took it.
+	Holder string    `json:"holder,omitempty"`
+	Since  time.Time `json:"since"`
 	// Until is the handoff's condition (url, text, selector), and
 	// Deadline when it times out.
 	Until    map[string]string `json:"until,omitempty"`

@@ -31,6 +31,10 @@ type Plan struct {
 	// of the plan at or after it (expired), and an action running then
 	// is cut short there. Zero: no deadline but each action's own.
 	Deadline time.Time `json:"deadline,omitzero"`
+	// Sender is who sent the plan, as the bus server said (never read
+	// from its JSON): the tab lets an agent hand back its own handoff
+	// and answer its own question, not another's.
+	Sender Sender `json:"-"`
 }
 
 // Expired reports whether the plan's deadline (if it has one) has passed

@@ -18,16 +18,18 @@ import (
 // file, readable by its user only, and client commands read them there
 // unless told otherwise.
 const (
-	AgentCredsFile = "credentials.json" // role agent: what client commands use
-	AdminCredsFile = "admin.json"       // role admin: what creds add uses
-	UsersFile      = "users.json"       // users added with creds add (hashes only)
+	AgentCredsFile    = "credentials.json" // role agent: what client commands use
+	OperatorCredsFile = "operator.json"    // role operator: what a person's commands use (view, takeover, handback, answer)
+	AdminCredsFile    = "admin.json"       // role admin: what creds add uses
+	UsersFile         = "users.json"       // users added with creds add (hashes only)
 )
 
 // The node's own users: their passwords are kept beside the state file
 // from one start to the next (see localUsers).
 const (
-	LocalAgentUser = "agent"
-	LocalAdminUser = "admin"
+	LocalAgentUser    = "agent"
+	LocalOperatorUser = "operator"
+	LocalAdminUser    = "admin"
 )
 
 // ReadCredentials reads a credentials file.

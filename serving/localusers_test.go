@@ -21,7 +21,8 @@ func TestLocalUsersKeptUntilRotated(t *testing.T) {
 	dir := t.TempDir()
 	write := func(lu *localUsers) {
 		t.Helper()
-		for file, creds := range map[string]protocol.Credentials{AgentCredsFile: lu.agent, AdminCredsFile: lu.admin} {
+		for _, f := range lu.files {
+			creds, file := f.creds, f.name
 			creds.URL = "nats://127.0.0.1:4999"
 			if err := WriteCredentials(filepath.Join(dir, file), creds); err != nil {
 				t.Fatal(err)
@@ -32,11 +33,11 @@ func TestLocalUsersKeptUntilRotated(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if first.kept[first.agent.User] || first.kept[first.admin.User] {
+	if len(first.files) != 3 || first.kept[first.agent().User] || first.kept[first.operator().User] || first.kept[first.admin().User] {
 		t.Fatalf("kept with no files: %v", first.kept)
 	}
 	// Clients on this machine check the bus's account against busUid.
-	for _, c := range []protocol.Credentials{first.agent, first.admin} {
+	for _, c := range []protocol.Credentials{first.agent(), first.operator(), first.admin()} {
 		if c.BusUID == nil || *c.BusUID != os.Geteuid() {
 			t.Errorf("%s's credentials name bus account %v, want %d", c.User, c.BusUID, os.Geteuid())
 		}
@@ -47,11 +48,11 @@ func TestLocalUsersKeptUntilRotated(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if again.agent.Password != first.agent.Password || again.admin.Password != first.admin.Password || again.lastURL != "nats://127.0.0.1:4999" || len(again.replaced) != 0 {
+	if again.agent().Password != first.agent().Password || again.operator().Password != first.operator().Password || again.admin().Password != first.admin().Password || again.lastURL != "nats://127.0.0.1:4999" || len(again.replaced) != 0 {
 		t.Fatalf("a second start: %+v; want the first start's passwords and URL", again)
 	}
 	for _, u := range users {
-		password := map[string]string{again.agent.User: again.agent.Password, again.admin.User: again.admin.Password}[u.Name]
+		password := again.passwords()[u.Name]
 		if bcrypt.CompareHashAndPassword([]byte(u.PasswordHash), []byte(password)) != nil {
 			t.Errorf("user %s: the bus's hash is not the kept password's", u.Name)
 		}
@@ -61,7 +62,7 @@ func TestLocalUsersKeptUntilRotated(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if rotated.agent.Password == first.agent.Password || rotated.admin.Password == first.admin.Password {
+	if rotated.agent().Password == first.agent().Password || rotated.operator().Password == first.operator().Password || rotated.admin().Password == first.admin().Password {
 		t.Fatal("--rotate-credentials kept a password")
 	}
 
@@ -73,7 +74,7 @@ func TestLocalUsersKeptUntilRotated(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if open.agent.Password == first.agent.Password || open.admin.Password != first.admin.Password {
+	if open.agent().Password == first.agent().Password || open.admin().Password != first.admin().Password || open.operator().Password != first.operator().Password {
 		t.Fatal("a credentials file open to others was kept, or the other one was not")
 	}
 	// Another name (a cluster node's users end with its name).
@@ -81,14 +82,18 @@ func TestLocalUsersKeptUntilRotated(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if renamed.admin.Password == first.admin.Password || renamed.admin.User != "admin-two" {
-		t.Fatalf("a file of user admin kept for %s", renamed.admin.User)
+	if renamed.admin().Password == first.admin().Password || renamed.admin().User != "admin-two" {
+		t.Fatalf("a file of user admin kept for %s", renamed.admin().User)
 	}
 	// The users of the files it replaces leave a cluster (leaveReplaced).
-	if !slices.Equal(renamed.replaced, []string{"agent", "admin"}) {
-		t.Errorf("a start under another name replaces %v, want the users agent and admin", renamed.replaced)
+	if !slices.Equal(renamed.replaced, []string{"agent", "operator", "admin"}) {
+		t.Errorf("a start under another name replaces %v, want the users agent, operator and admin", renamed.replaced)
 	}
 }
+
+func (lu *localUsers) agent() protocol.Credentials    { return lu.credsOf(AgentCredsFile) }
+func (lu *localUsers) operator() protocol.Credentials { return lu.credsOf(OperatorCredsFile) }
+func (lu *localUsers) admin() protocol.Credentials    { return lu.credsOf(AdminCredsFile) }
 
 // A free port of the last start is taken again; one in use, or on
 // another host, is not.

@@ -119,7 +119,7 @@ func Start(ctx context.Context, o Options) (*Node, error) {
 		asked = busOpts
 		busOpts.Port = local.reusePort(busOpts.Host, busOpts.Port, local.lastURL)
 		busOpts.WebSocket = local.reuseWebSocket(busOpts.WebSocket)
-		if local.kept[local.agent.User] && local.kept[local.admin.User] {
+		if local.allKept() {
 			log.Info().Str("dir", dir).Msg("the node's own credentials are those of its last start (serve --rotate-credentials makes new ones)")
 		}
 	}
@@ -179,7 +179,7 @@ func Start(ctx context.Context, o Options) (*Node, error) {
 		// in the cluster, which would keep that one's passwords. Those
 		// its last start left, of the passwords it kept, stay as they
 		// are: their clients at other members keep their connections.
-		if err := node.Bus().ClaimUsers(map[string]string{local.agent.User: local.agent.Password, local.admin.User: local.admin.Password}); err != nil {
+		if err := node.Bus().ClaimUsers(local.passwords()); err != nil {
 			node.Close()
 			return nil, StartError(ctx, err)
 		}

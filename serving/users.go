@@ -22,13 +22,14 @@ import (
 )
 
 // localUsers are the node's own credentials: an agent for client
-// commands and an admin for creds. They are kept beside the state file
+// commands, an operator for a person's (view, takeover, answer) and an
+// admin for creds. They are kept beside the state file
 // and used again at the next start, so the clients a node had before it
 // restarted (watchers, agents, MCP servers) log in again by themselves;
 // serve --rotate-credentials makes new ones.
 type localUsers struct {
-	dir          string
-	agent, admin protocol.Credentials
+	dir   string
+	files []localFile // the agent's, the operator's, the admin's
 	// kept: each user's password is the one its file held (not rotated).
 	kept map[string]bool
 	// lastURL and lastWebSocket are where the last start's bus listened,
@@ -38,6 +39,58 @@ type localUsers struct {
 	// replaced are the users the files of a start before named that this
 	// start's do not (the node's name changed in a cluster).
 	replaced []string
+}
+
+// localFile is one of the node's own users and the file of its
+// credentials beside the state file.
+type localFile struct {
+	creds protocol.Credentials
+	name  string
+}
+
+// localRole is one of the node's own users: its name, role and file.
+type localRole struct{ user, role, file string }
+
+// localRoles are the node's own users.
+var localRoles = []localRole{
+	{LocalAgentUser, protocol.RoleAgent, AgentCredsFile},
+	{LocalOperatorUser, protocol.RoleOperator, OperatorCredsFile},
+	{LocalAdminUser, protocol.RoleAdmin, AdminCredsFile},
+}
+
+// IsLocalUser reports whether name is one of the node's own users'
+// (which no configured user may take).
+func IsLocalUser(name string) bool {
+	return slices.ContainsFunc(localRoles, func(r localRole) bool { return r.user == name })
+}
+
+// credsOf are the credentials of the own user whose file is file.
+func (lu *localUsers) credsOf(file string) protocol.Credentials {
+	for _, f := range lu.files {
+		if f.name == file {
+			return f.creds
+		}
+	}
+	return protocol.Credentials{}
+}
+
+// allKept reports whether every own user's password is its last start's.
+func (lu *localUsers) allKept() bool {
+	for _, f := range lu.files {
+		if !lu.kept[f.creds.User] {
+			return false
+		}
+	}
+	return true
+}
+
+// passwords are the own users' passwords by name.
+func (lu *localUsers) passwords() map[string]string {
+	m := map[string]string{}
+	for _, f := range lu.files {
+		m[f.creds.User] = f.creds.Password
+	}
+	return m
 }
 
 // localUserSuffix is what the node's own users' names end with: nothing
@@ -65,21 +118,16 @@ func makeLocalUsers(dir, suffix string, rotate bool) (*localUsers, []bus.User, e
 	}
 	var users []bus.User
 	uid := os.Geteuid() // the bus's account, for clients to check
-	for _, u := range []struct {
-		creds *protocol.Credentials
-		name  string
-		role  string
-		file  string
-	}{{&lu.agent, LocalAgentUser + suffix, protocol.RoleAgent, AgentCredsFile}, {&lu.admin, LocalAdminUser + suffix, protocol.RoleAdmin, AdminCredsFile}} {
-		path := filepath.Join(dir, u.file)
-		if last, err := ReadCredentials(path); err == nil && last.User != u.name {
+	for _, r := range localRoles {
+		name, path := r.user+suffix, filepath.Join(dir, r.file)
+		if last, err := ReadCredentials(path); err == nil && last.User != name {
 			lu.replaced = append(lu.replaced, last.User)
 		}
 		password := ""
 		if !rotate {
-			password = keptPassword(path, u.name, u.role)
+			password = keptPassword(path, name, r.role)
 		}
-		lu.kept[u.name] = password != ""
+		lu.kept[name] = password != ""
 		if password == "" {
 			password = NewPassword()
 		}
@@ -87,8 +135,9 @@ func makeLocalUsers(dir, suffix string, rotate bool) (*localUsers, []bus.User, e
 		if err != nil {
 			return nil, nil, err
 		}
-		*u.creds = protocol.Credentials{User: u.name, Password: password, Role: u.role, InboxPrefix: protocol.InboxPrefix(u.name), BusUID: &uid}
-		users = append(users, bus.User{Name: u.name, PasswordHash: hash, Role: u.role})
+		lu.files = append(lu.files, localFile{name: r.file,
+			creds: protocol.Credentials{User: name, Password: password, Role: r.role, InboxPrefix: protocol.InboxPrefix(name), BusUID: &uid}})
+		users = append(users, bus.User{Name: name, PasswordHash: hash, Role: r.role})
 	}
 	return lu, users, nil
 }
@@ -140,19 +189,17 @@ func (lu *localUsers) leaveReplaced(b *bus.Bus, live []string, log zerolog.Logge
 
 // ownUserOf reports whether name is node's own user in a cluster.
 func ownUserOf(name, node string) bool {
-	return name == LocalAgentUser+clusterUserSuffix(node) || name == LocalAdminUser+clusterUserSuffix(node)
+	return slices.ContainsFunc(localRoles, func(r localRole) bool { return name == r.user+clusterUserSuffix(node) })
 }
 
-// write puts both credentials files beside the state file, 0600, once
+// write puts the credentials files beside the state file, 0600, once
 // the bus's URLs are known.
 func (lu *localUsers) write(b *bus.Bus, prefix string) error {
-	for _, f := range []struct {
-		creds *protocol.Credentials
-		name  string
-	}{{&lu.agent, AgentCredsFile}, {&lu.admin, AdminCredsFile}} {
+	for i := range lu.files {
+		f := &lu.files[i]
 		f.creds.URL, f.creds.WebSocket, f.creds.Prefix = b.ClientURL(), b.WebSocketURL(), prefix
 		f.creds.JSAPIPrefix = protocol.Subjects{Prefix: prefix}.JSAPIPrefixFor(f.creds.Role)
-		if err := WriteCredentials(filepath.Join(lu.dir, f.name), *f.creds); err != nil {
+		if err := WriteCredentials(filepath.Join(lu.dir, f.name), f.creds); err != nil {
 			return err
 		}
 	}
@@ -166,10 +213,7 @@ func (lu *localUsers) remove() {
 	if lu == nil {
 		return // an external bus: none written
 	}
-	for _, f := range []struct {
-		creds protocol.Credentials
-		name  string
-	}{{lu.agent, AgentCredsFile}, {lu.admin, AdminCredsFile}} {
+	for _, f := range lu.files {
 		if lu.kept[f.creds.User] {
 			continue // as it was before this start
 		}
@@ -189,7 +233,7 @@ func configuredUsers(users []bus.User, dir string) ([]bus.User, error) {
 		return nil, err
 	}
 	for _, u := range append(users, added...) {
-		if u.Name == LocalAgentUser || u.Name == LocalAdminUser {
+		if IsLocalUser(u.Name) {
 			return nil, usagef("bus.users: %q is the name of the node's own %s user; choose another", u.Name, u.Name)
 		}
 	}

@@ -198,7 +198,7 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 	l, first := s.hub.join(id)
 	defer s.hub.leave(l)
 	w.Header().Set("Content-Type", "text/event-stream")
-	hello, _ := json.Marshal(map[string]string{"conn": id, "by": s.by})
+	hello, _ := json.Marshal(map[string]string{"conn": id, "by": s.by, "user": s.bc.User()})
 	write := func(ev event) bool {
 		_, err := fmt.Fprintf(w, "event: %s\ndata: %s\n\n", ev.name, ev.data)
 		return err == nil

@@ -54,6 +54,7 @@ type world struct {
 	site     string
 	agent    *busclient.Client
 	observer *busclient.Client
+	operator *busclient.Client // a person's: the viewer's
 	tab      string
 }
 
@@ -69,17 +70,20 @@ func newWorld(t *testing.T) *world {
 	}
 	t.Cleanup(func() { node.Close() })
 	w := &world{node: node, site: site.URL, tab: node.Tabs()[0].Tab}
-	for _, role := range []string{protocol.RoleAgent, protocol.RoleObserver} {
+	for _, role := range []string{protocol.RoleAgent, protocol.RoleObserver, protocol.RoleOperator} {
 		creds := bustest.AddUser(t, node.Bus(), role)
 		bc, err := busclient.Connect(ctx, busclient.Options{URL: node.Bus().ClientURL(), Credentials: &creds, Prefix: node.Subjects().Prefix})
 		if err != nil {
 			t.Fatal(err)
 		}
 		t.Cleanup(bc.Close)
-		if role == protocol.RoleAgent {
+		switch role {
+		case protocol.RoleAgent:
 			w.agent = bc
-		} else {
+		case protocol.RoleObserver:
 			w.observer = bc
+		default:
+			w.operator = bc
 		}
 	}
 	return w
@@ -283,7 +287,7 @@ func (w *world) centre(t *testing.T, selector string) (x, y float64) {
 // made meanwhile, from the history, none missing.
 func TestViewerShowsAgentsLive(t *testing.T) {
 	w := newWorld(t)
-	pg, cl, _ := startViewer(t, w.agent, "watcher")
+	pg, cl, _ := startViewer(t, w.operator, "watcher")
 	pg.until(fmt.Sprintf(`document.querySelector('#tabs [data-tab=%q]')`, w.tab))
 
 	res := w.plan(t, protocol.Plan{Agent: "bot", Action: &protocol.Action{Type: "navigate", URL: w.site + "/read.html"}})
@@ -328,7 +332,7 @@ func TestHandoffThroughTheViewer(t *testing.T) {
 	nav := w.plan(t, protocol.Plan{Action: &protocol.Action{Type: "navigate", URL: w.site + "/login.html", Wait: true}})
 	userX, userY := w.centre(t, "#user")
 	seq := nav.Sequence + 1 // the eval's frame
-	pg, _, _ := startViewer(t, w.agent, "alice")
+	pg, _, _ := startViewer(t, w.operator, "alice")
 	pg.until(fmt.Sprintf(`document.querySelector('#timeline [data-seq="%d"]')`, seq))
 
 	done := make(chan protocol.PlanResult, 1)
@@ -375,7 +379,7 @@ func TestHandoffThroughTheViewer(t *testing.T) {
 func TestHandoffUntilThroughTheViewer(t *testing.T) {
 	w := newWorld(t)
 	nav := w.plan(t, protocol.Plan{Action: &protocol.Action{Type: "navigate", URL: w.site + "/login.html"}})
-	pg, _, _ := startViewer(t, w.agent, "bob")
+	pg, _, _ := startViewer(t, w.operator, "bob")
 	done := make(chan protocol.PlanResult, 1)
 	go func() {
 		ctx, cancel := context.WithTimeout(context.Background(), testscale.D(2*time.Minute))
@@ -429,7 +433,7 @@ func TestObserverCannotTakeOver(t *testing.T) {
 // the URL once, then its cookie), and takes no post from another origin.
 func TestViewerRefusesStrangers(t *testing.T) {
 	w := newWorld(t)
-	srv, err := viewer.New(viewer.Options{Client: w.agent, Token: viewer.NewToken()})
+	srv, err := viewer.New(viewer.Options{Client: w.operator, Token: viewer.NewToken()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -491,7 +495,7 @@ func TestViewerRefusesStrangers(t *testing.T) {
 // and an agent's handoff message with markup, run nothing in the viewer.
 func TestViewerShowsMarkupAsText(t *testing.T) {
 	w := newWorld(t)
-	pg, _, _ := startViewer(t, w.agent, "carol")
+	pg, _, _ := startViewer(t, w.operator, "carol")
 	nav := w.plan(t, protocol.Plan{Action: &protocol.Action{Type: "navigate", URL: w.site + "/xsstitle.html", Wait: true}})
 	go func() {
 		ctx, cancel := context.WithTimeout(context.Background(), testscale.D(time.Minute))
@@ -518,7 +522,7 @@ func TestViewerReadsBackTheHistory(t *testing.T) {
 		actions = append(actions, protocol.Action{Type: "eval", Expression: fmt.Sprintf("document.title = 't%d'", i)})
 	}
 	last := w.plan(t, protocol.Plan{Actions: actions}).Sequence
-	pg, _, _ := startViewer(t, w.agent, "gus")
+	pg, _, _ := startViewer(t, w.operator, "gus")
 	pg.until(fmt.Sprintf(`document.querySelector('#timeline [data-seq="%d"]') && document.querySelector('#timeline [data-seq="%d"]')`, last, last-199))
 	var n int
 	pg.eval(`document.querySelectorAll('#timeline [data-seq]').length`, &n)
@@ -533,7 +537,7 @@ func TestViewerReadsBackTheHistory(t *testing.T) {
 // button, or in the answer box, and the agent gets it.
 func TestAnswerThroughTheViewer(t *testing.T) {
 	w := newWorld(t)
-	pg, _, _ := startViewer(t, w.agent, "hana")
+	pg, _, _ := startViewer(t, w.operator, "hana")
 	ask := func(a protocol.Action) <-chan protocol.PlanResult {
 		done := make(chan protocol.PlanResult, 1)
 		go func() {

@@ -8,7 +8,8 @@ import (
 
 // People in the loop (docs/people.md): a person takes a tab over, acts in
 // it, hands it back, and answers agents' questions. Each needs a role
-// that may (agent or admin); an observer's request is refused by the bus.
+// that may (operator or admin; an agent hands back and answers only its
+// own handoff and question); an observer's request is refused by the bus.
 
 // TakeOver puts tab under the control of the person by: plans that would
 // change it get user_control until HandBack. During an agent's handoff it

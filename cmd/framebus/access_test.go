@@ -32,7 +32,7 @@ func TestObserverCannotChangeABrowser(t *testing.T) {
 	tab := n.tab()
 
 	// Files: 0600 in a 0700 directory.
-	for _, name := range []string{serving.AgentCredsFile, serving.AdminCredsFile} {
+	for _, name := range []string{serving.AgentCredsFile, serving.OperatorCredsFile, serving.AdminCredsFile} {
 		checkMode(t, n.credsFile(name), 0o600)
 	}
 	checkMode(t, filepath.Dir(n.stateFile), 0o700|os.ModeDir)
@@ -178,7 +178,7 @@ func TestOtherUserCannotUseTheBus(t *testing.T) {
 	if raceEnabled {
 		env = append(env, "GORACE=atexit_sleep_ms=0")
 	}
-	for _, name := range []string{serving.AgentCredsFile, serving.AdminCredsFile} {
+	for _, name := range []string{serving.AgentCredsFile, serving.OperatorCredsFile, serving.AdminCredsFile} {
 		if r := framebusAs(t, setpriv, "/bin/cat", nil, "", n.credsFile(name)); r.status == 0 {
 			t.Errorf("uid 65534 read %s: %s", name, r.stdout)
 		}

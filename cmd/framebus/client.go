@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -92,6 +93,21 @@ type clientFlags struct {
 	prefix string
 	tab    string
 	creds  string
+	// credsFile is the credentials file beside the state file used
+	// without --creds: the agent's, but the operator's for a person's
+	// commands (declarePerson).
+	credsFile string
+}
+
+// defaultCreds is the file beside the state file the command logs in
+// with when no --creds names one.
+func (f clientFlags) defaultCreds() string { return cmp.Or(f.credsFile, serving.AgentCredsFile) }
+
+// declarePerson declares the flags of a person's command, which logs in
+// with the operator's credentials unless told otherwise.
+func (f *clientFlags) declarePerson(fs *pflag.FlagSet, withTab bool) {
+	f.credsFile = serving.OperatorCredsFile
+	f.declare(fs, withTab)
 }
 
 func (f *clientFlags) declare(fs *pflag.FlagSet, withTab bool) {
@@ -100,7 +116,7 @@ func (f *clientFlags) declare(fs *pflag.FlagSet, withTab bool) {
 	}
 	fs.StringVar(&f.bus, "bus", "", "NATS `URL` of the bus (default: $"+envURL+", else the state file of framebus serve)")
 	fs.StringVar(&f.prefix, "prefix", "", "subject `prefix` (default: the one in the state file, else "+protocol.DefaultPrefix+")")
-	fs.StringVar(&f.creds, "creds", "", "credentials `file` to log in with (default: $"+envCreds+", else "+serving.AgentCredsFile+" beside the state file)")
+	fs.StringVar(&f.creds, "creds", "", "credentials `file` to log in with (default: $"+envCreds+", else "+f.defaultCreds()+" beside the state file)")
 }
 
 // client is a connection to the bus of a running node, through
@@ -135,7 +151,7 @@ func (c *cli) dial(f clientFlags, opts busclient.Options) (*client, error) {
 	if f.tab != "" && !protocol.ValidTabID(f.tab) {
 		return nil, usagef("--tab: %q is not a tab id (letters, digits, '-' and '_')", f.tab)
 	}
-	creds, haveCreds, err := c.credentials(f.creds)
+	creds, haveCreds, err := c.credentials(f.creds, f.defaultCreds())
 	if err != nil {
 		return nil, err
 	}

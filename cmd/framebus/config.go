@@ -582,7 +582,7 @@ func (cfg config) validate() error {
 	}
 	var users []bus.User
 	for _, u := range cfg.Bus.Users {
-		if u.Name == serving.LocalAgentUser || u.Name == serving.LocalAdminUser {
+		if serving.IsLocalUser(u.Name) {
 			return usagef("bus.users: %q is the name of the node's own %s user; choose another", u.Name, u.Name)
 		}
 		users = append(users, bus.User{Name: u.Name, PasswordHash: u.Password, Role: u.Role})

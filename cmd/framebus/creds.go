@@ -35,11 +35,12 @@ func (c *cli) credsPath(flag, name string) (path string, explicit bool, err erro
 	return filepath.Join(filepath.Dir(state), name), false, nil
 }
 
-// credentials reads the credentials a client command logs in with, and
+// credentials reads the credentials a client command logs in with (flag,
+// else file beside the state file), and
 // whether there are any: a missing file beside the state file is none
 // (a node on an external bus writes none).
-func (c *cli) credentials(flag string) (protocol.Credentials, bool, error) {
-	path, explicit, err := c.credsPath(flag, serving.AgentCredsFile)
+func (c *cli) credentials(flag, file string) (protocol.Credentials, bool, error) {
+	path, explicit, err := c.credsPath(flag, file)
 	if err != nil {
 		return protocol.Credentials{}, false, nil
 	}
@@ -74,7 +75,7 @@ file, or --creds FILE of an admin): an agent can never make an admin.`,
 		setup: func(fs *pflag.FlagSet) func(c *cli, args []string) error {
 			var target clientFlags
 			target.declare(fs, false)
-			role := fs.String("role", "", "the new user's `role`: agent, observer or admin")
+			role := fs.String("role", "", "the new user's `role`: agent, observer, operator or admin")
 			out := fs.String("out", "", "write the credentials to `FILE` (0600) instead of printing them")
 			return func(c *cli, args []string) error {
 				if len(args) == 0 {

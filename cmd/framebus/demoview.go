@@ -17,19 +17,19 @@ import (
 // demoHandoffTimeout is how long the demo's agent waits for you.
 const demoHandoffTimeout = 10 * time.Minute
 
-// demoViewer serves the viewer on the demo's bus, as an agent of its own,
+// demoViewer serves the viewer on the demo's bus, as an operator of its own,
 // and prints its URL.
 func (c *cli) demoViewer(ctx context.Context, b *bus.Bus, p *framePrinter) (func(), error) {
 	password := serving.NewPassword()
 	hash, err := bus.HashPassword(password)
 	if err == nil {
-		err = b.AddUser(bus.User{Name: "demo-viewer", PasswordHash: hash, Role: protocol.RoleAgent})
+		err = b.AddUser(bus.User{Name: "demo-viewer", PasswordHash: hash, Role: protocol.RoleOperator})
 	}
 	if err != nil {
 		return nil, protocol.Errorf(protocol.CodeInternal, "demo: the viewer's user: %v", err)
 	}
-	creds := protocol.Credentials{URL: b.ClientURL(), User: "demo-viewer", Password: password, Role: protocol.RoleAgent,
-		InboxPrefix: protocol.InboxPrefix("demo-viewer"), JSAPIPrefix: b.Subjects().JSAPIPrefixFor(protocol.RoleAgent)}
+	creds := protocol.Credentials{URL: b.ClientURL(), User: "demo-viewer", Password: password, Role: protocol.RoleOperator,
+		InboxPrefix: protocol.InboxPrefix("demo-viewer"), JSAPIPrefix: b.Subjects().JSAPIPrefixFor(protocol.RoleOperator)}
 	bc, err := busclient.Connect(ctx, busclient.Options{URL: b.ClientURL(), Credentials: &creds})
 	if err != nil {
 		return nil, err

@@ -54,7 +54,7 @@ func (c *cli) followNode(f clientFlags) []nats.Option {
 	if urlUser(url) != "" {
 		return opts // the URL logs in, not the credentials file
 	}
-	if path, _, err := c.credsPath(f.creds, serving.AgentCredsFile); err == nil {
+	if path, _, err := c.credsPath(f.creds, f.defaultCreds()); err == nil {
 		if creds, err := serving.ReadCredentials(path); err == nil {
 			opts = append(opts, loginFrom(path, creds))
 		}

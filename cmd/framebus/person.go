@@ -29,7 +29,7 @@ func personCommands() []command {
 			details: "Prints the tab's control and its takeover frame's sequence. The tab defaults to --tab, else the one the node lists first.",
 			setup: func(fs *pflag.FlagSet) func(c *cli, args []string) error {
 				var target clientFlags
-				target.declare(fs, true)
+				target.declarePerson(fs, true)
 				by := declareBy(fs)
 				message := fs.String("message", "", "why, for others watching the tab")
 				return func(c *cli, args []string) error {
@@ -46,7 +46,7 @@ func personCommands() []command {
 			group:   groupPlans,
 			setup: func(fs *pflag.FlagSet) func(c *cli, args []string) error {
 				var target clientFlags
-				target.declare(fs, true)
+				target.declarePerson(fs, true)
 				by := declareBy(fs)
 				return func(c *cli, args []string) error {
 					return c.personRequest(target, args, "handback", func(ctx context.Context, cl *client, tab string) (any, error) {
@@ -63,7 +63,7 @@ func personCommands() []command {
 			details: "Extra words are joined to <answer> with spaces. With more than one question open on the tab, name one with --id (framebus tabs lists them).",
 			setup: func(fs *pflag.FlagSet) func(c *cli, args []string) error {
 				var target clientFlags
-				target.declare(fs, true)
+				target.declarePerson(fs, true)
 				by := declareBy(fs)
 				id := fs.String("id", "", "the question's `ID` (default: the tab's one open question)")
 				return func(c *cli, args []string) error {

@@ -2,10 +2,14 @@ package main
 
 import (
 	"encoding/json"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/framebus/framebus/protocol"
+	"github.com/framebus/framebus/serving"
 )
 
 // A person at the command line: an agent's handoff waits; the person takes
@@ -20,9 +24,20 @@ func TestPersonCommands(t *testing.T) {
 		r := framebus(t, n.env, "", "eval", "1")
 		return r.reply(t)["code"] == "user_control"
 	})
+	// The agent's credentials take no tab over: a person's commands log
+	// in as the node's operator.
+	agentCreds := slices.Concat(n.env, []string{envCreds + "=" + n.credsFile(serving.AgentCredsFile)})
+	if r := framebus(t, agentCreds, "", "takeover", "--by", "mallory"); r.reply(t)["code"] != string(protocol.CodePermissionDenied) {
+		t.Fatalf("an agent's takeover: %s %s", r.stdout, r.stderr)
+	}
 	claim := mustOK(t, n.env, "takeover", "--by", "alice")
-	if c, _ := claim["control"].(map[string]any); c["by"] != "alice" || c["message"] != "Please sign in" {
+	if c, _ := claim["control"].(map[string]any); c["by"] != "alice" || c["holder"] != serving.LocalOperatorUser || c["message"] != "Please sign in" {
 		t.Fatalf("takeover: %v", claim)
+	}
+	// And the operator sends no plans.
+	operatorCreds := slices.Concat(n.env, []string{envCreds + "=" + n.credsFile(serving.OperatorCredsFile)})
+	if r := framebus(t, operatorCreds, "", "eval", "1"); r.reply(t)["code"] != string(protocol.CodePermissionDenied) {
+		t.Fatalf("the operator's plan: %s %s", r.stdout, r.stderr)
 	}
 	back := mustOK(t, n.env, "handback", n.tab(), "--by", "alice")
 	waitFor(t, "the handoff answers", 30*time.Second, handoff.exited)

@@ -41,7 +41,7 @@ and writes it to the state file ($` + envState + `, default ` + defaultStateHint
 so other framebus commands find the node. Logs go to stderr.
 On SIGINT or SIGTERM it closes the tabs, stops Chromium (removing its
 temporary profile) and the bus, removes the state file and exits 0.
-Its own credentials (` + serving.AgentCredsFile + `, ` + serving.AdminCredsFile + ` beside the state file) are kept
+Its own credentials (` + serving.AgentCredsFile + `, ` + serving.OperatorCredsFile + `, ` + serving.AdminCredsFile + ` beside the state file) are kept
 for its next start, so clients reconnect by themselves; --rotate-credentials
 makes new ones (every client logged in with the old ones is refused).`,
 		setup: func(fs *pflag.FlagSet) func(c *cli, args []string) error {

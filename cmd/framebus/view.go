@@ -28,11 +28,13 @@ func viewCommand() command {
 		group:   groupNode,
 		details: `Serves one page on a loopback address and prints {"ok":true,"view":URL}:
 open the URL (it carries the token; without it the viewer refuses). The
-viewer is a client of the bus with the credentials given (--creds): with
-an observer's it watches and may not take over. See docs/people.md.`,
+viewer is a client of the bus with the operator's credentials (a person's:
+they take tabs over and answer, and send no plans), or those --creds
+gives: with an observer's it watches and may not take over. See
+docs/people.md.`,
 		setup: func(fs *pflag.FlagSet) func(c *cli, args []string) error {
 			var target clientFlags
-			target.declare(fs, false)
+			target.declarePerson(fs, false)
 			listen := fs.String("listen", "127.0.0.1:0", "serve at `host:port` (loopback; port 0 picks a free one)")
 			tokenFile := fs.String("token-file", "", "the token the URL carries, read from this `file` (0600); default: a new one")
 			by := declareBy(fs)

@@ -49,11 +49,16 @@ func shoot(out string) error {
 		return err
 	}
 	defer node.Close()
-	agent, err := connect(ctx, node.Bus())
+	agent, err := connect(ctx, node.Bus(), protocol.RoleAgent)
 	if err != nil {
 		return err
 	}
 	defer agent.Close()
+	person, err := connect(ctx, node.Bus(), protocol.RoleOperator)
+	if err != nil {
+		return err
+	}
+	defer person.Close()
 	shop := node.Tabs()[0].Tab
 	plan := func(tab string, p protocol.Plan) protocol.PlanResult {
 		res, _ := agent.Plan(ctx, tab, p)
@@ -75,7 +80,7 @@ func shoot(out string) error {
 	}})
 	go plan(shop, protocol.Plan{ID: "size", Agent: "shopper", Actions: []protocol.Action{{Type: "ask", Question: "Which lamp colour should I order?", Choices: []string{"brass", "black", "white"}}}})
 
-	srv, err := viewer.New(viewer.Options{Client: agent, Token: viewer.NewToken(), By: "alice"})
+	srv, err := viewer.New(viewer.Options{Client: person, Token: viewer.NewToken(), By: "alice"})
 	if err != nil {
 		return err
 	}
@@ -118,17 +123,17 @@ func shoot(out string) error {
 	return os.WriteFile(out, png, 0o644)
 }
 
-// connect logs in to the node's bus as an agent of its own.
-func connect(ctx context.Context, b *bus.Bus) (*busclient.Client, error) {
-	password := "viewershot-" + fmt.Sprint(time.Now().UnixNano())
+// connect logs in to the node's bus as a user of its own with role.
+func connect(ctx context.Context, b *bus.Bus, role string) (*busclient.Client, error) {
+	name, password := "viewershot-"+role, "viewershot-"+fmt.Sprint(time.Now().UnixNano())
 	hash, err := bcrypt.GenerateFromPassword([]byte(password), bcrypt.MinCost)
 	if err != nil {
 		return nil, err
 	}
-	if err := b.AddUser(bus.User{Name: "viewershot", PasswordHash: string(hash), Role: protocol.RoleAgent}); err != nil {
+	if err := b.AddUser(bus.User{Name: name, PasswordHash: string(hash), Role: role}); err != nil {
 		return nil, err
 	}
-	creds := protocol.Credentials{URL: b.ClientURL(), User: "viewershot", Password: password, Role: protocol.RoleAgent,
-		InboxPrefix: protocol.InboxPrefix("viewershot"), JSAPIPrefix: b.Subjects().JSAPIPrefixFor(protocol.RoleAgent)}
+	creds := protocol.Credentials{URL: b.ClientURL(), User: name, Password: password, Role: role,
+		InboxPrefix: protocol.InboxPrefix(name), JSAPIPrefix: b.Subjects().JSAPIPrefixFor(role)}
 	return busclient.Connect(ctx, busclient.Options{URL: b.ClientURL(), Credentials: &creds})
 }

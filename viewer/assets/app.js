@@ -83,6 +83,7 @@ function connect() {
     const h = JSON.parse(e.data);
     state.conn = h.conn;
     state.by = h.by;
+    state.user = h.user || "";
     $("who").textContent = "as " + h.by;
     state.live = true;
     setConn();
@@ -195,9 +196,12 @@ function sendWatch() {
   watching = watching.then(() => api("/api/watch", { conn: state.conn, tabs: state.selected ? [state.selected] : [] })).catch((e) => say(e.message));
 }
 
+// controlled: this viewer's person has the selected tab (the tab says
+// who, by bus user; a viewer of the node's own account cannot tell).
 function controlled() {
   const t = state.tabs.get(state.selected);
-  return !!(t && t.control && t.control.state === "person");
+  if (!(t && t.control && t.control.state === "person")) return false;
+  return state.user ? t.control.holder === state.user : true;
 }
 
 function renderTab() {
@@ -212,8 +216,8 @@ function renderTab() {
     if (t.control) meta += " · a person has it" + (t.control.by ? " (" + t.control.by + ")" : "") + (t.control.message ? ": " + t.control.message : "");
   }
   $("tabmeta").textContent = meta;
-  $("takeover").disabled = !t || (mine && !!t.control.by);
-  $("takeover").textContent = t && t.control && !t.control.by ? "Take the handoff" : "Take over";
+  $("takeover").disabled = !t || mine;
+  $("takeover").textContent = t && t.control && !t.control.holder && !t.control.by ? "Take the handoff" : "Take over";
   $("handback").disabled = !mine;
   for (const id of ["back", "forward", "reload", "address", "go"]) $(id).disabled = !mine;
   $("screenbox").classList.toggle("control", mine);
@@ -249,13 +253,14 @@ function handoffItem(t) {
   const item = el("div", "item handoff");
   item.dataset.tab = t.tab;
   item.append(el("strong", "", "Agent " + (t.control.agent || "(unnamed)") + " hands you tab " + shortTab(t.tab) + ":"), el("span", "", t.control.message || ""));
-  const open = el("button", "", t.control.by ? "Open (" + t.control.by + " has it)" : "Open and take it");
+  const taken = t.control.holder || t.control.by;
+  const open = el("button", "", taken ? "Open (" + taken + " has it)" : "Open and take it");
   open.type = "button";
   open.addEventListener("click", () => {
     select(t.tab);
     $("screenbox").focus(); // now: not after the answer, when the person may be elsewhere
     const cur = state.tabs.get(t.tab);
-    if (cur && cur.control && !cur.control.by) control("takeover");
+    if (cur && cur.control && !cur.control.holder && !cur.control.by) control("takeover");
   });
   item.append(open);
   return item;
