@@ -29,6 +29,9 @@ type planTab struct {
 	// hold, when set, is waited for before answering a first run (a
 	// slow action), so the test can cut the connection meanwhile.
 	hold chan struct{}
+	// latest, when set, is told each frame once published, for
+	// answerLatest: a watch back from a cut asks it, as it asks a node.
+	latest *atomic.Int64
 }
 
 // Its frames follow frame after.
@@ -50,9 +53,12 @@ func answerPlans(t testing.TB, nc *nats.Conn, tab string, after int64) *planTab 
 		p.seq++
 		res := protocol.PlanResult{OK: true, Tab: tab, PlanID: plan.ID, Executed: 1, Sequence: p.seq}
 		p.results[plan.ID] = res
-		hold := p.hold
+		hold, latest := p.hold, p.latest
 		p.mu.Unlock()
 		publish(t, nc, frame(tab, res.Sequence))
+		if latest != nil {
+			latest.Store(res.Sequence)
+		}
 		if hold != nil {
 			go func() { <-hold; reply(m, res) }()
 			return
@@ -86,6 +92,10 @@ func TestCutsLoseNothing(t *testing.T) {
 	node := nodeConn(t, s)
 	frameHistory(t, node, 10_000)
 	tab := answerPlans(t, node, "t1", 0)
+	latest := answerLatest(t, node, "t1")
+	tab.mu.Lock()
+	tab.latest = latest
+	tab.mu.Unlock()
 	px := cutproxy.New(t, s.ClientURL())
 	var disconnects atomic.Int64
 	agent := connect(t, px.URL(), nil, nil)
@@ -123,7 +133,8 @@ func TestCutsLoseNothing(t *testing.T) {
 	select {
 	case seqs = <-got:
 	case <-ctx.Done():
-		t.Fatalf("the observer did not get all frames: %v", w.Err())
+		w.Stop() // so its error can be read: it never ends by itself
+		t.Fatalf("the observer did not get all %d frames within %s: %v", plans, 2*wait, w.Err())
 	}
 	for i, seq := range seqs {
 		if seq != int64(i+1) {
