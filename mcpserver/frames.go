@@ -356,7 +356,11 @@ func (tw *tabWatch) follow(updated func()) {
 			tw.bytes -= len(tw.frames[drop].Data)
 			drop++
 		}
-		tw.frames = append(tw.frames[:0:0], tw.frames[drop:]...)
+		// Dropped from the front: the array is copied only when append
+		// outgrows it (a copy of up to keptFrames frames on every frame
+		// cost an MCP call a fifth of its time in the GC).
+		clear(tw.frames[:drop])
+		tw.frames = tw.frames[drop:]
 		close(tw.changed)
 		tw.changed = make(chan struct{})
 		tw.mu.Unlock()

@@ -107,6 +107,21 @@ func (c *cli) mcp(target clientFlags, configFile, httpAddr, tools, tokenFile str
 	return c.serveMCPHTTP(srv, httpAddr, tokenFile)
 }
 
+// mcpGCPercent is the GC target of an MCP server that is a client only
+// (no node in its process): the MCP SDK decodes each JSON message with a
+// new 32 KB buffer, several a call, and at Go's default of 100 the
+// collector took a third of the server's CPU (BenchmarkMCPEvalVsNATS).
+// Its heap is a few megabytes, so four times that is cheap. GOGC, when
+// set, decides instead.
+const mcpGCPercent = 400
+
+// clientGC sets the GC target of a client-only MCP server.
+func (c *cli) clientGC() {
+	if c.getenv("GOGC") == "" {
+		debug.SetGCPercent(mcpGCPercent)
+	}
+}
+
 // mcpBus connects to the running node's bus; when none runs (and no bus
 // was named), it starts one in this process and connects to it. stop
 // stops that node (a no-op for a node of its own).
@@ -116,6 +131,7 @@ func (c *cli) mcpBus(target clientFlags, configFile string) (*client, func(), er
 	// restarts (see followNode).
 	cl, err := c.dial(target, busclient.Options{NATSOptions: c.followNode(target)})
 	if err == nil {
+		c.clientGC()
 		return cl, noStop, nil
 	}
 	named := target.bus != "" || c.getenv(envURL) != "" || target.creds != "" || c.getenv(envCreds) != ""
