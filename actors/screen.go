@@ -19,18 +19,19 @@ import (
 // connection: a picture never waits for an action, nor an action for it.
 
 // Screencast settings: pictures the size of a laptop's page, at most
-// screenFPS a second (a page that animates at 60 costs that at most).
+// protocol.MaxScreenRate a second (a page that animates at 60 costs that
+// at most), fewer while only thumbnails are watched.
 const (
 	screenMaxWidth  = 1280
 	screenMaxHeight = 800
 	screenQuality   = 60
-	screenFPS       = 12
 )
 
 // screenCast is a tab's screencast and its lease.
 type screenCast struct {
 	mu     sync.Mutex
 	until  time.Time
+	rates  map[int]time.Time  // each rate leased (pictures a second), until when
 	cancel context.CancelFunc // the screencast running; nil when none
 	timer  *time.Timer        // ends it at the lease's end
 	closed bool
@@ -47,6 +48,14 @@ func (t *Tab) serveWatch(m micro.Request) {
 			return
 		}
 	}
+	rate := req.Rate
+	switch {
+	case rate < 0:
+		respond(m, protocol.NewErrorReply(protocol.Errorf(protocol.CodeBadRequest, "watch: rate %d: want 1 to %d pictures a second (0: %d)", rate, protocol.MaxScreenRate, protocol.MaxScreenRate)), t.log)
+		return
+	case rate == 0 || rate > protocol.MaxScreenRate:
+		rate = protocol.MaxScreenRate
+	}
 	secs := req.Seconds
 	switch {
 	case secs <= 0:
@@ -54,7 +63,7 @@ func (t *Tab) serveWatch(m micro.Request) {
 	case secs > protocol.MaxWatch:
 		secs = protocol.MaxWatch
 	}
-	until, err := t.screen.lease(time.Duration(secs)*time.Second, t.castScreen)
+	until, err := t.screen.lease(time.Duration(secs)*time.Second, rate, t.castScreen)
 	if err != nil {
 		respond(m, protocol.NewErrorReply(err), t.log)
 		return
@@ -67,15 +76,23 @@ func (t *Tab) serveWatch(m micro.Request) {
 	respond(m, protocol.WatchReply{OK: true, Until: until}, t.log)
 }
 
-// lease extends the lease by d from now, starting cast when none runs.
-func (s *screenCast) lease(d time.Duration, cast func(ctx context.Context)) (time.Time, error) {
+// lease extends the lease of rate by d from now, starting cast when
+// none runs.
+func (s *screenCast) lease(d time.Duration, rate int, cast func(ctx context.Context)) (time.Time, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
 		return time.Time{}, protocol.Errorf(protocol.CodeTabClosed, "the tab closed")
 	}
-	if until := time.Now().Add(d); until.After(s.until) {
+	until := time.Now().Add(d)
+	if until.After(s.until) {
 		s.until = until
+	}
+	if s.rates == nil {
+		s.rates = map[int]time.Time{}
+	}
+	if until.After(s.rates[rate]) {
+		s.rates[rate] = until
 	}
 	if s.cancel == nil {
 		ctx, cancel := context.WithCancel(context.Background())
@@ -106,6 +123,25 @@ func (s *screenCast) expire() {
 		return
 	}
 	s.cancel()
+}
+
+// interval is the least time between two pictures: the highest rate of
+// the leases that last says it.
+func (s *screenCast) interval() time.Duration {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	now, best := time.Now(), 0
+	for rate, until := range s.rates {
+		if !until.After(now) {
+			delete(s.rates, rate)
+		} else if rate > best {
+			best = rate
+		}
+	}
+	if best == 0 {
+		best = protocol.MaxScreenRate
+	}
+	return time.Second / time.Duration(best)
 }
 
 // latest is the latest picture sent while the screencast runs.
@@ -139,7 +175,7 @@ func (s *screenCast) close() {
 // picture.
 func (t *Tab) castScreen(ctx context.Context) {
 	subject := t.subj.TabEvents(t.id, "screen")
-	opts := cdpdriver.ScreencastOptions{MaxWidth: screenMaxWidth, MaxHeight: screenMaxHeight, Quality: screenQuality, Interval: time.Second / screenFPS}
+	opts := cdpdriver.ScreencastOptions{MaxWidth: screenMaxWidth, MaxHeight: screenMaxHeight, Quality: screenQuality, Interval: t.screen.interval}
 	err := t.page.Screencast(ctx, opts, func(f cdpdriver.ScreenFrame) {
 		meta, _ := json.Marshal(protocol.ScreenMeta{Tab: t.id, Sequence: t.Info().Sequence, DeviceWidth: f.DeviceWidth, DeviceHeight: f.DeviceHeight,
 			OffsetTop: f.OffsetTop, ScrollX: f.ScrollX, ScrollY: f.ScrollY, Drawn: f.Drawn.UTC(), Sent: time.Now().UTC()})

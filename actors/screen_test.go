@@ -61,3 +61,44 @@ func TestScreencastOnlyWhileWatched(t *testing.T) {
 	case <-time.After(500 * time.Millisecond):
 	}
 }
+
+// A watch asks for a rate: a thumbnail's lease alone holds the tab to
+// that many pictures a second, however fast its page changes (counted
+// over a window: a slow machine only sends fewer); a full lease beside
+// it raises the rate at once, and it falls back when that one ends. A
+// rate below zero is refused.
+func TestScreencastRate(t *testing.T) {
+	tab, _, _ := tabAt(t, "/anim.html")
+	pics := watchEvents(t, protocol.DefaultSubjects.TabEvents(tab.ID(), "screen"))
+	watch := protocol.DefaultSubjects.TabWatch(tab.ID())
+	const thumb = 2
+	slow := time.Second / thumb
+	personDo(t, watch, protocol.WatchRequest{Seconds: protocol.MaxWatch, Rate: thumb})
+	if got := tab.screen.interval(); got != slow {
+		t.Fatalf("a thumbnail's lease: an interval of %s, want %s", got, slow)
+	}
+	select {
+	case <-pics:
+	case <-time.After(testscale.D(10 * time.Second)):
+		t.Fatal("no picture of the animation")
+	}
+	start, n := time.Now(), 0
+	for time.Since(start) < 3*slow+slow/2 {
+		select {
+		case <-pics:
+			n++
+		case <-time.After(slow):
+		}
+	}
+	if most := int(time.Since(start)/slow) + 2; n > most {
+		t.Fatalf("%d pictures in %s of a thumbnail's lease, want at most %d", n, time.Since(start), most)
+	}
+	personDo(t, watch, protocol.WatchRequest{Seconds: 1})
+	if got := tab.screen.interval(); got != time.Second/protocol.MaxScreenRate {
+		t.Fatalf("with a full lease beside it: an interval of %s", got)
+	}
+	waitUntil(t, func() bool { return tab.screen.interval() == slow })
+	if data, code := personAsk(t, watch, protocol.WatchRequest{Rate: -1}); code != protocol.CodeBadRequest {
+		t.Fatalf("a rate of -1: %s", data)
+	}
+}

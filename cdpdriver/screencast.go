@@ -25,8 +25,15 @@ type ScreenFrame struct {
 // Interval.
 type ScreencastOptions struct {
 	MaxWidth, MaxHeight, Quality int
-	Interval                     time.Duration
+	// Interval is the least time from one picture's acknowledgement to
+	// the next's, asked again while it waits (a watcher that wants more
+	// pictures shortens the wait at once).
+	Interval func() time.Duration
 }
+
+// intervalRecheck is how often a wait for the next acknowledgement asks
+// Interval again.
+const intervalRecheck = 50 * time.Millisecond
 
 // Screencast gives each picture of the page to each until ctx ends.
 // Chromium draws one only when the page changed, and sends the next only
@@ -64,11 +71,11 @@ func (p *Page) Screencast(ctx context.Context, o ScreencastOptions, each func(Sc
 			f.Drawn = m.Timestamp.Time()
 		}
 		each(f)
-		if wait := o.Interval - time.Since(last); wait > 0 {
+		for wait := o.Interval() - time.Since(last); wait > 0; wait = o.Interval() - time.Since(last) {
 			select {
 			case <-ctx.Done():
 				return nil
-			case <-time.After(wait):
+			case <-time.After(min(wait, intervalRecheck)):
 			}
 		}
 		last = time.Now()

@@ -389,7 +389,15 @@ type WatchRequest struct {
 	// Picture: send the latest picture again now (a new watcher of a
 	// still page, which Chromium draws no new picture of).
 	Picture bool `json:"picture,omitempty"`
+	// Rate is how many pictures a second this watcher wants, at most
+	// MaxScreenRate (0: that many); a thumbnail needs few. The tab sends
+	// at the highest rate of the leases that last.
+	Rate int `json:"rate,omitempty"`
 }
+
+// MaxScreenRate is the most pictures a second a tab sends, however fast
+// its page changes.
+const MaxScreenRate = 12
 
 // WatchReply says until when the tab sends its pictures.
 type WatchReply struct {

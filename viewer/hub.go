@@ -47,7 +47,7 @@ type listener struct {
 	// screens are the latest picture of each tab it watches, sent as the
 	// page can take them: a slow page skips pictures, not frames.
 	mu      sync.Mutex
-	watched map[string]bool
+	watched map[string]int // tab: pictures a second wanted
 	screens map[string]event
 	ready   chan struct{} // a picture is waiting
 }
@@ -64,6 +64,7 @@ type hub struct {
 	tabsJSON  []byte
 	latest    map[string]json.RawMessage // each tab's last frame, as sent
 	screens   map[string]*nats.Subscription
+	rates     map[string]int     // each followed tab's rate, the most a page wants
 	shown     map[string]event   // each followed tab's latest picture's event
 	pictures  map[string]picture // and the picture
 	pictureN  uint64
@@ -78,7 +79,7 @@ const keptResults = 200
 
 func newHub(ctx context.Context, bc *busclient.Client, log func(string, ...any)) *hub {
 	return &hub{ctx: ctx, bc: bc, log: log, listeners: map[string]*listener{}, latest: map[string]json.RawMessage{},
-		screens: map[string]*nats.Subscription{}, shown: map[string]event{}, pictures: map[string]picture{}, busState: "live", refresh: make(chan struct{}, 1)}
+		screens: map[string]*nats.Subscription{}, rates: map[string]int{}, shown: map[string]event{}, pictures: map[string]picture{}, busState: "live", refresh: make(chan struct{}, 1)}
 }
 
 // run follows the bus until ctx ends.
@@ -269,20 +270,20 @@ func (h *hub) renewLeases(ctx context.Context) {
 		case <-t.C:
 		}
 		h.mu.Lock()
-		tabs := slices.Collect(maps.Keys(h.screens))
+		rates := maps.Clone(h.rates)
 		h.mu.Unlock()
-		for _, tab := range tabs {
-			h.lease(ctx, tab, false)
+		for tab, rate := range rates {
+			h.lease(ctx, tab, rate, false)
 		}
 	}
 }
 
-// lease asks tab for its pictures for the next while; first, for its
-// latest picture too (a still page draws none).
-func (h *hub) lease(ctx context.Context, tab string, first bool) {
+// lease asks tab for rate pictures a second for the next while; first,
+// for its latest picture too (a still page draws none).
+func (h *hub) lease(ctx context.Context, tab string, rate int, first bool) {
 	lctx, cancel := context.WithTimeout(ctx, leaseEvery)
 	defer cancel()
-	if err := h.bc.Request(lctx, h.bc.Subjects().TabWatch(tab), protocol.WatchRequest{Picture: first}, nil); err != nil {
+	if err := h.bc.Request(lctx, h.bc.Subjects().TabWatch(tab), protocol.WatchRequest{Picture: first, Rate: rate}, nil); err != nil {
 		h.log("watch a tab's screen", "tab", tab, "err", err)
 	}
 }
@@ -301,14 +302,26 @@ type picture struct {
 	jpeg []byte
 }
 
-// watch sets the tabs l watches; a tab someone watches now has its
-// pictures followed and leased, one no one does any more stops.
-func (h *hub) watch(l *listener, tabs []string) error {
+// Pictures a second: of the tab a person looks at, and of a thumbnail.
+const (
+	fullRate  = protocol.MaxScreenRate
+	thumbRate = 2
+)
+
+// watch sets the tabs l watches, full and as thumbnails; a tab someone
+// watches now has its pictures followed and leased, at the most any page
+// wants, and one no one does any more stops.
+func (h *hub) watch(l *listener, full, thumbs []string) error {
 	h.mu.Lock()
 	l.mu.Lock()
-	l.watched = map[string]bool{}
-	for _, t := range tabs {
-		l.watched[t] = true
+	l.watched = map[string]int{}
+	for _, t := range thumbs {
+		l.watched[t] = thumbRate
+	}
+	for _, t := range full {
+		l.watched[t] = fullRate
+	}
+	for t := range l.watched {
 		if ev, ok := h.shown[t]; ok {
 			// A tab followed already: its latest picture at once.
 			l.screens[t] = ev
@@ -327,14 +340,20 @@ func (h *hub) watch(l *listener, tabs []string) error {
 // others.
 func (h *hub) rewatch() error {
 	h.mu.Lock()
-	want := map[string]bool{}
+	want := map[string]int{}
 	for _, o := range h.listeners {
 		o.mu.Lock()
-		maps.Copy(want, o.watched)
+		for tab, rate := range o.watched {
+			want[tab] = max(want[tab], rate)
+		}
 		o.mu.Unlock()
 	}
-	var started []string
-	for tab := range want {
+	var started, faster []string
+	for tab, rate := range want {
+		if rate > h.rates[tab] && h.screens[tab] != nil {
+			faster = append(faster, tab) // leased now, not at the next renewal
+		}
+		h.rates[tab] = rate
 		if h.screens[tab] != nil {
 			continue
 		}
@@ -347,16 +366,20 @@ func (h *hub) rewatch() error {
 		started = append(started, tab)
 	}
 	for tab, sub := range h.screens {
-		if !want[tab] {
+		if want[tab] == 0 {
 			_ = sub.Unsubscribe()
 			delete(h.screens, tab)
+			delete(h.rates, tab)
 			delete(h.shown, tab)
 			delete(h.pictures, tab)
 		}
 	}
 	h.mu.Unlock()
 	for _, tab := range started {
-		go h.lease(h.ctx, tab, true)
+		go h.lease(h.ctx, tab, want[tab], true)
+	}
+	for _, tab := range faster {
+		go h.lease(h.ctx, tab, want[tab], false)
 	}
 	return nil
 }
@@ -381,7 +404,7 @@ func (h *hub) onScreen(tab string, m *nats.Msg) {
 	h.shown[tab] = ev
 	for _, l := range h.listeners {
 		l.mu.Lock()
-		if l.watched[tab] {
+		if l.watched[tab] > 0 {
 			l.screens[tab] = ev
 			select {
 			case l.ready <- struct{}{}:
@@ -418,7 +441,7 @@ func (h *hub) broadcast(ev event) {
 // list and each tab's last frame.
 func (h *hub) join(id string) (*listener, []event) {
 	l := &listener{id: id, events: make(chan event, listenerQueue), dropped: make(chan struct{}),
-		watched: map[string]bool{}, screens: map[string]event{}, ready: make(chan struct{}, 1)}
+		watched: map[string]int{}, screens: map[string]event{}, ready: make(chan struct{}, 1)}
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	h.listeners[id] = l

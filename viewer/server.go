@@ -335,21 +335,25 @@ func (s *Server) screen(w http.ResponseWriter, r *http.Request) {
 	_, _ = w.Write(p.jpeg)
 }
 
+// maxWatched bounds the tabs one page watches.
+const maxWatched = 64
+
 // watch sets the tabs a page watches.
 func (s *Server) watch(w http.ResponseWriter, r *http.Request) {
 	var req struct {
-		Conn string   `json:"conn"`
-		Tabs []string `json:"tabs"`
+		Conn       string   `json:"conn"`
+		Tabs       []string `json:"tabs"`       // at the full rate
+		Thumbnails []string `json:"thumbnails"` // at a thumbnail's
 	}
 	if !s.decode(w, r, &req) {
 		return
 	}
 	l := s.hub.listenerByID(req.Conn)
-	if l == nil || len(req.Tabs) > 64 {
-		s.fail(w, protocol.Errorf(protocol.CodeBadRequest, "conn: not a connected page, or more than 64 tabs"))
+	if l == nil || len(req.Tabs)+len(req.Thumbnails) > maxWatched {
+		s.fail(w, protocol.Errorf(protocol.CodeBadRequest, "conn: not a connected page, or more than %d tabs", maxWatched))
 		return
 	}
-	s.result(w, map[string]any{"ok": true}, s.hub.watch(l, req.Tabs))
+	s.result(w, map[string]any{"ok": true}, s.hub.watch(l, req.Tabs, req.Thumbnails))
 }
 
 // control takes a tab over or hands it back, as the viewer's person.

@@ -322,6 +322,42 @@ func TestViewerShowsAgentsLive(t *testing.T) {
 	}
 }
 
+// Every tab in sight in the list is live too: its entry shows its page as
+// a thumbnail, which follows the page's changes, while the selected tab
+// has the big picture.
+func TestViewerShowsEveryTabLive(t *testing.T) {
+	w := newWorld(t)
+	ctx, cancel := context.WithTimeout(context.Background(), testscale.D(time.Minute))
+	defer cancel()
+	other, err := w.agent.NewTab(ctx, "", w.site+"/read.html")
+	if err != nil {
+		t.Fatal(err)
+	}
+	pg, _, _ := startViewer(t, w.operator, "watcher")
+	pg.until(fmt.Sprintf(`document.querySelector('#tabs [data-tab=%q]') && document.querySelector('#tabs [data-tab=%q]')`, w.tab, other.Tab))
+	pg.click(fmt.Sprintf(`#tabs button[data-tab=%q]`, w.tab))
+	thumb := fmt.Sprintf(`document.querySelector('#tabs img.thumb[data-tab=%q]')`, other.Tab)
+	pg.until(thumb + `.classList.contains("shown") && ` + thumb + `.naturalWidth > 0`)
+	var first string
+	pg.eval(thumb+`.src`, &first)
+	colour := func(c string) {
+		t.Helper()
+		if res, err := w.agent.Plan(ctx, other.Tab, protocol.Plan{Action: &protocol.Action{Type: "eval", Expression: "document.body.style.background = '" + c + "'"}}); err != nil || !res.OK {
+			t.Fatalf("change the other tab: %+v %v", res, err)
+		}
+	}
+	colour("rgb(200, 0, 0)")
+	pg.until(fmt.Sprintf(`%s.src !== %q`, thumb, first))
+	// The thumbnail is the page's: its top left is the colour now.
+	pg.until(thumb + `.complete && (() => { const i = ` + thumb + `, c = document.createElement("canvas"); c.width = i.naturalWidth; c.height = i.naturalHeight;
+		const g = c.getContext("2d"); g.drawImage(i, 0, 0); const d = g.getImageData(4, 4, 1, 1).data; return d[0] > 150 && d[1] < 60 && d[2] < 60; })()`)
+	var selected string
+	pg.eval(`window.framebusScreen ? window.framebusScreen.meta.tab : ""`, &selected)
+	if selected != "" && selected != w.tab {
+		t.Fatalf("the big picture is of tab %s, want the selected %s", selected, w.tab)
+	}
+}
+
 // An agent hands a login to a person: the viewer shows the handoff; the
 // person takes it, clicks and types into the streamed picture (real
 // input, forwarded to the tab), hands back with the button, and the
@@ -507,7 +543,7 @@ func TestViewerShowsMarkupAsText(t *testing.T) {
 	pg.until(`document.querySelector('#attention .handoff') && document.getElementById("attention").textContent.includes('<img src=x onerror="window.pwned=2">')`)
 	pg.until(`document.getElementById("tabs").textContent.includes("<img src=x")`)
 	var pwned any
-	pg.eval(`[window.pwned, document.querySelectorAll("#attention img, #tabs img, #tabtitle img").length]`, &pwned)
+	pg.eval(`[window.pwned, document.querySelectorAll("#attention img, #tabs img:not(.thumb), #tabtitle img").length]`, &pwned)
 	if fmt.Sprint(pwned) != "[<nil> 0]" {
 		t.Fatalf("markup from the bus ran or rendered in the viewer: %v", pwned)
 	}

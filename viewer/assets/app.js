@@ -13,6 +13,7 @@ const state = {
   selected: location.hash.startsWith("#tab=") ? location.hash.slice(5) : "",
   results: [],         // plan events, newest last
   meta: null,          // the selected tab's last picture's meta
+  visible: new Set(),  // tabs whose list entry is in sight: their thumbnails are watched
   screens: 0,          // pictures shown, for tests and benchmarks
   live: false,
   busLive: true,
@@ -158,6 +159,11 @@ function renderTabs() {
       b.dataset.tab = t.tab;
       b.addEventListener("click", () => select(t.tab));
       li.append(b);
+      li.thumb = el("img", "thumb");
+      li.thumb.alt = "";
+      li.thumb.dataset.tab = t.tab;
+      li.dataset.tab = t.tab;
+      inSight.observe(li);
     }
     const b = li.firstElementChild;
     if (t.tab === state.selected) b.setAttribute("aria-current", "true");
@@ -165,12 +171,26 @@ function renderTabs() {
     const title = el("div", "t", t.title || "(no title)");
     if (t.control) title.append(el("span", "badge", t.control.kind === "handoff" && !t.control.by ? "handoff" : "person"));
     if (t.questions && t.questions.length) title.append(el("span", "badge", "question"));
-    b.replaceChildren(title, el("div", "u", t.url), el("div", "m", "#" + (state.last.get(t.tab) || t.sequence) + " · " + (t.node || "") + " · " + (t.profile || "")));
+    b.replaceChildren(li.thumb, title, el("div", "u", t.url), el("div", "m", "#" + (state.last.get(t.tab) || t.sequence) + " · " + (t.node || "") + " · " + (t.profile || "")));
     items.push(li);
   }
   const same = items.length === ul.children.length && items.every((li, i) => ul.children[i] === li);
-  if (!same) ul.replaceChildren(...items); // moving a button would take the focus off it
+  if (!same) {
+    for (const li of ul.children) if (!state.tabs.has(li.dataset.tab)) inSight.unobserve(li);
+    ul.replaceChildren(...items); // moving a button would take the focus off it
+  }
 }
+
+// inSight follows which tabs' entries are in sight in the list: their
+// thumbnails are watched (at a thumbnail's few pictures a second), the
+// others' not.
+const inSight = new IntersectionObserver((entries) => {
+  for (const e of entries) {
+    if (e.isIntersecting) state.visible.add(e.target.dataset.tab);
+    else state.visible.delete(e.target.dataset.tab);
+  }
+  later(sendWatch);
+});
 
 function select(tab) {
   if (state.selected === tab && state.frames.has(tab)) return;
@@ -193,7 +213,9 @@ function select(tab) {
 let watching = Promise.resolve();
 function sendWatch() {
   if (!state.conn) return;
-  watching = watching.then(() => api("/api/watch", { conn: state.conn, tabs: state.selected ? [state.selected] : [] })).catch((e) => say(e.message));
+  const thumbnails = [...state.visible].filter((t) => t !== state.selected && state.tabs.has(t)).slice(0, maxThumbnails);
+  const body = { conn: state.conn, tabs: state.selected ? [state.selected] : [], thumbnails };
+  watching = watching.then(() => api("/api/watch", body)).catch((e) => say(e.message));
 }
 
 // controlled: this viewer's person has the selected tab (the tab says
@@ -434,6 +456,7 @@ let loading = false;
 let waiting = null;
 
 function showScreen(s) {
+  thumbnail(s.meta.tab, s.n);
   if (s.meta.tab !== state.selected) return;
   if (loading) { waiting = s; return; }
   loading = true;
@@ -452,6 +475,35 @@ function showScreen(s) {
     if (next) showScreen(next);
   };
   img.src = "/api/screen?" + new URLSearchParams({ tab: s.meta.tab, n: String(s.n) });
+}
+
+// thumbnail shows tab's picture n in its list entry: at most one every
+// thumbGap, the latest of those that came meanwhile, as an image the
+// browser fetches and decodes off the page's thread.
+const maxThumbnails = 24;
+const thumbGap = 400;
+const thumbs = new Map(); // tab -> {loading, at, next, timer}
+function thumbnail(tab, n) {
+  const img = document.querySelector('#tabs img.thumb[data-tab="' + CSS.escape(tab) + '"]');
+  if (!img) return;
+  let t = thumbs.get(tab);
+  if (!t) thumbs.set(tab, (t = { loading: false, at: 0, next: 0, timer: 0 }));
+  t.next = n;
+  if (t.loading || t.timer) return;
+  const wait = t.at + thumbGap - Date.now();
+  if (wait > 0) {
+    t.timer = setTimeout(() => { t.timer = 0; thumbnail(tab, t.next); }, wait);
+    return;
+  }
+  t.loading = true;
+  t.at = Date.now();
+  const want = t.next;
+  img.onload = img.onerror = (e) => {
+    t.loading = false;
+    if (e.type === "load") img.classList.add("shown");
+    if (t.next !== want) thumbnail(tab, t.next);
+  };
+  img.src = "/api/screen?" + new URLSearchParams({ tab, n: String(want) });
 }
 
 // ---- taking over, and input ----
