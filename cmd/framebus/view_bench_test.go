@@ -217,6 +217,11 @@ func benchViewer(b *testing.B) {
 	eval(`window.framebusWatch([])`, nil)
 	time.Sleep(time.Duration(protocol.DefaultWatch+1) * time.Second) // the last lease runs out
 	idleBytes, idlePics := rate(5 * time.Second)
+	eval(`window.framebusWatch([], [`+strconv.Quote(tab)+`])`, nil)
+	time.Sleep(time.Second)
+	thumbBytes, thumbPics := rate(5 * time.Second)
+	eval(`window.framebusWatch([])`, nil)
+	time.Sleep(time.Duration(protocol.DefaultWatch+1) * time.Second)
 
 	// Sixteen tabs animating, all watched.
 	tabs := []string{tab}
@@ -253,6 +258,9 @@ func benchViewer(b *testing.B) {
 	eval(`window.framebusWatch(`+string(list)+`)`, nil)
 	time.Sleep(2 * time.Second)
 	cpu, sixteenBytes, sixteenPics := measure()
+	eval(`window.framebusWatch([], `+string(list)+`)`, nil)
+	time.Sleep(time.Duration(protocol.DefaultWatch+1) * time.Second) // the full leases run out
+	thumbCPU, sixteenThumbBytes, sixteenThumbPics := measure()
 
 	p50, p99 := func(d []time.Duration) time.Duration { return benchkit.P50(d) }, func(d []time.Duration) time.Duration { return benchkit.Percentile(d, 99) }
 	var out strings.Builder
@@ -261,10 +269,15 @@ func benchViewer(b *testing.B) {
 		p50(picture), p99(picture), p50(floor), p99(floor), float64(p50(picture))/float64(max(p50(floor), time.Millisecond)))
 	fmt.Fprintf(&out, "input: viewer click -> page p50 %v p99 %v; bus input -> page p50 %v p99 %v; ratio p50 %.2f\n",
 		p50(viaViewer), p99(viaViewer), p50(viaBus), p99(viaBus), float64(p50(viaViewer))/float64(max(p50(viaBus), time.Millisecond)))
-	fmt.Fprintf(&out, "bus, one tab at 60 fps: watched %.0f B/s (%.1f pictures/s); no one watching %.0f B/s (%.1f pictures/s)\n", watchedBytes, watchedPics, idleBytes, idlePics)
+	fmt.Fprintf(&out, "bus, one tab at 60 fps: watched %.0f B/s (%.1f pictures/s); as a thumbnail %.0f B/s (%.1f pictures/s); no one watching %.0f B/s (%.1f pictures/s)\n",
+		watchedBytes, watchedPics, thumbBytes, thumbPics, idleBytes, idlePics)
 	fmt.Fprintf(&out, "16 tabs at 60 fps, all watched: %.0f B/s (%.1f pictures/s) on the bus; CPU (cores):", sixteenBytes, sixteenPics)
 	for _, k := range []string{"node (serve)", "node's Chromium", "viewer (view)", "viewer's Chromium"} {
 		fmt.Fprintf(&out, " %s %.2f (unwatched %.2f);", k, cpu[k], unwatched[k])
+	}
+	fmt.Fprintf(&out, "\n16 tabs at 60 fps as thumbnails: %.0f B/s (%.1f pictures/s); CPU (cores):", sixteenThumbBytes, sixteenThumbPics)
+	for _, k := range []string{"node (serve)", "node's Chromium", "viewer (view)", "viewer's Chromium"} {
+		fmt.Fprintf(&out, " %s %.2f;", k, thumbCPU[k])
 	}
 	fmt.Print(out.String() + "\n")
 }

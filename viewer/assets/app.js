@@ -214,7 +214,7 @@ let watching = Promise.resolve();
 function sendWatch() {
   if (!state.conn) return;
   const thumbnails = [...state.visible].filter((t) => t !== state.selected && state.tabs.has(t)).slice(0, maxThumbnails);
-  const body = { conn: state.conn, tabs: state.selected ? [state.selected] : [], thumbnails };
+  const body = state.pinned ? { conn: state.conn, ...state.pinned } : { conn: state.conn, tabs: state.selected ? [state.selected] : [], thumbnails };
   watching = watching.then(() => api("/api/watch", body)).catch((e) => say(e.message));
 }
 
@@ -639,7 +639,10 @@ function wireControls() {
 }
 
 // For benchmarks and scripts: watch several tabs' pictures at once.
-window.framebusWatch = (tabs) => (watching = watching.then(() => api("/api/watch", { conn: state.conn, tabs })));
+window.framebusWatch = (tabs, thumbnails) => {
+  state.pinned = { tabs, thumbnails: thumbnails || [] }; // what the page watches from now on, whatever is in sight
+  return (watching = watching.then(() => api("/api/watch", { conn: state.conn, ...state.pinned })));
+};
 
 wireInput();
 wireControls();
