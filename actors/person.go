@@ -33,6 +33,17 @@ import (
 // handlers: each waits for a person.
 var personActions = map[string]bool{"handoff": true, "ask": true}
 
+// asksPerson reports whether plan has a handoff or an ask, whose sender
+// the tab keeps (the others' it need not read).
+func asksPerson(plan protocol.Plan) bool {
+	for _, a := range plan.Actions {
+		if personActions[a.Type] {
+			return true
+		}
+	}
+	return plan.Action != nil && personActions[plan.Action.Type]
+}
+
 // personState is the tab's people: who has it, what they are asked.
 type personState struct {
 	control *protocol.Control // a person has the tab; nil: the agents

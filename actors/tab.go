@@ -335,7 +335,9 @@ func (t *Tab) takePlan(m micro.Request) {
 		respond(m, protocol.NewErrorReply(err), t.log)
 		return
 	}
-	plan.Sender = bus.SenderOf(nats.Header(m.Headers()))
+	if asksPerson(plan) {
+		plan.Sender = bus.SenderOf(nats.Header(m.Headers())) // whose handoff or question it is
+	}
 	q := t.queue(m, plan)
 	t.inboxMu.Lock()
 	defer t.inboxMu.Unlock()
