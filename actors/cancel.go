@@ -5,8 +5,10 @@ import (
 	"errors"
 	"sync"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/micro"
 
+	"github.com/framebus/framebus/bus"
 	"github.com/framebus/framebus/protocol"
 )
 
@@ -27,9 +29,13 @@ type cancelState struct {
 	early   map[string]bool
 }
 
-// runningPlan is a plan the tab runs, and what cancels it.
+// runningPlan is a plan the tab runs, and what cancels it. sender is
+// who sent it, known for a plan that asks a person (Plan.Sender): such a
+// plan is only its sender's to cancel, so another agent cannot end a
+// person's handoff by cancelling the plan that waits for it.
 type runningPlan struct {
 	id     string
+	sender protocol.Sender
 	cancel context.CancelCauseFunc
 }
 
@@ -39,7 +45,7 @@ const maxEarlyCancels = 1024
 
 // start registers the plan about to run and returns its context, or
 // false when it was cancelled while queued.
-func (c *cancelState) start(id string) (context.Context, bool) {
+func (c *cancelState) start(id string, sender protocol.Sender) (context.Context, bool) {
 	ctx, cancel := context.WithCancelCause(context.Background())
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -48,7 +54,7 @@ func (c *cancelState) start(id string) (context.Context, bool) {
 		cancel(errCancelled)
 		return ctx, false
 	}
-	c.running = append(c.running, runningPlan{id, cancel})
+	c.running = append(c.running, runningPlan{id, sender, cancel})
 	return ctx, true
 }
 
@@ -62,16 +68,20 @@ func (c *cancelState) done() {
 	}
 }
 
-// request cancels plan id: the running one, at once (it reports true), or
-// one still queued, when its turn comes (false: which plans are queued is
-// not known before they are taken).
-func (c *cancelState) request(id string) bool {
+// request cancels plan id for from: the running one, at once (it reports
+// true), or one still queued, when its turn comes (false: which plans are
+// queued is not known before they are taken). Another user's cancel of a
+// running plan that asks a person is refused.
+func (c *cancelState) request(id string, from protocol.Sender) (bool, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for _, r := range c.running {
 		if r.id == id {
+			if r.sender.Known() && from.Known() && r.sender != from {
+				return false, protocol.Errorf(protocol.CodePermissionDenied, "permission denied: plan %s waits for a person (a handoff or a question) and is its sender's to cancel", id)
+			}
 			r.cancel(errCancelled)
-			return true
+			return true, nil
 		}
 	}
 	if c.early == nil {
@@ -81,7 +91,7 @@ func (c *cancelState) request(id string) bool {
 		clear(c.early)
 	}
 	c.early[id] = true
-	return false
+	return false, nil
 }
 
 // answerCancel serves the tab's cancel subject.
@@ -95,7 +105,12 @@ func (t *Tab) answerCancel(m micro.Request) {
 		respond(m, protocol.CancelReply{Code: protocol.CodeBadRequest, Error: `cancel: want {"planId": "ID"}, the id of the plan to cancel`}, t.log)
 		return
 	}
-	respond(m, protocol.CancelReply{OK: true, Cancelled: t.cancels.request(req.PlanID)}, t.log)
+	cancelled, err := t.cancels.request(req.PlanID, bus.SenderOf(nats.Header(m.Headers())))
+	if err != nil {
+		respond(m, protocol.CancelReply{Code: protocol.CodeOf(err), Error: err.Error()}, t.log)
+		return
+	}
+	respond(m, protocol.CancelReply{OK: true, Cancelled: cancelled}, t.log)
 }
 
 // runningID is the id of the plan running last ("" when none, or it

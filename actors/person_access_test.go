@@ -21,7 +21,8 @@ import (
 // in which the server names a request's sender. While an agent's handoff
 // waits for a person, a rival agent cannot take the tab, act in it, hand
 // it back or answer the first agent's question; a second operator cannot
-// act in the tab the first one took; an observer can do none of it; and
+// act in the tab the first one took; the rival cannot cancel the plan
+// that waits for the person either; an observer can do none of it; and
 // the agent whose handoff it is hands it back, and answers its own
 // question, for a person it asked itself. The test counts what got
 // through: none of it may.
@@ -123,6 +124,12 @@ func TestPersonControlIsThePersons(t *testing.T) {
 	}
 	_, err = rival.HandBack(ctx, tab, "rival")
 	refused("rival agent", "handback", err, protocol.CodePermissionDenied)
+	// Nor can it end the handoff by cancelling the plan that waits.
+	cancelled, err := rival.Cancel(ctx, tab, "mine")
+	if err == nil && !cancelled.OK {
+		err = &protocol.Error{Code: cancelled.Code, Message: cancelled.Error}
+	}
+	refused("rival agent", "cancel of the owner's handoff", err, protocol.CodePermissionDenied)
 
 	// The owner's plan gets the tab back from the owner itself (its MCP
 	// client's user said done).

@@ -372,7 +372,7 @@ func (t *Tab) receive(q *queuedPlan) {
 	if t.take(q) {
 		return
 	}
-	ctx, run := t.cancels.start(plan.ID)
+	ctx, run := t.cancels.start(plan.ID, plan.Sender)
 	var res protocol.PlanResult
 	if run {
 		res = t.runPlan(ctx, plan, q.at)
