@@ -5,10 +5,8 @@ import (
 	"errors"
 	"sync"
 
-	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/micro"
 
-	"github.com/framebus/framebus/bus"
 	"github.com/framebus/framebus/protocol"
 )
 
@@ -105,7 +103,7 @@ func (t *Tab) answerCancel(m micro.Request) {
 		respond(m, protocol.CancelReply{Code: protocol.CodeBadRequest, Error: `cancel: want {"planId": "ID"}, the id of the plan to cancel`}, t.log)
 		return
 	}
-	cancelled, err := t.cancels.request(req.PlanID, bus.SenderOf(nats.Header(m.Headers())))
+	cancelled, err := t.cancels.request(req.PlanID, senderOf(m))
 	if err != nil {
 		respond(m, protocol.CancelReply{Code: protocol.CodeOf(err), Error: err.Error()}, t.log)
 		return

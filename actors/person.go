@@ -33,6 +33,9 @@ import (
 // handlers: each waits for a person.
 var personActions = map[string]bool{"handoff": true, "ask": true}
 
+// senderOf is who sent request m, as the bus server says (bus.SenderOf).
+func senderOf(m micro.Request) protocol.Sender { return bus.SenderOf(nats.Header(m.Headers())) }
+
 // asksPerson reports whether plan has a handoff or an ask, whose sender
 // the tab keeps (the others' it need not read).
 func asksPerson(plan protocol.Plan) bool {
@@ -130,7 +133,7 @@ func (t *Tab) takePerson(kind string) micro.HandlerFunc {
 func (t *Tab) answerPerson(ctx context.Context, r personRequest) {
 	var reply any
 	var err error
-	from := bus.SenderOf(nats.Header(r.m.Headers()))
+	from := senderOf(r.m)
 	switch r.kind {
 	case reqControl:
 		var req protocol.ControlRequest

@@ -14,7 +14,6 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/framebus/framebus/actors/files"
-	"github.com/framebus/framebus/bus"
 	"github.com/framebus/framebus/cdpdriver"
 	"github.com/framebus/framebus/frames"
 	"github.com/framebus/framebus/protocol"
@@ -336,7 +335,7 @@ func (t *Tab) takePlan(m micro.Request) {
 		return
 	}
 	if asksPerson(plan) {
-		plan.Sender = bus.SenderOf(nats.Header(m.Headers())) // whose handoff or question it is
+		plan.Sender = senderOf(m) // whose handoff or question it is
 	}
 	q := t.queue(m, plan)
 	t.inboxMu.Lock()
