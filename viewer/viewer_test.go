@@ -351,9 +351,11 @@ func TestViewerShowsEveryTabLive(t *testing.T) {
 	// The thumbnail is the page's: its top left is the colour now.
 	pg.until(thumb + `.complete && (() => { const i = ` + thumb + `, c = document.createElement("canvas"); c.width = i.naturalWidth; c.height = i.naturalHeight;
 		const g = c.getContext("2d"); g.drawImage(i, 0, 0); const d = g.getImageData(4, 4, 1, 1).data; return d[0] > 150 && d[1] < 60 && d[2] < 60; })()`)
+	// The big picture shows only the selected tab, before and after.
+	pg.until(`window.framebusScreen`)
 	var selected string
-	pg.eval(`window.framebusScreen ? window.framebusScreen.meta.tab : ""`, &selected)
-	if selected != "" && selected != w.tab {
+	pg.eval(`window.framebusScreen.meta.tab`, &selected)
+	if selected != w.tab {
 		t.Fatalf("the big picture is of tab %s, want the selected %s", selected, w.tab)
 	}
 }

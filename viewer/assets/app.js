@@ -200,6 +200,7 @@ function select(tab) {
   loading = false;
   waiting = null;
   $("screen").classList.remove("shown");
+  window.framebusScreen = null; // the big picture is no longer shown
   renderTabs();
   renderTab();
   renderTimeline();
