@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -210,6 +211,13 @@ func TestHistoryUnderAPIPrefix(t *testing.T) {
 	}
 	awaitStored(t, js, 25)
 	back(t, px, reconnected)
+	// This reader cannot ask the tab for its last frame (no node answers
+	// here, and its account could not reach one): frame 16 is published
+	// once an answer on the new connection shows its subscription is
+	// back on the server (nats.go sends it first), so 16 comes live.
+	if _, err := c.Current(ctx, "t1"); err != nil {
+		t.Fatal(err)
+	}
 	publish(t, node, frame("t1", 16))
 	for seq := int64(11); seq <= 16; seq++ {
 		if f := next(t, w); f.Sequence != seq {
@@ -230,7 +238,8 @@ func TestWatchAllThroughCut(t *testing.T) {
 	s := testServer(t)
 	node := nodeConn(t, s)
 	js := frameHistory(t, node, 1000)
-	publish(t, node, frame("a", 1))
+	tabs := answerTabList(t, node)
+	tabs.publish(frame("a", 1))
 	awaitStored(t, js, 1)
 	px := cutproxy.New(t, s.ClientURL())
 	c, reconnected := connectNoGap(t, px.URL(), nil)
@@ -244,20 +253,66 @@ func TestWatchAllThroughCut(t *testing.T) {
 	if f := next(t, w); f.Tab != "a" || f.Sequence != 1 {
 		t.Fatalf("frame %s/%d, want a/1", f.Tab, f.Sequence)
 	}
-	publish(t, node, frame("b", 1))
+	tabs.publish(frame("b", 1))
 	if f := next(t, w); f.Tab != "b" || f.Sequence != 1 {
 		t.Fatalf("frame %s/%d, want b/1", f.Tab, f.Sequence)
 	}
 	px.SetDown(true)
 	for seq := int64(2); seq <= 4; seq++ {
-		publish(t, node, frame("a", seq))
-		publish(t, node, frame("b", seq))
+		tabs.publish(frame("a", seq))
+		tabs.publish(frame("b", seq))
 	}
 	awaitStored(t, js, 8)
 	back(t, px, reconnected)
-	publish(t, node, frame("a", 5))
+	// The watch's subscription may not be back on the server yet, nor
+	// this frame stored when the watch reads the history: the node's
+	// tab list tells it the frame is to come.
+	tabs.publish(frame("a", 5))
 	want := map[string]int64{"a": 5, "b": 4}
 	got := map[string]int64{"a": 1, "b": 1}
+	for got["a"] != want["a"] || got["b"] != want["b"] {
+		f := next(t, w)
+		if f.Sequence != got[f.Tab]+1 {
+			t.Fatalf("frame %s/%d after %s/%d", f.Tab, f.Sequence, f.Tab, got[f.Tab])
+		}
+		got[f.Tab] = f.Sequence
+	}
+}
+
+// A watch busy handing a frame over while its connection is lost and
+// back (its reader is slow) still reads what it missed meanwhile: it
+// sees the new connection, though it saw no loss.
+func TestWatchAllThroughUnseenCut(t *testing.T) {
+	s := testServer(t)
+	node := nodeConn(t, s)
+	js := frameHistory(t, node, 1000)
+	tabs := answerTabList(t, node)
+	px := cutproxy.New(t, s.ClientURL())
+	c, reconnected := connectNoGap(t, px.URL(), nil)
+	ctx, cancel := context.WithTimeout(context.Background(), wait)
+	defer cancel()
+	w, err := c.WatchAll(ctx, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+	tabs.publish(frame("a", 1))
+	if f := next(t, w); f.Tab != "a" || f.Sequence != 1 {
+		t.Fatalf("frame %s/%d, want a/1", f.Tab, f.Sequence)
+	}
+	// a/2 comes live, and the watch holds it for its reader, who reads
+	// it only once the connection was lost and is back.
+	tabs.publish(frame("a", 2))
+	awaitStored(t, js, 2)
+	px.SetDown(true)
+	for seq := int64(3); seq <= 4; seq++ {
+		tabs.publish(frame("a", seq))
+		tabs.publish(frame("b", seq))
+	}
+	awaitStored(t, js, 6)
+	back(t, px, reconnected)
+	want := map[string]int64{"a": 4, "b": 4}
+	got := map[string]int64{"a": 1, "b": 2} // b's first frames were not published
 	for got["a"] != want["a"] || got["b"] != want["b"] {
 		f := next(t, w)
 		if f.Sequence != got[f.Tab]+1 {
@@ -317,6 +372,45 @@ func TestWatchAllLastTooManyTabs(t *testing.T) {
 	if err := w.Err(); codeOf(err) != protocol.CodeTooLarge || !strings.Contains(err.Error(), "1024") {
 		t.Fatalf("watch ended with %v, want too_large", err)
 	}
+}
+
+// tabList answers the tab list as a node does, with the last frame each
+// tab published through it.
+type tabList struct {
+	t    testing.TB
+	nc   *nats.Conn
+	mu   sync.Mutex
+	seqs map[string]int64
+}
+
+func answerTabList(t testing.TB, nc *nats.Conn) *tabList {
+	t.Helper()
+	l := &tabList{t: t, nc: nc, seqs: map[string]int64{}}
+	_, err := nc.Subscribe(subj.Tabs(), func(m *nats.Msg) {
+		l.mu.Lock()
+		list := protocol.TabList{OK: true, Node: "n1", Tabs: []protocol.TabInfo{}}
+		for tab, seq := range l.seqs {
+			list.Tabs = append(list.Tabs, protocol.TabInfo{Tab: tab, Sequence: seq})
+		}
+		l.mu.Unlock()
+		reply(m, list)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := nc.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	return l
+}
+
+// publish publishes f as the node does, its tab's last frame from now.
+func (l *tabList) publish(f protocol.Frame) {
+	l.t.Helper()
+	l.mu.Lock()
+	l.seqs[f.Tab] = f.Sequence
+	l.mu.Unlock()
+	publish(l.t, l.nc, f)
 }
 
 // connectNoGap connects a client to url that fails the test on a gap

@@ -349,12 +349,20 @@ func (f *follower) run(ctx context.Context) error {
 	var retry <-chan time.Time
 	nw := f.newNodeWatch(ctx)
 	defer nw.stop()
+	// caughtOn is the connection the watch follows (its down channel):
+	// a new one means a loss and a reconnect since, even one the watch
+	// did not see while it was handing a frame over.
+	var caughtOn <-chan struct{}
 	for {
 		up, down, closed := f.c.state()
 		if closed {
 			return f.ended(ctx, errClosed)
 		}
 		connected := isClosed(up)
+		if connected && down != caughtOn {
+			due = due || (caughtOn != nil && f.history)
+			caughtOn = down
+		}
 		if connected && due && retry == nil {
 			switch err := f.catchUp(ctx); {
 			case err == nil:
