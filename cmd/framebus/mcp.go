@@ -97,8 +97,7 @@ func (c *cli) mcp(target clientFlags, configFile, httpAddr, tools, tokenFile str
 	}
 	defer srv.Close()
 	if httpAddr == "" {
-		out := &lockedWriter{w: protocolOut}
-		err := srv.MCP().Run(c.ctx, &mcp.IOTransport{Reader: checkedLines(c.stdin, out), Writer: out})
+		err := srv.MCP().Run(c.ctx, &lineTransport{in: c.stdin, out: &lockedWriter{w: protocolOut}})
 		if err != nil && c.ctx.Err() == nil && !errors.Is(err, io.EOF) && !errors.Is(err, mcp.ErrConnectionClosed) {
 			return protocol.Errorf(protocol.CodeInternal, "mcp over stdio: %v", err)
 		}
