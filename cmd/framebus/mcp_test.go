@@ -556,6 +556,36 @@ func (r *rawMCP) answers(want []string, deadline time.Duration) map[string]map[s
 	}
 }
 
+// A script that pipes its requests into framebus mcp and closes its
+// input gets every answer, a slow call's too, then the server exits: it
+// answers what it read before it ends the session.
+func TestMCPAnswersWhatItReadBeforeItsInputEnds(t *testing.T) {
+	t.Parallel() // its own node and MCP server
+	n := startNode(t)
+	defer n.stop(syscall.SIGTERM, 30*time.Second)
+	r := startRawMCP(t, n.env)
+	r.send(`{"jsonrpc":"2.0","id":"init","method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"script","version":"1"}}}`)
+	r.send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	r.send(`{"jsonrpc":"2.0","id":"slow","method":"tools/call","params":{"name":"browser_eval","arguments":{"expression":"new Promise(r => setTimeout(() => r(6*7), 1000))"}}}`)
+	r.send(`{"jsonrpc":"2.0","id":"ping","method":"ping"}`)
+	if _, err := io.WriteString(r.stdin, `{"jsonrpc":"2.0","id":"last","method":"ping"}`); err != nil { // no newline: the input ends
+		t.Fatal(err)
+	}
+	r.stdin.Close()
+	got := r.answers([]string{"init", "slow", "ping", "last"}, testscale.D(time.Minute))
+	if got["init"]["result"] == nil || got["ping"]["result"] == nil || got["last"]["result"] == nil {
+		t.Fatalf("answers after the input ended: %v", got)
+	}
+	if data, _ := json.Marshal(got["slow"]); !strings.Contains(string(data), `"value":42`) {
+		t.Fatalf("the slow call after the input ended: %s", data)
+	}
+	select {
+	case <-r.done:
+	case <-time.After(testscale.D(time.Minute)):
+		t.Fatal("framebus mcp did not exit once it had answered")
+	}
+}
+
 // wrongValue is a value of another type than the schema's.
 func wrongValue(prop map[string]any) any {
 	switch prop["type"] {

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"sync"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -34,10 +35,15 @@ type lineTransport struct {
 }
 
 func (t *lineTransport) Connect(context.Context) (mcp.Connection, error) {
-	c := &lineConn{out: t.out, incoming: make(chan lineRead), closed: make(chan struct{})}
+	c := &lineConn{out: t.out, incoming: make(chan lineRead), closed: make(chan struct{}),
+		pending: map[jsonrpc.ID]bool{}, answered: make(chan struct{}, 1)}
 	go c.readLines(t.in)
 	return c, nil
 }
+
+// drainWait bounds how long a session whose client closed its input
+// goes on answering the requests it read before (see readLines).
+const drainWait = time.Minute
 
 // lineConn is a session's connection over lineTransport.
 type lineConn struct {
@@ -45,6 +51,10 @@ type lineConn struct {
 	incoming  chan lineRead
 	closed    chan struct{}
 	closeOnce sync.Once
+
+	mu       sync.Mutex
+	pending  map[jsonrpc.ID]bool // requests read and not answered yet
+	answered chan struct{}       // a request was answered
 }
 
 // lineRead is a message read, or why reading ended.
@@ -55,7 +65,9 @@ type lineRead struct {
 
 // readLines hands in's messages to Read, one a line, and answers the
 // lines that are none; it ends at in's end or when the connection is
-// closed (a stdin that never ends keeps it waiting, as the SDK's).
+// closed (a stdin that never ends keeps it waiting, as the SDK's). At
+// in's end, the session ends once the requests read are answered
+// (drainWait at most): `... | framebus mcp` prints its answers.
 func (c *lineConn) readLines(in io.Reader) {
 	r := bufio.NewReader(in)
 	for {
@@ -72,11 +84,38 @@ func (c *lineConn) readLines(in io.Reader) {
 				answerBadLine(c.out, requestID(line), code, why)
 			}
 		}
+		if req, ok := msg.(*jsonrpc.Request); ok && req.IsCall() {
+			c.mu.Lock()
+			c.pending[req.ID] = true
+			c.mu.Unlock()
+		}
 		if msg != nil && !c.hand(lineRead{msg: msg}) {
 			return
 		}
 		if err != nil {
+			c.drain()
 			c.hand(lineRead{err: err})
+			return
+		}
+	}
+}
+
+// drain waits until every request read is answered, drainWait at most.
+func (c *lineConn) drain() {
+	deadline := time.NewTimer(drainWait)
+	defer deadline.Stop()
+	for {
+		c.mu.Lock()
+		left := len(c.pending)
+		c.mu.Unlock()
+		if left == 0 {
+			return
+		}
+		select {
+		case <-c.answered:
+		case <-deadline.C:
+			return
+		case <-c.closed:
 			return
 		}
 	}
@@ -112,6 +151,15 @@ func (c *lineConn) Write(ctx context.Context, msg jsonrpc.Message) error {
 		return fmt.Errorf("marshaling message: %w", err)
 	}
 	_, err = c.out.Write(append(data, '\n'))
+	if resp, ok := msg.(*jsonrpc.Response); ok {
+		c.mu.Lock()
+		delete(c.pending, resp.ID)
+		c.mu.Unlock()
+		select {
+		case c.answered <- struct{}{}:
+		default:
+		}
+	}
 	return err
 }
 
