@@ -188,21 +188,7 @@ func StartNode(ctx context.Context, opts NodeOptions) (n *Node, err error) {
 		return nil, err
 	}
 	n.loadRestore() // first: plans to the tabs coming back are answered at once
-	if !opts.History.Disabled {
-		n.history, err = StartHistory(ctx, n.nc, subj, opts.History, opts.Logger.With().Str("component", "history").Logger())
-		if errors.Is(err, ErrNoJetStream) {
-			n.log.Warn().Err(err).Msg("no frame history: frames are live only, and large contents are kept by their tabs for their latest frames")
-			err = nil
-		}
-		if err != nil {
-			return nil, err
-		}
-	}
-	n.needHistoryToRestore()
-	if err = n.joinRegistry(ctx); err != nil {
-		return nil, err
-	}
-	if err = n.openSessionRegistry(ctx); err != nil {
+	if err = n.joinCluster(ctx); err != nil {
 		return nil, err
 	}
 	if n.stageDir, err = nodeStageDir(); err != nil {
@@ -533,6 +519,62 @@ func (n *Node) allow(url string) error {
 
 // openWhitelist allows every host, over http and https.
 var openWhitelist, _ = whitelist.New(nil, nil)
+
+// joinCluster starts the frame history and enters the node in the
+// node and session registries: the node's part in the JetStream it
+// shares with the bus's other nodes. A clash of names found meanwhile
+// is node_name_taken (see watchNameClash).
+func (n *Node) joinCluster(ctx context.Context) (err error) {
+	ctx, stop := n.watchNameClash(ctx)
+	defer stop()
+	defer func() { err = nameTaken(ctx, err) }()
+	if !n.opts.History.Disabled {
+		n.history, err = StartHistory(ctx, n.nc, n.subj, n.opts.History, n.opts.Logger.With().Str("component", "history").Logger())
+		if errors.Is(err, ErrNoJetStream) {
+			n.log.Warn().Err(err).Msg("no frame history: frames are live only, and large contents are kept by their tabs for their latest frames")
+			err = nil
+		}
+		if err != nil {
+			return err
+		}
+	}
+	n.needHistoryToRestore()
+	if err = n.joinRegistry(ctx); err != nil {
+		return err
+	}
+	if err = n.openSessionRegistry(ctx); err != nil {
+		return err
+	}
+	return nil
+}
+
+// watchNameClash is ctx, ended with node_name_taken when another server
+// of the cluster turns out to have the node's name while it starts (the
+// embedded server takes the node's name): the cluster refuses the routes
+// between them, so JetStream may answer neither the history nor the
+// registry, which would tell.
+func (n *Node) watchNameClash(ctx context.Context) (context.Context, func()) {
+	ctx, cancel := context.WithCancelCause(ctx)
+	clash := n.bus.NameClash()
+	go func() {
+		select {
+		case <-clash:
+			cancel(protocol.Errorf(protocol.CodeNodeNameTaken,
+				"node name %q is taken: another server of the bus's cluster has it (the cluster refuses the routes between them); choose another with --node (or $FRAMEBUS_NODE), or stop that node", n.name))
+		case <-ctx.Done():
+		}
+	}()
+	return ctx, func() { cancel(nil) }
+}
+
+// nameTaken is err, or the name clash that ended ctx (see
+// watchNameClash) when err came of it.
+func nameTaken(ctx context.Context, err error) error {
+	if cause := context.Cause(ctx); err != nil && protocol.CodeOf(cause) == protocol.CodeNodeNameTaken {
+		return cause
+	}
+	return err
+}
 
 // joinRegistry enters the node in the bus's node registry (see
 // registry): node_name_taken when a live node has its name. On a bus

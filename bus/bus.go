@@ -33,6 +33,7 @@ type Bus struct {
 	subjects   protocol.Subjects
 	wsURL      string
 	clusterURL string // host:port of the cluster listener; "" without
+	nameClash  <-chan struct{}
 
 	auth     *authenticator // who may log in; nil external
 	registry *usersRegistry // a cluster's shared users; nil otherwise
@@ -122,6 +123,13 @@ func (b *Bus) ClusterURL() string {
 	}
 	return "nats-route://" + b.clusterURL
 }
+
+// NameClash is closed when another server of the cluster turns out to
+// have this one's name (Options.Name, the node's): the cluster refuses
+// the routes between them, and JetStream cannot tell them apart, so
+// what this server asks of JetStream may never be answered. Never
+// closed on an external bus or without a cluster.
+func (b *Bus) NameClash() <-chan struct{} { return b.nameClash }
 
 // WebSocketURL is ws://HOST:PORT of the WebSocket listener, "" without one.
 func (b *Bus) WebSocketURL() string { return b.wsURL }

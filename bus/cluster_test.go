@@ -246,3 +246,31 @@ func addUser(t testing.TB, m *bus.Bus, u bus.User) {
 		time.Sleep(100 * time.Millisecond)
 	}
 }
+
+// Two members of a cluster under one name: the routes between them are
+// refused, and each is told (NameClash); a member with a name of its
+// own is not.
+func TestNameClashIsTold(t *testing.T) {
+	listen, routes := bustest.ClusterRoutes(t, 3)
+	start := func(i int, name string) *bus.Bus {
+		return startBus(t, bus.Options{Name: name, Prefix: "fb", JetStream: &bus.JetStreamOptions{},
+			Cluster: &bus.ClusterOptions{Listen: listen[i], Secret: clusterSecret, Routes: routes}})
+	}
+	other := start(0, "m1")
+	first := start(1, "twin")
+	second := start(2, "twin")
+	waitUntil(t, "a clash told", func() bool { return closed(first.NameClash()) || closed(second.NameClash()) })
+	if closed(other.NameClash()) {
+		t.Fatal("a member with a name of its own was told of a clash")
+	}
+}
+
+// closed reports whether ch is closed.
+func closed(ch <-chan struct{}) bool {
+	select {
+	case <-ch:
+		return true
+	default:
+		return false
+	}
+}

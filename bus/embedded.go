@@ -147,6 +147,7 @@ func (b *Bus) startEmbedded() error {
 	}
 
 	b.srv = srv
+	b.nameClash = slog.nameClash
 	b.maxPayload = int64(o.MaxPayload)
 	if o.WebSocket != "" {
 		b.wsURL = srv.WebsocketURL()

@@ -19,10 +19,20 @@ type serverLogger struct {
 	mu      sync.Mutex
 	fatal   string // first Fatalf message; "" when none
 	lastErr string // last Errorf message; "" when none
+
+	// nameClash is closed when a server of the cluster had this one's
+	// name (the server closes the route; see Bus.NameClash).
+	nameClash     chan struct{}
+	nameClashOnce sync.Once
 }
 
+// duplicateNameError ends the format of nats-server's error when a route
+// comes from a server with this server's name (server/route.go; the
+// route's name comes before it).
+const duplicateNameError = "Remote server has a duplicate name: %q"
+
 func newServerLogger(l zerolog.Logger) *serverLogger {
-	return &serverLogger{log: l.With().Str("component", "nats-server").Logger()}
+	return &serverLogger{log: l.With().Str("component", "nats-server").Logger(), nameClash: make(chan struct{})}
 }
 
 // enabled reports whether l writes events at lvl. It also answers false for
@@ -67,6 +77,9 @@ func (l *serverLogger) Fatalf(format string, v ...any) {
 func (l *serverLogger) Errorf(format string, v ...any) {
 	msg := fmt.Sprintf(format, v...)
 	l.log.Error().Msg(msg)
+	if strings.HasSuffix(format, duplicateNameError) {
+		l.nameClashOnce.Do(func() { close(l.nameClash) })
+	}
 	l.mu.Lock()
 	l.lastErr = msg
 	l.mu.Unlock()
