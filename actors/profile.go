@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -463,21 +464,28 @@ func (p *Profile) startTabAs(ctx context.Context, page *cdpdriver.Page, from *re
 // page went away), so it is no longer listed.
 func (p *Profile) retireWhenDone(tab *Tab) {
 	<-tab.Done()
-	defer p.node.tabsChanged()
+	p.retire(tab)
+}
+
+// retire drops a stopped tab from the profile, once: CloseTab does it
+// before it answers, so a list asked for after the answer has the tab
+// no longer.
+func (p *Profile) retire(tab *Tab) {
 	p.mu.Lock()
-	defer p.mu.Unlock()
-	for i, t := range p.tabs {
-		if t == tab {
-			p.tabs = append(p.tabs[:i], p.tabs[i+1:]...)
-			break
-		}
+	i := slices.Index(p.tabs, tab)
+	if i < 0 {
+		p.mu.Unlock()
+		return // retired already
 	}
+	p.tabs = slices.Delete(p.tabs, i, i+1)
 	if pg, ok := p.pages[tab.ID()]; ok {
 		pg.Close()
 		delete(p.pages, tab.ID())
 		delete(p.claimed, pg.TargetID()) // a restored tab's page is not its id
 	}
 	delete(p.claimed, tab.ID())
+	p.mu.Unlock()
+	p.node.tabsChanged()
 }
 
 // viewport is what the profile's tabs are laid out for: its own if it has
@@ -540,6 +548,7 @@ func (p *Profile) CloseTab(ctx context.Context, id string) (protocol.TabInfo, er
 		}
 	}
 	tab.Stop()
+	p.retire(tab)
 	return info, nil
 }
 
