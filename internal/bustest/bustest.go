@@ -5,7 +5,13 @@ package bustest
 import (
 	"crypto/rand"
 	"encoding/hex"
+	"fmt"
+	mathrand "math/rand/v2"
 	"net"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -70,15 +76,59 @@ func Connect(t testing.TB, b *bus.Bus, role string, opts ...nats.Option) *nats.C
 // ClusterRoutes picks n free loopback ports for a cluster's route
 // listeners: each member's Listen, and every member's route URL (each
 // member lists them all, JetStream's cluster wants them configured).
+//
+// The ports are below the kernel's ephemeral range: a port from that
+// range, free when picked, could be handed to another listener on :0 or
+// to a connection before the member binds it (a CI run saw "address
+// already in use"); none is handed out below it. The process hands each
+// out once.
 func ClusterRoutes(t testing.TB, n int) (listen, routes []string) {
 	t.Helper()
 	for range n {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		listen, routes = append(listen, l.Addr().String()), append(routes, "nats-route://"+l.Addr().String())
-		l.Close()
+		addr := routePort(t)
+		listen, routes = append(listen, addr), append(routes, "nats-route://"+addr)
 	}
 	return listen, routes
+}
+
+var (
+	routePortsMu sync.Mutex
+	routePorts   = map[int]bool{}
+)
+
+// routePort is a free 127.0.0.1:PORT below the ephemeral ports.
+func routePort(t testing.TB) string {
+	t.Helper()
+	low := ephemeralLow()
+	routePortsMu.Lock()
+	defer routePortsMu.Unlock()
+	for range 1000 {
+		port := low - 1 - mathrand.IntN(min(low-1024, 12000))
+		if routePorts[port] {
+			continue
+		}
+		l, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", port))
+		if err != nil {
+			continue // taken
+		}
+		l.Close()
+		routePorts[port] = true
+		return l.Addr().String()
+	}
+	t.Fatal("no free port below the ephemeral ones")
+	return ""
+}
+
+// ephemeralLow is the first port of the kernel's ephemeral range
+// (Linux's default when it cannot be read).
+func ephemeralLow() int {
+	low := 32768
+	if data, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range"); err == nil {
+		if f := strings.Fields(string(data)); len(f) == 2 {
+			if v, err := strconv.Atoi(f[0]); err == nil && v > 2048 {
+				low = v
+			}
+		}
+	}
+	return low
 }
