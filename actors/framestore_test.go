@@ -151,10 +151,15 @@ func TestStreamLeaderLostDuringRacingAgents(t *testing.T) {
 	}
 
 	tab.Stop() // its frames have reached the stream, or were given up
-	info, err := h.Stream().Info(ctx, jetstream.WithSubjectFilter(subject))
-	if err != nil {
-		t.Fatal(err)
-	}
+	var info *jetstream.StreamInfo
+	waitUntil(t, func() bool { // the cluster, a member short, may not answer at once
+		var err error
+		info, err = h.Stream().Info(ctx, jetstream.WithSubjectFilter(subject))
+		if err != nil && !jetStreamUnsettled(err) {
+			t.Fatal(err)
+		}
+		return err == nil
+	})
 	// Its frames, and the close frame Stop made after them.
 	if stored := info.State.Subjects[subject]; stored != uint64(last)+1 {
 		t.Errorf("the history has %d frames of the tab, want %d and its close frame", stored, last)

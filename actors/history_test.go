@@ -47,13 +47,23 @@ func follow(t *testing.T, nc *nats.Conn, subj protocol.Subjects, subject string)
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), testscale.D(30*time.Second))
-	defer cancel()
-	cons, err := js.OrderedConsumer(ctx, subj.FrameStream(), jetstream.OrderedConsumerConfig{FilterSubjects: []string{subject}})
-	if err != nil {
-		t.Fatal(err)
+	// A cluster that has just lost a member may not answer yet, or
+	// answer 503: ask again, as the product does (jetStreamUnsettled).
+	var cons jetstream.Consumer
+	deadline := time.Now().Add(testscale.D(30 * time.Second))
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), testscale.D(5*time.Second))
+		cons, err = js.OrderedConsumer(ctx, subj.FrameStream(), jetstream.OrderedConsumerConfig{FilterSubjects: []string{subject}})
+		cancel()
+		if err == nil {
+			return cons
+		}
+		if !jetStreamUnsettled(err) || time.Now().After(deadline) {
+			t.Fatal(err)
+		}
+		t.Logf("the history's consumer, again: %v", err)
+		time.Sleep(100 * time.Millisecond)
 	}
-	return cons
 }
 
 // stockServer runs a nats-server of its own with opts on a loopback
@@ -82,14 +92,23 @@ func replay(t *testing.T, cons jetstream.Consumer, n int) []jetstream.Msg {
 		if time.Now().After(deadline) {
 			t.Fatalf("replayed %d of %d frames within 60s", len(out), n)
 		}
+		// A fetch the cluster is not ready for yet (a consumer whose
+		// server the request's route does not know of yet: no
+		// responders) is made again: the ordered consumer goes on from
+		// the last message it gave.
 		batch, err := cons.Fetch(n-len(out), jetstream.FetchMaxWait(10*time.Second))
-		if err != nil {
-			t.Fatal(err)
+		if err == nil {
+			for m := range batch.Messages() {
+				out = append(out, m)
+			}
+			err = batch.Error()
 		}
-		for m := range batch.Messages() {
-			out = append(out, m)
-		}
-		if err := batch.Error(); err != nil && !errors.Is(err, nats.ErrTimeout) {
+		switch {
+		case err == nil, errors.Is(err, nats.ErrTimeout):
+		case jetStreamUnsettled(err):
+			t.Logf("the history's fetch, again after %d of %d: %v", len(out), n, err)
+			time.Sleep(100 * time.Millisecond)
+		default:
 			t.Fatal(err)
 		}
 	}

@@ -465,16 +465,29 @@ func (n *Node) pastPlans(ctx context.Context, last protocol.Frame) ([]PastPlan, 
 	}
 	ctx, cancel := boundedByHistory(ctx)
 	defer cancel()
-	cons, err := n.history.js.OrderedConsumer(ctx, n.subj.FrameStream(), jetstream.OrderedConsumerConfig{
-		FilterSubjects: []string{n.subj.TabFrames(tab)}, DeliverPolicy: jetstream.DeliverByStartTimePolicy, OptStartTime: &since})
+	cfg := jetstream.OrderedConsumerConfig{
+		FilterSubjects: []string{n.subj.TabFrames(tab)}, DeliverPolicy: jetstream.DeliverByStartTimePolicy, OptStartTime: &since}
+	cons, err := n.history.js.OrderedConsumer(ctx, n.subj.FrameStream(), cfg)
+	for err != nil && jetStreamUnsettled(err) && ctx.Err() == nil {
+		pauseUnsettled(ctx)
+		cons, err = n.history.js.OrderedConsumer(ctx, n.subj.FrameStream(), cfg)
+	}
 	if err != nil {
 		return nil, err
 	}
 	var past []PastPlan
 	byID := map[string]int{}
 	for {
+		// A fetch the cluster is not ready for (the consumer's server
+		// not yet known across the routes: no responders; an election)
+		// is made again until ctx ends: the ordered consumer goes on
+		// from the last frame it gave.
 		batch, err := cons.Fetch(256, jetstream.FetchMaxWait(time.Second))
-		if err != nil {
+		switch {
+		case err != nil && jetStreamUnsettled(err) && ctx.Err() == nil:
+			pauseUnsettled(ctx)
+			continue
+		case err != nil:
 			return past, err
 		}
 		got := 0
@@ -498,11 +511,23 @@ func (n *Node) pastPlans(ctx context.Context, last protocol.Frame) ([]PastPlan, 
 				return past, nil
 			}
 		}
+		if err := batch.Error(); got == 0 && err != nil && jetStreamUnsettled(err) {
+			pauseUnsettled(ctx) // answered at once (no responders): not a tight loop
+		}
 		if got == 0 && ctx.Err() != nil {
 			// Frame upTo is since then: only a stream that does not
 			// answer keeps it back.
 			return past, fmt.Errorf("the history's frames of tab %s up to %d: %w", tab, upTo, ctx.Err())
 		}
+	}
+}
+
+// pauseUnsettled waits a little before a JetStream call a cluster was not
+// ready for is made again, or until ctx ends.
+func pauseUnsettled(ctx context.Context) {
+	select {
+	case <-ctx.Done():
+	case <-time.After(100 * time.Millisecond):
 	}
 }
 
