@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -40,30 +41,41 @@ func TestHistoryWaitsForTheClusterToForm(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer nc.Close()
-	history := func(ctx context.Context) (*History, error) {
-		return StartHistory(ctx, nc, protocol.DefaultSubjects, HistoryOptions{Replicas: 3}, zerolog.Nop())
+	history := func(ctx context.Context, log zerolog.Logger) (*History, error) {
+		return StartHistory(ctx, nc, protocol.DefaultSubjects, HistoryOptions{Replicas: 3}, log)
 	}
 
 	ctx, cancel := context.WithTimeout(context.Background(), testscale.D(4*time.Second))
-	_, err = history(ctx)
+	_, err = history(ctx, zerolog.Nop())
 	cancel()
 	if protocol.CodeOf(err) != protocol.CodeUnavailable || !strings.Contains(err.Error(), "every member listed in its routes") {
 		t.Fatalf("the history with two of three members up, on the cluster's first start: %v (code %s); want unavailable, saying what it waits for", err, protocol.CodeOf(err))
 	}
 
-	started := make(chan error, 1)
+	// The last member comes up once the node says it waits for it.
+	started, waits := make(chan error, 1), make(chan struct{})
+	said := sync.OnceFunc(func() { close(waits) })
 	go func() {
 		ctx, cancel := context.WithTimeout(context.Background(), testscale.D(time.Minute))
 		defer cancel()
-		h, err := history(ctx)
+		h, err := history(ctx, zerolog.New(writerFunc(func(p []byte) (int, error) { said(); return len(p), nil })))
 		if err == nil && h.Stream().CachedInfo().Config.Replicas != 3 {
 			err = fmt.Errorf("the frame stream has %d replicas", h.Stream().CachedInfo().Config.Replicas)
 		}
 		started <- err
 	}()
-	time.Sleep(time.Second)
+	select {
+	case <-waits:
+	case err := <-started:
+		t.Fatalf("the history with the last member not up yet: %v; want it to wait, and say so", err)
+	}
 	start(2)
 	if err := <-started; err != nil {
 		t.Fatalf("the history once the last member is up: %v", err)
 	}
 }
+
+// writerFunc is an io.Writer of a function.
+type writerFunc func(p []byte) (int, error)
+
+func (f writerFunc) Write(p []byte) (int, error) { return f(p) }
