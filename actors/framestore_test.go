@@ -104,7 +104,9 @@ func TestStreamLeaderLostDuringRacingAgents(t *testing.T) {
 		}()
 	}
 	atSequence := func(n int64) func() bool { return func() bool { return tab.Info().Sequence >= n || failed() } }
-	waitUntil(t, atSequence(50))
+	// Long enough before the loss for the lateness a busy machine gives
+	// anyway to show, as it will after.
+	waitUntil(t, atSequence(200))
 	killedAt := tab.Info().Sequence
 	lost := fmt.Sprintf("s%d", leader+1)
 	members[leader].Close()

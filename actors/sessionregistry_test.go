@@ -13,6 +13,7 @@ import (
 
 	"github.com/framebus/framebus/internal/bustest"
 	"github.com/framebus/framebus/internal/testdir"
+	"github.com/framebus/framebus/internal/testscale"
 	"github.com/framebus/framebus/protocol"
 )
 
@@ -63,7 +64,15 @@ func registered(t *testing.T, kv jetstream.KeyValue, domain string) (e protocol.
 func startOn(t *testing.T, nc *nats.Conn, subject, domain string) protocol.SessionReply {
 	t.Helper()
 	data, _ := json.Marshal(protocol.SessionStartRequest{Domain: domain})
+	// A node at another member of a cluster is known there once its
+	// subscription crossed the route: until then, no responders (and
+	// nothing ran).
+	deadline := time.Now().Add(testscale.D(20 * time.Second))
 	msg, err := nc.Request(subject, data, time.Minute)
+	for errors.Is(err, nats.ErrNoResponders) && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+		msg, err = nc.Request(subject, data, time.Minute)
+	}
 	if err != nil {
 		t.Fatalf("session start %s on %s: %v", domain, subject, err)
 	}

@@ -227,21 +227,33 @@ func TestClusterSharesUsers(t *testing.T) {
 	}
 }
 
-// addUser adds u at m, asking again while the cluster's registry is not
-// up yet (AddUser waits for it up to 10 s and then says unavailable,
-// having changed nothing: a cluster forming on a busy machine can take
-// longer).
+// addUser adds u at m, again while the cluster's JetStream is not ready
+// (unavailable changed nothing).
 func addUser(t testing.TB, m *bus.Bus, u bus.User) {
+	t.Helper()
+	whileUnavailable(t, "add user "+u.Name, func() error { return m.AddUser(u) })
+}
+
+// claimUsers claims passwords' users for m, again while the cluster's
+// JetStream is not ready (a member just started or restarted).
+func claimUsers(t testing.TB, m *bus.Bus, passwords map[string]string) {
+	t.Helper()
+	whileUnavailable(t, "claim users", func() error { return m.ClaimUsers(passwords) })
+}
+
+// whileUnavailable calls call again while it fails unavailable, within
+// a minute (scaled), and fails the test on any other error.
+func whileUnavailable(t testing.TB, what string, call func() error) {
 	t.Helper()
 	within := testscale.D(60 * time.Second)
 	deadline := time.Now().Add(within)
 	for {
-		err := m.AddUser(u)
+		err := call()
 		switch {
 		case err == nil:
 			return
 		case protocol.CodeOf(err) != protocol.CodeUnavailable || time.Now().After(deadline):
-			t.Fatalf("add user %s: %v", u.Name, err)
+			t.Fatalf("%s: %v", what, err)
 		}
 		time.Sleep(100 * time.Millisecond)
 	}

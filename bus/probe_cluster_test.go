@@ -50,9 +50,7 @@ func TestRestartedMemberOwnsItsUsersAgain(t *testing.T) {
 
 	m3 = member(2, []bus.User{{Name: own, PasswordHash: hash(newPassword), Role: protocol.RoleAgent}})
 	// The name is m3's alone now (for a node: the node registry said so).
-	if err := m3.ClaimUsers(map[string]string{own: newPassword}); err != nil {
-		t.Fatal(err)
-	}
+	claimUsers(t, m3, map[string]string{own: newPassword})
 	// A user added after the restart reaches m3 through its registry watch
 	// after every older entry did: from then on m3 follows the registry.
 	addUser(t, m1, bus.User{Name: "marker", PasswordHash: testHash, Role: protocol.RoleObserver})
@@ -93,9 +91,7 @@ func TestRestartedMemberWithItsPasswordClosesNoConnection(t *testing.T) {
 	for _, m := range []*bus.Bus{m1, m2, m3} {
 		waitUntil(t, "the cluster's routes", func() bool { return connectedRoutes(m) == 2 })
 	}
-	if err := m3.ClaimUsers(map[string]string{own: password}); err != nil {
-		t.Fatal(err)
-	}
+	claimUsers(t, m3, map[string]string{own: password})
 	waitUntil(t, "m3's user on m1", func() bool { return logsIn(t, m1, own, password) })
 	atM1, err := dialAs(t, m1.ClientURL(), own, password, nats.IgnoreDiscoveredServers())
 	if err != nil {
@@ -104,9 +100,7 @@ func TestRestartedMemberWithItsPasswordClosesNoConnection(t *testing.T) {
 	m3.Close()
 
 	m3 = member(2, ownUser())
-	if err := m3.ClaimUsers(map[string]string{own: password}); err != nil {
-		t.Fatal(err)
-	}
+	claimUsers(t, m3, map[string]string{own: password})
 	// m1 follows the claim's change, if any, before a user added after it.
 	addUser(t, m3, bus.User{Name: "marker", PasswordHash: testHash, Role: protocol.RoleObserver})
 	waitUntil(t, "the marker user on m1", func() bool { return logsIn(t, m1, "marker", testPassword) })

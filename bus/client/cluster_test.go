@@ -67,6 +67,11 @@ func TestWatchSurvivesALostClusterMember(t *testing.T) {
 		lost = 1
 	}
 
+	// The node answers the tab's latest frame, as a real one does: a
+	// catch-up waits for the history to have it, so frames published
+	// before the watch's interest crossed the route are not lost.
+	latest := answerLatest(t, node, "T1")
+
 	// The observer's client: the member to lose first, the others to
 	// reconnect to.
 	urls := []string{members[lost].ClientURL(), members[0].ClientURL(), members[3-lost].ClientURL()}
@@ -80,6 +85,7 @@ func TestWatchSurvivesALostClusterMember(t *testing.T) {
 	const before, after = 20, 20
 	seen := map[int64]int{}
 	for seq := int64(1); seq <= before; seq++ {
+		latest.Store(seq)
 		publish(t, node, frame("T1", seq))
 	}
 	if err := node.Flush(); err != nil {
@@ -90,6 +96,7 @@ func TestWatchSurvivesALostClusterMember(t *testing.T) {
 	}
 	members[lost].Close() // the observer's server goes away
 	for seq := int64(before + 1); seq <= before+after; seq++ {
+		latest.Store(seq)
 		publish(t, node, frame("T1", seq))
 	}
 	for range after {

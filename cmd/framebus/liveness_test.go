@@ -50,7 +50,9 @@ func freeze(t *testing.T, n *node) {
 
 // plansToFrozen sends plans to tab while its node is frozen, at once and
 // side by side: through bc (the Go client) with a short and a default
-// deadline, and through the CLI (env) with --timeout 8s and its default.
+// deadline, and through the CLI (env) with --timeout 8s (scaled) and its
+// default. Finding the node frozen takes about 4 s: the short deadline
+// leaves room for a busy machine.
 func plansToFrozen(t *testing.T, bc *busclient.Client, env []string, tab string) []planOutcome {
 	t.Helper()
 	var mu sync.Mutex
@@ -61,7 +63,7 @@ func plansToFrozen(t *testing.T, bc *busclient.Client, env []string, tab string)
 		defer mu.Unlock()
 		out = append(out, planOutcome{who: who, code: protocol.CodeOf(err), err: fmt.Sprint(err), elapsed: time.Since(start)})
 	}
-	for _, d := range []time.Duration{8 * time.Second, 45 * time.Second} {
+	for _, d := range []time.Duration{testscale.D(8 * time.Second), 45 * time.Second} {
 		wg.Go(func() {
 			start := time.Now()
 			ctx, cancel := context.WithTimeout(context.Background(), d)
@@ -73,7 +75,7 @@ func plansToFrozen(t *testing.T, bc *busclient.Client, env []string, tab string)
 			add(fmt.Sprintf("go client, deadline %s", d), start, err)
 		})
 	}
-	for _, args := range [][]string{{"--timeout", "8s"}, nil} {
+	for _, args := range [][]string{{"--timeout", testscale.D(8 * time.Second).String()}, nil} {
 		wg.Go(func() {
 			start := time.Now()
 			r := framebus(t, env, "", append([]string{"eval", ranMark, "--tab", tab}, args...)...)
@@ -230,7 +232,7 @@ func TestFrozenLoneNode(t *testing.T) {
 	var wg sync.WaitGroup
 	var mu sync.Mutex
 	for _, bc := range clients {
-		for _, d := range []time.Duration{8 * time.Second, 45 * time.Second} {
+		for _, d := range []time.Duration{testscale.D(8 * time.Second), 45 * time.Second} {
 			wg.Go(func() {
 				start := time.Now()
 				pctx, cancel := context.WithTimeout(ctx, d)
