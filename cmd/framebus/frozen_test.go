@@ -108,7 +108,9 @@ func TestFrozenNodeStartsNoLatePlan(t *testing.T) {
 	// (stall.go) has the node refuse plans for a moment after the thaw,
 	// node_unavailable, having run nothing: then it is asked again.
 	res, err := bc.Plan(ctx, tab, byPlan)
-	stalled := func() bool { return protocol.CodeOf(err) == protocol.CodeNodeUnavailable || res.Code == protocol.CodeNodeUnavailable }
+	stalled := func() bool {
+		return protocol.CodeOf(err) == protocol.CodeNodeUnavailable || res.Code == protocol.CodeNodeUnavailable
+	}
 	for deadline := time.Now().Add(testscale.D(10 * time.Second)); stalled() && res.Executed == 0 && time.Now().Before(deadline); {
 		t.Logf("plan %s sent again after the thaw: %+v, %v (the freeze outlasted the stall limit); again", byPlan.ID, res, err)
 		time.Sleep(100 * time.Millisecond)
