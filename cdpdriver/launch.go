@@ -130,15 +130,25 @@ var launchPortFlags = []string{
 // last lines Chromium wrote to stderr.
 //
 // A browser that crashes before it is ready (killed by a signal, as a
-// segmentation fault: seen once in a while at start on a loaded machine)
-// is launched once more before Launch gives up.
+// segmentation fault: seen once in a while at start on a loaded machine,
+// and twice in a row once) is launched again, launchTries in all, a
+// little later each time, before Launch gives up.
 func Launch(ctx context.Context, opts LaunchOptions) (*Process, error) {
 	p, err := launchOnce(ctx, opts)
-	if errors.Is(err, errCrashedAtStart) && ctx.Err() == nil {
+	for try := 1; try < launchTries && errors.Is(err, errCrashedAtStart) && ctx.Err() == nil; try++ {
+		opts.Logger.Warn().Err(err).Int("try", try).Msg("chromium crashed at start: launching it again")
+		select {
+		case <-ctx.Done():
+			return nil, err
+		case <-time.After(time.Duration(try) * 250 * time.Millisecond):
+		}
 		p, err = launchOnce(ctx, opts)
 	}
 	return p, err
 }
+
+// launchTries bounds the launches of a browser that crashes at start.
+const launchTries = 3
 
 // errCrashedAtStart: the browser was killed by a signal before it was
 // ready.

@@ -562,9 +562,10 @@ func TestLaunchDiesWithParent(t *testing.T) {
 }
 
 // A browser killed by a signal before it was ready (a segmentation fault
-// at start, seen on a loaded machine) is launched once more: the first
-// run of this wrapper crashes, the second is Chromium. One that exits
-// by itself (exit status) is not launched again.
+// at start, seen on a loaded machine) is launched again: the first two
+// runs of this wrapper crash, the third is Chromium. One that crashes
+// every time is given up after the third; one that exits by itself (exit
+// status) is not launched again.
 func TestLaunchAgainAfterACrashAtStart(t *testing.T) {
 	chromium, err := FindChromium()
 	if err != nil {
@@ -576,7 +577,7 @@ func TestLaunchAgainAfterACrashAtStart(t *testing.T) {
 	}
 	runs := filepath.Join(dir, "runs")
 	wrapper := filepath.Join(dir, "crashes-once")
-	body := fmt.Sprintf("#!/bin/sh\necho run >> %s\nif [ $(wc -l < %s) -eq 1 ]; then kill -SEGV $$; fi\nexec %s \"$@\"\n", runs, runs, chromium)
+	body := fmt.Sprintf("#!/bin/sh\necho run >> %s\nif [ $(wc -l < %s) -le 2 ]; then kill -SEGV $$; fi\nexec %s \"$@\"\n", runs, runs, chromium)
 	if err := os.WriteFile(wrapper, []byte(body), 0o755); err != nil {
 		t.Fatal(err)
 	}
@@ -588,8 +589,22 @@ func TestLaunchAgainAfterACrashAtStart(t *testing.T) {
 		t.Fatalf("launch after a crash at start: %v", err)
 	}
 	p.Close()
-	if data, _ := os.ReadFile(runs); strings.Count(string(data), "run") != 2 {
-		t.Fatalf("the wrapper ran %d times, want 2", strings.Count(string(data), "run"))
+	if data, _ := os.ReadFile(runs); strings.Count(string(data), "run") != 3 {
+		t.Fatalf("the wrapper ran %d times, want 3", strings.Count(string(data), "run"))
+	}
+
+	crashes := filepath.Join(dir, "crashes")
+	if err := os.WriteFile(crashes, []byte("#!/bin/sh\necho run >> "+runs+"\nkill -SEGV $$\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(runs); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Launch(ctx, LaunchOptions{Binary: crashes, Headless: true}); err == nil || !strings.Contains(err.Error(), "segmentation fault") {
+		t.Fatalf("a binary that always crashes: %v", err)
+	}
+	if data, _ := os.ReadFile(runs); strings.Count(string(data), "run") != launchTries {
+		t.Fatalf("a binary that always crashes ran %d times, want %d", strings.Count(string(data), "run"), launchTries)
 	}
 
 	exits := filepath.Join(dir, "exits")
