@@ -9,9 +9,11 @@ import (
 	mathrand "math/rand/v2"
 	"net"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -80,8 +82,10 @@ func Connect(t testing.TB, b *bus.Bus, role string, opts ...nats.Option) *nats.C
 // The ports are below the kernel's ephemeral range: a port from that
 // range, free when picked, could be handed to another listener on :0 or
 // to a connection before the member binds it (a CI run saw "address
-// already in use"); none is handed out below it. The process hands each
-// out once.
+// already in use"); none is handed out below it. Each is handed out once
+// on the machine while the process runs: the test binaries of several
+// packages run at once, and a member restarted on its port leaves it free
+// for a while (see reservePort).
 func ClusterRoutes(t testing.TB, n int) (listen, routes []string) {
 	t.Helper()
 	for range n {
@@ -104,20 +108,44 @@ func routePort(t testing.TB) string {
 	defer routePortsMu.Unlock()
 	for range 1000 {
 		port := low - 1 - mathrand.IntN(min(low-1024, 12000))
-		if routePorts[port] {
+		if routePorts[port] || !reservePort(port) {
 			continue
 		}
+		routePorts[port] = true // reserved, for this process's life
 		l, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", port))
 		if err != nil {
-			continue // taken
+			continue // taken by something else
 		}
 		l.Close()
-		routePorts[port] = true
 		return l.Addr().String()
 	}
 	t.Fatal("no free port below the ephemeral ones")
 	return ""
 }
+
+// reservePort reserves port for this process among the processes on the
+// machine that pick ports here: an exclusive lock on a file named after
+// it, held (its file left open) until the process ends. False when
+// another process holds it.
+func reservePort(port int) bool {
+	dir := filepath.Join(os.TempDir(), "framebus-test-ports")
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return true // no reservations here: the listen check alone
+	}
+	f, err := os.OpenFile(filepath.Join(dir, strconv.Itoa(port)), os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return true // another user's reservations: the listen check alone
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		f.Close()
+		return false
+	}
+	reserved = append(reserved, f) // kept open: the lock lasts
+	return true
+}
+
+// reserved holds the files whose locks reserve this process's ports.
+var reserved []*os.File
 
 // ephemeralLow is the first port of the kernel's ephemeral range
 // (Linux's default when it cannot be read).
