@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -16,6 +15,7 @@ import (
 	"github.com/mafredri/cdp"
 	"github.com/nats-io/nats.go"
 
+	"github.com/framebus/framebus/internal/bustest"
 	"github.com/framebus/framebus/internal/testscale"
 	"github.com/framebus/framebus/protocol"
 )
@@ -342,13 +342,7 @@ func TestNavigationAndElementErrors(t *testing.T) {
 
 // closedPortURL is a loopback URL nothing listens on.
 func closedPortURL(t *testing.T) string {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := l.Addr().String()
-	l.Close()
-	return "http://" + addr + "/"
+	return "http://" + bustest.FreeAddr(t) + "/"
 }
 
 // crashPage crashes the tab's renderer from a DevTools connection of its

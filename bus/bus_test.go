@@ -460,13 +460,7 @@ func TestExternal(t *testing.T) {
 // freeURL returns a nats:// URL on which nothing listens.
 func freeURL(t *testing.T, userinfo string) string {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := l.Addr().String()
-	l.Close()
-	return "nats://" + userinfo + addr
+	return "nats://" + userinfo + bustest.FreeAddr(t)
 }
 
 func TestExternalUnreachable(t *testing.T) {

@@ -3,7 +3,6 @@ package websearch
 import (
 	"context"
 	"fmt"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -12,6 +11,7 @@ import (
 	"time"
 
 	"github.com/framebus/framebus/actors/webfetch"
+	"github.com/framebus/framebus/internal/bustest"
 	"github.com/framebus/framebus/protocol"
 )
 
@@ -22,12 +22,7 @@ import (
 // it got through when the key (plain or escaped) is in the error or the
 // reply. The fetch is the real http resource's.
 func TestProbeGoogleKeyStaysOutOfErrors(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	closed := "http://" + ln.Addr().String() + "/"
-	ln.Close() // nothing listens there: connection refused
+	closed := "http://" + bustest.FreeAddr(t) + "/" // nothing listens there: connection refused
 	var srvURL string
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		asked := srvURL + r.URL.String()

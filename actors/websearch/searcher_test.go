@@ -2,7 +2,6 @@ package websearch
 
 import (
 	"context"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -10,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/framebus/framebus/internal/bustest"
 	"github.com/framebus/framebus/protocol"
 )
 
@@ -115,12 +115,7 @@ func TestDefaultEngine(t *testing.T) {
 // (the fetch's code, passed on) naming the engine; the Google key in the
 // URL that the fetch error quotes is left out.
 func TestEngineUnreachable(t *testing.T) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	closed := "http://" + l.Addr().String()
-	l.Close()
+	closed := "http://" + bustest.FreeAddr(t)
 	s, err := New(Options{Fetch: httpFetch, DuckDuckGoURL: closed + "/html/", GoogleURL: closed + "/customsearch/v1",
 		GoogleKey: testGoogleKey, GoogleCX: testGoogleCX})
 	if err != nil {

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"net"
 	"net/http"
 	"os/exec"
 	"strings"
@@ -13,6 +12,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/framebus/framebus/internal/bustest"
 	"github.com/framebus/framebus/internal/testchild"
 	"github.com/framebus/framebus/internal/testdir"
 	"github.com/framebus/framebus/internal/testscale"
@@ -36,12 +36,7 @@ func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
 // connection is closed" (the same port: nats gives up after a second
 // refused login) or waited for the old port for ever.
 func TestMCPFollowsARestartedNode(t *testing.T) {
-	free, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	port := free.Addr().String()
-	free.Close()
+	port := bustest.FreeAddr(t) // no one else listens there meanwhile
 	t.Run("another port", func(t *testing.T) { mcpFollowsARestart(t) })
 	t.Run("the same port", func(t *testing.T) { mcpFollowsARestart(t, envListen+"="+port) })
 }

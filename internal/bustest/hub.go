@@ -2,7 +2,6 @@ package bustest
 
 import (
 	"fmt"
-	"net"
 	"testing"
 	"time"
 
@@ -39,16 +38,16 @@ const (
 // shuts down when the test ends.
 func StartHub(t testing.TB) *Hub {
 	t.Helper()
-	leafPort := freePort(t)
+	leaf := FreeAddr(t)
 	conf := fmt.Sprintf(`
 server_name: hub
 jetstream { store_dir: %q, domain: %s }
-leafnodes { listen: "127.0.0.1:%d" }
+leafnodes { listen: %q }
 accounts {
   %s: { jetstream: enabled, users: [{user: %s, password: %s}, {user: %s, password: %s}] }
   OTHER: { users: [{user: %s, password: %s}] }
 }
-`, t.TempDir(), HubDomain, leafPort, HubAccount, HubLeafUser, HubLeafPassword, HubUser, HubPassword, OtherUser, OtherPassword)
+`, t.TempDir(), HubDomain, leaf, HubAccount, HubLeafUser, HubLeafPassword, HubUser, HubPassword, OtherUser, OtherPassword)
 	opts := &server.Options{}
 	if err := opts.ProcessConfigString(conf); err != nil {
 		t.Fatalf("hub configuration: %v", err)
@@ -67,22 +66,14 @@ accounts {
 	if !srv.ReadyForConnections(10 * time.Second) {
 		t.Fatal("hub: not ready for connections within 10s")
 	}
-	return &Hub{Server: srv, ClientURL: srv.ClientURL(), LeafURL: fmt.Sprintf("nats://127.0.0.1:%d", leafPort)}
+	return &Hub{Server: srv, ClientURL: srv.ClientURL(), LeafURL: "nats://" + leaf}
 }
 
-// freePort is a loopback port nothing listens on (just now).
-func freePort(t testing.TB) int {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
-}
-
-// FreeAddr is a loopback host:port nothing listens on (just now).
+// FreeAddr is a loopback host:port nothing listens on, reserved for the
+// test process (see ClusterRoutes): no other listener on :0 or test
+// binary is handed it meanwhile, so a test can listen there later, or
+// count on a refused connection.
 func FreeAddr(t testing.TB) string {
 	t.Helper()
-	return fmt.Sprintf("127.0.0.1:%d", freePort(t))
+	return routePort(t)
 }
