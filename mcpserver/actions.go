@@ -291,7 +291,9 @@ func (s *Server) runPlan(ctx context.Context, ss *mcp.ServerSession, tab string,
 	if person != nil {
 		// The plan goes out on its own (its retry asks for its result
 		// by its id), and the user is asked.
+		answered := s.sentAsking(plan.ID)
 		go func() {
+			defer answered()
 			pctx, cancel := context.WithTimeout(context.Background(), wait)
 			defer cancel()
 			_, _, _ = s.bc.PlanData(pctx, tab, data)

@@ -30,8 +30,36 @@ import (
 const personInput = "person"
 
 // personRetry is how long a user's reply waits for the tab to have the
-// handoff or question it answers (the plan may reach the tab after it).
+// handoff or question it answers (the plan may reach the tab after it)
+// when this server does not know the plan to be on its way still (it
+// was sent by another server, or before a restart). A plan this server
+// sent and that has not answered is waited for as long as the call.
 const personRetry = 5 * time.Second
+
+// sentAsking records plan id of a call that asks a person as sent; the
+// function returned records its answer.
+func (s *Server) sentAsking(id string) (answered func()) {
+	done := make(chan struct{})
+	s.mu.Lock()
+	s.asking[id] = done
+	s.mu.Unlock()
+	return func() {
+		s.mu.Lock()
+		if s.asking[id] == done {
+			delete(s.asking, id)
+		}
+		s.mu.Unlock()
+		close(done)
+	}
+}
+
+// askingAnswered is closed when plan id, sent by this server, answers;
+// nil when this server is not waiting for it.
+func (s *Server) askingAnswered(id string) <-chan struct{} {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.asking[id]
+}
 
 // elicits reports whether ss's client can ask its user a question.
 func elicits(ss *mcp.ServerSession) bool {
@@ -106,17 +134,19 @@ func (s *Server) personRound(ctx context.Context, ss *mcp.ServerSession, tab str
 		answer, _ := res.Content["answer"].(string)
 		return s.bc.Answer(ctx, tab, protocol.AnswerRequest{Answer: strings.TrimSpace(answer), By: by})
 	}
-	deadline := time.Now().Add(personRetry)
+	deadline, answered := time.Now().Add(personRetry), s.askingAnswered(id)
 	for {
 		err := reply()
 		code := protocol.CodeOf(err)
-		if err == nil || code != protocol.CodeNotInControl && code != protocol.CodeBadRequest || !time.Now().Before(deadline) {
+		if err == nil || code != protocol.CodeNotInControl && code != protocol.CodeBadRequest || answered == nil && !time.Now().Before(deadline) {
 			// Not there (any more): ended by other means, whose result
 			// the plan's answer says.
 			return nil, nil
 		}
 		select {
 		case <-ctx.Done():
+			return nil, nil
+		case <-answered: // ended, by other means
 			return nil, nil
 		case <-time.After(50 * time.Millisecond):
 		}

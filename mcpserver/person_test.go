@@ -2,6 +2,9 @@ package mcpserver_test
 
 import (
 	"context"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"slices"
 	"strings"
 	"sync"
@@ -59,6 +62,49 @@ func TestHandoffAndAskThroughElicitation(t *testing.T) {
 	}
 	if c := s.node.Tabs()[0].Control; c != nil {
 		t.Fatalf("the tab is still a person's: %+v", c)
+	}
+}
+
+// The user's reply comes before the handoff reaches the tab, and long
+// before: the tab is busy with another plan for longer than a reply is
+// otherwise held (5 s). The server knows its handoff is on its way still,
+// so the reply waits for it and hands the tab back; it is not dropped,
+// leaving the handoff to run to its timeout.
+func TestElicitedReplyWaitsForAHandoffStillOnItsWay(t *testing.T) {
+	s := startWith(t, mcpserver.ToolsActions, actors.NodeOptions{}, func(o *mcp.ClientOptions) {
+		o.ElicitationHandler = func(context.Context, *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+			return &mcp.ElicitResult{Action: "accept", Content: map[string]any{}}, nil
+		}
+	})
+	tab := s.node.Tabs()[0].Tab
+	// The long plan waits on a request answered 7 s after it came.
+	reached := make(chan struct{}, 1)
+	hold := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		reached <- struct{}{}
+		select {
+		case <-time.After(7 * time.Second):
+		case <-r.Context().Done():
+		}
+	}))
+	defer hold.Close()
+	busy := make(chan error, 1)
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), testscale.D(time.Minute))
+		defer cancel()
+		_, err := s.agent.Plan(ctx, tab, protocol.Plan{Action: &protocol.Action{Type: "eval", Expression: fmt.Sprintf("fetch(%q, {mode: 'no-cors'}).then(() => 1)", hold.URL)}})
+		busy <- err
+	}()
+	select {
+	case <-reached:
+	case err := <-busy:
+		t.Fatalf("the long plan: %v", err)
+	}
+	text, out, isErr := s.call(t, "browser_handoff", map[string]any{"message": "Please sign in", "until": map[string]any{"timeout": "40s"}})
+	if isErr || !strings.Contains(text, `"ended":"handback"`) {
+		t.Fatalf("a handoff behind a long plan: %s %v", text, out)
+	}
+	if err := <-busy; err != nil {
+		t.Fatal(err)
 	}
 }
 

@@ -76,7 +76,10 @@ type Server struct {
 	viewer func() string
 	// stateKey signs the request states of calls that ask a person.
 	stateKey []byte
-	closed   bool
+	// asking are the plans of calls that ask a person, sent and not yet
+	// answered, by id: closed when the plan answers.
+	asking map[string]chan struct{}
+	closed bool
 }
 
 // New builds the server and its tools and resources.
@@ -90,7 +93,8 @@ func New(opts Options) (*Server, error) {
 	}
 	s := &Server{bc: opts.Client, selected: map[*mcp.ServerSession]string{}, watches: map[string]*tabWatch{},
 		subs: map[string]map[*mcp.ServerSession]bool{}, shown: map[*mcp.ServerSession]map[string]heldPage{},
-		page: cmp.Or(opts.Page, PageDelta), budget: cmp.Or(opts.PageBudget, DefaultPageBudget), viewer: opts.Viewer, stateKey: newStateKey()}
+		page: cmp.Or(opts.Page, PageDelta), budget: cmp.Or(opts.PageBudget, DefaultPageBudget), viewer: opts.Viewer, stateKey: newStateKey(),
+		asking: map[string]chan struct{}{}}
 	if !slices.Contains(PageModes, s.page) || s.budget < 0 {
 		return nil, protocol.Errorf(protocol.CodeBadRequest, "page %q, budget %d: want delta, full or none, and a budget of 1 byte or more", s.page, s.budget)
 	}

@@ -95,8 +95,28 @@ func TestNatsCLIAgainstANode(t *testing.T) {
 	if err != nil || !res.OK || res.Sequence < 2 {
 		t.Fatalf("the agent's plan: %v %+v\n%s", err, res, out)
 	}
-	if err := sub.Wait(); err != nil {
-		t.Fatalf("nats sub: %v\n%s", err, subErr.String())
+	// nats sub says "Subscribing" just before it subscribes: a frame
+	// published in between does not reach it. Another frame of the page
+	// (an eval makes one) is sent until one does.
+	subDone := make(chan error, 1)
+	go func() { subDone <- sub.Wait() }()
+	for again, giveUp := time.NewTicker(testscale.D(5*time.Second)), time.After(testscale.D(time.Minute)); ; {
+		select {
+		case err := <-subDone:
+			again.Stop()
+			if err != nil {
+				t.Fatalf("nats sub: %v\n%s", err, subErr.String())
+			}
+		case <-again.C:
+			t.Log("nats sub has no frame yet: the page makes another")
+			if out, err := natsCLI(t, agent, "request", subj.TabPlan(tab), `{"actions":[{"type":"eval","expression":"1"}]}`, "--timeout", "60s", "--raw").CombinedOutput(); err != nil {
+				t.Fatalf("nats request as the agent: %v\n%s", err, out)
+			}
+			continue
+		case <-giveUp:
+			t.Fatalf("nats sub got no frame\n%s", subErr.String())
+		}
+		break
 	}
 	f, err := protocol.DecodeFrame([]byte(jsonLine(subOut.String())))
 	if err != nil || f.Tab != tab || !strings.Contains(f.URL, "id=cli") {

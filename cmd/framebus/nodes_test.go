@@ -104,15 +104,19 @@ func TestTwoNodesOneBusAndKill9(t *testing.T) {
 
 	// Both nodes, named, in every listing.
 	list := waitForTwoNodesTabs(t, ctx, bc, one, two, 10*time.Second)
-	st, err := bc.Status(ctx)
-	if err != nil || len(st.Profiles) != 2 || st.Profiles[0].Node == st.Profiles[1].Node {
-		t.Fatalf("status of two nodes: %+v %v", st, err)
-	}
+	// A gather waits for the nodes a fixed while (GatherWait): a node a
+	// busy machine stalls longer is told unreachable that once, and asked
+	// again here.
+	var st protocol.StatusReply
+	waitFor(t, "the status of both nodes", 30*time.Second, func() bool {
+		st, err = bc.Status(ctx)
+		return err == nil && len(st.Profiles) == 2 && st.Profiles[0].Node != st.Profiles[1].Node
+	})
 	for _, args := range [][]string{{"status"}, {"pages"}, {"session", "list"}} {
-		out := framebus(t, one.env, "", args...)
-		if out.status != 0 || !strings.Contains(out.stdout, `{"node":"one","state":"answered"`) || !strings.Contains(out.stdout, `{"node":"two","state":"answered"`) {
-			t.Fatalf("framebus %s: %d %s %s", args, out.status, out.stdout, out.stderr)
-		}
+		waitFor(t, "framebus "+strings.Join(args, " ")+" answered by both nodes", 30*time.Second, func() bool {
+			out := framebus(t, one.env, "", args...)
+			return out.status == 0 && strings.Contains(out.stdout, `{"node":"one","state":"answered"`) && strings.Contains(out.stdout, `{"node":"two","state":"answered"`)
+		})
 	}
 	out := framebus(t, one.env, "", "pages", "--node", "two")
 	if out.status != 0 || !strings.Contains(out.stdout, two.tab()) || strings.Contains(out.stdout, one.tab()) {

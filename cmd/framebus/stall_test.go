@@ -4,7 +4,11 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -60,14 +64,36 @@ func TestStallStopsThePlansItHeld(t *testing.T) {
 		}
 		return data
 	}
+	// The running action waits on a request the test answers once the
+	// node is frozen: the browser finishes it then, however slow the
+	// machine.
+	reached, release := make(chan struct{}, 1), make(chan struct{})
+	hold := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case reached <- struct{}{}:
+		default:
+		}
+		select {
+		case <-release:
+		case <-r.Context().Done():
+		}
+	}))
+	defer hold.Close()
+	released := sync.OnceFunc(func() { close(release) })
+	defer released() // first: a handler still waiting lets Close return
 	running := send(mustPlan(protocol.Plan{ID: "held-running", Actions: []protocol.Action{
-		{Type: "eval", Expression: "new Promise(r => setTimeout(() => r(window.__first = 1), 1000))"},
+		{Type: "eval", Expression: fmt.Sprintf("fetch(%q, {mode: 'no-cors'}).then(() => window.__first = 1)", hold.URL+"/hold")},
 		{Type: "eval", Expression: "window.__second = 1"},
 	}}))
 	queued := send(mustPlan(protocol.Plan{ID: "held-queued", Action: &protocol.Action{Type: "eval", Expression: ranMark}}))
 	malformed := send([]byte("{"))
 	if m, err := malformed.NextMsg(testscale.D(time.Minute)); err != nil || !strings.Contains(string(m.Data), string(protocol.CodeBadRequest)) {
 		t.Fatalf("the malformed plan: %v %v", m, err)
+	}
+	select {
+	case <-reached:
+	case <-time.After(testscale.D(time.Minute)):
+		t.Fatal("the running eval did not reach the hold server")
 	}
 
 	thaw := freezeProcess(t, n.process)
@@ -78,6 +104,7 @@ func TestStallStopsThePlansItHeld(t *testing.T) {
 		!strings.Contains(err.Error(), "Plan given-up may have run, in whole or in part") || !strings.Contains(err.Error(), "framebus frames --tab "+tab) {
 		t.Errorf("a plan to the frozen node: %v; want node_unavailable saying that it may have run and where to look", err)
 	}
+	released() // the running action ends while the node is frozen
 	thaw()
 
 	for _, held := range []struct {

@@ -113,8 +113,8 @@ func TestWatchFromAndFrames(t *testing.T) {
 	waitFor(t, "watch replays the stored frames", 30*time.Second, func() bool { return len(printed()) >= 9 })
 	for seq := int64(11); seq <= 40; seq++ {
 		if seq%10 == 5 {
+			n := strings.Count(watch.stderr.String(), "reconnected") // before the cut: the reconnect may be logged at once
 			px.Cut()
-			n := strings.Count(watch.stderr.String(), "reconnected")
 			waitFor(t, "watch reconnects", 30*time.Second, func() bool { return strings.Count(watch.stderr.String(), "reconnected") > n })
 		}
 		publish(seq)
