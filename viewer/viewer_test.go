@@ -539,7 +539,7 @@ func TestViewerShowsMarkupAsText(t *testing.T) {
 		ctx, cancel := context.WithTimeout(context.Background(), testscale.D(time.Minute))
 		defer cancel()
 		_, _ = w.agent.Plan(ctx, w.tab, protocol.Plan{Agent: `<b onmouseover=alert(1)>bot</b>`, Actions: []protocol.Action{
-			{Type: "handoff", Message: `<img src=x onerror="window.pwned=2">`, Until: map[string]string{"timeout": "20s"}, BasedOnSequence: protocol.Based(nav.Sequence)},
+			{Type: "handoff", Message: `<img src=x onerror="window.pwned=2">`, Until: map[string]string{"timeout": testscale.D(time.Minute).String()}, BasedOnSequence: protocol.Based(nav.Sequence)},
 		}})
 	}()
 	pg.until(`document.querySelector('#attention .handoff') && document.getElementById("attention").textContent.includes('<img src=x onerror="window.pwned=2">')`)
