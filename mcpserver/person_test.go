@@ -80,7 +80,10 @@ func TestElicitedReplyWaitsForAHandoffStillOnItsWay(t *testing.T) {
 	// The long plan waits on a request answered 7 s after it came.
 	reached := make(chan struct{}, 1)
 	hold := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		reached <- struct{}{}
+		select {
+		case reached <- struct{}{}:
+		default:
+		}
 		select {
 		case <-time.After(7 * time.Second):
 		case <-r.Context().Done():
